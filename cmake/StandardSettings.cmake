@@ -1,0 +1,19 @@
+# Warnings, sanitizers and coverage as INTERFACE targets: a target opts in by linking them.
+add_library(gpurun_warnings INTERFACE)
+target_compile_options(gpurun_warnings INTERFACE
+  -Wall -Wextra -Wshadow -Wconversion -Wsign-conversion -Wnon-virtual-dtor -Wold-style-cast
+  -Woverloaded-virtual -Wimplicit-fallthrough
+  $<$<BOOL:${GPURUN_WARNINGS_AS_ERRORS}>:-Werror>)
+
+add_library(gpurun_sanitizers INTERFACE)
+if(GPURUN_SANITIZE)
+  target_compile_options(gpurun_sanitizers INTERFACE
+    -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_link_options(gpurun_sanitizers INTERFACE -fsanitize=address,undefined)
+endif()
+
+add_library(gpurun_coverage INTERFACE)
+if(GPURUN_COVERAGE)
+  target_compile_options(gpurun_coverage INTERFACE --coverage -O0)
+  target_link_options(gpurun_coverage INTERFACE --coverage)
+endif()

@@ -1,0 +1,48 @@
+#pragma once
+// Builds the `docker run` argv for a launch: a pure function of its inputs.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurun {
+
+// Who launches, and from where; read from the process by current_identity().
+struct LaunchIdentity {
+  unsigned uid = 0;
+  unsigned gid = 0;
+  std::string login;       // login name; starts the container name (servers' naming rule)
+  std::string workdir;     // mounted at the same path and used as the working directory
+};
+LaunchIdentity current_identity();
+
+struct DockerRunRequest {
+  std::string docker = "docker";        // argv[0]
+  std::string image;
+  std::vector<int> gpu_indices;         // ascending
+  std::vector<std::string> gpu_uuids;   // same order as gpu_indices
+  int cpus = 0;
+  LaunchIdentity identity;
+  bool tty = false;                     // add --tty (stdin and stdout are terminals)
+  std::string name;                     // container name; empty: generated from login and GPUs
+  std::string name_suffix;              // makes a generated name unique per launch
+  std::vector<std::string> env;         // -e/--env
+  std::vector<std::string> volumes;     // -v/--volume
+  std::vector<std::string> publish;     // -p/--publish
+  std::vector<std::string> docker_opts; // --docker-opt, verbatim
+  std::vector<std::string> command;     // after the image; empty: the image's own command
+};
+
+std::vector<std::string> build_docker_argv(const DockerRunRequest& request);
+
+// "<login>_gpu2-5_<suffix>", with characters docker refuses in names replaced by '_'.
+std::string container_name(std::string_view login, const std::vector<int>& gpu_indices, std::string_view suffix);
+
+// A short random hex string for container names.
+std::string random_suffix();
+
+// The labels gpurun puts on its containers (read back by later verbs).
+inline constexpr std::string_view kLabelUser = "gpurun.user";
+inline constexpr std::string_view kLabelGpus = "gpurun.gpus";
+inline constexpr std::string_view kLabelGpuUuids = "gpurun.gpu-uuids";
+
+}  // namespace gpurun

@@ -1,0 +1,17 @@
+#pragma once
+// Replaces gpurun with another program, so that its TTY, signals and exit status are the job's own.
+#include <string>
+#include <vector>
+
+namespace gpurun {
+
+// Finds `program` as execvp would (a name with '/' is taken as is), without execvp's fallback of
+// running unrecognised files through /bin/sh. Returns the path, or empty with `error` set to
+// ENOENT (nowhere) or EACCES (found, not executable).
+std::string find_program(const std::string& program, int& error);
+
+// Flushes the logs and execs argv. Returns only by throwing Error: exit 127 when the program is
+// not found, 126 when it cannot be executed.
+[[noreturn]] void exec_program(const std::vector<std::string>& argv);
+
+}  // namespace gpurun

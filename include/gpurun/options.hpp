@@ -1,0 +1,38 @@
+#pragma once
+// Everything a gpurun invocation asks for, filled in by the CLI layer.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurun {
+
+struct Options {
+  // Where the GPU table comes from.
+  std::string nvidia_smi = "nvidia-smi";
+  double smi_timeout_s = 10.0;
+  std::optional<std::string> from_csv;  // a recorded --query-gpu snapshot ("-" for stdin)
+
+  // What counts as free, and how many to take.
+  int gpus = 1;
+  std::string max_util = "10%";
+  std::string max_memory = "10%";
+  bool allow_busy = false;
+
+  // The docker run command.
+  std::string docker = "docker";
+  std::string image;
+  std::optional<int> cpus_per_gpu;
+  std::optional<int> host_cpus;
+  std::string name;
+  std::vector<std::string> env;
+  std::vector<std::string> volumes;
+  std::vector<std::string> publish;
+  std::vector<std::string> docker_opts;
+  std::vector<std::string> command;
+  bool dry_run = false;
+
+  // Output.
+  bool json = false;
+};
+
+}  // namespace gpurun

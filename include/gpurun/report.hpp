@@ -1,0 +1,23 @@
+#pragma once
+// How GPUs are shown to people (a table) and to programs (JSON).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gpurun/selection.hpp"
+
+namespace gpurun {
+
+// One row per GPU, in the order given, under a header line; ends with a newline.
+std::string format_gpu_table(const std::vector<GpuAssessment>& gpus);
+
+nlohmann::ordered_json gpu_json(const GpuAssessment& gpu);
+// {"gpus": [gpu_json...]}
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus);
+// {"indices": [2, 5], "gpus": [gpu_json...]}
+nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen);
+
+// "2,5"
+std::string index_list(const std::vector<GpuAssessment>& gpus);
+
+}  // namespace gpurun

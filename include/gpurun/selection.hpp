@@ -1,0 +1,54 @@
+#pragma once
+// Decides which GPUs are free, scores them and picks the best N.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpurun/gpu.hpp"
+
+namespace gpurun {
+
+// --max-memory: an absolute amount ("2GiB", "500MiB") or a share of each GPU's total ("15%").
+struct MemoryLimit {
+  enum class Kind { percent, mib };
+  Kind kind = Kind::percent;
+  double value = 10.0;
+};
+MemoryLimit parse_memory_limit(std::string_view text);   // throws Error on bad input
+double parse_utilization_limit(std::string_view text);   // "10" or "10%", 0..100; throws Error
+
+struct Thresholds {
+  double max_utilization_percent = 10.0;
+  MemoryLimit max_memory;
+};
+
+// Reasons a GPU is busy that nvidia-smi cannot show (reservations, containers): uuid -> reason.
+using ExternalClaims = std::map<std::string, std::string, std::less<>>;
+
+struct GpuAssessment {
+  Gpu gpu;
+  bool free = false;
+  double score = 0.0;                // 0 (idle) .. 100 (full); lower is better
+  std::vector<std::string> reasons;  // why it is busy; empty when free
+  std::vector<std::string> notes;    // facts worth showing that do not make it busy
+};
+
+// The ranking score: the mean of memory used (% of total) and utilization (%). With one of them
+// unknown, the other alone; with both unknown, 100 (ranked last).
+double score(const Gpu& gpu);
+
+// Assesses every GPU, in the order given.
+std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds& thresholds,
+                                  const ExternalClaims& claims = {});
+
+// The `count` lowest-scoring free GPUs (all GPUs when allow_busy), ties broken by index, returned
+// in ascending index order. Throws Error (exit 125) listing every GPU and why it is not free
+// when too few qualify.
+std::vector<GpuAssessment> pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy);
+
+// All GPUs best first: free before busy, then by score, then index.
+std::vector<GpuAssessment> ranked(std::vector<GpuAssessment> assessed);
+
+}  // namespace gpurun

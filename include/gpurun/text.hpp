@@ -1,0 +1,36 @@
+#pragma once
+// Small string helpers shared by the parsers.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurun::text {
+
+std::string_view trim(std::string_view s);
+std::string to_lower(std::string_view s);
+std::vector<std::string_view> split(std::string_view s, char separator);
+
+// One line of input with its 1-based number; the trailing CR of a CRLF line is removed.
+struct Line {
+  std::size_t number;
+  std::string_view text;
+};
+// The non-blank lines of `s`.
+std::vector<Line> non_blank_lines(std::string_view s);
+
+// Whole-string numbers; nullopt when `s` is not exactly one number.
+std::optional<double> parse_double(std::string_view s);
+std::optional<long long> parse_integer(std::string_view s);
+
+// Splits "1234 MiB" / "45%" into the number text and the unit text (both trimmed).
+struct NumberWithUnit {
+  std::string_view number;
+  std::string_view unit;
+};
+NumberWithUnit split_unit(std::string_view s);
+
+// Makes arbitrary input printable in one line of an error message.
+std::string printable(std::string_view s, std::size_t max_length = 60);
+
+}  // namespace gpurun::text

@@ -1,0 +1,19 @@
+#pragma once
+// One library function per verb; the CLI layer fills Options and calls one of these.
+// Each returns the process exit code or throws gpurun::Error. Results go to `out`.
+#include <iosfwd>
+
+#include "gpurun/options.hpp"
+
+namespace gpurun {
+
+// Picks GPUs and execs `docker run` (never returns then), or prints the command (--dry-run).
+int run_launch(const Options& options, std::ostream& out);
+
+// Prints the chosen GPUs' indices, "2,5" (or JSON).
+int run_pick(const Options& options, std::ostream& out);
+
+// Prints every GPU with its state (a table, or JSON).
+int run_status(const Options& options, std::ostream& out);
+
+}  // namespace gpurun

@@ -1,0 +1,175 @@
+#include "cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <iostream>
+
+#include "command_line.hpp"
+#include "gpurun/error.hpp"
+#include "gpurun/verbs.hpp"
+#include "gpurun/version.hpp"
+
+namespace gpurun::cli {
+namespace {
+
+constexpr std::array<std::string_view, 2> kVerbs{"pick", "status"};
+// Taken by later versions; reserved now so that aliases written today keep their meaning.
+constexpr std::array<std::string_view, 4> kReservedVerbs{"ps", "config", "completion", "wait"};
+
+constexpr std::string_view kFooter = R"(Full form: gpurun [OPTIONS] [pick|status] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
+Options stop at the first word after N; the rest is the job's command, passed as given.
+
+Verbs:
+  (none)    pick N GPUs and run IMAGE [COMMAND...] on them with docker run
+  pick      print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)
+  status    show every GPU: memory, utilization, processes, score, free or busy and why
+
+Examples:
+  gpurun --image me/pytorch:24.05 2 -- python train.py
+  gpurun --dry-run --image me/pytorch:24.05 2 python train.py --lr 0.1
+  gpurun status --json
+  alias trainrun='gpurun --image me/pytorch:24.05 2 --'
+
+Exit status: the job's own once docker runs; 125 when gpurun fails (usage errors included);
+126 docker cannot be executed; 127 docker not found.)";
+
+struct Parsed {
+  Options options;
+  std::string verb;
+  int verbosity = 0;  // --verbose count minus --quiet count
+};
+
+struct Bindings {
+  std::string from_csv;
+  int cpus_per_gpu = 0;
+  int host_cpus = 0;
+  int verbose = 0;
+  int quiet = 0;
+};
+
+void bind(CLI::App& app, Options& o, Bindings& b) {
+  app.set_version_flag("--version", std::string(kVersion));
+  const auto group = [&](const char* name) { return name; };
+  auto* source = group("Where GPU data comes from");
+  app.add_option("--nvidia-smi", o.nvidia_smi, "nvidia-smi program to run")
+      ->envname("GPURUN_NVIDIA_SMI")->group(source);
+  app.add_option("--smi-timeout", o.smi_timeout_s, "seconds nvidia-smi may take before it is killed (default 10)")
+      ->group(source);
+  app.add_option("--from-csv", b.from_csv, "read a recorded `nvidia-smi --query-gpu` CSV instead ('-' = stdin)")
+      ->group(source);
+
+  auto* selection = group("Which GPUs are free");
+  app.add_option("--max-util", o.max_util, "busiest utilization still counted free (default 10%)")->group(selection);
+  app.add_option("--max-memory", o.max_memory, "most memory used still counted free: 15%, 500MiB, 2GiB (default 10%)")
+      ->group(selection);
+  app.add_flag("--allow-busy", o.allow_busy, "rank all GPUs, busy ones too, and take the lowest scores")
+      ->group(selection);
+
+  auto* launch = group("The docker run command");
+  app.add_option("--image", o.image, "image to run")->envname("GPURUN_IMAGE")->group(launch);
+  app.add_option("--docker", o.docker, "docker client to exec")->envname("GPURUN_DOCKER")
+      ->group(launch);
+  app.add_flag("--dry-run", o.dry_run, "print the docker command instead of running it")->group(launch);
+  app.add_option("--cpus-per-gpu", b.cpus_per_gpu, "CPUs per GPU, 8..24 (default: host CPUs / GPUs, within 8..24)")
+      ->group(launch);
+  app.add_option("--host-cpus", b.host_cpus, "CPUs of the docker host (default: this machine's)")->group(launch);
+  app.add_option("--name", o.name, "container name (default: LOGIN_gpuN-M_RANDOM)")->group(launch);
+  app.add_option("-e,--env", o.env, "set an environment variable in the container (repeatable)")
+      ->allow_extra_args(false)->group(launch);
+  app.add_option("-v,--volume", o.volumes, "bind-mount a volume, as docker's -v (repeatable)")
+      ->allow_extra_args(false)->group(launch);
+  app.add_option("-p,--publish", o.publish, "publish a port, as docker's -p (repeatable)")
+      ->allow_extra_args(false)->group(launch);
+  app.add_option("--docker-opt", o.docker_opts, "pass one more argument to docker run verbatim (repeatable)")
+      ->allow_extra_args(false)->group(launch);
+
+  auto* output = group("Output");
+  app.add_flag("--json", o.json, "machine-readable output for pick and status")->group(output);
+  app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group(output);
+  app.add_flag("-q,--quiet", b.quiet, "fewer diagnostics on stderr (repeatable)")->group(output);
+}
+
+bool contains(const auto& list, std::string_view word) {
+  return std::find(list.begin(), list.end(), word) != list.end();
+}
+
+Parsed parse(int argc, char** argv, CLI::App& app) {
+  Parsed parsed;
+  Bindings b;
+  bind(app, parsed.options, b);
+
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const auto takes_value = [&](std::string_view name) {
+    const CLI::Option* option = app.get_option_no_throw(std::string(name));
+    return option != nullptr && option->get_items_expected_min() > 0;
+  };
+  const auto is_verb = [](std::string_view word) { return contains(kVerbs, word) || contains(kReservedVerbs, word); };
+  CommandLine line = split_command_line(args, takes_value, is_verb);
+
+  std::vector<std::string> reversed(line.options.rbegin(), line.options.rend());  // CLI11 takes them backwards
+  app.parse(reversed);
+
+  if (contains(kReservedVerbs, line.verb))
+    throw Error(fmt::format("\"{}\" is reserved for a later version of gpurun; to run a program of that name, "
+                            "write `gpurun 1 {}` or `gpurun -- {}`",
+                            line.verb, line.verb, line.verb));
+  if (line.verb == "status" && line.count) throw Error(fmt::format("gpurun status takes no N, but got \"{}\"", *line.count));
+  parsed.verb = line.verb;
+  if (line.count) parsed.options.gpus = parse_gpu_count(*line.count);
+  parsed.options.command = std::move(line.command);
+  if (app.count("--from-csv") > 0) parsed.options.from_csv = b.from_csv;
+  if (app.count("--cpus-per-gpu") > 0) parsed.options.cpus_per_gpu = b.cpus_per_gpu;
+  if (app.count("--host-cpus") > 0) parsed.options.host_cpus = b.host_cpus;
+  parsed.verbosity = b.verbose - b.quiet;
+  return parsed;
+}
+
+void configure_logging(int verbosity) {
+  auto logger = spdlog::stderr_color_mt("gpurun");
+  logger->set_pattern("gpurun: %^%l%$: %v");
+  static constexpr std::array levels{spdlog::level::off, spdlog::level::err, spdlog::level::warn,
+                                     spdlog::level::info, spdlog::level::debug, spdlog::level::trace};
+  logger->set_level(levels[static_cast<std::size_t>(std::clamp(verbosity + 3, 0, 5))]);
+  spdlog::set_default_logger(logger);
+}
+
+void report_error(std::string_view message) { std::cerr << "gpurun: error: " << message << '\n' << std::flush; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpurun picks the freest GPUs of this machine and runs a Docker job on them.", "gpurun"};
+  app.footer(std::string(kFooter));
+  try {
+    Parsed parsed;
+    try {
+      parsed = parse(argc, argv, app);
+    } catch (const CLI::CallForHelp&) {
+      std::cout << app.help("", CLI::AppFormatMode::Normal);
+      return exit_code::ok;
+    } catch (const CLI::CallForVersion&) {
+      std::cout << "gpurun " << kVersion << '\n';
+      return exit_code::ok;
+    } catch (const CLI::ParseError& e) {
+      report_error(fmt::format("{}\nRun `gpurun --help` for usage.", e.what()));
+      return exit_code::failure;
+    }
+    configure_logging(parsed.verbosity);
+    if (parsed.verb == "pick") return run_pick(parsed.options, std::cout);
+    if (parsed.verb == "status") return run_status(parsed.options, std::cout);
+    return run_launch(parsed.options, std::cout);
+  } catch (const Error& e) {
+    report_error(e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    report_error(fmt::format("unexpected failure: {}", e.what()));
+    return exit_code::failure;
+  }
+}
+
+}  // namespace gpurun::cli

@@ -1,0 +1,73 @@
+#include "command_line.hpp"
+
+#include <fmt/format.h>
+
+#include "gpurun/error.hpp"
+#include "gpurun/text.hpp"
+
+namespace gpurun::cli {
+namespace {
+
+bool is_negative_number(std::string_view word) {
+  return word.size() > 1 && word[0] == '-' && word.find_first_not_of("0123456789", 1) == std::string_view::npos;
+}
+
+bool is_option(std::string_view word) { return word.size() > 1 && word[0] == '-' && !is_negative_number(word); }
+
+// How many of the following words an option word consumes (0 or 1).
+std::size_t values_consumed(std::string_view word, const std::function<bool(std::string_view)>& takes_value) {
+  if (word.starts_with("--")) {
+    if (word.find('=') != std::string_view::npos) return 0;
+    return takes_value(word) ? 1 : 0;
+  }
+  // A cluster of short options: "-qq", "-eFOO=1", "-e FOO=1".
+  for (std::size_t i = 1; i < word.size(); ++i) {
+    if (takes_value(std::string{'-', word[i]})) return i + 1 == word.size() ? 1 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandLine split_command_line(const std::vector<std::string>& args,
+                               const std::function<bool(std::string_view)>& takes_value,
+                               const std::function<bool(std::string_view)>& is_verb) {
+  CommandLine line;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") {
+      line.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (is_option(word)) {
+      line.options.push_back(word);
+      if (values_consumed(word, takes_value) == 1 && i + 1 < args.size()) line.options.push_back(args[++i]);
+      continue;
+    }
+    if (line.verb.empty() && !line.count && is_verb(word)) {
+      line.verb = word;
+      continue;
+    }
+    if (!line.count) {
+      line.count = word;
+      continue;
+    }
+    line.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+    break;
+  }
+  if (!line.verb.empty() && !line.command.empty())
+    throw Error(fmt::format("gpurun {} takes no command, but got \"{}\"; to run a program, leave out \"{}\"",
+                            line.verb, text::printable(line.command.front()), line.verb));
+  return line;
+}
+
+int parse_gpu_count(const std::string& word) {
+  const auto value = text::parse_integer(word);
+  if (value && *value >= 1 && *value <= 4096) return static_cast<int>(*value);
+  throw Error(fmt::format(
+      "expected the number of GPUs (a whole number from 1), got \"{}\". Usage: gpurun [OPTIONS] [N] [--] "
+      "[COMMAND...]; to run a command on 1 GPU write `gpurun 1 {}` or `gpurun -- {}`",
+      text::printable(word), text::printable(word), text::printable(word)));
+}
+
+}  // namespace gpurun::cli

@@ -1,0 +1,30 @@
+#pragma once
+// Splits gpurun's argv into its parts: `gpurun [options] [VERB] [options] [N] [--] [COMMAND ARGS...]`.
+// Options stop at the first word after N (as in env, sudo, timeout), so the job's own flags
+// (`gpurun 2 python train.py --lr 0.1`) reach the job untouched.
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurun::cli {
+
+struct CommandLine {
+  std::vector<std::string> options;   // for CLI11, in order
+  std::string verb;                   // "", "pick", "status", ...
+  std::optional<std::string> count;   // N as typed
+  std::vector<std::string> command;   // the job's argv
+};
+
+// `takes_value("--image")` tells whether an option consumes a value ("-e" as well as "--env").
+// `is_verb(word)` tells whether a first positional word is a verb. Throws gpurun::Error for a
+// verb that takes no command but is given one.
+CommandLine split_command_line(const std::vector<std::string>& args,
+                               const std::function<bool(std::string_view)>& takes_value,
+                               const std::function<bool(std::string_view)>& is_verb);
+
+// N as a number: a positive whole number; throws gpurun::Error with a usage hint otherwise.
+int parse_gpu_count(const std::string& word);
+
+}  // namespace gpurun::cli
