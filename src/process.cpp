@@ -88,17 +88,16 @@ class SpawnAttributes {
   posix_spawnattr_t attributes_{};
 };
 
-// The environment for a child: ours with `extra` added or replaced.
+// The environment for a child: ours with `extra` added or replaced (a later entry wins).
 std::vector<std::string> child_environment(const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::map<std::string, std::string, std::less<>> overrides;
+  for (const auto& [key, value] : extra) overrides[key] = value;
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
-    const std::string_view name = entry.substr(0, entry.find('='));
-    bool replaced = false;
-    for (const auto& [key, value] : extra) replaced = replaced || key == name;
-    if (!replaced) env.emplace_back(entry);
+    if (!overrides.contains(entry.substr(0, entry.find('=')))) env.emplace_back(entry);
   }
-  for (const auto& [key, value] : extra) env.push_back(key + "=" + value);
+  for (const auto& [key, value] : overrides) env.push_back(key + "=" + value);
   return env;
 }
 

@@ -70,7 +70,7 @@ std::optional<double> parse_memory(const Line& line, std::string_view field, std
   if (is_unavailable(cell)) return std::nullopt;
   const auto [number, value_unit] = text::split_unit(cell);
   const auto value = text::parse_double(number);
-  if (!value || *value < 0) fail(line, fmt::format("{} is \"{}\", not an amount of memory", field, text::printable(cell)));
+  if (!value || *value < 0) fail(line, fmt::format("{} is \"{}\", not an amount of memory", field, text::printable(text::trim(cell))));
   const auto scale = mib_per_unit(value_unit.empty() ? header_unit : value_unit);
   if (!scale) fail(line, fmt::format("{} has unit \"{}\"; expected MiB", field, text::printable(value_unit)));
   return *value * *scale;
@@ -80,7 +80,7 @@ std::optional<double> parse_percent(const Line& line, std::string_view field, st
   if (is_unavailable(cell)) return std::nullopt;
   const auto [number, unit] = text::split_unit(cell);
   const auto value = text::parse_double(number);
-  if (!value || *value < 0) fail(line, fmt::format("{} is \"{}\", not a percentage", field, text::printable(cell)));
+  if (!value || *value < 0) fail(line, fmt::format("{} is \"{}\", not a percentage", field, text::printable(text::trim(cell))));
   if (!unit.empty() && unit != "%") fail(line, fmt::format("{} has unit \"{}\"; expected %", field, text::printable(unit)));
   return *value;
 }

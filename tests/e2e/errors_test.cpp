@@ -1,0 +1,159 @@
+// End-to-end: every failure of gpurun is one clear message on stderr and a documented exit code.
+#include <gmock/gmock.h>
+
+#include "gpurun_fixture.hpp"
+
+namespace gpurun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST_F(GpurunTest, TooFewFreeGpusExit125ListingEachGpuAndWhy) {
+  const Outcome run = gpurun({"--image", "img", "3", "python"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_FALSE(docker_ran());
+  EXPECT_THAT(run.err, HasSubstr("gpurun: error: need 3 free GPUs but 2 of 8 are free:"));
+  EXPECT_THAT(run.err, HasSubstr("GPU 3  NVIDIA A100-SXM4-80GB    busy: 1 compute process (pid 52771)"));
+  EXPECT_THAT(run.err, HasSubstr("GPU 6  NVIDIA A100-SXM4-80GB    busy: 1 compute process (pid 50310); utilization 30% > limit 10%"));
+  EXPECT_THAT(run.err, HasSubstr("GPU 5  NVIDIA A100-SXM4-80GB    free"));
+  EXPECT_THAT(run.err, HasSubstr("--allow-busy"));
+  EXPECT_EQ(run.out, "");
+}
+
+TEST_F(GpurunTest, MissingImageIsAClearError) {
+  const Outcome run = gpurun({"2", "python"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("gpurun: error: no image to run: pass --image IMAGE"));
+  EXPECT_THAT(run.err, HasSubstr("GPURUN_IMAGE"));
+}
+
+TEST_F(GpurunTest, DockerNotFoundExits127) {
+  Env env = fakes("busy_dgx.json");
+  env.emplace_back("GPURUN_DOCKER", dir() + "/no-such-docker");
+  const Outcome run = gpurun({"--image", "img"}, env);
+  EXPECT_EQ(run.exit_code, 127);
+  EXPECT_THAT(run.err, HasSubstr("no-such-docker not found"));
+}
+
+TEST_F(GpurunTest, DockerNotOnPathExits127) {
+  Env env = fakes("busy_dgx.json");
+  env.emplace_back("GPURUN_DOCKER", "gpurun-no-such-docker");
+  const Outcome run = gpurun({"--image", "img"}, env);
+  EXPECT_EQ(run.exit_code, 127);
+  EXPECT_THAT(run.err, HasSubstr("gpurun-no-such-docker not found on PATH"));
+}
+
+TEST_F(GpurunTest, DockerNotExecutableExits126) {
+  const std::string plain = dir() + "/docker";
+  std::ofstream(plain) << "#!/bin/sh\n";
+  Env env = fakes("busy_dgx.json");
+  env.emplace_back("GPURUN_DOCKER", plain);
+  const Outcome run = gpurun({"--image", "img"}, env);
+  EXPECT_EQ(run.exit_code, 126);
+  EXPECT_THAT(run.err, HasSubstr("cannot execute " + plain));
+}
+
+TEST_F(GpurunTest, DockerThatIsNoProgramIsNotRunThroughAShell) {
+  // execvp would hand a file without #! to /bin/sh; gpurun must not.
+  const std::string text = dir() + "/docker";
+  std::ofstream(text) << "echo ran-by-a-shell > " << dir() << "/ran\n";
+  std::filesystem::permissions(text, std::filesystem::perms::owner_all);
+  Env env = fakes("busy_dgx.json");
+  env.emplace_back("GPURUN_DOCKER", text);
+  const Outcome run = gpurun({"--image", "img"}, env);
+  EXPECT_EQ(run.exit_code, 126);
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/ran"));
+}
+
+struct DriverFailure {
+  const char* scenario;
+  const char* relayed;  // nvidia-smi's own words, which gpurun must pass on
+};
+
+class NvidiaSmiFailure : public GpurunTest, public ::testing::WithParamInterface<DriverFailure> {};
+
+TEST_P(NvidiaSmiFailure, RelaysTheDriversOwnMessageAndExits125) {
+  const Outcome run = gpurun({"--image", "img", "--dry-run"}, fakes(GetParam().scenario));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("gpurun: error: "));
+  EXPECT_THAT(run.err, HasSubstr(GetParam().relayed));
+  EXPECT_EQ(run.out, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DriverStates, NvidiaSmiFailure,
+    ::testing::Values(
+        DriverFailure{"no_devices.json", "exited with status 6: No devices were found"},
+        DriverFailure{"driver_not_loaded.json",
+                      "exited with status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
+        DriverFailure{"mismatch.json", "exited with status 18: Failed to initialize NVML: Driver/library version mismatch"}));
+
+TEST_F(GpurunTest, NvidiaSmiNotFoundSaysWhatToDo) {
+  Env env = fakes("busy_dgx.json");
+  env.emplace_back("GPURUN_NVIDIA_SMI", dir() + "/nvidia-smi");
+  const Outcome run = gpurun({"status"}, env);
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("nvidia-smi not found"));
+  EXPECT_THAT(run.err, HasSubstr("--from-csv"));
+}
+
+TEST_F(GpurunTest, SlowNvidiaSmiIsKilledAtTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome run = gpurun({"--smi-timeout", "0.5", "status"}, fakes("slow.json"));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("did not answer within 0.5 s and was killed"));
+  // A guard against hanging on the 30 s stand-in, not a speed measurement.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST_F(GpurunTest, GarbledNvidiaSmiOutputNamesTheLine) {
+  const std::string csv = dir() + "/bad.csv";
+  std::ofstream(csv) << "0, GPU-a, A100, 10, 81920, 0, Disabled\n1, GPU-b, A100, lots, 81920, 0, Disabled\n";
+  const Outcome run = gpurun({"--from-csv", csv, "status"});
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("line 2: memory.used is \"lots\", not an amount of memory"));
+}
+
+struct UsageCase {
+  std::vector<std::string> args;
+  const char* message;
+};
+
+class UsageError : public GpurunTest, public ::testing::WithParamInterface<UsageCase> {};
+
+TEST_P(UsageError, Exits125WithAMessage) {
+  const Outcome run = gpurun(GetParam().args, fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr(GetParam().message));
+  EXPECT_FALSE(docker_ran());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInvocations, UsageError,
+    ::testing::Values(UsageCase{{"--image", "img", "0"}, "expected the number of GPUs (a whole number from 1), got \"0\""},
+                      UsageCase{{"--image", "img", "-3"}, "got \"-3\""},
+                      UsageCase{{"--image", "img", "two"}, "got \"two\""},
+                      UsageCase{{"--image", "img", "python", "train.py"}, "`gpurun 1 python` or `gpurun -- python`"},
+                      UsageCase{{"--no-such-flag"}, "--no-such-flag"},
+                      UsageCase{{"--image", "img", "--cpus-per-gpu", "30"}, "--cpus-per-gpu 30 is outside 8..24"},
+                      UsageCase{{"--image", "img", "--max-memory", "lots"}, "--max-memory \"lots\""},
+                      UsageCase{{"--image", "img", "--max-util", "150"}, "--max-util \"150\""},
+                      UsageCase{{"--image", "img", "--smi-timeout", "abc"}, "--smi-timeout"},
+                      UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout 0 must be between"},
+                      UsageCase{{"status", "2"}, "gpurun status takes no N"},
+                      UsageCase{{"pick", "2", "python"}, "gpurun pick takes no command"},
+                      UsageCase{{"ps"}, "reserved for a later version"},
+                      UsageCase{{"--image", "-it"}, "starts with '-'"}));
+
+TEST_F(GpurunTest, HelpAndVersionExitZeroOnStdout) {
+  const Outcome help = gpurun({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("--allow-busy"));
+  EXPECT_THAT(help.out, HasSubstr("Exit status"));
+  const Outcome version = gpurun({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_THAT(version.out, ::testing::StartsWith("gpurun "));
+}
+
+}  // namespace
+}  // namespace gpurun::testing

@@ -1,0 +1,94 @@
+#pragma once
+// Runs the built gpurun binary against the stand-in nvidia-smi and docker in tests/fakes/.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpurun/process.hpp"
+
+namespace gpurun::testing {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string scenario(const std::string& name) {
+  return std::string(GPURUN_TEST_DATA_DIR) + "/scenarios/" + name;
+}
+inline std::string fake(const std::string& name) { return std::string(GPURUN_FAKES_DIR) + "/" + name; }
+
+inline std::string current_directory() { return std::filesystem::current_path().string(); }
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+class GpurunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The tests decide every GPURUN_* variable themselves.
+    for (const char* name : {"GPURUN_IMAGE", "GPURUN_DOCKER", "GPURUN_NVIDIA_SMI"}) ::unsetenv(name);
+    char pattern[] = "/tmp/gpurun-e2e-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Stand-ins for nvidia-smi (answering from `scenario_name`) and docker (recording its argv).
+  Env fakes(const std::string& scenario_name, int docker_exit = 0) const {
+    return {{"GPURUN_NVIDIA_SMI", fake("nvidia-smi")},
+            {"FAKE_SMI_SCENARIO", scenario(scenario_name)},
+            {"GPURUN_DOCKER", fake("docker")},
+            {"FAKE_DOCKER_ARGV", argv_file()},
+            {"FAKE_DOCKER_EXIT", std::to_string(docker_exit)}};
+  }
+
+  Outcome gpurun(const std::vector<std::string>& args, const Env& env = {}) const {
+    ProcessSpec spec{{GPURUN_BINARY}, env};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    return finish(run_process(spec, std::chrono::seconds(60)));
+  }
+
+  // Runs a shell command line (for stdin redirection and for pasting --dry-run output).
+  Outcome shell(const std::string& line, const Env& env = {}) const {
+    return finish(run_process({{"/bin/sh", "-c", line}, env}, std::chrono::seconds(60)));
+  }
+
+  // The arguments the stand-in docker received (argv[0] left out), or empty when it did not run.
+  std::vector<std::string> docker_argv() const {
+    if (!std::filesystem::exists(argv_file())) return {};
+    const std::string raw = read_file(argv_file());
+    std::vector<std::string> argv;
+    std::size_t start = 0;
+    for (std::size_t end; (end = raw.find('\0', start)) != std::string::npos; start = end + 1)
+      argv.push_back(raw.substr(start, end - start));
+    return argv;
+  }
+  bool docker_ran() const { return std::filesystem::exists(argv_file()); }
+
+  std::string argv_file() const { return dir_ + "/docker.argv"; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  static Outcome finish(const ProcessResult& result) {
+    EXPECT_EQ(result.end, ProcessResult::End::exited) << result.err;
+    return {result.exit_code, result.out, result.err};
+  }
+  std::string dir_;
+};
+
+}  // namespace gpurun::testing
