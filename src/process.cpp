@@ -192,6 +192,7 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
   children.reserve(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) children.push_back(spawn(specs[i], results[i]));
 
+  std::chrono::nanoseconds reap_backoff = std::chrono::microseconds(50);
   while (true) {
     std::vector<pollfd> fds;
     std::vector<std::pair<Fd*, std::string*>> sinks;
@@ -219,11 +220,14 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
     }
     if (all_reaped) break;
 
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) break;
-    // With no pipes left to watch, poll only sleeps a little before the next waitpid.
-    const int wait_ms = fds.empty() ? static_cast<int>(std::min<long long>(left, 5)) : static_cast<int>(left);
-    const int ready = ::poll(fds.data(), fds.size(), wait_ms);
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    // With no pipes left to watch, ppoll only sleeps before the next waitpid: briefly at first,
+    // since a child that closed its output is usually exiting, then longer.
+    const auto wait = fds.empty() ? std::min<std::chrono::nanoseconds>(left, reap_backoff) : left;
+    if (fds.empty()) reap_backoff = std::min<std::chrono::nanoseconds>(reap_backoff * 2, std::chrono::milliseconds(5));
+    const timespec wait_ts{static_cast<time_t>(wait.count() / 1'000'000'000), static_cast<long>(wait.count() % 1'000'000'000)};
+    const int ready = ::ppoll(fds.data(), fds.size(), &wait_ts, nullptr);
     if (ready < 0 && errno != EINTR) break;
     for (std::size_t k = 0; k < fds.size() && ready > 0; ++k)
       if (fds[k].revents != 0) drain(*sinks[k].first, *sinks[k].second);
