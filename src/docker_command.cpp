@@ -81,8 +81,13 @@ LaunchIdentity current_identity() {
 
 std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   const std::string indices = join_indices(request.gpu_indices, ",");
-  std::vector<std::string> argv{request.docker, "run", "--rm", "--interactive"};
-  if (request.tty) argv.emplace_back("--tty");
+  std::vector<std::string> argv{request.docker, "run", "--rm"};
+  if (request.detach) {
+    argv.emplace_back("--detach");
+  } else {
+    argv.emplace_back("--interactive");
+    if (request.tty) argv.emplace_back("--tty");
+  }
   argv.insert(argv.end(),
               {"--name",
                request.name.empty() ? container_name(request.identity.login, request.gpu_indices, request.name_suffix)

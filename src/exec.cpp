@@ -35,24 +35,27 @@ std::string find_program(const std::string& program, int& error) {
   return {};
 }
 
-void exec_program(const std::vector<std::string>& argv) {
+std::string locate_program(const std::string& program) {
   int error = 0;
-  const std::string path = argv.empty() ? std::string{} : find_program(argv.front(), error);
-  if (!path.empty()) {
-    std::vector<char*> c_argv;
-    for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
-    c_argv.push_back(nullptr);
-    spdlog::default_logger()->flush();
-    ::execv(path.c_str(), c_argv.data());
-    error = errno;
-  }
-  const std::string program = argv.empty() ? std::string{} : argv.front();
+  std::string path = find_program(program, error);
+  if (!path.empty()) return path;
   if (error == ENOENT)
     throw Error(fmt::format("{} not found{}: install docker (Debian: apt-get install docker.io), or pass "
                             "--docker PATH or set GPURUN_DOCKER",
                             program, program.find('/') == std::string::npos ? " on PATH" : ""),
                 exit_code::not_found);
   throw Error(fmt::format("cannot execute {}: {}", program, std::strerror(error)), exit_code::cannot_execute);
+}
+
+void exec_program(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw Error("nothing to execute");
+  const std::string path = locate_program(argv.front());
+  std::vector<char*> c_argv;
+  for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+  spdlog::default_logger()->flush();
+  ::execv(path.c_str(), c_argv.data());
+  throw Error(fmt::format("cannot execute {}: {}", argv.front(), std::strerror(errno)), exit_code::cannot_execute);
 }
 
 }  // namespace gpurun

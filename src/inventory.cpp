@@ -1,12 +1,15 @@
 #include "gpurun/inventory.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 
 #include "gpurun/error.hpp"
+#include "gpurun/reservation.hpp"
 #include "gpurun/smi_query.hpp"
 
 namespace gpurun {
@@ -15,15 +18,46 @@ Thresholds thresholds_from(const Options& options) {
   return {parse_utilization_limit(options.max_util), parse_memory_limit(options.max_memory)};
 }
 
-std::vector<GpuAssessment> assess_machine(const Options& options) {
+Inventory take_inventory(const Options& options, const std::string& lock_dir) {
   const Thresholds thresholds = thresholds_from(options);
   if (!(options.smi_timeout_s > 0 && options.smi_timeout_s <= 3600))
     throw Error(fmt::format("--smi-timeout {:g} must be between 0 and 3600 seconds", options.smi_timeout_s));
   const auto timeout = std::chrono::milliseconds(std::llround(options.smi_timeout_s * 1000.0));
 
-  std::vector<Gpu> gpus = options.from_csv ? read_gpu_snapshot(*options.from_csv) : query_gpus(options.nvidia_smi, timeout);
-  std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
-  return assess(gpus, thresholds);
+  Inventory inventory;
+  // The engine is asked while nvidia-smi works, so that a launch is not slower for it.
+  std::future<std::vector<GpuContainer>> containers;
+  if (!options.from_csv && options.container_awareness)
+    containers = std::async(std::launch::async, list_gpu_containers, options.docker, timeout);
+
+  inventory.gpus = options.from_csv ? read_gpu_snapshot(*options.from_csv) : query_gpus(options.nvidia_smi, timeout);
+  std::sort(inventory.gpus.begin(), inventory.gpus.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
+
+  ExternalClaims claims;
+  if (containers.valid()) {
+    try {
+      inventory.containers = containers.get();
+      add_claims(claims, container_claims(inventory.containers, inventory.gpus));
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot ask the Docker engine which containers hold GPUs, going by nvidia-smi alone: {}", e.what());
+    }
+  }
+  if (!lock_dir.empty()) add_claims(claims, reserved_gpus(lock_dir, inventory.gpus));
+  inventory.assessed = assess(inventory.gpus, thresholds, claims);
+  return inventory;
+}
+
+}  // namespace gpurun
+
+namespace gpurun {
+
+std::string lock_dir_for_reading(const Options& options) {
+  try {
+    return prepare_lock_dir(options.lock_dir);
+  } catch (const Error& e) {
+    spdlog::warn("{}; reservations of other launches are not shown", e.what());
+    return {};
+  }
 }
 
 }  // namespace gpurun

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <cmath>
 #include <iostream>
 #include <ostream>
 
@@ -11,7 +13,9 @@
 #include "gpurun/error.hpp"
 #include "gpurun/exec.hpp"
 #include "gpurun/inventory.hpp"
+#include "gpurun/process.hpp"
 #include "gpurun/report.hpp"
+#include "gpurun/reservation.hpp"
 #include "gpurun/shell_quote.hpp"
 #include "gpurun/verbs.hpp"
 
@@ -24,23 +28,7 @@ void check_image(const std::string& image) {
   if (image.front() == '-') throw Error(fmt::format("--image \"{}\" starts with '-': that is not an image name", image));
 }
 
-}  // namespace
-
-int run_launch(const Options& options, std::ostream& out) {
-  check_image(options.image);  // before asking nvidia-smi anything: fail fast
-
-  const std::vector<GpuAssessment> assessed = assess_machine(options);
-  const std::vector<GpuAssessment> chosen = pick(assessed, options.gpus, options.allow_busy);
-  const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(assessed.size()),
-                                 options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);
-
-  // The ranking is shown for a dry run; a real launch keeps stderr quiet unless asked (-v).
-  const auto ranking_level = options.dry_run ? spdlog::level::info : spdlog::level::debug;
-  if (spdlog::should_log(ranking_level)) std::cerr << format_gpu_table(ranked(assessed)) << std::flush;
-  if (cpus.warning) spdlog::warn("{}", *cpus.warning);
-  spdlog::log(ranking_level, "picked GPU{} {} of {}; --cpus {} ({} per GPU)", chosen.size() == 1 ? "" : "s",
-              index_list(chosen), assessed.size(), cpus.total, cpus.per_gpu);
-
+DockerRunRequest make_request(const Options& options, const std::vector<GpuAssessment>& chosen, int cpus) {
   DockerRunRequest request;
   request.docker = options.docker;
   request.image = options.image;
@@ -48,22 +36,81 @@ int run_launch(const Options& options, std::ostream& out) {
     request.gpu_indices.push_back(a.gpu.index);
     request.gpu_uuids.push_back(a.gpu.uuid);
   }
-  request.cpus = cpus.total;
+  request.cpus = cpus;
   request.identity = current_identity();
   request.tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
-  request.name = options.name;
-  request.name_suffix = random_suffix();
+  request.detach = options.detach;
+  request.name = options.name.empty()
+                     ? container_name(request.identity.login, request.gpu_indices, random_suffix())
+                     : options.name;
   request.env = options.env;
   request.volumes = options.volumes;
   request.publish = options.publish;
   request.docker_opts = options.docker_opts;
   request.command = options.command;
-  const std::vector<std::string> argv = build_docker_argv(request);
+  return request;
+}
 
+// A detached container: docker returns once it runs; say how to reach it.
+int run_detached(const std::vector<std::string>& argv, const std::string& name, const std::string& gpus,
+                 std::ostream& out) {
+  const auto timeout = std::chrono::hours(1);  // an image pull can take long
+  std::vector<std::string> resolved = argv;
+  resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
+  const ProcessResult result = run_process({resolved, {}}, timeout);
+  std::cerr << result.err;
+  if (!result.succeeded()) {
+    if (result.end == ProcessResult::End::exited) return result.exit_code;
+    throw Error(fmt::format("docker run {}", describe_end(result, timeout)));
+  }
+  out << name << '\n';
+  std::cerr << fmt::format("gpurun: container {} runs detached on GPU{} {}\n"
+                           "  follow its output: docker logs -f {}\n"
+                           "  attach to it:      docker attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
+                           "  stop it:           docker stop {}\n",
+                           name, gpus.find(',') == std::string::npos ? "" : "s", gpus, name, name, name);
+  return 0;
+}
+
+}  // namespace
+
+int run_launch(const Options& options, std::ostream& out) {
+  check_image(options.image);  // before asking nvidia-smi anything: fail fast
+
+  // One launch picks at a time; a dry run only looks.
+  const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
+  FileLock selection;
+  if (!options.dry_run)
+    selection = lock_selection(lock_dir, std::chrono::milliseconds(std::llround(options.smi_timeout_s * 2000.0)) +
+                                             std::chrono::seconds(10));
+
+  const Inventory inventory = take_inventory(options, lock_dir);
+  const std::vector<GpuAssessment> chosen = pick(inventory.assessed, options.gpus, options.allow_busy);
+  const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.gpus.size()),
+                                 options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);
+
+  // The ranking is shown for a dry run; a real launch keeps stderr quiet unless asked (--verbose).
+  const auto ranking_level = options.dry_run ? spdlog::level::info : spdlog::level::debug;
+  if (spdlog::should_log(ranking_level)) std::cerr << format_gpu_table(ranked(inventory.assessed)) << std::flush;
+  if (cpus.warning) spdlog::warn("{}", *cpus.warning);
+  spdlog::log(ranking_level, "picked GPU{} {} of {}; --cpus {} ({} per GPU)", chosen.size() == 1 ? "" : "s",
+              index_list(chosen), inventory.gpus.size(), cpus.total, cpus.per_gpu);
+
+  const DockerRunRequest request = make_request(options, chosen, cpus.total);
+  const std::vector<std::string> argv = build_docker_argv(request);
   if (options.dry_run) {
     out << shell_join(argv) << '\n';
     return 0;
   }
+
+  std::vector<Gpu> chosen_gpus;
+  for (const auto& a : chosen) chosen_gpus.push_back(a.gpu);
+  const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
+  selection = FileLock();  // the next launch may pick now: it will see our reservations
+  if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
+
+  // The docker client inherits the reservations and holds them while the job is attached.
+  for (const FileLock& lock : reservations) lock.keep_across_exec();
   out.flush();
   exec_program(argv);
 }

@@ -85,8 +85,8 @@ std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds
   for (const Gpu& gpu : gpus) {
     GpuAssessment a{gpu, false, score(gpu), {}, {}};
     if (gpu.mig_enabled) a.reasons.push_back("MIG mode is enabled (not offered as a whole GPU)");
-    if (const auto claim = claims.find(gpu.uuid); !gpu.uuid.empty() && claim != claims.end())
-      a.reasons.push_back(claim->second);
+    if (const auto claim = claims.find(gpu.index); claim != claims.end())
+      a.reasons.insert(a.reasons.end(), claim->second.begin(), claim->second.end());
     // A process at 0 MiB has just started: the GPU is taken all the same.
     if (!gpu.processes.empty()) a.reasons.push_back(describe_processes(gpu.processes));
 

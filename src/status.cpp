@@ -7,7 +7,7 @@
 namespace gpurun {
 
 int run_status(const Options& options, std::ostream& out) {
-  const std::vector<GpuAssessment> gpus = assess_machine(options);
+  const std::vector<GpuAssessment> gpus = take_inventory(options, lock_dir_for_reading(options)).assessed;
   if (options.json) {
     out << status_json(gpus).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else {

@@ -23,6 +23,7 @@ struct DockerRunRequest {
   int cpus = 0;
   LaunchIdentity identity;
   bool tty = false;                     // add --tty (stdin and stdout are terminals)
+  bool detach = false;                  // --detach instead of --interactive/--tty
   std::string name;                     // container name; empty: generated from login and GPUs
   std::string name_suffix;              // makes a generated name unique per launch
   std::vector<std::string> env;         // -e/--env

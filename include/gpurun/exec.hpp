@@ -10,6 +10,9 @@ namespace gpurun {
 // ENOENT (nowhere) or EACCES (found, not executable).
 std::string find_program(const std::string& program, int& error);
 
+// find_program, or Error: exit 127 when `program` is not found, 126 when it cannot be executed.
+std::string locate_program(const std::string& program);
+
 // Flushes the logs and execs argv. Returns only by throwing Error: exit 127 when the program is
 // not found, 126 when it cannot be executed.
 [[noreturn]] void exec_program(const std::vector<std::string>& argv);

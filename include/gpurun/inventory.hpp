@@ -1,7 +1,10 @@
 #pragma once
-// The machine's GPUs as the verbs see them: read (nvidia-smi or a snapshot) and assessed.
+// The machine's GPUs as the verbs see them: read (nvidia-smi or a snapshot), joined with what
+// nvidia-smi cannot show (reservations of other launches, containers holding GPUs), assessed.
+#include <string>
 #include <vector>
 
+#include "gpurun/containers.hpp"
 #include "gpurun/options.hpp"
 #include "gpurun/selection.hpp"
 
@@ -9,7 +12,18 @@ namespace gpurun {
 
 Thresholds thresholds_from(const Options& options);
 
-// Reads the GPU table the options name and assesses every GPU, in index order.
-std::vector<GpuAssessment> assess_machine(const Options& options);
+struct Inventory {
+  std::vector<Gpu> gpus;                  // in index order
+  std::vector<GpuContainer> containers;   // running containers that hold GPUs
+  std::vector<GpuAssessment> assessed;    // one per GPU, in index order
+};
+
+// Reads the GPU table the options name and, at the same time, asks the Docker engine which
+// containers hold GPUs (not for a --from-csv snapshot; a failure there is a warning). With a
+// `lock_dir`, GPUs other launches have reserved count as busy.
+Inventory take_inventory(const Options& options, const std::string& lock_dir);
+
+// The lock directory, for looking at reservations only: empty, with a warning, when unusable.
+std::string lock_dir_for_reading(const Options& options);
 
 }  // namespace gpurun

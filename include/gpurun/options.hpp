@@ -17,6 +17,8 @@ struct Options {
   std::string max_util = "10%";
   std::string max_memory = "10%";
   bool allow_busy = false;
+  bool container_awareness = true;  // ask the Docker engine which containers hold GPUs
+  std::string lock_dir;             // reservations; empty: the default place
 
   // The docker run command.
   std::string docker = "docker";
@@ -30,6 +32,7 @@ struct Options {
   std::vector<std::string> docker_opts;
   std::vector<std::string> command;
   bool dry_run = false;
+  bool detach = false;
 
   // Output.
   bool json = false;

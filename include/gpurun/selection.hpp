@@ -24,8 +24,8 @@ struct Thresholds {
   MemoryLimit max_memory;
 };
 
-// Reasons a GPU is busy that nvidia-smi cannot show (reservations, containers): uuid -> reason.
-using ExternalClaims = std::map<std::string, std::string, std::less<>>;
+// Reasons a GPU is busy that nvidia-smi cannot show (reservations, containers), by GPU index.
+using ExternalClaims = std::map<int, std::vector<std::string>>;
 
 struct GpuAssessment {
   Gpu gpu;

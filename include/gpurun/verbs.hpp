@@ -16,4 +16,7 @@ int run_pick(const Options& options, std::ostream& out);
 // Prints every GPU with its state (a table, or JSON).
 int run_status(const Options& options, std::ostream& out);
 
+// Prints the running containers that hold GPUs, whoever started them (a table, or JSON).
+int run_ps(const Options& options, std::ostream& out);
+
 }  // namespace gpurun

@@ -17,9 +17,9 @@
 namespace gpurun::cli {
 namespace {
 
-constexpr std::array<std::string_view, 2> kVerbs{"pick", "status"};
+constexpr std::array<std::string_view, 3> kVerbs{"pick", "status", "ps"};
 // Taken by later versions; reserved now so that aliases written today keep their meaning.
-constexpr std::array<std::string_view, 4> kReservedVerbs{"ps", "config", "completion", "wait"};
+constexpr std::array<std::string_view, 3> kReservedVerbs{"config", "completion", "wait"};
 
 constexpr std::string_view kFooter = R"(Full form: gpurun [OPTIONS] [pick|status] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
 Options stop at the first word after N; the rest is the job's command, passed as given.
@@ -28,6 +28,7 @@ Verbs:
   (none)    pick N GPUs and run IMAGE [COMMAND...] on them with docker run
   pick      print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)
   status    show every GPU: memory, utilization, processes, score, free or busy and why
+  ps        list the running containers that hold GPUs, whoever started them
 
 Examples:
   gpurun --image me/pytorch:24.05 2 -- python train.py
@@ -69,12 +70,17 @@ void bind(CLI::App& app, Options& o, Bindings& b) {
       ->group(selection);
   app.add_flag("--allow-busy", o.allow_busy, "rank all GPUs, busy ones too, and take the lowest scores")
       ->group(selection);
+  app.add_flag("--ignore-containers{false}", o.container_awareness,
+               "do not ask the Docker engine which containers hold GPUs")->group(selection);
+  app.add_option("--lock-dir", o.lock_dir, "directory of the GPU reservations (default /run/lock/gpurun)")
+      ->envname("GPURUN_LOCK_DIR")->group(selection);
 
   auto* launch = group("The docker run command");
   app.add_option("--image", o.image, "image to run")->envname("GPURUN_IMAGE")->group(launch);
   app.add_option("--docker", o.docker, "docker client to exec")->envname("GPURUN_DOCKER")
       ->group(launch);
   app.add_flag("--dry-run", o.dry_run, "print the docker command instead of running it")->group(launch);
+  app.add_flag("-d,--detach", o.detach, "run the container in the background; print its name")->group(launch);
   app.add_option("--cpus-per-gpu", b.cpus_per_gpu, "CPUs per GPU, 8..24 (default: host CPUs / GPUs, within 8..24)")
       ->group(launch);
   app.add_option("--host-cpus", b.host_cpus, "CPUs of the docker host (default: this machine's)")->group(launch);
@@ -118,7 +124,8 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     throw Error(fmt::format("\"{}\" is reserved for a later version of gpurun; to run a program of that name, "
                             "write `gpurun 1 {}` or `gpurun -- {}`",
                             line.verb, line.verb, line.verb));
-  if (line.verb == "status" && line.count) throw Error(fmt::format("gpurun status takes no N, but got \"{}\"", *line.count));
+  if ((line.verb == "status" || line.verb == "ps") && line.count)
+    throw Error(fmt::format("gpurun {} takes no N, but got \"{}\"", line.verb, *line.count));
   parsed.verb = line.verb;
   if (line.count) parsed.options.gpus = parse_gpu_count(*line.count);
   parsed.options.command = std::move(line.command);
@@ -162,6 +169,7 @@ int main(int argc, char** argv) {
     configure_logging(parsed.verbosity);
     if (parsed.verb == "pick") return run_pick(parsed.options, std::cout);
     if (parsed.verb == "status") return run_status(parsed.options, std::cout);
+    if (parsed.verb == "ps") return run_ps(parsed.options, std::cout);
     return run_launch(parsed.options, std::cout);
   } catch (const Error& e) {
     report_error(e.what());

@@ -142,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(
                       UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout 0 must be between"},
                       UsageCase{{"status", "2"}, "gpurun status takes no N"},
                       UsageCase{{"pick", "2", "python"}, "gpurun pick takes no command"},
-                      UsageCase{{"ps"}, "reserved for a later version"},
+                      UsageCase{{"config"}, "reserved for a later version"},
                       UsageCase{{"--image", "-it"}, "starts with '-'"}));
 
 TEST_F(GpurunTest, HelpAndVersionExitZeroOnStdout) {

@@ -41,7 +41,7 @@ class GpurunTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // The tests decide every GPURUN_* variable themselves.
-    for (const char* name : {"GPURUN_IMAGE", "GPURUN_DOCKER", "GPURUN_NVIDIA_SMI"}) ::unsetenv(name);
+    for (const char* name : {"GPURUN_IMAGE", "GPURUN_DOCKER", "GPURUN_NVIDIA_SMI", "GPURUN_LOCK_DIR"}) ::unsetenv(name);
     char pattern[] = "/tmp/gpurun-e2e-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = pattern;
@@ -54,7 +54,8 @@ class GpurunTest : public ::testing::Test {
             {"FAKE_SMI_SCENARIO", scenario(scenario_name)},
             {"GPURUN_DOCKER", fake("docker")},
             {"FAKE_DOCKER_ARGV", argv_file()},
-            {"FAKE_DOCKER_EXIT", std::to_string(docker_exit)}};
+            {"FAKE_DOCKER_EXIT", std::to_string(docker_exit)},
+            {"GPURUN_LOCK_DIR", lock_dir()}};
   }
 
   Outcome gpurun(const std::vector<std::string>& args, const Env& env = {}) const {
@@ -81,6 +82,7 @@ class GpurunTest : public ::testing::Test {
   bool docker_ran() const { return std::filesystem::exists(argv_file()); }
 
   std::string argv_file() const { return dir_ + "/docker.argv"; }
+  std::string lock_dir() const { return dir_ + "/locks"; }
   const std::string& dir() const { return dir_; }
 
  private:

@@ -1,0 +1,152 @@
+#include "gpurun/containers.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "gpurun/docker_command.hpp"
+#include "gpurun/error.hpp"
+#include "gpurun/process.hpp"
+#include "gpurun/text.hpp"
+
+namespace gpurun {
+namespace {
+
+using nlohmann::json;
+
+std::string string_at(const json& object, const json::json_pointer& pointer) {
+  const json* value = object.contains(pointer) ? &object.at(pointer) : nullptr;
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string{};
+}
+
+void add_device_list(GpuContainer& container, std::string_view list) {
+  const std::string lowered = text::to_lower(text::trim(list));
+  if (lowered.empty() || lowered == "none" || lowered == "void") return;
+  if (lowered == "all") {
+    container.all_gpus = true;
+    return;
+  }
+  for (std::string_view device : text::split(list, ','))
+    if (!text::trim(device).empty()) container.devices.emplace_back(text::trim(device));
+}
+
+bool is_gpu_request(const json& request) {
+  if (string_at(request, json::json_pointer("/Driver")) == "nvidia") return true;
+  const json capabilities = request.value("Capabilities", json::array());
+  if (!capabilities.is_array()) return false;
+  return std::any_of(capabilities.begin(), capabilities.end(), [](const json& set) {
+    return set.is_array() && std::any_of(set.begin(), set.end(), [](const json& c) { return c == "gpu"; });
+  });
+}
+
+// What one container holds, from `docker inspect` of it.
+GpuContainer read_container(const json& c) {
+  GpuContainer container;
+  container.id = string_at(c, json::json_pointer("/Id"));
+  container.name = string_at(c, json::json_pointer("/Name"));
+  if (container.name.starts_with('/')) container.name.erase(0, 1);
+  container.image = string_at(c, json::json_pointer("/Config/Image"));
+  container.status = string_at(c, json::json_pointer("/State/Status"));
+  container.started_at = string_at(c, json::json_pointer("/State/StartedAt"));
+
+  const json labels = c.contains("/Config/Labels"_json_pointer) ? c.at("/Config/Labels"_json_pointer) : json();
+  if (labels.is_object() && labels.contains(std::string(kLabelUser))) {
+    container.started_by_gpurun = true;
+    if (labels.at(std::string(kLabelUser)).is_string()) container.user = labels.at(std::string(kLabelUser));
+  }
+  if (container.user.empty()) container.user = string_at(c, json::json_pointer("/Config/User"));
+
+  const json requests = c.contains("/HostConfig/DeviceRequests"_json_pointer)
+                            ? c.at("/HostConfig/DeviceRequests"_json_pointer) : json();
+  if (requests.is_array()) {
+    for (const json& request : requests) {
+      if (!request.is_object() || !is_gpu_request(request)) continue;
+      const json ids = request.value("DeviceIDs", json::array());
+      if (ids.is_array() && !ids.empty()) {
+        for (const json& id : ids)
+          if (id.is_string()) add_device_list(container, id.get<std::string>());
+      } else if (const json count = request.value("Count", json(0)); count.is_number_integer()) {
+        // --gpus all is Count -1; --gpus N takes the first N GPUs.
+        const auto n = count.get<long long>();
+        if (n < 0) container.all_gpus = true;
+        for (long long i = 0; i < std::min<long long>(n, 4096); ++i) container.devices.push_back(std::to_string(i));
+      }
+    }
+  }
+  const json env = c.contains("/Config/Env"_json_pointer) ? c.at("/Config/Env"_json_pointer) : json();
+  if (env.is_array()) {
+    for (const json& entry : env) {
+      if (!entry.is_string()) continue;
+      const std::string& e = entry.get_ref<const std::string&>();
+      if (e.starts_with("NVIDIA_VISIBLE_DEVICES=")) add_device_list(container, std::string_view(e).substr(23));
+    }
+  }
+  return container;
+}
+
+std::string short_error(const ProcessResult& result) {
+  const auto lines = text::non_blank_lines(result.err.empty() ? result.out : result.err);
+  return lines.empty() ? std::string{} : ": " + text::printable(text::trim(lines.front().text), 200);
+}
+
+}  // namespace
+
+std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json) {
+  const json parsed = json::parse(inspect_json, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_array()) throw Error("docker inspect did not answer with a JSON array");
+  std::vector<GpuContainer> containers;
+  for (const json& c : parsed) {
+    if (!c.is_object()) continue;
+    GpuContainer container = read_container(c);
+    if (container.all_gpus || !container.devices.empty()) containers.push_back(std::move(container));
+  }
+  return containers;
+}
+
+std::vector<GpuContainer> list_gpu_containers(const std::string& docker, std::chrono::milliseconds timeout) {
+  // A container that exits between `ps` and `inspect` makes inspect exit 1 while it still
+  // describes the others: its JSON is kept then.
+  const auto ask = [&](std::vector<std::string> argv, bool output_counts_on_failure) {
+    argv.insert(argv.begin(), docker);
+    const ProcessResult result = run_process({argv, {}}, timeout);
+    const bool usable = result.succeeded() || (output_counts_on_failure && result.end == ProcessResult::End::exited &&
+                                               text::trim(result.out).starts_with("["));
+    if (!usable)
+      throw Error(fmt::format("`{} {}` {}{}", docker, argv[1], describe_end(result, timeout), short_error(result)));
+    return result.out;
+  };
+  std::vector<std::string> inspect{"inspect", "--type", "container"};
+  for (const auto& line : text::non_blank_lines(ask({"ps", "--quiet", "--no-trunc"}, false)))
+    inspect.emplace_back(text::trim(line.text));
+  if (inspect.size() == 3) return {};
+  return parse_gpu_containers(ask(inspect, true));
+}
+
+std::vector<int> held_gpu_indices(const GpuContainer& container, const std::vector<Gpu>& gpus) {
+  std::vector<int> held;
+  for (const Gpu& gpu : gpus) {
+    const std::string index = std::to_string(gpu.index);
+    const bool named = std::any_of(container.devices.begin(), container.devices.end(), [&](const std::string& d) {
+      return d == index || (!gpu.uuid.empty() && d == gpu.uuid);
+    });
+    if (container.all_gpus || named) held.push_back(gpu.index);
+  }
+  return held;
+}
+
+ExternalClaims container_claims(const std::vector<GpuContainer>& containers, const std::vector<Gpu>& gpus) {
+  ExternalClaims claims;
+  for (const GpuContainer& c : containers) {
+    const std::string who = c.user.empty() ? c.image : fmt::format("{}, {}", c.user, c.image);
+    for (int index : held_gpu_indices(c, gpus))
+      claims[index].push_back(fmt::format("in use by container {} ({})", c.name, who));
+  }
+  return claims;
+}
+
+void add_claims(ExternalClaims& claims, const ExternalClaims& more) {
+  for (const auto& [index, reasons] : more) claims[index].insert(claims[index].end(), reasons.begin(), reasons.end());
+}
+
+}  // namespace gpurun

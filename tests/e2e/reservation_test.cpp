@@ -1,0 +1,241 @@
+// End-to-end: concurrent launches never share a GPU; containers holding GPUs count as busy.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <future>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "gpurun_fixture.hpp"
+
+namespace gpurun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+using namespace std::chrono_literals;
+
+// The --gpus value of a recorded docker argv: "\"device=2,5\"" -> {2, 5}.
+std::vector<int> gpus_of(const std::vector<std::string>& argv) {
+  for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] != "--gpus") continue;
+    std::vector<int> ids;
+    std::string list = argv[i + 1].substr(8, argv[i + 1].size() - 9);  // strip "\"device=" and "\""
+    for (std::size_t start = 0, end; start <= list.size(); start = end + 1) {
+      end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      ids.push_back(std::stoi(list.substr(start, end - start)));
+    }
+    return ids;
+  }
+  return {};
+}
+
+std::vector<std::string> split_nul(const std::string& raw) {
+  std::vector<std::string> argv;
+  std::size_t start = 0;
+  for (std::size_t end; (end = raw.find('\0', start)) != std::string::npos; start = end + 1)
+    argv.push_back(raw.substr(start, end - start));
+  return argv;
+}
+
+bool wait_for_file(const std::string& path, std::chrono::seconds patience) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!std::filesystem::exists(path) || std::filesystem::file_size(path) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+class ReservationTest : public GpurunTest {
+ protected:
+  // A launch whose docker holds its GPUs for `seconds` (exec'd sleep: one process).
+  Env holding_launch_env(const std::string& scenario_name, int seconds) const {
+    Env env = fakes(scenario_name);
+    env.emplace_back("FAKE_DOCKER_EXEC_SLEEP", std::to_string(seconds));
+    return env;
+  }
+};
+
+TEST_F(ReservationTest, AGpuHeldByARunningLaunchIsBusyForTheNext) {
+  auto first = std::async(std::launch::async, [&] {
+    return gpurun({"--image", "img", "1"}, holding_launch_env("all_free_8.json", 3));
+  });
+  ASSERT_TRUE(wait_for_file(argv_file(), 20s));
+  EXPECT_THAT(gpus_of(docker_argv()), ::testing::ElementsAre(0));
+
+  const Outcome status = gpurun({"status"}, fakes("all_free_8.json"));
+  EXPECT_THAT(status.out, HasSubstr("busy: reserved by another gpurun launch (pid "));
+  EXPECT_EQ(gpurun({"pick", "1"}, fakes("all_free_8.json")).out, "1\n");
+  EXPECT_EQ(first.get().exit_code, 0);
+  EXPECT_EQ(gpurun({"pick", "1"}, fakes("all_free_8.json")).out, "0\n");  // released when docker ended
+}
+
+TEST_F(ReservationTest, EightConcurrentLaunchesOfTwoOnEightFreeGpusExactlyFourWinDisjointGpus) {
+  const std::string argv_dir = dir() + "/argvs";
+  std::filesystem::create_directory(argv_dir);
+  Env env = fakes("all_free_8.json");
+  env.emplace_back("FAKE_DOCKER_ARGV_DIR", argv_dir);
+  env.emplace_back("FAKE_DOCKER_EXEC_SLEEP", "8");  // long enough for all eight to have picked
+
+  std::vector<std::future<Outcome>> launches;
+  for (int i = 0; i < 8; ++i)
+    launches.push_back(std::async(std::launch::async, [&] { return gpurun({"--image", "img", "2", "job"}, env); }));
+  int succeeded = 0;
+  int refused = 0;
+  for (auto& launch : launches) {
+    const Outcome outcome = launch.get();
+    if (outcome.exit_code == 0) ++succeeded;
+    if (outcome.exit_code == 125) {
+      ++refused;
+      EXPECT_THAT(outcome.err, HasSubstr("reserved by another gpurun launch"));
+    }
+  }
+  EXPECT_EQ(succeeded, 4);
+  EXPECT_EQ(refused, 4);
+
+  std::multiset<int> used;
+  for (const auto& entry : std::filesystem::directory_iterator(argv_dir))
+    for (int gpu : gpus_of(split_nul(read_file(entry.path())))) used.insert(gpu);
+  EXPECT_EQ(used, (std::multiset<int>{0, 1, 2, 3, 4, 5, 6, 7}));  // each GPU exactly once
+}
+
+TEST_F(ReservationTest, AKilledLauncherLeavesNoReservationBehind) {
+  // gpurun execs docker, so docker has gpurun's pid: kill -9 it as a crash would.
+  const std::string pid_file = dir() + "/pid";
+  Env env = holding_launch_env("all_free_8.json", 60);
+  auto launch = std::async(std::launch::async, [&] {
+    return run_process({{"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {} --image img 2 job", pid_file, GPURUN_BINARY)},
+                        env},
+                       60s);
+  });
+  ASSERT_TRUE(wait_for_file(argv_file(), 20s));
+  EXPECT_EQ(gpurun({"pick", "2"}, fakes("all_free_8.json")).out, "2,3\n");
+  const pid_t pid = std::stoi(read_file(pid_file));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  EXPECT_EQ(launch.get().signal, SIGKILL);
+
+  EXPECT_FALSE(std::filesystem::is_empty(lock_dir()));  // the files stay ...
+  EXPECT_EQ(gpurun({"pick", "2"}, fakes("all_free_8.json")).out, "0,1\n");  // ... and block nobody
+}
+
+TEST_F(ReservationTest, APlantedSymlinkIsNeverFollowed) {
+  std::filesystem::create_directory(lock_dir());
+  const std::string target = dir() + "/victim";
+  std::ofstream(target) << "precious\n";
+  const std::string gpu0 = lock_dir() + "/gpu-GPU-a84bba07-931d-b925-306a-0799dc6ebd71.lock";
+  std::filesystem::create_symlink(target, gpu0);
+
+  const Outcome pick = gpurun({"pick", "1"}, fakes("all_free_8.json"));
+  EXPECT_EQ(pick.out, "1\n");  // GPU 0's reservation cannot be checked: it is not offered
+  const Outcome status = gpurun({"status"}, fakes("all_free_8.json"));
+  EXPECT_THAT(status.out, HasSubstr("its reservation file cannot be used: it is a symbolic link"));
+
+  std::filesystem::create_symlink(target, lock_dir() + "/select.lock");
+  const Outcome launch = gpurun({"--image", "img", "1"}, fakes("all_free_8.json"));
+  EXPECT_EQ(launch.exit_code, 125);
+  EXPECT_THAT(launch.err, HasSubstr("select.lock: it is a symbolic link"));
+  EXPECT_EQ(read_file(target), "precious\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(gpu0));
+}
+
+TEST_F(ReservationTest, ALockDirThatIsASymlinkIsRefused) {
+  std::filesystem::create_directory(dir() + "/elsewhere");
+  std::filesystem::create_directory_symlink(dir() + "/elsewhere", lock_dir());
+  const Outcome launch = gpurun({"--image", "img", "1"}, fakes("all_free_8.json"));
+  EXPECT_EQ(launch.exit_code, 125);
+  EXPECT_THAT(launch.err, HasSubstr("it is a symbolic link"));
+}
+
+TEST_F(ReservationTest, NewLockDirIsStickyAndWorldWritable) {
+  gpurun({"pick"}, fakes("all_free_8.json"));
+  const auto perms = std::filesystem::status(lock_dir()).permissions();
+  EXPECT_EQ(perms & std::filesystem::perms::mask,
+            std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+}
+
+class ContainerAwarenessTest : public GpurunTest {
+ protected:
+  Env with_containers(const std::string& scenario_name, const std::string& inspect_json) const {
+    const std::string path = dir() + "/inspect.json";
+    std::ofstream(path) << inspect_json;
+    Env env = fakes(scenario_name);
+    env.emplace_back("FAKE_DOCKER_PS_IDS", "c1 c2");
+    env.emplace_back("FAKE_DOCKER_INSPECT", path);
+    return env;
+  }
+};
+
+constexpr const char* kTwoContainers = R"([
+ {"Id": "c1", "Name": "/bob_gpu0_12345678", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00.5Z"},
+  "Config": {"Image": "bob/train:1", "User": "1001:1001", "Env": ["PATH=/bin"], "Labels": {"gpurun.user": "bob"}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["0"], "Capabilities": [["gpu"]]}]}},
+ {"Id": "c2", "Name": "/legacy", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},
+  "Config": {"Image": "old/tf:18", "User": "", "Env": ["NVIDIA_VISIBLE_DEVICES=GPU-8b8c764d-1c0a-cb3d-ea13-519a60a077bb"]},
+  "HostConfig": {"DeviceRequests": null}}
+])";
+
+TEST_F(ContainerAwarenessTest, GpusHeldByRunningContainersAreBusyAtZeroMemory) {
+  const Env env = with_containers("all_free_8.json", kTwoContainers);
+  EXPECT_EQ(gpurun({"pick", "2"}, env).out, "2,3\n");
+  const Outcome status = gpurun({"status"}, env);
+  EXPECT_THAT(status.out, HasSubstr("busy: in use by container bob_gpu0_12345678 (bob, bob/train:1)"));
+  EXPECT_THAT(status.out, HasSubstr("busy: in use by container legacy (old/tf:18)"));
+}
+
+TEST_F(ContainerAwarenessTest, AnEngineOutOfReachIsAWarningNotAFailure) {
+  Env env = fakes("all_free_8.json");
+  env.emplace_back("FAKE_DOCKER_PS_ERROR", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.");
+  const Outcome pick = gpurun({"pick", "1"}, env);
+  EXPECT_EQ(pick.exit_code, 0);
+  EXPECT_EQ(pick.out, "0\n");
+  EXPECT_THAT(pick.err, HasSubstr("warning: cannot ask the Docker engine which containers hold GPUs, going by "
+                                  "nvidia-smi alone: `" + fake("docker") + " ps` exited with status 1: Cannot connect"));
+}
+
+TEST_F(ContainerAwarenessTest, PsListsContainersHoldingGpus) {
+  const Env env = with_containers("all_free_8.json", kTwoContainers);
+  const Outcome ps = gpurun({"ps"}, env);
+  EXPECT_EQ(ps.exit_code, 0) << ps.err;
+  EXPECT_THAT(ps.out, ::testing::StartsWith("NAME               USER        GPUS          IMAGE        RUNNING FOR  STATUS    GPURUN\n"));
+  EXPECT_THAT(ps.out, HasSubstr("bob_gpu0_12345678  bob         0             bob/train:1"));
+  EXPECT_THAT(ps.out, HasSubstr("running   yes\n"));
+  EXPECT_THAT(ps.out, HasSubstr("legacy             ?           1             old/tf:18"));
+
+  const auto json = nlohmann::json::parse(gpurun({"ps", "--json"}, env).out);
+  ASSERT_EQ(json["containers"].size(), 2u);
+  EXPECT_EQ(json["containers"][0]["gpus"][0]["uuid"], "GPU-a84bba07-931d-b925-306a-0799dc6ebd71");
+  EXPECT_EQ(json["containers"][1]["started_by_gpurun"], false);
+}
+
+TEST_F(GpurunTest, DetachStartsInTheBackgroundAndSaysHowToReachIt) {
+  Env env = fakes("all_free_8.json");
+  env.emplace_back("FAKE_DOCKER_STDOUT", "4f2a9c0d1e");
+  const Outcome run = gpurun({"--detach", "--name", "job7", "--image", "img", "1", "sleep", "100"}, env);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "job7\n");
+  EXPECT_THAT(run.err, HasSubstr("docker logs -f job7"));
+  EXPECT_THAT(run.err, HasSubstr("docker attach job7"));
+  const auto argv = docker_argv();
+  ASSERT_GE(argv.size(), 3u);
+  EXPECT_EQ(argv[1], "--rm");
+  EXPECT_EQ(argv[2], "--detach");
+  EXPECT_THAT(argv, ::testing::Not(::testing::Contains("--interactive")));
+}
+
+TEST_F(GpurunTest, DetachPassesDockersFailureOn) {
+  Env env = fakes("all_free_8.json", 125);
+  env.emplace_back("FAKE_DOCKER_STDERR", "docker: Error response from daemon: Conflict.");
+  const Outcome run = gpurun({"-d", "--image", "img"}, env);
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("Conflict."));
+  EXPECT_EQ(run.out, "");
+}
+
+}  // namespace
+}  // namespace gpurun::testing
