@@ -1,3 +1,4 @@
+#include <signal.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 #include <ostream>
+#include <thread>
 
 #include "gpurun/cpu_quota.hpp"
 #include "gpurun/docker_command.hpp"
@@ -18,6 +20,7 @@
 #include "gpurun/reservation.hpp"
 #include "gpurun/shell_quote.hpp"
 #include "gpurun/verbs.hpp"
+#include "gpurun/wait_queue.hpp"
 
 namespace gpurun {
 namespace {
@@ -72,20 +75,116 @@ int run_detached(const std::vector<std::string>& argv, const std::string& name, 
   return 0;
 }
 
+volatile sig_atomic_t interrupted_by = 0;
+extern "C" void note_interrupt(int signal) { interrupted_by = signal; }
+
+// While waiting, Ctrl-C (or a TERM) ends the wait cleanly: the ticket is removed on the way out.
+class InterruptibleWait {
+ public:
+  InterruptibleWait() {
+    struct sigaction action {};
+    action.sa_handler = note_interrupt;
+    sigemptyset(&action.sa_mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &action, nullptr);
+  }
+  ~InterruptibleWait() {
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) ::signal(s, SIG_DFL);
+  }
+  InterruptibleWait(const InterruptibleWait&) = delete;
+  InterruptibleWait& operator=(const InterruptibleWait&) = delete;
+};
+
+// One updating line on a terminal; elsewhere a line whenever what it says changes.
+class WaitStatus {
+ public:
+  WaitStatus() : terminal_(::isatty(STDERR_FILENO) != 0) {}
+  ~WaitStatus() { clear(); }
+  WaitStatus(const WaitStatus&) = delete;
+  WaitStatus& operator=(const WaitStatus&) = delete;
+
+  void show(const std::string& state, std::chrono::seconds waited) {
+    const std::string line = fmt::format("gpurun: waiting for GPUs: {}; waited {}", state, format_duration(waited));
+    if (terminal_) {
+      std::cerr << "\r\033[K" << line << std::flush;
+      shown_ = true;
+    } else if (state != last_state_) {
+      std::cerr << line << '\n' << std::flush;
+    }
+    last_state_ = state;
+  }
+  void clear() {
+    if (shown_) std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  bool terminal_;
+  bool shown_ = false;
+  std::string last_state_;
+};
+
+std::chrono::milliseconds selection_patience(const Options& options) {
+  return std::chrono::milliseconds(std::llround(options.smi_timeout_s * 2000.0)) + std::chrono::seconds(10);
+}
+
 }  // namespace
 
 int run_launch(const Options& options, std::ostream& out) {
   check_image(options.image);  // before asking nvidia-smi anything: fail fast
+  const std::optional<std::chrono::seconds> wait_limit =
+      options.wait ? parse_wait_duration(*options.wait) : std::nullopt;
 
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
-  FileLock selection;
-  if (!options.dry_run)
-    selection = lock_selection(lock_dir, std::chrono::milliseconds(std::llround(options.smi_timeout_s * 2000.0)) +
-                                             std::chrono::seconds(10));
+  const bool waits = options.wait && !options.dry_run;
+  std::optional<WaitTicket> ticket;
+  std::optional<InterruptibleWait> interruptible;
+  std::optional<WaitStatus> status;
+  if (waits) {
+    ticket.emplace(lock_dir);
+    interruptible.emplace();
+    status.emplace();
+  }
+  const auto started = std::chrono::steady_clock::now();
 
-  const Inventory inventory = take_inventory(options, lock_dir);
-  const std::vector<GpuAssessment> chosen = pick(inventory.assessed, options.gpus, options.allow_busy);
+  FileLock selection;
+  Inventory inventory;
+  std::vector<GpuAssessment> chosen;
+  std::string last_free = "?";
+  while (true) {
+    const int position = ticket ? ticket->position() : 0;
+    if (position == 0) {
+      if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
+      inventory = take_inventory(options, lock_dir);
+      try {
+        chosen = pick(inventory.assessed, options.gpus, options.allow_busy);
+        break;
+      } catch (const NotEnoughGpus& e) {
+        if (!waits) throw;
+        last_free = std::to_string(e.available());
+        selection = FileLock();
+      }
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+    if (wait_limit && waited >= *wait_limit)
+      throw Error(fmt::format("gave up after waiting {} for {} free GPU{} ({} free now)", format_duration(waited),
+                              options.gpus, options.gpus == 1 ? "" : "s", last_free));
+    status->show(fmt::format("{} of {} free, {}", last_free, options.gpus,
+                             position == 0 ? std::string("first in the queue") : fmt::format("{} ahead in the queue", position)),
+                 waited);
+    // Look again in a second (or when the limit comes), in slices so that Ctrl-C is prompt.
+    const auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (interrupted_by == 0 && std::chrono::steady_clock::now() < next &&
+           !(wait_limit && std::chrono::steady_clock::now() - started >= *wait_limit))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (interrupted_by != 0) {
+      status->clear();
+      std::cerr << "gpurun: stopped waiting\n";
+      return 128 + interrupted_by;
+    }
+  }
+  if (status) status->clear();
+
   const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.gpus.size()),
                                  options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);
 
@@ -107,6 +206,8 @@ int run_launch(const Options& options, std::ostream& out) {
   for (const auto& a : chosen) chosen_gpus.push_back(a.gpu);
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
+  ticket.reset();          // and the next waiter may try
+  interruptible.reset();
   if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
 
   // The docker client inherits the reservations and holds them while the job is attached.

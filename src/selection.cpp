@@ -132,8 +132,8 @@ std::vector<GpuAssessment> pick(const std::vector<GpuAssessment>& assessed, int 
 
   if (candidates.size() < static_cast<std::size_t>(count)) {
     if (allow_busy)
-      throw Error(fmt::format("need {} GPUs but this machine has {}", count, assessed.size()));
-    throw Error(too_few_message(assessed, count, candidates.size()));
+      throw NotEnoughGpus(fmt::format("need {} GPUs but this machine has {}", count, assessed.size()), candidates.size());
+    throw NotEnoughGpus(too_few_message(assessed, count, candidates.size()), candidates.size());
   }
   std::sort(candidates.begin(), candidates.end(), ranks_before);
   candidates.resize(static_cast<std::size_t>(count));

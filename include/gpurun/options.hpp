@@ -33,6 +33,7 @@ struct Options {
   std::vector<std::string> command;
   bool dry_run = false;
   bool detach = false;
+  std::optional<std::string> wait;  // --wait[=DURATION]: "" waits without limit
 
   // Output.
   bool json = false;

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpurun/error.hpp"
 #include "gpurun/gpu.hpp"
 
 namespace gpurun {
@@ -47,6 +48,16 @@ std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds
 // in ascending index order. Throws Error (exit 125) listing every GPU and why it is not free
 // when too few qualify.
 std::vector<GpuAssessment> pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy);
+
+// pick()'s error when fewer GPUs qualify than asked for (exit 125).
+class NotEnoughGpus : public Error {
+ public:
+  NotEnoughGpus(const std::string& message, std::size_t available) : Error(message), available_(available) {}
+  std::size_t available() const { return available_; }
+
+ private:
+  std::size_t available_;
+};
 
 // All GPUs best first: free before busy, then by score, then index.
 std::vector<GpuAssessment> ranked(std::vector<GpuAssessment> assessed);

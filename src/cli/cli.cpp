@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::array<std::string_view, 3> kVerbs{"pick", "status", "ps"};
 // Taken by later versions; reserved now so that aliases written today keep their meaning.
-constexpr std::array<std::string_view, 3> kReservedVerbs{"config", "completion", "wait"};
+constexpr std::array<std::string_view, 2> kReservedVerbs{"config", "completion"};
 
 constexpr std::string_view kFooter = R"(Full form: gpurun [OPTIONS] [pick|status] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
 Options stop at the first word after N; the rest is the job's command, passed as given.
@@ -51,6 +51,7 @@ struct Bindings {
   int host_cpus = 0;
   int verbose = 0;
   int quiet = 0;
+  std::string wait;
 };
 
 void bind(CLI::App& app, Options& o, Bindings& b) {
@@ -80,6 +81,8 @@ void bind(CLI::App& app, Options& o, Bindings& b) {
   app.add_option("--docker", o.docker, "docker client to exec")->envname("GPURUN_DOCKER")
       ->group(launch);
   app.add_flag("--dry-run", o.dry_run, "print the docker command instead of running it")->group(launch);
+  app.add_flag("--wait{forever}", b.wait,
+               "when too few GPUs are free, wait for them (--wait=30s, 5m, 2h; bare: no limit)")->group(launch);
   app.add_flag("-d,--detach", o.detach, "run the container in the background; print its name")->group(launch);
   app.add_option("--cpus-per-gpu", b.cpus_per_gpu, "CPUs per GPU, 8..24 (default: host CPUs / GPUs, within 8..24)")
       ->group(launch);
@@ -132,6 +135,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   if (app.count("--from-csv") > 0) parsed.options.from_csv = b.from_csv;
   if (app.count("--cpus-per-gpu") > 0) parsed.options.cpus_per_gpu = b.cpus_per_gpu;
   if (app.count("--host-cpus") > 0) parsed.options.host_cpus = b.host_cpus;
+  if (app.count("--wait") > 0) parsed.options.wait = b.wait;
   parsed.verbosity = b.verbose - b.quiet;
   return parsed;
 }
