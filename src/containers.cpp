@@ -117,8 +117,8 @@ std::vector<GpuContainer> list_gpu_containers(const std::string& docker, std::ch
     return result.out;
   };
   std::vector<std::string> inspect{"inspect", "--type", "container"};
-  for (const auto& line : text::non_blank_lines(ask({"ps", "--quiet", "--no-trunc"}, false)))
-    inspect.emplace_back(text::trim(line.text));
+  const std::string ids = ask({"ps", "--quiet", "--no-trunc"}, false);  // the lines below point into it
+  for (const auto& line : text::non_blank_lines(ids)) inspect.emplace_back(text::trim(line.text));
   if (inspect.size() == 3) return {};
   return parse_gpu_containers(ask(inspect, true));
 }

@@ -478,6 +478,49 @@ if memlock=$(ulimit_value memlock); then
 fi
 
 # ---------------------------------------------------------------------------------------
+# 3. Container awareness: a detached container on GPU 2 makes the next pick avoid GPU 2,
+#    although nvidia-smi (the scenario) still says GPU 2 is idle.
+# ---------------------------------------------------------------------------------------
+gpurun_env=(env GPURUN_NVIDIA_SMI="$fake_smi" FAKE_SMI_SCENARIO="$scenario" GPURUN_LOCK_DIR="$tmp/locks"
+  GPURUN_DOCKER="$docker_for_gpurun")
+detached=gpurun-e2e-detached
+(cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" --detach --name "$detached" \
+  --image "$IMAGE" 1 -- sleep 120) >"$tmp/detach.out" 2>"$tmp/detach.err" </dev/null
+detach_rc=$?
+show "$tmp/detach.err" "gpurun --detach stderr"
+if ((detach_rc == 0)) && [[ $(cat "$tmp/detach.out") == "$detached" ]] &&
+  [[ $(dk inspect --format '{{.State.Running}}' "$detached" 2>/dev/null) == true ]]; then
+  pass "gpurun --detach started $detached in the background and printed its name"
+else
+  fail "gpurun --detach exited $detach_rc, printed '$(cat "$tmp/detach.out")'; container running: $(dk inspect --format '{{.State.Running}}' "$detached" 2>&1)"
+fi
+
+picked=$("${gpurun_env[@]}" "$gpurun" pick 1 2>"$tmp/pick.err")
+if [[ $picked == 5 ]]; then
+  pass "with $detached holding GPU 2 (idle to nvidia-smi), the next pick is GPU 5"
+else
+  fail "the next pick is '$picked', expected 5 (GPU 2 is held by $detached)"
+  show "$tmp/pick.err" "gpurun pick stderr"
+fi
+if "${gpurun_env[@]}" "$gpurun" status | grep -q "^  2 .*busy: in use by container $detached"; then
+  pass "gpurun status says GPU 2 is in use by $detached"
+else
+  fail "gpurun status does not show GPU 2 in use by $detached"
+fi
+if "${gpurun_env[@]}" "$gpurun" ps | grep -q "^$detached .* 2 .*running .*yes$"; then
+  pass "gpurun ps lists $detached on GPU 2, started by gpurun"
+else
+  fail "gpurun ps does not list $detached on GPU 2: $("${gpurun_env[@]}" "$gpurun" ps 2>&1)"
+fi
+dk rm -f "$detached" >/dev/null 2>&1
+picked=$("${gpurun_env[@]}" "$gpurun" pick 1 2>/dev/null)
+if [[ $picked == 2 ]]; then
+  pass "once $detached is gone, GPU 2 is picked again"
+else
+  fail "after removing $detached the pick is '$picked', expected 2"
+fi
+
+# ---------------------------------------------------------------------------------------
 if ((failures > 0)); then
   log_tail "$tmp/dockerd.log" 15
   say "FAIL: $failures assertion(s) failed, $passes passed"
