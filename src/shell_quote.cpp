@@ -23,7 +23,8 @@ std::string single_quoted(std::string_view word) {
 
 std::string shell_quote(std::string_view word) {
   // Words made only of these characters mean the same to the shell unquoted.
-  if (!word.empty() && std::all_of(word.begin(), word.end(), is_safe)) return std::string(word);
+  // A leading '=' is left quoted too: zsh would expand it.
+  if (!word.empty() && word.front() != '=' && std::all_of(word.begin(), word.end(), is_safe)) return std::string(word);
   return single_quoted(word);
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -73,6 +74,7 @@ std::optional<double> parse_memory(const Line& line, std::string_view field, std
   if (!value || *value < 0) fail(line, fmt::format("{} is \"{}\", not an amount of memory", field, text::printable(text::trim(cell))));
   const auto scale = mib_per_unit(value_unit.empty() ? header_unit : value_unit);
   if (!scale) fail(line, fmt::format("{} has unit \"{}\"; expected MiB", field, text::printable(value_unit)));
+  if (!std::isfinite(*value * *scale)) fail(line, fmt::format("{} is too large", field));
   return *value * *scale;
 }
 

@@ -38,6 +38,7 @@ std::vector<std::string_view> split(std::string_view s, char separator) {
 std::vector<Line> non_blank_lines(std::string_view s) {
   std::vector<Line> lines;
   std::size_t number = 0;
+  if (s.starts_with("\xEF\xBB\xBF")) s.remove_prefix(3);  // a UTF-8 byte-order mark from an editor
   for (std::string_view line : split(s, '\n')) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);

@@ -29,7 +29,8 @@ struct ProcessResult {
 std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, std::chrono::milliseconds timeout);
 ProcessResult run_process(const ProcessSpec& spec, std::chrono::milliseconds timeout);
 
-// "exited with status 2", "was killed by signal 9 (Killed)", "timed out after 10 s", "could not start: ..."
+// "exited with status 2", "was killed by signal 9 (Killed)", "did not answer within 10 s and was killed",
+// "could not be started: No such file or directory"
 std::string describe_end(const ProcessResult& result, std::chrono::milliseconds timeout);
 
 }  // namespace gpurun

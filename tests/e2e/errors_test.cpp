@@ -70,6 +70,8 @@ struct DriverFailure {
   const char* relayed;  // nvidia-smi's own words, which gpurun must pass on
 };
 
+void PrintTo(const DriverFailure& failure, std::ostream* out) { *out << failure.scenario; }
+
 class NvidiaSmiFailure : public GpurunTest, public ::testing::WithParamInterface<DriverFailure> {};
 
 TEST_P(NvidiaSmiFailure, RelaysTheDriversOwnMessageAndExits125) {
@@ -118,6 +120,10 @@ struct UsageCase {
   std::vector<std::string> args;
   const char* message;
 };
+
+void PrintTo(const UsageCase& usage, std::ostream* out) {
+  for (const auto& arg : usage.args) *out << arg << ' ';
+}
 
 class UsageError : public GpurunTest, public ::testing::WithParamInterface<UsageCase> {};
 
