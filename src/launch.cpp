@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <ostream>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "gpurun/error.hpp"
 #include "gpurun/exec.hpp"
 #include "gpurun/inventory.hpp"
+#include "gpurun/job_report.hpp"
 #include "gpurun/process.hpp"
 #include "gpurun/report.hpp"
 #include "gpurun/reservation.hpp"
@@ -127,10 +129,31 @@ std::chrono::milliseconds selection_patience(const Options& options) {
   return std::chrono::milliseconds(std::llround(options.smi_timeout_s * 2000.0)) + std::chrono::seconds(10);
 }
 
+// --report: the job runs as our child; afterwards, how well it used its GPUs.
+int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<GpuAssessment>& chosen,
+                 int cpus) {
+  JobReport report;
+  report.cpus = cpus;
+  report.threshold_percent = options.report_threshold;
+  for (const auto& a : chosen) report.gpus.push_back(a.gpu);
+  SupervisedRun run{argv, options.nvidia_smi,
+                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000)))};
+  const int status = run_supervised(run, report);
+  std::cerr << format_job_report(report) << std::flush;
+  if (!options.report_json.empty()) {
+    std::ofstream file(options.report_json);
+    file << job_report_json(report).dump(2) << '\n';
+    if (!file) spdlog::error("cannot write the report to {}", options.report_json);
+  }
+  return status;
+}
+
 }  // namespace
 
 int run_launch(const Options& options, std::ostream& out) {
   check_image(options.image);  // before asking nvidia-smi anything: fail fast
+  if (options.report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
+  if (options.report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
   const std::optional<std::chrono::seconds> wait_limit =
       options.wait ? parse_wait_duration(*options.wait) : std::nullopt;
 
@@ -209,6 +232,7 @@ int run_launch(const Options& options, std::ostream& out) {
   ticket.reset();          // and the next waiter may try
   interruptible.reset();
   if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
+  if (options.report) return run_reported(options, argv, chosen, cpus.total);
 
   // The docker client inherits the reservations and holds them while the job is attached.
   for (const FileLock& lock : reservations) lock.keep_across_exec();

@@ -1,5 +1,8 @@
 #include "gpurun/process.hpp"
 
+#include "gpurun/error.hpp"
+#include "gpurun/exec.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -265,6 +268,62 @@ std::string describe_end(const ProcessResult& result, std::chrono::milliseconds 
       break;
   }
   return fmt::format("could not be started: {}", std::strerror(result.spawn_errno));
+}
+
+ChildStream::ChildStream(const ProcessSpec& spec) {
+  ProcessResult result;
+  Running running = spawn(spec, result);
+  if (running.pid < 0)
+    throw Error(fmt::format("cannot start {}: {}", spec.argv.empty() ? "" : spec.argv.front(), std::strerror(result.spawn_errno)));
+  running.err.reset();  // its diagnostics are not needed: a failed stream is restarted
+  pid_ = running.pid;
+  out_ = ::dup(running.out.get());
+  ::fcntl(out_, F_SETFD, FD_CLOEXEC);
+}
+
+ChildStream::~ChildStream() {
+  if (out_ >= 0) ::close(out_);
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    wait_for(pid_, status, 0);
+  }
+}
+
+bool ChildStream::read(std::string& sink, std::chrono::milliseconds timeout) {
+  if (out_ < 0) return false;
+  pollfd fd{out_, POLLIN, 0};
+  const int ready = ::poll(&fd, 1, static_cast<int>(timeout.count()));
+  if (ready <= 0) return true;  // nothing yet (or EINTR): still running as far as we know
+  char buffer[4096];
+  const ssize_t n = ::read(out_, buffer, sizeof buffer);
+  if (n > 0) {
+    sink.append(buffer, static_cast<std::size_t>(n));
+    return true;
+  }
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  ::close(out_);
+  out_ = -1;
+  return false;
+}
+
+pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
+  const std::string path = locate_program(argv.front());
+  SpawnAttributes attributes;
+  ::posix_spawnattr_setpgroup(attributes.get(), 0);  // its own group: terminal signals reach it alone
+  short flags = 0;
+  ::posix_spawnattr_getflags(attributes.get(), &flags);
+  ::posix_spawnattr_setflags(attributes.get(), static_cast<short>(flags | POSIX_SPAWN_SETPGROUP));
+  FileActions actions;
+  // On a terminal the job becomes its foreground group before it runs, so that it may read
+  // the terminal and gets Ctrl-C itself.
+  if (::isatty(STDIN_FILENO) != 0) ::posix_spawn_file_actions_addtcsetpgrp_np(actions.get(), STDIN_FILENO);
+  std::vector<std::string> argv_strings = argv;
+  std::vector<char*> c_argv = c_strings(argv_strings);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, path.c_str(), actions.get(), attributes.get(), c_argv.data(), environ);
+  if (rc != 0) throw Error(fmt::format("cannot execute {}: {}", argv.front(), std::strerror(rc)), exit_code::cannot_execute);
+  return pid;
 }
 
 }  // namespace gpurun

@@ -35,6 +35,12 @@ struct Options {
   bool detach = false;
   std::optional<std::string> wait;  // --wait[=DURATION]: "" waits without limit
 
+  // --report: run the job as a child and summarise how well it used its GPUs.
+  bool report = false;
+  std::string report_json;        // also write the summary as JSON here
+  double report_threshold = 80;   // below this GPU efficiency (%), give hints
+  double report_interval_s = 1;   // seconds between samples
+
   // Output.
   bool json = false;
 };

@@ -97,6 +97,15 @@ void bind(CLI::App& app, Options& o, Bindings& b) {
   app.add_option("--docker-opt", o.docker_opts, "pass one more argument to docker run verbatim (repeatable)")
       ->allow_extra_args(false)->group(launch);
 
+  auto* report = group("Job report (--report)");
+  app.add_flag("--report", o.report, "run the job as a child and report its GPU utilization when it ends")
+      ->group(report);
+  app.add_option("--report-json", o.report_json, "also write the report as JSON to this file")->group(report);
+  app.add_option("--report-threshold", o.report_threshold, "below this GPU efficiency (%) give hints (default 80)")
+      ->check(CLI::Range(0.0, 100.0))->group(report);
+  app.add_option("--report-interval", o.report_interval_s, "seconds between samples (default 1)")
+      ->check(CLI::Range(0.1, 3600.0))->group(report);
+
   auto* output = group("Output");
   app.add_flag("--json", o.json, "machine-readable output for pick and status")->group(output);
   app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group(output);
@@ -136,6 +145,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   if (app.count("--cpus-per-gpu") > 0) parsed.options.cpus_per_gpu = b.cpus_per_gpu;
   if (app.count("--host-cpus") > 0) parsed.options.host_cpus = b.host_cpus;
   if (app.count("--wait") > 0) parsed.options.wait = b.wait;
+  if (!parsed.options.report_json.empty()) parsed.options.report = true;
   parsed.verbosity = b.verbose - b.quiet;
   return parsed;
 }
