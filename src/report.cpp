@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "gpurun/proc_info.hpp"
+
 namespace gpurun {
 namespace {
 
@@ -62,6 +67,39 @@ nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen) {
   nlohmann::ordered_json json = status_json(chosen);
   json["indices"] = indices;
   return json;
+}
+
+std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers) {
+  std::size_t name_width = 4;
+  std::vector<Gpu> plain;
+  for (const auto& a : gpus) {
+    name_width = std::max(name_width, a.gpu.name.size());
+    plain.push_back(a.gpu);
+  }
+  std::string table = fmt::format("{:>3}  {:<{}}  {:<17}  {:>19}  {:>5}  {}\n", "GPU", "NAME", name_width, "UTILIZATION",
+                                  "MEMORY USED/TOTAL", "PROCS", "HELD BY");
+  for (const auto& a : gpus) {
+    const Gpu& g = a.gpu;
+    std::string bar = "[          ]    ?";
+    if (g.utilization_percent) {
+      const auto filled = static_cast<std::size_t>(std::lround(std::clamp(*g.utilization_percent, 0.0, 100.0) / 10.0));
+      bar = fmt::format("[{}{}] {:>3.0f}%", std::string(filled, '#'), std::string(10 - filled, '.'), *g.utilization_percent);
+    }
+    std::vector<std::string> holders;
+    for (const auto& c : containers)
+      for (int index : held_gpu_indices(c, {g}))
+        if (index == g.index) holders.push_back(fmt::format("container {}{}", c.name, c.user.empty() ? "" : " (" + c.user + ")"));
+    for (const auto& p : g.processes) {
+      const auto user = process_user(p.pid);
+      const std::string command = process_command(p.pid);
+      holders.push_back(fmt::format("{}{} pid {}", user ? *user + " " : "", command.empty() ? "process" : command, p.pid));
+    }
+    if (holders.empty()) holders.emplace_back(a.free ? "-" : "busy: " + fmt::format("{}", fmt::join(a.reasons, "; ")));
+    table += fmt::format("{:>3}  {:<{}}  {:<17}  {:>19}  {:>5}  {}\n", g.index, g.name.empty() ? "?" : g.name, name_width,
+                         bar, fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
+                         g.processes.size(), fmt::format("{}", fmt::join(holders, ", ")));
+  }
+  return table;
 }
 
 std::string index_list(const std::vector<GpuAssessment>& gpus) {

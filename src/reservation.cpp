@@ -1,7 +1,6 @@
 #include "gpurun/reservation.hpp"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -17,6 +16,7 @@
 #include <utility>
 
 #include "gpurun/error.hpp"
+#include "gpurun/proc_info.hpp"
 #include "gpurun/text.hpp"
 
 namespace gpurun {
@@ -81,19 +81,11 @@ std::string lock_holder(int fd) {
     std::string id, kind, mode, access, pid, where;
     fields >> id >> kind >> mode >> access >> pid >> where;
     if (kind != "FLOCK" || where != device) continue;
-    std::string user;
-    std::ifstream status("/proc/" + pid + "/status");
-    for (std::string s; std::getline(status, s);) {
-      if (!s.starts_with("Uid:")) continue;
-      const auto uid = text::parse_integer(text::split(text::trim(s.substr(4)), '\t').front());
-      const passwd* entry = uid ? ::getpwuid(static_cast<uid_t>(*uid)) : nullptr;
-      user = entry != nullptr ? entry->pw_name : (uid ? fmt::format("uid {}", *uid) : "");
-    }
-    std::string command;
-    std::getline(std::ifstream("/proc/" + pid + "/comm") >> std::ws, command);
+    const auto number = text::parse_integer(pid);
     std::string holder = "pid " + pid;
-    if (!user.empty()) holder += ", " + user;
-    if (!command.empty()) holder += ", " + command;
+    if (const auto user = number ? process_user(static_cast<long>(*number)) : std::nullopt) holder += ", " + *user;
+    if (const std::string command = number ? process_command(static_cast<long>(*number)) : ""; !command.empty())
+      holder += ", " + command;
     return holder;
   }
   return {};

@@ -41,6 +41,10 @@ struct Options {
   double report_threshold = 80;   // below this GPU efficiency (%), give hints
   double report_interval_s = 1;   // seconds between samples
 
+  // status --watch: redraw every this many seconds; stop after watch_count frames (0: never).
+  std::optional<double> watch_s;
+  int watch_count = 0;
+
   // Output.
   bool json = false;
 };

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/containers.hpp"
 #include "gpurun/selection.hpp"
 
 namespace gpurun {
@@ -16,6 +17,10 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& gpu);
 nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus);
 // {"indices": [2, 5], "gpus": [gpu_json...]}
 nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen);
+
+// The live view of `status --watch`: utilization bars, memory, processes and who holds each GPU
+// (the containers holding it, the users and commands of its processes).
+std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers);
 
 // "2,5"
 std::string index_list(const std::vector<GpuAssessment>& gpus);

@@ -11,6 +11,7 @@
 
 #include "command_line.hpp"
 #include "gpurun/error.hpp"
+#include "gpurun/text.hpp"
 #include "gpurun/verbs.hpp"
 #include "gpurun/version.hpp"
 
@@ -52,6 +53,7 @@ struct Bindings {
   int verbose = 0;
   int quiet = 0;
   std::string wait;
+  std::string watch;
 };
 
 void bind(CLI::App& app, Options& o, Bindings& b) {
@@ -106,6 +108,11 @@ void bind(CLI::App& app, Options& o, Bindings& b) {
   app.add_option("--report-interval", o.report_interval_s, "seconds between samples (default 1)")
       ->check(CLI::Range(0.1, 3600.0))->group(report);
 
+  auto* watching = group("status --watch");
+  app.add_flag("--watch{2}", b.watch, "status: redraw every SECONDS (default 2) until Ctrl-C")->group(watching);
+  app.add_option("--count", o.watch_count, "status --watch: stop after this many frames")
+      ->check(CLI::NonNegativeNumber)->group(watching);
+
   auto* output = group("Output");
   app.add_flag("--json", o.json, "machine-readable output for pick and status")->group(output);
   app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group(output);
@@ -136,8 +143,19 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     throw Error(fmt::format("\"{}\" is reserved for a later version of gpurun; to run a program of that name, "
                             "write `gpurun 1 {}` or `gpurun -- {}`",
                             line.verb, line.verb, line.verb));
+  // `status --watch 5`: the word after the verb is the interval.
+  const bool bare_watch = contains(line.options, "--watch");
+  if (line.verb == "status" && bare_watch && line.count) {
+    b.watch = *line.count;
+    line.count.reset();
+  }
   if ((line.verb == "status" || line.verb == "ps") && line.count)
     throw Error(fmt::format("gpurun {} takes no N, but got \"{}\"", line.verb, *line.count));
+  if (app.count("--watch") > 0) {
+    const auto seconds = text::parse_double(b.watch);
+    if (!seconds) throw Error(fmt::format("--watch \"{}\": expected seconds, such as 2 or 0.5", text::printable(b.watch)));
+    parsed.options.watch_s = *seconds;
+  }
   parsed.verb = line.verb;
   if (line.count) parsed.options.gpus = parse_gpu_count(*line.count);
   parsed.options.command = std::move(line.command);

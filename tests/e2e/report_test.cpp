@@ -117,3 +117,33 @@ TEST_F(ReportTest, ReportCannotGoWithDetach) {
 
 }  // namespace
 }  // namespace gpurun::testing
+
+namespace gpurun::testing {
+namespace {
+
+TEST_F(GpurunTest, StatusWatchPrintsFramesWithoutEscapesWhenNotATerminal) {
+  const Outcome run = gpurun({"status", "--watch", "0.2", "--count", "2"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.find('\033'), std::string::npos);
+  std::size_t frames = 0;
+  for (std::size_t at = 0; (at = run.out.find("gpurun status, every 0.2s: ", at)) != std::string::npos; ++at) ++frames;
+  EXPECT_EQ(frames, 2u);
+  EXPECT_THAT(run.out, ::testing::HasSubstr(
+                           "  6  NVIDIA A100-SXM4-80GB  [###.......]  30%     2351 / 81920 MiB      1  process pid 50310\n"));
+  EXPECT_THAT(run.out, ::testing::HasSubstr("  5  NVIDIA A100-SXM4-80GB  [..........]   0%        3 / 81920 MiB      0  -\n"));
+  EXPECT_THAT(run.out, ::testing::HasSubstr("\n\ngpurun status, every 0.2s: "));  // frames apart
+}
+
+TEST_F(GpurunTest, StatusWatchRedrawsInPlaceOnATerminal) {
+  if (::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) is not installed";
+  const Outcome run = shell(fmt::format("script -qec '{} status --watch=0.2 --count 2' /dev/null", GPURUN_BINARY),
+                            fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  std::size_t redraws = 0;
+  for (std::size_t at = 0; (at = run.out.find("\033[H\033[2J", at)) != std::string::npos; ++at) ++redraws;
+  EXPECT_EQ(redraws, 2u);
+  EXPECT_THAT(run.out, ::testing::HasSubstr("(Ctrl-C to stop)"));
+}
+
+}  // namespace
+}  // namespace gpurun::testing
