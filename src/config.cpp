@@ -1,6 +1,7 @@
 #include "gpurun/config.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +12,6 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -96,7 +96,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[a.size()][b.size()];
 }
@@ -313,9 +314,29 @@ std::optional<bool> docker_bool(const std::optional<std::string>& value) {
   return std::nullopt;
 }
 
-std::string without_trailing_slash(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
+// Two host paths overlap when one is the other or lies inside it: mounting /var/run exposes
+// /var/run/docker.sock, and mounting /etc/ssh is mounting part of /etc.
+bool paths_overlap(const std::string& a, const std::string& b) {
+  if (!a.starts_with("/") || !b.starts_with("/")) return a == b;  // named volumes: by name
+  const auto normal = [](const std::string& p) {
+    std::string n = fs::path(p).lexically_normal().string();
+    while (n.size() > 1 && n.back() == '/') n.pop_back();
+    return n;
+  };
+  const std::string x = normal(a), y = normal(b);
+  const auto inside = [](const std::string& inner, const std::string& outer) {
+    return outer == "/" || inner == outer || inner.starts_with(outer + "/");
+  };
+  return inside(x, y) || inside(y, x);
+}
+
+// The host side of a --volume value ("/a:/b:ro") or of a --mount value ("type=bind,src=/a,dst=/b").
+std::string volume_source(const std::string& value) { return value.substr(0, value.find(':')); }
+std::string mount_source(const std::string& value) {
+  for (std::string_view field : text::split(value, ','))
+    for (std::string_view key : {"source=", "src="})
+      if (field.starts_with(key)) return std::string(field.substr(key.size()));
+  return "";
 }
 
 std::string capability(std::string_view name) {
@@ -326,14 +347,15 @@ std::string capability(std::string_view name) {
 
 bool same_value(const std::string& option, const std::string& refused, const std::string& given) {
   if (refused == given) return true;
-  // A rule naming only a host path refuses every mount of that path: "-v /var/run/docker.sock".
-  if (option == "volume" && refused.find(':') == std::string::npos)
-    return without_trailing_slash(refused) == without_trailing_slash(given.substr(0, given.find(':')));
+  // A rule naming only a host path refuses every mount that exposes it: "-v /var/run/docker.sock".
+  if (option == "volume" && refused.find(':') == std::string::npos) return paths_overlap(refused, volume_source(given));
   if (option == "cap-add" || option == "cap-drop") return capability(refused) == capability(given);
   return false;
 }
 
 bool refuses(const DockerArg& rule, const DockerArg& arg) {
+  if (rule.name == "volume" && arg.name == "mount" && rule.value && rule.value->find(':') == std::string::npos)
+    return paths_overlap(*rule.value, mount_source(arg.value.value_or("")));
   if (rule.name != arg.name) return false;
   if (docker_boolean(rule.name))  // an unreadable boolean counts as true: docker would fail anyway
     return docker_bool(rule.value).value_or(true) == docker_bool(arg.value).value_or(true);
@@ -453,21 +475,35 @@ struct ParsedFile {
   }
 };
 
-// The file's text; nullopt when it does not exist and need not.
-std::optional<std::string> read_text(const std::string& path, bool must_exist) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (status.type() == fs::file_type::not_found) {
-    if (!must_exist) return std::nullopt;
-    throw Error(fmt::format("configuration file {} does not exist", path));
+struct FileText {
+  std::string text;
+  struct stat st {};  // of the very file read, for the trust check
+};
+
+// The file's text; nullopt when it does not exist and need not. O_NONBLOCK: a FIFO planted under
+// the name must not hang gpurun (it is refused as not a regular file).
+std::optional<FileText> read_text(const std::string& path, bool must_exist) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT && !must_exist) return std::nullopt;
+  if (fd < 0 && errno == ENOENT) throw Error(fmt::format("configuration file {} does not exist", path));
+  if (fd < 0) throw Error(fmt::format("cannot read configuration file {}: {}", path, std::strerror(errno)));
+  FileText file;
+  std::string problem;
+  if (::fstat(fd, &file.st) != 0) {
+    problem = std::strerror(errno);
+  } else if (S_ISDIR(file.st.st_mode)) {
+    problem = "it is a directory";
+  } else if (!S_ISREG(file.st.st_mode)) {
+    problem = "it is not a regular file";
+  } else {
+    char buffer[8192];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) file.text.append(buffer, static_cast<std::size_t>(n));
+    if (n < 0) problem = std::strerror(errno);
   }
-  if (ec) throw Error(fmt::format("cannot read configuration file {}: {}", path, ec.message()));
-  if (fs::is_directory(status)) throw Error(fmt::format("configuration file {} is a directory", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read configuration file {}: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  ::close(fd);
+  if (!problem.empty()) throw Error(fmt::format("cannot read configuration file {}: {}", path, problem));
+  return file;
 }
 
 ParsedFile parse_file(const std::string& path, Kind layer, const std::string& text) {
@@ -545,18 +581,21 @@ void check_file(const ParsedFile& f) {
   }
 }
 
-std::optional<ParsedFile> load_file(const std::string& path, Kind layer, bool must_exist) {
-  const std::optional<std::string> text = read_text(path, must_exist);
-  if (!text) return std::nullopt;
-  ParsedFile file = parse_file(path, layer, *text);
+ParsedFile checked_file(const std::string& path, Kind layer, const std::string& text) {
+  ParsedFile file = parse_file(path, layer, text);
   check_file(file);
   return file;
 }
 
-// Why a .gpurun.json found by the search must not be used; nullopt when it may.
-std::optional<std::string> untrusted(const std::string& path, uid_t user) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;  // read_text reports it
+std::optional<ParsedFile> load_file(const std::string& path, Kind layer, bool must_exist) {
+  const std::optional<FileText> file = read_text(path, must_exist);
+  if (!file) return std::nullopt;
+  return checked_file(path, layer, file->text);
+}
+
+// Why a .gpurun.json found by the search must not be used; nullopt when it may. Root's files are
+// trusted: whoever controls root controls gpurun anyway.
+std::optional<std::string> untrusted(const struct stat& st, uid_t user) {
   if (st.st_uid != user && st.st_uid != 0)
     return fmt::format("it belongs to uid {}, not to you (uid {})", st.st_uid, user);
   if ((st.st_mode & S_IWOTH) != 0) return std::string("anyone may write it");
@@ -847,12 +886,14 @@ Config load_config(const ConfigInputs& inputs) {
 
   if (!inputs.no_config && !inputs.cwd.empty()) {
     if (const auto project = find_project_file(inputs.cwd)) {
-      if (const auto why = untrusted(*project, inputs.user_id.value_or(::geteuid()))) {
-        config.warnings.push_back(fmt::format("ignoring {}: {}", *project, *why));
-        note(Kind::project, *project, ConfigFile::State::untrusted);
-      } else if (auto file = load_file(*project, Kind::project, false)) {
-        note(Kind::project, *project, ConfigFile::State::loaded);
-        files.push_back(std::move(*file));
+      if (const auto file = read_text(*project, false)) {
+        if (const auto why = untrusted(file->st, inputs.user_id.value_or(::geteuid()))) {
+          config.warnings.push_back(fmt::format("ignoring {}: {}", *project, *why));
+          note(Kind::project, *project, ConfigFile::State::untrusted);
+        } else {
+          note(Kind::project, *project, ConfigFile::State::loaded);
+          files.push_back(checked_file(*project, Kind::project, file->text));
+        }
       }
     }
   }
@@ -980,7 +1021,8 @@ std::string config_report_table(const Config& config) {
       const auto it = config.policy.sources.find(k.name);
       json value = nullptr;
       if (k.name == "allowed_gpus" && config.policy.allowed_gpus) value = *config.policy.allowed_gpus;
-      if (k.name == "max_gpus_per_launch" && config.policy.max_gpus_per_launch) value = *config.policy.max_gpus_per_launch;
+      if (k.name == "max_gpus_per_launch" && config.policy.max_gpus_per_launch)
+        value = *config.policy.max_gpus_per_launch;
       if (k.name == "refused_docker_options" && it != config.policy.sources.end())
         value = config.policy.refused_docker_options;
       rows.push_back({k.name, value.is_null() ? "(not set)" : value.dump(),
@@ -998,20 +1040,24 @@ std::string config_report_table(const Config& config) {
   std::size_t key_width = 3, value_width = 5;
   for (const Row& r : rows) {
     key_width = std::max(key_width, r.key.size());
-    value_width = std::max(value_width, r.value.size());
+    value_width = std::max(value_width, std::min(r.value.size(), std::size_t{40}));  // a long list overflows
   }
   std::string out = fmt::format("{:<{}}  {:<{}}  {}\n", "KEY", key_width, "VALUE", value_width, "SOURCE");
-  for (const Row& r : rows) out += fmt::format("{:<{}}  {:<{}}  {}\n", r.key, key_width, r.value, value_width, r.source);
+  for (const Row& r : rows)
+    out += fmt::format("{:<{}}  {:<{}}  {}\n", r.key, key_width, r.value, value_width, r.source);
 
   out += "\nFiles (lowest precedence first):\n";
   for (const ConfigFile& f : config.files)
     out += fmt::format("  {:<8} {}  {}\n", kind_name(f.layer), f.path, state_name(f.state));
   if (!config.profiles.empty()) {
     out += "\nProfiles:\n";
+    std::size_t name_width = 0;
+    for (const auto& [name, where] : config.profiles) name_width = std::max(name_width, name.size());
     for (const auto& [name, where] : config.profiles) {
       std::vector<std::string> places;
-      for (const ConfigSource& s : where) places.push_back(s.line > 0 ? fmt::format("{}:{}", s.where, s.line) : s.where);
-      out += fmt::format("  {}  {}\n", name, fmt::join(places, ", "));
+      for (const ConfigSource& s : where)
+        places.push_back(s.line > 0 ? fmt::format("{}:{}", s.where, s.line) : s.where);
+      out += fmt::format("  {:<{}}  {}\n", name, name_width, fmt::join(places, ", "));
     }
   }
   return out;
@@ -1035,7 +1081,8 @@ json config_report_json(const Config& config) {
   const SitePolicy& p = config.policy;
   const auto rule = [&](const std::string& key, json value) {
     const auto it = p.sources.find(key);
-    policy[key] = it == p.sources.end() ? json(nullptr) : json{{"value", std::move(value)}, {"source", source_json(it->second)}};
+    policy[key] = it == p.sources.end() ? json(nullptr)
+                                        : json{{"value", std::move(value)}, {"source", source_json(it->second)}};
   };
   rule("allowed_gpus", p.allowed_gpus ? json(*p.allowed_gpus) : json(nullptr));
   rule("max_gpus_per_launch", p.max_gpus_per_launch ? json(*p.max_gpus_per_launch) : json(nullptr));

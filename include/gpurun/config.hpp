@@ -1,8 +1,23 @@
 #pragma once
-// Layered configuration: built-in defaults < system file < user file < project file(s) < the chosen
-// profile < GPURUN_* environment < command-line flags, plus the site policy that only the system
-// file may set. Pure library code: the CLI layer gathers the inputs (paths, GPURUN_* variables,
-// the flags that were given) and calls load_config(); every decision about layers lives here.
+// Layered configuration (issue 3). Pure library code: the CLI layer gathers the inputs (paths,
+// GPURUN_* variables, the flags that were given) and calls load_config(); every rule lives here.
+//
+// Layers, lowest first: built-in defaults < system file < user file < project file (.gpurun.json
+// found in cwd or the nearest parent), then --config files in order < the chosen profile <
+// GPURUN_<KEY> variables < command-line flags. A key's effective value is the highest layer's.
+//  - Lists: env, volumes, publish and docker_opts add up across all layers (an item already
+//    present is not added twice); command is replaced like any scalar. null resets a key to its
+//    built-in default, and for those lists drops what lower layers added.
+//  - Profiles ("profiles": {"NAME": {option keys}}) may be defined in any file; the chosen one
+//    (-P/--profile, else GPURUN_PROFILE) is merged from every file defining it, in file order,
+//    above all files and below the environment and the flags.
+//  - Site policy (allowed_gpus, max_gpus_per_launch, refused_docker_options) is read from the
+//    system file only, and still holds under --no-config; anywhere else it is an error.
+//  - A found .gpurun.json owned by another user (not root) or writable by anyone is skipped with a
+//    warning, and may not set docker or nvidia_smi (a cloned repository could run any program).
+//  - dry_run, json, from_csv and verbosity are per invocation: flags only, no config keys.
+//  - GPURUN_<KEY>: booleans 1/0/true/false/yes/no/on/off; lists a JSON array, anything else is
+//    one item (never split on spaces); an empty variable counts as unset.
 #include <sys/types.h>
 
 #include <map>
