@@ -1141,4 +1141,14 @@ std::string starter_user_config() {
 )";
 }
 
+Config configure(const ConfigInputs& inputs, Options& options) {
+  Config config = load_config(inputs);
+  apply_to(config, options);
+  if (config.policy.allowed_gpus) {
+    options.allowed_gpus = *config.policy.allowed_gpus;
+    options.not_allowed_reason = gpu_not_allowed_reason(config);
+  }
+  return config;
+}
+
 }  // namespace gpurun

@@ -43,7 +43,14 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir) {
     }
   }
   if (!lock_dir.empty()) add_claims(claims, reserved_gpus(lock_dir, inventory.gpus));
+  const auto allowed = [&](int index) {
+    return !options.allowed_gpus ||
+           std::find(options.allowed_gpus->begin(), options.allowed_gpus->end(), index) != options.allowed_gpus->end();
+  };
+  for (const Gpu& gpu : inventory.gpus)
+    if (!allowed(gpu.index)) claims[gpu.index].insert(claims[gpu.index].begin(), options.not_allowed_reason);
   inventory.assessed = assess(inventory.gpus, thresholds, claims);
+  for (GpuAssessment& a : inventory.assessed) a.withheld = !allowed(a.gpu.index);
   return inventory;
 }
 

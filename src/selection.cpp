@@ -128,11 +128,16 @@ std::vector<GpuAssessment> pick(const std::vector<GpuAssessment>& assessed, int 
   if (count <= 0) throw Error(fmt::format("the number of GPUs must be positive, not {}", count));
   std::vector<GpuAssessment> candidates;
   for (const GpuAssessment& a : assessed)
-    if (a.free || allow_busy) candidates.push_back(a);
+    if (a.free || (allow_busy && !a.withheld)) candidates.push_back(a);
 
   if (candidates.size() < static_cast<std::size_t>(count)) {
     if (allow_busy)
-      throw NotEnoughGpus(fmt::format("need {} GPUs but this machine has {}", count, assessed.size()), candidates.size());
+      throw NotEnoughGpus(candidates.size() == assessed.size()
+                              ? fmt::format("need {} GPUs but this machine has {}", count, assessed.size())
+                              : fmt::format("need {} GPUs but this machine has {}, of which the site policy lets gpurun "
+                                            "hand out {}",
+                                            count, assessed.size(), candidates.size()),
+                          candidates.size());
     throw NotEnoughGpus(too_few_message(assessed, count, candidates.size()), candidates.size());
   }
   std::sort(candidates.begin(), candidates.end(), ranks_before);

@@ -139,4 +139,11 @@ nlohmann::json config_report_json(const Config& config);
 // A commented starter user file for `gpurun config init`; it changes nothing until edited.
 std::string starter_user_config();
 
+// load_config, then apply_to, and the site policy's allowed GPUs into `options`.
+Config configure(const ConfigInputs& inputs, Options& options);
+
+// `gpurun config [--json]`: the effective configuration; `gpurun config init`: writes the starter
+// user file (never over an existing one) and prints its path.
+int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool json, std::ostream& out);
+
 }  // namespace gpurun

@@ -19,6 +19,8 @@ struct Options {
   bool allow_busy = false;
   bool container_awareness = true;  // ask the Docker engine which containers hold GPUs
   std::string lock_dir;             // reservations; empty: the default place
+  std::optional<std::vector<int>> allowed_gpus;  // site policy: only these may be handed out
+  std::string not_allowed_reason;                // why the others are not (names the rule and file)
 
   // The docker run command.
   std::string docker = "docker";

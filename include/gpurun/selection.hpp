@@ -34,6 +34,7 @@ struct GpuAssessment {
   double score = 0.0;                // 0 (idle) .. 100 (full); lower is better
   std::vector<std::string> reasons;  // why it is busy; empty when free
   std::vector<std::string> notes;    // facts worth showing that do not make it busy
+  bool withheld = false;             // the site policy forbids handing it out, even with allow_busy
 };
 
 // The ranking score: the mean of memory used (% of total) and utilization (%). With one of them

@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "command_line.hpp"
+#include "gpurun/config.hpp"
 #include "gpurun/error.hpp"
 #include "gpurun/text.hpp"
 #include "gpurun/verbs.hpp"
@@ -18,9 +22,9 @@
 namespace gpurun::cli {
 namespace {
 
-constexpr std::array<std::string_view, 3> kVerbs{"pick", "status", "ps"};
+constexpr std::array<std::string_view, 4> kVerbs{"pick", "status", "ps", "config"};
 // Taken by later versions; reserved now so that aliases written today keep their meaning.
-constexpr std::array<std::string_view, 2> kReservedVerbs{"config", "completion"};
+constexpr std::array<std::string_view, 1> kReservedVerbs{"completion"};
 
 constexpr std::string_view kFooter = R"(Full form: gpurun [OPTIONS] [pick|status] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
 Options stop at the first word after N; the rest is the job's command, passed as given.
@@ -30,6 +34,7 @@ Verbs:
   pick      print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)
   status    show every GPU: memory, utilization, processes, score, free or busy and why
   ps        list the running containers that hold GPUs, whoever started them
+  config    show every setting and where it comes from; `config init` writes a starter user file
 
 Examples:
   gpurun --image me/pytorch:24.05 2 -- python train.py
@@ -43,6 +48,8 @@ Exit status: the job's own once docker runs; 125 when gpurun fails (usage errors
 struct Parsed {
   Options options;
   std::string verb;
+  std::string subverb;   // `config init`
+  ConfigInputs config_inputs;
   int verbosity = 0;  // --verbose count minus --quiet count
 };
 
@@ -54,14 +61,16 @@ struct Bindings {
   int quiet = 0;
   std::string wait;
   std::string watch;
+  std::string profile;
+  std::vector<std::string> config_files;
+  bool no_config = false;
 };
 
 void bind(CLI::App& app, Options& o, Bindings& b) {
   app.set_version_flag("--version", std::string(kVersion));
   const auto group = [&](const char* name) { return name; };
   auto* source = group("Where GPU data comes from");
-  app.add_option("--nvidia-smi", o.nvidia_smi, "nvidia-smi program to run")
-      ->envname("GPURUN_NVIDIA_SMI")->group(source);
+  app.add_option("--nvidia-smi", o.nvidia_smi, "nvidia-smi program to run")->group(source);
   app.add_option("--smi-timeout", o.smi_timeout_s, "seconds nvidia-smi may take before it is killed (default 10)")
       ->group(source);
   app.add_option("--from-csv", b.from_csv, "read a recorded `nvidia-smi --query-gpu` CSV instead ('-' = stdin)")
@@ -75,12 +84,11 @@ void bind(CLI::App& app, Options& o, Bindings& b) {
       ->group(selection);
   app.add_flag("--ignore-containers{false}", o.container_awareness,
                "do not ask the Docker engine which containers hold GPUs")->group(selection);
-  app.add_option("--lock-dir", o.lock_dir, "directory of the GPU reservations (default /run/lock/gpurun)")
-      ->envname("GPURUN_LOCK_DIR")->group(selection);
+  app.add_option("--lock-dir", o.lock_dir, "directory of the GPU reservations (default /run/lock/gpurun)")->group(selection);
 
   auto* launch = group("The docker run command");
-  app.add_option("--image", o.image, "image to run")->envname("GPURUN_IMAGE")->group(launch);
-  app.add_option("--docker", o.docker, "docker client to exec")->envname("GPURUN_DOCKER")
+  app.add_option("--image", o.image, "image to run")->group(launch);
+  app.add_option("--docker", o.docker, "docker client to exec")
       ->group(launch);
   app.add_flag("--dry-run", o.dry_run, "print the docker command instead of running it")->group(launch);
   app.add_flag("--wait{forever}", b.wait,
@@ -113,6 +121,14 @@ void bind(CLI::App& app, Options& o, Bindings& b) {
   app.add_option("--count", o.watch_count, "status --watch: stop after this many frames")
       ->check(CLI::NonNegativeNumber)->group(watching);
 
+  auto* configuration = group("Configuration");
+  app.add_option("-P,--profile", b.profile, "use this profile of the config files [env GPURUN_PROFILE]")
+      ->group(configuration);
+  app.add_option("--config", b.config_files, "read this config file too, above the others (repeatable)")
+      ->allow_extra_args(false)->group(configuration);
+  app.add_flag("--no-config", b.no_config, "ignore the option values of the system, user and project files")
+      ->group(configuration);
+
   auto* output = group("Output");
   app.add_flag("--json", o.json, "machine-readable output for pick and status")->group(output);
   app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group(output);
@@ -121,6 +137,26 @@ void bind(CLI::App& app, Options& o, Bindings& b) {
 
 bool contains(const auto& list, std::string_view word) {
   return std::find(list.begin(), list.end(), word) != list.end();
+}
+
+// The flags given on this command line, as the top configuration layer (key -> value).
+std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Options& o, const Bindings& b,
+                                                                bool count_given) {
+  const std::map<std::string, nlohmann::json> values{
+      {"nvidia_smi", o.nvidia_smi},     {"smi_timeout", o.smi_timeout_s}, {"max_util", o.max_util},
+      {"max_memory", o.max_memory},     {"allow_busy", true},             {"ignore_containers", true},
+      {"lock_dir", o.lock_dir},         {"docker", o.docker},             {"image", o.image},
+      {"cpus_per_gpu", b.cpus_per_gpu}, {"host_cpus", b.host_cpus},       {"name", o.name},
+      {"env", o.env},                   {"volumes", o.volumes},           {"publish", o.publish},
+      {"docker_opts", o.docker_opts},   {"detach", true},                 {"wait", b.wait}};
+  std::vector<std::pair<std::string, nlohmann::json>> flags;
+  for (const ConfigKey& key : config_keys()) {
+    const auto value = values.find(key.name);
+    if (value != values.end() && key.flag.starts_with("--") && app.count(key.flag) > 0) flags.emplace_back(*value);
+  }
+  if (count_given) flags.emplace_back("gpus", o.gpus);
+  if (!o.command.empty()) flags.emplace_back("command", o.command);
+  return flags;
 }
 
 Parsed parse(int argc, char** argv, CLI::App& app) {
@@ -149,7 +185,11 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     b.watch = *line.count;
     line.count.reset();
   }
-  if ((line.verb == "status" || line.verb == "ps") && line.count)
+  if (line.verb == "config" && line.count == "init") {
+    parsed.subverb = "init";
+    line.count.reset();
+  }
+  if ((line.verb == "status" || line.verb == "ps" || line.verb == "config") && line.count)
     throw Error(fmt::format("gpurun {} takes no N, but got \"{}\"", line.verb, *line.count));
   if (app.count("--watch") > 0) {
     const auto seconds = text::parse_double(b.watch);
@@ -165,6 +205,21 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   if (app.count("--wait") > 0) parsed.options.wait = b.wait;
   if (!parsed.options.report_json.empty()) parsed.options.report = true;
   parsed.verbosity = b.verbose - b.quiet;
+
+  // The configuration layers: files, then GPURUN_* variables, then the flags given here.
+  ConfigInputs& in = parsed.config_inputs;
+  const auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+  };
+  in.user_file = default_user_config_path(env("XDG_CONFIG_HOME"), env("HOME"));
+  std::error_code cwd_error;
+  in.cwd = std::filesystem::current_path(cwd_error).string();
+  in.extra_files = b.config_files;
+  in.no_config = b.no_config;
+  in.environment = gpurun_environment(environ);
+  if (!b.profile.empty()) in.profile = b.profile;
+  in.flags = given_flags(app, parsed.options, b, line.count.has_value());
   return parsed;
 }
 
@@ -199,6 +254,10 @@ int main(int argc, char** argv) {
       return exit_code::failure;
     }
     configure_logging(parsed.verbosity);
+    const Config config = configure(parsed.config_inputs, parsed.options);
+    for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
+    if (parsed.verb == "config") return run_config(config, parsed.config_inputs, parsed.subverb == "init", parsed.options.json, std::cout);
+    if (parsed.verb.empty() || parsed.verb == "pick") check_policy(config, parsed.options);
     if (parsed.verb == "pick") return run_pick(parsed.options, std::cout);
     if (parsed.verb == "status") return run_status(parsed.options, std::cout);
     if (parsed.verb == "ps") return run_ps(parsed.options, std::cout);

@@ -145,10 +145,10 @@ INSTANTIATE_TEST_SUITE_P(
                       UsageCase{{"--image", "img", "--max-memory", "lots"}, "--max-memory \"lots\""},
                       UsageCase{{"--image", "img", "--max-util", "150"}, "--max-util \"150\""},
                       UsageCase{{"--image", "img", "--smi-timeout", "abc"}, "--smi-timeout"},
-                      UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout 0 must be between"},
+                      UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout: expected a number of seconds above 0"},
                       UsageCase{{"status", "2"}, "gpurun status takes no N"},
                       UsageCase{{"pick", "2", "python"}, "gpurun pick takes no command"},
-                      UsageCase{{"config"}, "reserved for a later version"},
+                      UsageCase{{"completion"}, "reserved for a later version"},
                       UsageCase{{"--image", "-it"}, "starts with '-'"}));
 
 TEST_F(GpurunTest, HelpAndVersionExitZeroOnStdout) {

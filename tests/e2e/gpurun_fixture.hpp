@@ -55,7 +55,8 @@ class GpurunTest : public ::testing::Test {
             {"GPURUN_DOCKER", fake("docker")},
             {"FAKE_DOCKER_ARGV", argv_file()},
             {"FAKE_DOCKER_EXIT", std::to_string(docker_exit)},
-            {"GPURUN_LOCK_DIR", lock_dir()}};
+            {"GPURUN_LOCK_DIR", lock_dir()},
+            {"XDG_CONFIG_HOME", dir_ + "/xdg"}};  // never the tester's own config
   }
 
   Outcome gpurun(const std::vector<std::string>& args, const Env& env = {}) const {

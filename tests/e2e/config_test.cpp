@@ -1,0 +1,124 @@
+// End-to-end: configuration files, profiles, the environment and flags, as a user meets them.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
+
+#include "gpurun_fixture.hpp"
+
+namespace gpurun::testing {
+namespace {
+
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+
+class ConfigTest : public GpurunTest {
+ protected:
+  void SetUp() override {
+    GpurunTest::SetUp();
+    project_ = dir() + "/project";
+    std::filesystem::create_directories(project_ + "/src/deep");
+    std::ofstream(project_ + "/.gpurun.json") << R"({
+  // the lab's training setup
+  "image": "lab/pytorch:24.05",
+  "volumes": ["/datasets:/datasets:ro"],
+  "env": ["WANDB_MODE=offline"],
+  "profiles": {
+    "jupyter": {"publish": ["8888:8888"], "gpus": 1, "command": ["jupyter", "lab", "--ip=0.0.0.0"]},
+    "train": {"gpus": 2, "env": ["NCCL_DEBUG=WARN"]}
+  }
+})";
+  }
+  // Runs gpurun from `cwd` (a shell line after `gpurun`), with the stand-ins.
+  Outcome gpurun_in(const std::string& cwd, const std::string& args, Env env = {}) const {
+    Env all = fakes("all_free_8.json");
+    all.insert(all.end(), env.begin(), env.end());
+    return shell(fmt::format("cd '{}' && exec {} {}", cwd, GPURUN_BINARY, args), all);
+  }
+  std::string project_;
+};
+
+TEST_F(ConfigTest, TheProjectFileGivesImageMountsAndEnvironmentFromASubdirectory) {
+  const Outcome run = gpurun_in(project_ + "/src/deep", "--dry-run -q 2 python train.py");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr(" --env WANDB_MODE=offline --volume /datasets:/datasets:ro lab/pytorch:24.05 python train.py\n"));
+}
+
+TEST_F(ConfigTest, EnvironmentBeatsFilesAndFlagsBeatTheEnvironment) {
+  const Env env{{"GPURUN_IMAGE", "env/image:1"}};
+  EXPECT_THAT(gpurun_in(project_, "--dry-run -q", env).out, EndsWith(" env/image:1\n"));
+  EXPECT_THAT(gpurun_in(project_, "--dry-run -q --image flag/image:2", env).out, EndsWith(" flag/image:2\n"));
+}
+
+TEST_F(ConfigTest, AProfileSetsTheGpuCountPortsAndDefaultCommand) {
+  const Outcome run = gpurun_in(project_, "--dry-run -q -P jupyter");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("--gpus '\"device=0\"'"));
+  EXPECT_THAT(run.out, HasSubstr("--publish 8888:8888 lab/pytorch:24.05 jupyter lab --ip=0.0.0.0\n"));
+  // N and a command on the command line win over the profile's.
+  EXPECT_THAT(gpurun_in(project_, "--dry-run -q -P jupyter 2 bash").out, HasSubstr("\"device=0,1\"' "));
+  EXPECT_THAT(gpurun_in(project_, "--dry-run -q -P jupyter 2 bash").out, EndsWith(" lab/pytorch:24.05 bash\n"));
+}
+
+TEST_F(ConfigTest, AnAliasWithAProfileRunsTheJobWithItsOwnFlags) {
+  // As in ~/.bashrc: alias gr='gpurun -P train'; gr 2 python train.py --lr 0.1
+  Env env = fakes("all_free_8.json");
+  const Outcome run = shell(fmt::format("cd '{}'\nalias gr='{} -P train --dry-run -q'\ngr python train.py --lr 0.1\n",
+                                        project_, GPURUN_BINARY),
+                            env);
+  EXPECT_EQ(run.exit_code, 125);  // `python` is not N: the profile gives the count, so use `--`
+  const Outcome ok = shell(fmt::format("cd '{}'\nalias gr='{} -P train --dry-run -q --'\ngr python train.py --lr 0.1\n",
+                                       project_, GPURUN_BINARY),
+                           env);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("--gpus '\"device=0,1\"'"));
+  EXPECT_THAT(ok.out, HasSubstr("--env WANDB_MODE=offline --env NCCL_DEBUG=WARN "));
+  EXPECT_THAT(ok.out, EndsWith(" lab/pytorch:24.05 python train.py --lr 0.1\n"));
+}
+
+TEST_F(ConfigTest, AnUnknownProfileListsTheKnownOnes) {
+  const Outcome run = gpurun_in(project_, "--dry-run -P jupiter");
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("jupyter"));
+}
+
+TEST_F(ConfigTest, ABrokenFileNamesFileLineAndKeyAndLaunchesNothing) {
+  std::ofstream(project_ + "/.gpurun.json") << "{\n  \"image\": \"x\",\n  \"imgae\": \"y\"\n}\n";
+  const Outcome run = gpurun_in(project_, "--image img 1 true");
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr(project_ + "/.gpurun.json:3"));
+  EXPECT_THAT(run.err, HasSubstr("unknown key \"imgae\" (did you mean \"image\"?)"));
+  EXPECT_FALSE(docker_ran());
+}
+
+TEST_F(ConfigTest, ConfigShowsEachValueAndWhereItCameFrom) {
+  const Outcome table = gpurun_in(project_, "config --max-util 20", {{"GPURUN_DOCKER", fake("docker")}});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("lab/pytorch:24.05"));
+  EXPECT_THAT(table.out, HasSubstr(project_ + "/.gpurun.json"));
+  EXPECT_THAT(table.out, HasSubstr("GPURUN_DOCKER"));
+  EXPECT_THAT(table.out, HasSubstr("--max-util"));
+
+  const auto json = nlohmann::json::parse(gpurun_in(project_, "config --json").out);
+  EXPECT_EQ(json["keys"]["image"]["value"], "lab/pytorch:24.05");
+}
+
+TEST_F(ConfigTest, ConfigInitWritesAStarterFileOnceAndItLoads) {
+  const Outcome first = gpurun_in(project_, "config init");
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  const std::string path = dir() + "/xdg/gpurun/config.json";
+  EXPECT_EQ(first.out, path + "\n");
+  EXPECT_TRUE(std::filesystem::exists(path));
+  const Outcome second = gpurun_in(project_, "config init");
+  EXPECT_EQ(second.exit_code, 125);
+  EXPECT_THAT(second.err, HasSubstr("never overwrites"));
+  EXPECT_EQ(gpurun_in(project_, "--dry-run -q").exit_code, 0);  // the starter file loads
+}
+
+TEST_F(ConfigTest, NoConfigIgnoresTheFiles) {
+  const Outcome run = gpurun_in(project_, "--no-config --dry-run -q");
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("no image to run"));
+}
+
+}  // namespace
+}  // namespace gpurun::testing
