@@ -37,6 +37,24 @@ inline std::string read_file(const std::filesystem::path& path) {
   return buffer.str();
 }
 
+// Arguments written NUL-terminated, as the stand-in docker records them.
+inline std::vector<std::string> split_nul(const std::string& raw) {
+  std::vector<std::string> argv;
+  std::size_t start = 0;
+  for (std::size_t end; (end = raw.find('\0', start)) != std::string::npos; start = end + 1)
+    argv.push_back(raw.substr(start, end - start));
+  return argv;
+}
+
+// The GPUs of a --gpus value: "\"device=2,5\"" -> {2, 5}.
+inline std::vector<int> gpu_devices(const std::string& gpus_value) {
+  std::vector<int> ids;
+  if (gpus_value.size() < 9) return ids;
+  std::istringstream list(gpus_value.substr(8, gpus_value.size() - 9));
+  for (std::string id; std::getline(list, id, ',');) ids.push_back(std::stoi(id));
+  return ids;
+}
+
 class GpurunTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -73,12 +91,7 @@ class GpurunTest : public ::testing::Test {
   // The arguments the stand-in docker received (argv[0] left out), or empty when it did not run.
   std::vector<std::string> docker_argv() const {
     if (!std::filesystem::exists(argv_file())) return {};
-    const std::string raw = read_file(argv_file());
-    std::vector<std::string> argv;
-    std::size_t start = 0;
-    for (std::size_t end; (end = raw.find('\0', start)) != std::string::npos; start = end + 1)
-      argv.push_back(raw.substr(start, end - start));
-    return argv;
+    return split_nul(read_file(argv_file()));
   }
   bool docker_ran() const { return std::filesystem::exists(argv_file()); }
 

@@ -19,28 +19,11 @@ using ::testing::HasSubstr;
 
 using namespace std::chrono_literals;
 
-// The --gpus value of a recorded docker argv: "\"device=2,5\"" -> {2, 5}.
+// The GPUs of a recorded docker argv.
 std::vector<int> gpus_of(const std::vector<std::string>& argv) {
-  for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
-    if (argv[i] != "--gpus") continue;
-    std::vector<int> ids;
-    std::string list = argv[i + 1].substr(8, argv[i + 1].size() - 9);  // strip "\"device=" and "\""
-    for (std::size_t start = 0, end; start <= list.size(); start = end + 1) {
-      end = list.find(',', start);
-      if (end == std::string::npos) end = list.size();
-      ids.push_back(std::stoi(list.substr(start, end - start)));
-    }
-    return ids;
-  }
+  for (std::size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == "--gpus") return gpu_devices(argv[i + 1]);
   return {};
-}
-
-std::vector<std::string> split_nul(const std::string& raw) {
-  std::vector<std::string> argv;
-  std::size_t start = 0;
-  for (std::size_t end; (end = raw.find('\0', start)) != std::string::npos; start = end + 1)
-    argv.push_back(raw.substr(start, end - start));
-  return argv;
 }
 
 bool wait_for_file(const std::string& path, std::chrono::seconds patience) {

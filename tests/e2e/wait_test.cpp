@@ -36,15 +36,6 @@ std::map<std::string, Interval> read_intervals(const std::string& path) {
   return jobs;
 }
 
-std::vector<int> devices(const std::string& gpus_value) {  // "\"device=2,5\"" -> {2, 5}
-  std::vector<int> ids;
-  std::string list = gpus_value.substr(8, gpus_value.size() - 9);
-  std::replace(list.begin(), list.end(), ',', ' ');
-  std::istringstream in(list);
-  for (int id; in >> id;) ids.push_back(id);
-  return ids;
-}
-
 TEST_F(GpurunTest, WaitingLaunchesAllRunAndNoGpuIsEverHeldTwice) {
   const std::string log = dir() + "/intervals";
   Env env = fakes("all_free_8.json");
@@ -64,7 +55,7 @@ TEST_F(GpurunTest, WaitingLaunchesAllRunAndNoGpuIsEverHeldTwice) {
   std::map<int, std::vector<Interval>> by_gpu;
   for (const auto& [pid, job] : jobs) {
     EXPECT_GT(job.end, job.start) << pid;
-    for (int gpu : devices(job.gpus)) by_gpu[gpu].push_back(job);
+    for (int gpu : gpu_devices(job.gpus)) by_gpu[gpu].push_back(job);
   }
   for (auto& [gpu, intervals] : by_gpu) {
     std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
