@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "gpurun/error.hpp"
 #include "gpurun/text.hpp"
@@ -235,14 +236,11 @@ std::vector<GpuProcess> parse_compute_apps_csv(std::string_view input) {
 }
 
 void attach_processes(std::vector<Gpu>& gpus, const std::vector<GpuProcess>& processes) {
-  for (const GpuProcess& process : processes) {
-    for (Gpu& gpu : gpus) {
-      if (!gpu.uuid.empty() && gpu.uuid == process.gpu_uuid) {
-        gpu.processes.push_back(process);
-        break;
-      }
-    }
-  }
+  std::unordered_map<std::string_view, Gpu*> by_uuid;  // linear, not GPUs x processes
+  for (Gpu& gpu : gpus)
+    if (!gpu.uuid.empty()) by_uuid.emplace(gpu.uuid, &gpu);
+  for (const GpuProcess& process : processes)
+    if (const auto it = by_uuid.find(process.gpu_uuid); it != by_uuid.end()) it->second->processes.push_back(process);
 }
 
 }  // namespace gpurun
