@@ -64,6 +64,7 @@ const std::vector<KeyInfo>& key_table() {
       {"publish", Type::appended_list, "--publish", "published ports, as docker's -p", json::array()},
       {"docker_opts", Type::appended_list, "--docker-opt", "more docker run arguments, verbatim", json::array()},
       {"detach", Type::boolean, "--detach", "run the container in the background", false},
+      {"report", Type::boolean, "--report", "report the job's GPU utilization when it ends", false},
       {"wait", Type::wait, "--wait", "wait for GPUs: a duration, true (no limit) or false", false},
       {"allowed_gpus", Type::gpu_indices, "", "GPUs gpurun may hand out", nullptr, false, true},
       {"max_gpus_per_launch", Type::count, "", "most GPUs one launch may take", nullptr, false, true},
@@ -134,7 +135,7 @@ std::vector<std::string> key_names(bool with_policy, bool with_profiles) {
 
 std::string describe_json(const json& j) {
   if (j.is_string()) return fmt::format("\"{}\"", text::printable(j.get<std::string>()));
-  return text::printable(j.dump());
+  return text::printable(j.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 bool whole(const json& j, long long min) {
@@ -515,6 +516,9 @@ ParsedFile parse_file(const std::string& path, Kind layer, const std::string& te
   } catch (const json::parse_error& e) {
     const auto [line, column] = line_column(text, e.byte);
     throw Error(fmt::format("{}:{}:{}: {}", path, line, column, parse_detail(e.what())));
+  } catch (const json::out_of_range& e) {  // a number beyond a double, such as 1e400; no position
+    const std::string_view what = e.what();  // "[json.exception.out_of_range.406] number overflow ..."
+    throw Error(fmt::format("{}: {}", path, what.substr(what.find("] ") == std::string_view::npos ? 0 : what.find("] ") + 2)));
   }
   if (!file.content.is_object())
     throw Error(fmt::format("{}:1: expected a JSON object {{ ... }} at the top level, got {}", path,
@@ -733,7 +737,10 @@ void merge_flags(Config& config, const std::vector<std::pair<std::string, json>>
 // ---------------------------------------------------------------------------------------------
 // Reports
 
-std::string display(const json& value) { return value.is_null() ? "(unset)" : value.dump(); }
+// Values from GPURUN_* variables and flags are not checked for UTF-8: replace what is invalid.
+std::string display(const json& value) {
+  return value.is_null() ? "(unset)" : value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 // "system /etc/...:4 + flag --volume" for a list built by several layers.
 std::string describe_sources(const ConfigValue& v) {
@@ -946,6 +953,7 @@ void apply_to(const Config& config, Options& o) {
   o.publish = get("publish").get<std::vector<std::string>>();
   o.docker_opts = get("docker_opts").get<std::vector<std::string>>();
   o.detach = get("detach").get<bool>();
+  o.report = get("report").get<bool>();
   const json& wait = get("wait");  // false: no waiting; true: no limit; else a duration
   if (wait.is_boolean())
     o.wait = wait.get<bool>() ? std::optional<std::string>("") : std::nullopt;
@@ -1123,6 +1131,7 @@ std::string starter_user_config() {
   // "ignore_containers": false,
   // "wait": "30m",                                  // or true: wait without limit
   // "detach": false,
+  // "report": true,                                 // a utilization summary when each job ends
   // "cpus_per_gpu": 16,                             // 8..24; default: host CPUs / GPUs
   // "host_cpus": 64,                                // when docker runs on another machine
   // "name": "my-job",                               // a fixed container name

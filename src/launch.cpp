@@ -152,8 +152,9 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 
 int run_launch(const Options& options, std::ostream& out) {
   check_image(options.image);  // before asking nvidia-smi anything: fail fast
-  if (options.report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
-  if (options.report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
+  const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
+  if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
+  if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
   const std::optional<std::chrono::seconds> wait_limit =
       options.wait ? parse_wait_duration(*options.wait) : std::nullopt;
 
@@ -232,7 +233,7 @@ int run_launch(const Options& options, std::ostream& out) {
   ticket.reset();          // and the next waiter may try
   interruptible.reset();
   if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
-  if (options.report) return run_reported(options, argv, chosen, cpus.total);
+  if (report) return run_reported(options, argv, chosen, cpus.total);
 
   // The docker client inherits the reservations and holds them while the job is attached.
   for (const FileLock& lock : reservations) lock.keep_across_exec();

@@ -148,7 +148,8 @@ std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& 
       {"lock_dir", o.lock_dir},         {"docker", o.docker},             {"image", o.image},
       {"cpus_per_gpu", b.cpus_per_gpu}, {"host_cpus", b.host_cpus},       {"name", o.name},
       {"env", o.env},                   {"volumes", o.volumes},           {"publish", o.publish},
-      {"docker_opts", o.docker_opts},   {"detach", true},                 {"wait", b.wait}};
+      {"docker_opts", o.docker_opts},   {"detach", true},                 {"wait", b.wait},
+      {"report", true}};
   std::vector<std::pair<std::string, nlohmann::json>> flags;
   for (const ConfigKey& key : config_keys()) {
     const auto value = values.find(key.name);
@@ -203,7 +204,6 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   if (app.count("--cpus-per-gpu") > 0) parsed.options.cpus_per_gpu = b.cpus_per_gpu;
   if (app.count("--host-cpus") > 0) parsed.options.host_cpus = b.host_cpus;
   if (app.count("--wait") > 0) parsed.options.wait = b.wait;
-  if (!parsed.options.report_json.empty()) parsed.options.report = true;
   parsed.verbosity = b.verbose - b.quiet;
 
   // The configuration layers: files, then GPURUN_* variables, then the flags given here.

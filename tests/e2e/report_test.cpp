@@ -109,6 +109,14 @@ TEST_F(ReportTest, AJobKilledByASignalExits128PlusIt) {
   EXPECT_THAT(run.err, HasSubstr("  exit status     137\n"));
 }
 
+TEST_F(ReportTest, AConfigKeyMakesReportingTheDefault) {
+  std::filesystem::create_directories(dir() + "/xdg/gpurun");
+  std::ofstream(dir() + "/xdg/gpurun/config.json") << R"({"report": true})";
+  const Outcome run = gpurun({"--report-interval", "0.1", "--image", "img", "2"}, reporting_env("2"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("GPU efficiency  77.5%"));
+}
+
 TEST_F(ReportTest, ReportCannotGoWithDetach) {
   const Outcome run = gpurun({"--report", "--detach", "--image", "img"}, reporting_env("1"));
   EXPECT_EQ(run.exit_code, 125);
