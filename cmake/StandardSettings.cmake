@@ -12,6 +12,17 @@ if(GPURUN_SANITIZE)
   target_link_options(gpurun_sanitizers INTERFACE -fsanitize=address,undefined)
 endif()
 
+# Fuzzing (tests/fuzz): libFuzzer needs clang. Everything is built with the fuzzer's coverage
+# instrumentation plus ASan and UBSan, so that a memory error or UB is a crash the fuzzer reports.
+if(GPURUN_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "GPURUN_FUZZ needs clang (libFuzzer): configure with CXX=clang++ or --preset fuzz")
+  endif()
+  target_compile_options(gpurun_sanitizers INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_link_options(gpurun_sanitizers INTERFACE -fsanitize=address,undefined)
+endif()
+
 add_library(gpurun_coverage INTERFACE)
 if(GPURUN_COVERAGE)
   target_compile_options(gpurun_coverage INTERFACE --coverage -O0)

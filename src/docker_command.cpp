@@ -75,7 +75,8 @@ LaunchIdentity current_identity() {
                               std::strerror(errno)));
     buffer.resize(buffer.size() * 2);
   }
-  identity.workdir = buffer.c_str();
+  buffer.resize(std::strlen(buffer.c_str()));  // up to getcwd's NUL
+  identity.workdir = std::move(buffer);
   return identity;
 }
 

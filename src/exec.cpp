@@ -29,7 +29,7 @@ std::string find_program(const std::string& program, int& error) {
   const char* path_env = std::getenv("PATH");
   const std::string search = (path_env != nullptr && *path_env != '\0') ? path_env : "/usr/local/bin:/usr/bin:/bin";
   for (std::string_view dir : text::split(search, ':')) {
-    const std::string candidate = fmt::format("{}/{}", dir.empty() ? "." : dir, program);
+    std::string candidate = fmt::format("{}/{}", dir.empty() ? "." : dir, program);
     if (usable(candidate)) return candidate;
   }
   return {};
@@ -51,6 +51,7 @@ void exec_program(const std::vector<std::string>& argv) {
   if (argv.empty()) throw Error("nothing to execute");
   const std::string path = locate_program(argv.front());
   std::vector<char*> c_argv;
+  c_argv.reserve(argv.size() + 1);
   for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
   c_argv.push_back(nullptr);
   spdlog::default_logger()->flush();

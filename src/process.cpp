@@ -17,7 +17,7 @@
 #include <map>
 #include <memory>
 
-extern char** environ;
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX has the program declare it
 
 namespace gpurun {
 namespace {
@@ -100,7 +100,7 @@ std::vector<std::string> child_environment(const std::vector<std::pair<std::stri
     const std::string_view entry(*e);
     if (!overrides.contains(entry.substr(0, entry.find('=')))) env.emplace_back(entry);
   }
-  for (const auto& [key, value] : overrides) env.push_back(key + "=" + value);
+  for (const auto& [key, value] : overrides) env.push_back(fmt::format("{}={}", key, value));
   return env;
 }
 
@@ -136,6 +136,7 @@ Running spawn(const ProcessSpec& spec, ProcessResult& result) {
 
   std::vector<std::string> argv_strings = spec.argv;
   std::vector<char*> argv = c_strings(argv_strings);
+  // cppcheck-suppress variableScope ; envp points into it until posix_spawnp below
   std::vector<std::string> env_strings;
   std::vector<char*> envp;
   char** env = environ;
@@ -238,7 +239,7 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
 
   // Past the deadline: kill whatever still runs, and reap it so no zombie is left.
   for (std::size_t i = 0; i < children.size(); ++i) {
-    Running& child = children[i];
+    const Running& child = children[i];
     if (child.pid < 0 || child.reaped) continue;
     int status = 0;
     if (wait_for(child.pid, status, WNOHANG) == child.pid) {  // it ended; something it left holds the pipes

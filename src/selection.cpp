@@ -84,20 +84,20 @@ std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds
   assessed.reserve(gpus.size());
   for (const Gpu& gpu : gpus) {
     GpuAssessment a{gpu, false, score(gpu), {}, {}};
-    if (gpu.mig_enabled) a.reasons.push_back("MIG mode is enabled (not offered as a whole GPU)");
+    if (gpu.mig_enabled) a.reasons.emplace_back("MIG mode is enabled (not offered as a whole GPU)");
     if (const auto claim = claims.find(gpu.index); claim != claims.end())
       a.reasons.insert(a.reasons.end(), claim->second.begin(), claim->second.end());
     // A process at 0 MiB has just started: the GPU is taken all the same.
     if (!gpu.processes.empty()) a.reasons.push_back(describe_processes(gpu.processes));
 
     if (!gpu.memory_used_mib) {
-      a.reasons.push_back("memory use unknown");
+      a.reasons.emplace_back("memory use unknown");
     } else if (thresholds.max_memory.kind == MemoryLimit::Kind::mib) {
       if (*gpu.memory_used_mib > thresholds.max_memory.value)
         a.reasons.push_back(fmt::format("memory used {:g} MiB > limit {:g} MiB", *gpu.memory_used_mib,
                                         thresholds.max_memory.value));
     } else if (!gpu.memory_total_mib || *gpu.memory_total_mib <= 0) {
-      a.reasons.push_back("total memory unknown, so the % limit cannot be checked");
+      a.reasons.emplace_back("total memory unknown, so the % limit cannot be checked");
     } else if (const double limit = *gpu.memory_total_mib * thresholds.max_memory.value / 100.0;
                *gpu.memory_used_mib > limit) {
       a.reasons.push_back(fmt::format("memory used {:g} MiB > limit {:g} MiB ({:g}% of {:g} MiB)", *gpu.memory_used_mib,
@@ -105,7 +105,7 @@ std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds
     }
 
     if (!gpu.utilization_percent) {
-      a.notes.push_back("utilization unknown: judged by memory alone");
+      a.notes.emplace_back("utilization unknown: judged by memory alone");
     } else if (*gpu.utilization_percent > thresholds.max_utilization_percent) {
       a.reasons.push_back(fmt::format("utilization {:g}% > limit {:g}%", *gpu.utilization_percent,
                                       thresholds.max_utilization_percent));

@@ -38,11 +38,11 @@ class BlockedSignals {
 class TerminalOwner {
  public:
   TerminalOwner() : terminal_(::isatty(STDIN_FILENO) != 0) {
-    ::signal(SIGTTOU, SIG_IGN);  // a background group may then set the foreground group
+    (void)::signal(SIGTTOU, SIG_IGN);  // a background group may then set the foreground group
   }
   ~TerminalOwner() {
     if (terminal_) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
-    ::signal(SIGTTOU, SIG_DFL);
+    (void)::signal(SIGTTOU, SIG_DFL);  // SIG_ERR only for an invalid signal number
   }
   TerminalOwner(const TerminalOwner&) = delete;
   TerminalOwner& operator=(const TerminalOwner&) = delete;

@@ -12,7 +12,7 @@ namespace gpurun {
 // One row per GPU, in the order given, under a header line; ends with a newline.
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus);
 
-nlohmann::ordered_json gpu_json(const GpuAssessment& gpu);
+nlohmann::ordered_json gpu_json(const GpuAssessment& a);
 // {"gpus": [gpu_json...]}
 nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus);
 // {"indices": [2, 5], "gpus": [gpu_json...]}

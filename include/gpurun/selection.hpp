@@ -17,8 +17,8 @@ struct MemoryLimit {
   Kind kind = Kind::percent;
   double value = 10.0;
 };
-MemoryLimit parse_memory_limit(std::string_view text);   // throws Error on bad input
-double parse_utilization_limit(std::string_view text);   // "10" or "10%", 0..100; throws Error
+MemoryLimit parse_memory_limit(std::string_view input);   // throws Error on bad input
+double parse_utilization_limit(std::string_view input);   // "10" or "10%", 0..100; throws Error
 
 struct Thresholds {
   double max_utilization_percent = 10.0;

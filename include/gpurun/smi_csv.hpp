@@ -19,10 +19,10 @@ inline constexpr std::array<std::string_view, 3> kComputeAppFields{"gpu_uuid", "
 // Parses --query-gpu CSV. With a header, columns are matched by name in any order (unknown
 // columns are ignored; `index`, `memory.used` and `memory.total` are required); without one,
 // the columns must be kGpuQueryFields in order. Units in the header or the values are accepted.
-std::vector<Gpu> parse_gpu_csv(std::string_view text);
+std::vector<Gpu> parse_gpu_csv(std::string_view input);
 
 // Parses --query-compute-apps CSV (gpu_uuid, pid, used_memory), with or without header and units.
-std::vector<GpuProcess> parse_compute_apps_csv(std::string_view text);
+std::vector<GpuProcess> parse_compute_apps_csv(std::string_view input);
 
 // Attaches each process to the GPU with its UUID; processes on unknown GPUs are ignored.
 void attach_processes(std::vector<Gpu>& gpus, const std::vector<GpuProcess>& processes);

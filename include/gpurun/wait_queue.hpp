@@ -12,7 +12,7 @@
 namespace gpurun {
 
 // "30" or "30s", "5m", "2h", "1d"; "" (bare --wait) is nullopt: no limit. Throws Error otherwise.
-std::optional<std::chrono::seconds> parse_wait_duration(std::string_view text);
+std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input);
 
 // "1h 02m 05s", "3m 07s", "12s"
 std::string format_duration(std::chrono::seconds duration);
