@@ -129,6 +129,60 @@ std::chrono::milliseconds selection_patience(const Options& options) {
   return std::chrono::milliseconds(std::llround(options.smi_timeout_s * 2000.0)) + std::chrono::seconds(10);
 }
 
+// Picks the GPUs under the selection lock (held on return, for a real launch); with --wait,
+// queues and retries every second until enough are free. Returns 128+N when a signal N ended
+// the wait, else 0.
+int pick_gpus(const Options& options, const std::string& lock_dir, FileLock& selection, Inventory& inventory,
+              std::vector<GpuAssessment>& chosen) {
+  // No limit is a limit of a century: a plain duration (not seconds::max(), which overflows when
+  // compared in nanoseconds) also spares GCC's maybe-uninitialized on optionals.
+  const auto limit = options.wait ? parse_wait_duration(*options.wait) : std::nullopt;
+  const std::chrono::seconds wait_limit = limit.value_or(std::chrono::hours(24 * 365 * 100));
+  const bool waits = options.wait && !options.dry_run;
+  std::optional<WaitTicket> ticket;
+  std::optional<InterruptibleWait> interruptible;
+  std::optional<WaitStatus> status;
+  if (waits) {
+    ticket.emplace(lock_dir);
+    interruptible.emplace();
+    status.emplace();
+  }
+  const auto started = std::chrono::steady_clock::now();
+  std::string last_free = "?";
+  while (true) {
+    const int position = ticket ? ticket->position() : 0;
+    if (position == 0) {
+      if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
+      inventory = take_inventory(options, lock_dir);
+      try {
+        chosen = pick(inventory.assessed, options.gpus, options.allow_busy);
+        return 0;  // leaving the queue (the ticket's destructor) lets the next waiter try
+      } catch (const NotEnoughGpus& e) {
+        if (!waits) throw;
+        last_free = std::to_string(e.available());
+        selection = FileLock();
+      }
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+    if (waited >= wait_limit)
+      throw Error(fmt::format("gave up after waiting {} for {} free GPU{} ({} free now)", format_duration(waited),
+                              options.gpus, options.gpus == 1 ? "" : "s", last_free));
+    status->show(fmt::format("{} of {} free, {}", last_free, options.gpus,
+                             position == 0 ? std::string("first in the queue") : fmt::format("{} ahead in the queue", position)),
+                 waited);
+    // Look again in a second (or when the limit comes), in slices so that Ctrl-C is prompt.
+    const auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (interrupted_by == 0 && std::chrono::steady_clock::now() < next &&
+           std::chrono::steady_clock::now() - started < wait_limit)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (interrupted_by != 0) {
+      status->clear();
+      std::cerr << "gpurun: stopped waiting\n";
+      return 128 + interrupted_by;
+    }
+  }
+}
+
 // --report: the job runs as our child; afterwards, how well it used its GPUs.
 int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<GpuAssessment>& chosen,
                  int cpus) {
@@ -155,59 +209,14 @@ int run_launch(const Options& options, std::ostream& out) {
   const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
-  const std::optional<std::chrono::seconds> wait_limit =
-      options.wait ? parse_wait_duration(*options.wait) : std::nullopt;
 
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
-  const bool waits = options.wait && !options.dry_run;
-  std::optional<WaitTicket> ticket;
-  std::optional<InterruptibleWait> interruptible;
-  std::optional<WaitStatus> status;
-  if (waits) {
-    ticket.emplace(lock_dir);
-    interruptible.emplace();
-    status.emplace();
-  }
-  const auto started = std::chrono::steady_clock::now();
-
   FileLock selection;
   Inventory inventory;
   std::vector<GpuAssessment> chosen;
-  std::string last_free = "?";
-  while (true) {
-    const int position = ticket ? ticket->position() : 0;
-    if (position == 0) {
-      if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
-      inventory = take_inventory(options, lock_dir);
-      try {
-        chosen = pick(inventory.assessed, options.gpus, options.allow_busy);
-        break;
-      } catch (const NotEnoughGpus& e) {
-        if (!waits) throw;
-        last_free = std::to_string(e.available());
-        selection = FileLock();
-      }
-    }
-    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
-    if (wait_limit && waited >= *wait_limit)
-      throw Error(fmt::format("gave up after waiting {} for {} free GPU{} ({} free now)", format_duration(waited),
-                              options.gpus, options.gpus == 1 ? "" : "s", last_free));
-    status->show(fmt::format("{} of {} free, {}", last_free, options.gpus,
-                             position == 0 ? std::string("first in the queue") : fmt::format("{} ahead in the queue", position)),
-                 waited);
-    // Look again in a second (or when the limit comes), in slices so that Ctrl-C is prompt.
-    const auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (interrupted_by == 0 && std::chrono::steady_clock::now() < next &&
-           !(wait_limit && std::chrono::steady_clock::now() - started >= *wait_limit))
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (interrupted_by != 0) {
-      status->clear();
-      std::cerr << "gpurun: stopped waiting\n";
-      return 128 + interrupted_by;
-    }
-  }
-  if (status) status->clear();
+  if (const int interrupted = pick_gpus(options, lock_dir, selection, inventory, chosen); interrupted != 0)
+    return interrupted;
 
   const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.gpus.size()),
                                  options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);
@@ -230,8 +239,6 @@ int run_launch(const Options& options, std::ostream& out) {
   for (const auto& a : chosen) chosen_gpus.push_back(a.gpu);
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
-  ticket.reset();          // and the next waiter may try
-  interruptible.reset();
   if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
   if (report) return run_reported(options, argv, chosen, cpus.total);
 
