@@ -90,7 +90,10 @@ class InterruptibleWait {
     for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &action, nullptr);
   }
   ~InterruptibleWait() {
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) ::signal(s, SIG_DFL);
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &action, nullptr);
   }
   InterruptibleWait(const InterruptibleWait&) = delete;
   InterruptibleWait& operator=(const InterruptibleWait&) = delete;
@@ -196,7 +199,7 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
   std::cerr << format_job_report(report) << std::flush;
   if (!options.report_json.empty()) {
     std::ofstream file(options.report_json);
-    file << job_report_json(report).dump(2) << '\n';
+    file << job_report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
     if (!file) spdlog::error("cannot write the report to {}", options.report_json);
   }
   return status;
@@ -236,6 +239,7 @@ int run_launch(const Options& options, std::ostream& out) {
   }
 
   std::vector<Gpu> chosen_gpus;
+  chosen_gpus.reserve(chosen.size());
   for (const auto& a : chosen) chosen_gpus.push_back(a.gpu);
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations

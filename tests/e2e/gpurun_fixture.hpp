@@ -59,7 +59,10 @@ class GpurunTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // The tests decide every GPURUN_* variable themselves.
-    for (const char* name : {"GPURUN_IMAGE", "GPURUN_DOCKER", "GPURUN_NVIDIA_SMI", "GPURUN_LOCK_DIR"}) ::unsetenv(name);
+    std::vector<std::string> inherited;
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::string_view(*e).starts_with("GPURUN_")) inherited.emplace_back(std::string_view(*e).substr(0, std::string_view(*e).find('=')));
+    for (const auto& name : inherited) ::unsetenv(name.c_str());
     char pattern[] = "/tmp/gpurun-e2e-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = pattern;
