@@ -18,11 +18,15 @@ Thresholds thresholds_from(const Options& options) {
   return {parse_utilization_limit(options.max_util), parse_memory_limit(options.max_memory)};
 }
 
-Inventory take_inventory(const Options& options, const std::string& lock_dir) {
-  const Thresholds thresholds = thresholds_from(options);
+std::chrono::milliseconds smi_timeout(const Options& options) {
   if (!(options.smi_timeout_s > 0 && options.smi_timeout_s <= 3600))
     throw Error(fmt::format("--smi-timeout {:g} must be between 0 and 3600 seconds", options.smi_timeout_s));
-  const auto timeout = std::chrono::milliseconds(std::llround(options.smi_timeout_s * 1000.0));
+  return std::chrono::milliseconds(std::llround(options.smi_timeout_s * 1000.0));
+}
+
+Inventory take_inventory(const Options& options, const std::string& lock_dir) {
+  const Thresholds thresholds = thresholds_from(options);
+  const auto timeout = smi_timeout(options);
 
   Inventory inventory;
   // The engine is asked while nvidia-smi works, so that a launch is not slower for it.

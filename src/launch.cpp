@@ -129,7 +129,7 @@ class WaitStatus {
 };
 
 std::chrono::milliseconds selection_patience(const Options& options) {
-  return std::chrono::milliseconds(std::llround(options.smi_timeout_s * 2000.0)) + std::chrono::seconds(10);
+  return 2 * smi_timeout(options) + std::chrono::seconds(10);
 }
 
 // Picks the GPUs under the selection lock (held on return, for a real launch); with --wait,

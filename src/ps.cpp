@@ -9,6 +9,7 @@
 
 #include "gpurun/containers.hpp"
 #include "gpurun/error.hpp"
+#include "gpurun/inventory.hpp"
 #include "gpurun/smi_query.hpp"
 #include "gpurun/verbs.hpp"
 
@@ -43,7 +44,7 @@ std::string gpu_list(const GpuContainer& c, const std::vector<Gpu>& gpus) {
 }  // namespace
 
 int run_ps(const Options& options, std::ostream& out) {
-  const auto timeout = std::chrono::milliseconds(std::llround(options.smi_timeout_s * 1000.0));
+  const auto timeout = smi_timeout(options);
   const std::vector<GpuContainer> containers = list_gpu_containers(options.docker, timeout);
   // GPU indices and UUIDs come from nvidia-smi; without it, the devices as docker was told.
   std::vector<Gpu> gpus;

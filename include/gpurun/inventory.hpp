@@ -1,6 +1,7 @@
 #pragma once
 // The machine's GPUs as the verbs see them: read (nvidia-smi or a snapshot), joined with what
 // nvidia-smi cannot show (reservations of other launches, containers holding GPUs), assessed.
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,9 @@
 namespace gpurun {
 
 Thresholds thresholds_from(const Options& options);
+
+// --smi-timeout as a duration, checked (0 < s <= 3600); the same bound serves every child gpurun asks.
+std::chrono::milliseconds smi_timeout(const Options& options);
 
 struct Inventory {
   std::vector<Gpu> gpus;                  // in index order
