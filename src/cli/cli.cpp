@@ -13,6 +13,7 @@
 #include <map>
 
 #include "command_line.hpp"
+#include "gpurun/completion.hpp"
 #include "gpurun/config.hpp"
 #include "gpurun/error.hpp"
 #include "gpurun/text.hpp"
@@ -22,19 +23,34 @@
 namespace gpurun::cli {
 namespace {
 
-constexpr std::array<std::string_view, 4> kVerbs{"pick", "status", "ps", "config"};
-// Taken by later versions; reserved now so that aliases written today keep their meaning.
-constexpr std::array<std::string_view, 1> kReservedVerbs{"completion"};
+struct Verb {
+  std::string_view name;
+  std::string_view help;
+  std::vector<std::string> words;  // what may follow it instead of N
+};
+const std::vector<Verb>& verbs() {
+  static const std::vector<Verb> list{
+      {"pick", "print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)", {}},
+      {"status", "show every GPU: memory, utilization, processes, score, free or busy and why", {}},
+      {"ps", "list the running containers that hold GPUs, whoever started them", {}},
+      {"config", "show every setting and where it comes from; `config init` writes a starter user file", {"init"}},
+      {"completion", "print the bash or zsh completion script: `completion bash`", {"bash", "zsh"}},
+  };
+  return list;
+}
 
-constexpr std::string_view kFooter = R"(Full form: gpurun [OPTIONS] [pick|status] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
+bool is_verb(std::string_view word) {
+  return std::any_of(verbs().begin(), verbs().end(), [&](const Verb& verb) { return verb.name == word; });
+}
+
+std::string footer() {
+  std::string verb_lines;
+  for (const Verb& verb : verbs()) verb_lines += fmt::format("\n  {:<10}  {}", verb.name, verb.help);
+  return fmt::format(R"(Full form: gpurun [OPTIONS] [VERB] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
 Options stop at the first word after N; the rest is the job's command, passed as given.
 
 Verbs:
-  (none)    pick N GPUs and run IMAGE [COMMAND...] on them with docker run
-  pick      print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)
-  status    show every GPU: memory, utilization, processes, score, free or busy and why
-  ps        list the running containers that hold GPUs, whoever started them
-  config    show every setting and where it comes from; `config init` writes a starter user file
+  (none)      pick N GPUs and run IMAGE [COMMAND...] on them with docker run{}
 
 Examples:
   gpurun --image me/pytorch:24.05 2 -- python train.py
@@ -43,12 +59,14 @@ Examples:
   alias trainrun='gpurun --image me/pytorch:24.05 2 --'
 
 Exit status: the job's own once docker runs; 125 when gpurun fails (usage errors included);
-126 docker cannot be executed; 127 docker not found.)";
+126 docker cannot be executed; 127 docker not found. See gpurun(1).)",
+                     verb_lines);
+}
 
 struct Parsed {
   Options options;
   std::string verb;
-  std::string subverb;   // `config init`
+  std::string subverb;   // `config init`, `completion bash`
   ConfigInputs config_inputs;
   int verbosity = 0;  // --verbose count minus --quiet count
 };
@@ -170,24 +188,19 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     const CLI::Option* option = app.get_option_no_throw(std::string(name));
     return option != nullptr && option->get_items_expected_min() > 0;
   };
-  const auto is_verb = [](std::string_view word) { return contains(kVerbs, word) || contains(kReservedVerbs, word); };
   CommandLine line = split_command_line(args, takes_value, is_verb);
 
   std::vector<std::string> reversed(line.options.rbegin(), line.options.rend());  // CLI11 takes them backwards
   app.parse(reversed);
 
-  if (contains(kReservedVerbs, line.verb))
-    throw Error(fmt::format("\"{}\" is reserved for a later version of gpurun; to run a program of that name, "
-                            "write `gpurun 1 {}` or `gpurun -- {}`",
-                            line.verb, line.verb, line.verb));
   // `status --watch 5`: the word after the verb is the interval.
   const bool bare_watch = contains(line.options, "--watch");
   if (line.verb == "status" && bare_watch && line.count) {
     b.watch = *line.count;
     line.count.reset();
   }
-  if (line.verb == "config" && line.count == "init") {
-    parsed.subverb = "init";
+  if ((line.verb == "config" && line.count == "init") || line.verb == "completion") {
+    parsed.subverb = line.count.value_or("");
     line.count.reset();
   }
   if ((line.verb == "status" || line.verb == "ps" || line.verb == "config") && line.count)
@@ -223,6 +236,33 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   return parsed;
 }
 
+// The verbs and options as the completion scripts see them, read off the parser itself.
+CompletionSpec completion_spec(const CLI::App& app) {
+  static const std::map<std::string, CompletionValue> kValues{
+      {"--nvidia-smi", CompletionValue::program}, {"--docker", CompletionValue::program},
+      {"--from-csv", CompletionValue::file},      {"--config", CompletionValue::file},
+      {"--report-json", CompletionValue::file},   {"--volume", CompletionValue::file},
+      {"--lock-dir", CompletionValue::directory}, {"--profile", CompletionValue::profile},
+      {"--image", CompletionValue::image},        {"--wait", CompletionValue::optional_word},
+      {"--watch", CompletionValue::optional_word}};
+  CompletionSpec spec;
+  for (const Verb& verb : verbs())
+    spec.verbs.push_back({std::string(verb.name), std::string(verb.help), verb.words, verb.name == "pick"});
+  for (const CLI::Option* option : app.get_options()) {
+    CompletionOption described;
+    for (const auto& name : option->get_snames()) described.names.push_back("-" + name);
+    for (const auto& name : option->get_lnames()) described.names.push_back("--" + name);
+    const auto value = kValues.find(described.names.back());
+    if (value != kValues.end()) described.value = value->second;
+    else if (option->get_items_expected_min() > 0) described.value = CompletionValue::word;
+    described.help = option->get_description();
+    described.repeatable = option->get_items_expected_max() > 1 ||  // -e VAR -e VAR, --verbose --verbose
+                           option->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll;
+    spec.options.push_back(std::move(described));
+  }
+  return spec;
+}
+
 void configure_logging(int verbosity) {
   auto logger = spdlog::stderr_color_mt("gpurun");
   logger->set_pattern("gpurun: %^%l%$: %v");
@@ -238,7 +278,7 @@ void report_error(std::string_view message) { std::cerr << "gpurun: error: " << 
 
 int main(int argc, char** argv) {
   CLI::App app{"gpurun picks the freest GPUs of this machine and runs a Docker job on them.", "gpurun"};
-  app.footer(std::string(kFooter));
+  app.footer(footer());
   try {
     Parsed parsed;
     try {
@@ -254,6 +294,7 @@ int main(int argc, char** argv) {
       return exit_code::failure;
     }
     configure_logging(parsed.verbosity);
+    if (parsed.verb == "completion") return run_completion(parsed.subverb, completion_spec(app), parsed.config_inputs, std::cout);
     const Config config = configure(parsed.config_inputs, parsed.options);
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
     if (parsed.verb == "config") return run_config(config, parsed.config_inputs, parsed.subverb == "init", parsed.options.json, std::cout);

@@ -148,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(
                       UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout: expected a number of seconds above 0"},
                       UsageCase{{"status", "2"}, "gpurun status takes no N"},
                       UsageCase{{"pick", "2", "python"}, "gpurun pick takes no command"},
-                      UsageCase{{"completion"}, "reserved for a later version"},
+                      UsageCase{{"completion"}, "gpurun completion needs the shell"},
                       UsageCase{{"--image", "-it"}, "starts with '-'"}));
 
 TEST_F(GpurunTest, HelpAndVersionExitZeroOnStdout) {
