@@ -1,0 +1,69 @@
+// The man page gpurun(1) in docs/ stays true: it renders without warnings, and names every option
+// that `gpurun --help` lists, every verb and every configuration key.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "gpurun/config.hpp"
+#include "gpurun_fixture.hpp"
+
+namespace gpurun::testing {
+namespace {
+
+class ManPageTest : public GpurunTest {
+ protected:
+  // The page's source with roff's escaped hyphens made plain, so "\-\-dry\-run" reads "--dry-run".
+  static std::string page_text() {
+    std::string text = read_file(std::string(GPURUN_SOURCE_DIR) + "/docs/gpurun.1");
+    for (std::size_t at; (at = text.find("\\-")) != std::string::npos;) text.erase(at, 1);
+    return text;
+  }
+  // Whether `name` is a word of a bold macro line (.B, .BI, .BR): the page's way to name an option.
+  static bool in_bold(const std::string& page, const std::string& name) {
+    std::istringstream lines(page);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.starts_with(".B")) continue;
+      std::istringstream words(line);
+      for (std::string word; words >> word;)
+        if (word == name) return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(ManPageTest, RendersWithoutWarnings) {
+  const Outcome render = shell(fmt::format("groff -man -Tutf8 -ww -z '{}/docs/gpurun.1'", GPURUN_SOURCE_DIR));
+  EXPECT_EQ(render.exit_code, 0);
+  EXPECT_EQ(render.err, "");
+}
+
+TEST_F(ManPageTest, NamesEveryOptionOfTheHelp) {
+  const Outcome help = gpurun({"--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  const std::string page = page_text();
+  const std::regex option(R"(^\s+(?:(-[A-Za-z]),)?(--[a-z][a-z0-9-]*))");
+  std::set<std::string> seen;
+  std::istringstream lines(help.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (!std::regex_search(line, match, option)) continue;
+    for (const std::size_t group : {std::size_t{1}, std::size_t{2}}) {
+      if (!match[group].matched) continue;
+      seen.insert(match[group]);
+      EXPECT_TRUE(in_bold(page, match[group])) << match[group] << " is not in docs/gpurun.1";
+    }
+  }
+  EXPECT_GT(seen.size(), 35U);  // the help was read
+}
+
+TEST_F(ManPageTest, NamesEveryVerbAndConfigKey) {
+  const std::string page = page_text();
+  for (const std::string verb : {"pick", "status", "ps", "config", "completion"})
+    EXPECT_TRUE(in_bold(page, verb)) << verb << " is not in docs/gpurun.1";
+  for (const ConfigKey& key : config_keys()) EXPECT_TRUE(in_bold(page, key.name)) << key.name << " is not in docs/gpurun.1";
+}
+
+}  // namespace
+}  // namespace gpurun::testing

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `cmake --install` puts each file in its standard place, and the .deb installs and runs on a
+# fresh Debian machine. Builds the package with CPack, bootstraps a
+# minimal Debian of this host's release into a folder (debootstrap --variant=minbase: no docker, no
+# GPU tools, no bash-completion), installs the package there with `dpkg -i` in a chroot, runs the
+# installed gpurun, checks the man page and completions, and removes the package again.
+# Usage: deb_install.sh BUILD_DIR
+# Needs root (chroot, dpkg) and debootstrap with a Debian mirror (GPURUN_DEBIAN_MIRROR, default
+# deb.debian.org). Without root it exits 77, which CTest reports as skipped.
+# The bootstrapped system is cached as BUILD_DIR/package-test/debian-CODENAME.tar; each run
+# installs into a fresh copy of it.
+set -euo pipefail
+
+build=$(cd "$1" && pwd)
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+if [[ $(id -u) -ne 0 ]]; then
+  echo "SKIP: installing the package into a fresh Debian root needs root (chroot, dpkg)"
+  exit 77
+fi
+command -v debootstrap >/dev/null || { echo "FAIL: debootstrap is missing; scripts/install-deps installs it"; exit 1; }
+
+fail() { echo "FAIL: $*"; exit 1; }
+step() { echo "--- $*"; }
+
+# cmake --install: the standard places under a prefix.
+step "cmake --install"
+staged=$(mktemp -d)
+DESTDIR=$staged cmake --install "$build" --prefix /usr/local >/dev/null
+for f in bin/gpurun share/man/man1/gpurun.1.gz share/bash-completion/completions/gpurun share/zsh/site-functions/_gpurun; do
+  [[ -s $staged/usr/local/$f ]] || fail "cmake --install did not write /usr/local/$f"
+done
+rm -rf "$staged"
+
+# The package.
+step "cpack"
+(cd "$build" && cpack -G DEB >/dev/null)
+version=$("$build/gpurun" --version | cut -d' ' -f2)
+deb=$build/gpurun_${version}_$(dpkg --print-architecture).deb
+[[ -f $deb ]] || fail "cpack did not write $deb"
+depends=$(dpkg-deb -f "$deb" Depends)
+[[ $depends == "libc6 (>= "*")" ]] || fail "Depends should be libc6 alone (libstdc++ is linked in), got: $depends"
+
+# A fresh Debian root, bootstrapped once and then copied.
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+mirror=${GPURUN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+cache=$build/package-test/debian-$codename.tar
+mkdir -p "$build/package-test"
+if [[ ! -f $cache ]]; then
+  step "debootstrap --variant=minbase $codename (cached in $cache)"
+  bootstrap=$(mktemp -d "$build/package-test/bootstrap.XXXXXX")
+  if ! debootstrap --variant=minbase "$codename" "$bootstrap" "$mirror" >"$bootstrap.log" 2>&1; then
+    tail -20 "$bootstrap.log"
+    rm -rf "$bootstrap"
+    fail "debootstrap could not build a $codename root from $mirror (set GPURUN_DEBIAN_MIRROR)"
+  fi
+  tar -C "$bootstrap" -cf "$cache.partial" . && mv "$cache.partial" "$cache"
+  rm -rf "$bootstrap" "$bootstrap.log"
+fi
+root=$(mktemp -d "$build/package-test/root.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+tar -C "$root" -xf "$cache"
+
+# In the fresh root: a clean environment, as root's login shell would have.
+in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+
+step "dpkg -i"
+cp "$deb" "$root/tmp/gpurun.deb"
+in_root dpkg -i /tmp/gpurun.deb || fail "dpkg -i failed"
+in_root dpkg -s gpurun | grep -qx 'Status: install ok installed' || fail "dpkg does not list gpurun as installed"
+
+step "gpurun runs"
+[[ $(in_root gpurun --version) == "gpurun $version" ]] || fail "gpurun --version"
+cp "$source_dir/scripts/sample/dgx-a100-busy.csv" "$root/tmp/sample.csv"
+args=(--dry-run -q --ignore-containers --from-csv /tmp/sample.csv --host-cpus 128 --name job
+      --image me/pytorch:24.05 2 -- python train.py --lr 0.1)
+installed=$(in_root sh -c 'cd / && exec gpurun "$@"' gpurun "${args[@]}") || fail "gpurun --dry-run failed"
+expected="docker run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 32 --user 0:0 --volume /:/ --workdir / \
+--shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 --log-opt max-size=50m --label gpurun.user=root \
+--label gpurun.gpus=2,5 --label gpurun.gpu-uuids=GPU-ce9da201-e0c0-d1a0-dc00-f0e71a714a16,GPU-171b2f3a-9f88-9eea-f77e-e09a4496e0ed \
+me/pytorch:24.05 python train.py --lr 0.1"
+[[ $installed == "$expected" ]] || fail "the installed gpurun printed
+  $installed
+instead of
+  $expected"
+in_root gpurun status --from-csv /tmp/sample.csv | grep -q '^  2  NVIDIA A100-SXM4-80GB .* free$' || fail "gpurun status"
+in_root gpurun config | grep -q '^image ' || fail "gpurun config"
+# A real launch on a machine without docker: the documented exit 127 and a message, no crash.
+set +e
+message=$(in_root gpurun --ignore-containers --from-csv /tmp/sample.csv --image me/pytorch:24.05 1 true 2>&1 >/dev/null)
+status=$?
+set -e
+[[ $status == 127 && $message == *"docker"* ]] || fail "without docker: exit $status, $message"
+
+step "man page and completions"
+in_root sh -c 'zcat /usr/share/man/man1/gpurun.1.gz | grep -q "^\.TH GPURUN 1 "' || fail "man page"
+[[ $(in_root bash -c 'source /usr/share/bash-completion/completions/gpurun && complete -p gpurun') == \
+   "complete -F _gpurun gpurun" ]] || fail "bash completion"
+grep -q '^#compdef gpurun$' "$root/usr/share/zsh/vendor-completions/_gpurun" || fail "zsh completion"
+
+step "dpkg -r"
+mapfile -t files < <(in_root dpkg -L gpurun | grep -v '^/\.$')
+in_root dpkg -r gpurun >/dev/null || fail "dpkg -r failed"
+for f in "${files[@]}"; do
+  [[ -d $root$f || ! -e $root$f ]] || fail "$f is left after dpkg -r"
+done
+[[ ! -e $root/usr/bin/gpurun ]] || fail "/usr/bin/gpurun is left after dpkg -r"
+echo "PASS: $(basename "$deb") installs, runs and uninstalls on a fresh Debian $codename"
