@@ -91,6 +91,38 @@ status=$?
 set -e
 [[ $status == 127 && $message == *"docker"* ]] || fail "without docker: exit $status, $message"
 
+step "site policy in /etc/gpurun/config.json"
+# The admin's file at its real path, which the other tests cannot write on the host.
+mkdir -p "$root/etc/gpurun"
+cat >"$root/etc/gpurun/config.json" <<'JSON'
+{
+  // house rules
+  "allowed_gpus": [0, 1, 2, 3],
+  "max_gpus_per_launch": 2,
+  "refused_docker_options": ["--privileged", "--pid=host"]
+}
+JSON
+policy_args=(--dry-run -q --ignore-containers --from-csv /tmp/sample.csv --host-cpus 128 --image me/pytorch:24.05)
+picked=$(in_root gpurun "${policy_args[@]}" 2 true) || fail "a launch within the policy failed"
+[[ $picked == *"--gpus '\"device=2,3\"'"* ]] || fail "GPU 5 is not allowed, so 2 and 3 should be picked: $picked"
+expect_refusal() {  # expect_refusal TEXT ARGS...: exit 125 and a message containing TEXT
+  local text=$1 message status
+  shift
+  set +e
+  message=$(in_root gpurun "${policy_args[@]}" "$@" 2>&1 >/dev/null)
+  status=$?
+  set -e
+  [[ $status == 125 && $message == *"$text"* ]] || fail "gpurun $*: expected exit 125 and \"$text\", got $status: $message"
+}
+expect_refusal "/etc/gpurun/config.json:5" --docker-opt --pid --docker-opt host 1 true
+expect_refusal "/etc/gpurun/config.json:5" --no-config --docker-opt --privileged 1 true
+expect_refusal "/etc/gpurun/config.json:4" 3 true
+# A user file cannot loosen it.
+mkdir -p "$root/root/.config/gpurun"
+echo '{"allowed_gpus": [0, 1, 2, 3, 4, 5, 6, 7]}' >"$root/root/.config/gpurun/config.json"
+expect_refusal "/root/.config/gpurun/config.json:1" 1 true
+rm -r "$root/etc/gpurun" "$root/root/.config/gpurun"
+
 step "man page and completions"
 in_root sh -c 'zcat /usr/share/man/man1/gpurun.1.gz | grep -q "^\.TH GPURUN 1 "' || fail "man page"
 [[ $(in_root bash -c 'source /usr/share/bash-completion/completions/gpurun && complete -p gpurun') == \
