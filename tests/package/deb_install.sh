@@ -5,8 +5,8 @@
 # GPU tools, no bash-completion), installs the package there with `dpkg -i` in a chroot, runs the
 # installed gpurun, checks the man page and completions, and removes the package again.
 # Usage: deb_install.sh BUILD_DIR
-# Needs root (chroot, dpkg) and debootstrap with a Debian mirror (GPURUN_DEBIAN_MIRROR, default
-# deb.debian.org). Without root it exits 77, which CTest reports as skipped.
+# Needs root (chroot, dpkg) and debootstrap with a Debian mirror (DEB_TEST_MIRROR, default:
+# the one apt uses here). Without root it exits 77, which CTest reports as skipped.
 # The bootstrapped system is cached as BUILD_DIR/package-test/debian-CODENAME.tar; each run
 # installs into a fresh copy of it.
 set -euo pipefail
@@ -42,7 +42,15 @@ depends=$(dpkg-deb -f "$deb" Depends)
 
 # A fresh Debian root, bootstrapped once and then copied.
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-mirror=${GPURUN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The mirror apt uses here, so that the test needs nothing apt itself does not.
+host_mirror() {
+  local uri
+  uri=$(grep -hs -m1 -E '^URIs: +[a-z]+://[^ ]*/debian/?$' /etc/apt/sources.list.d/*.sources | awk '{print $2}' | head -1)
+  [[ -n $uri ]] || uri=$(grep -hs -E '^deb +(\[[^]]*\] +)?[a-z]+://[^ ]*/debian/? ' /etc/apt/sources.list \
+                           /etc/apt/sources.list.d/*.list | head -1 | sed -E 's/^deb +(\[[^]]*\] +)?([^ ]+).*/\2/')
+  echo "${uri:-http://deb.debian.org/debian}"
+}
+mirror=${DEB_TEST_MIRROR:-$(host_mirror)}
 cache=$build/package-test/debian-$codename.tar
 mkdir -p "$build/package-test"
 if [[ ! -f $cache ]]; then
@@ -51,7 +59,7 @@ if [[ ! -f $cache ]]; then
   if ! debootstrap --variant=minbase "$codename" "$bootstrap" "$mirror" >"$bootstrap.log" 2>&1; then
     tail -20 "$bootstrap.log"
     rm -rf "$bootstrap"
-    fail "debootstrap could not build a $codename root from $mirror (set GPURUN_DEBIAN_MIRROR)"
+    fail "debootstrap could not build a $codename root from $mirror (set DEB_TEST_MIRROR)"
   fi
   tar -C "$bootstrap" -cf "$cache.partial" . && mv "$cache.partial" "$cache"
   rm -rf "$bootstrap" "$bootstrap.log"
