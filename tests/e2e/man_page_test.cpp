@@ -39,6 +39,14 @@ TEST_F(ManPageTest, RendersWithoutWarnings) {
   EXPECT_EQ(render.err, "");
 }
 
+TEST_F(ManPageTest, CarriesTheVersionOfTheProgram) {
+  const Outcome version = gpurun({"--version"});  // "gpurun 0.1.0\n"
+  ASSERT_EQ(version.exit_code, 0);
+  const std::string version_text = version.out.substr(0, version.out.size() - 1);
+  EXPECT_NE(page_text().find("\" \"" + version_text + "\" \"User Commands\""), std::string::npos)
+      << "the .TH line of docs/gpurun.1 should say \"" << version_text << "\"";
+}
+
 TEST_F(ManPageTest, NamesEveryOptionOfTheHelp) {
   const Outcome help = gpurun({"--help"});
   ASSERT_EQ(help.exit_code, 0);
