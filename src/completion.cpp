@@ -1,6 +1,7 @@
 #include "gpurun/completion.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <ostream>
 
@@ -198,12 +199,7 @@ fi
 )sh";
 
 std::string join(const std::vector<std::string>& words, std::string_view separator) {
-  std::string joined;
-  for (const auto& word : words) {
-    if (!joined.empty()) joined += separator;
-    joined += word;
-  }
-  return joined;
+  return fmt::format("{}", fmt::join(words, separator));
 }
 
 bool takes_next_word(CompletionValue value) {
@@ -244,13 +240,12 @@ std::string bash_values(const CompletionSpec& spec) {
 }
 
 std::string bash_verb_words(const CompletionSpec& spec) {
-  std::string branches;
+  std::vector<std::string> branches;
   for (const auto& verb : spec.verbs) {
-    if (verb.words.empty()) continue;
-    branches += fmt::format("      {}) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")) ;;\n", verb.name, join(verb.words, " "));
+    if (!verb.words.empty())
+      branches.push_back(fmt::format("      {}) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")) ;;", verb.name, join(verb.words, " ")));
   }
-  if (!branches.empty()) branches.pop_back();
-  return branches;
+  return join(branches, "\n");
 }
 
 // Text inside an _arguments spec in single quotes: brackets and colons escaped, quotes closed.

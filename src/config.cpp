@@ -80,9 +80,7 @@ const KeyInfo* find_key(std::string_view name) {
 }
 
 std::string env_name(std::string_view key) {
-  std::string name = "GPURUN_";
-  for (char c : key) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return name;
+  return "GPURUN_" + text::to_upper(key);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -341,8 +339,7 @@ std::string mount_source(const std::string& value) {
 }
 
 std::string capability(std::string_view name) {
-  std::string upper;
-  for (char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string upper = text::to_upper(name);
   return upper.starts_with("CAP_") ? upper.substr(4) : upper;
 }
 
@@ -464,10 +461,7 @@ struct ParsedFile {
     const auto it = lines.find(key_path);
     return it != lines.end() ? it->second : 0;
   }
-  std::string location(const std::string& key_path) const {
-    const std::size_t line = line_of(key_path);
-    return line > 0 ? fmt::format("{}:{}", path, line) : path;
-  }
+  std::string location(const std::string& key_path) const { return source(key_path).location(); }
   ConfigSource source(const std::string& key_path, std::string profile = {}) const {
     return {profile.empty() ? layer : Kind::profile, path, line_of(key_path), std::move(profile)};
   }
@@ -772,7 +766,7 @@ std::string_view state_name(ConfigFile::State state) {
 std::string policy_location(const Config& config, const std::string& key) {
   const auto it = config.policy.sources.find(key);
   if (it == config.policy.sources.end()) return "the system file";
-  return it->second.line > 0 ? fmt::format("{}:{}", it->second.where, it->second.line) : it->second.where;
+  return it->second.location();
 }
 
 // The item of an option list that a docker argument came from, to name its source in a refusal.
@@ -804,8 +798,10 @@ std::string_view kind_name(ConfigSource::Kind kind) {
   return "";
 }
 
+std::string ConfigSource::location() const { return line > 0 ? fmt::format("{}:{}", where, line) : where; }
+
 std::string ConfigSource::describe() const {
-  const std::string at = line > 0 ? fmt::format("{}:{}", where, line) : where;
+  const std::string at = location();
   switch (kind) {
     case Kind::defaults: return "default";
     case Kind::profile: return fmt::format("profile {} in {}", profile, at);
@@ -1063,8 +1059,7 @@ std::string config_report_table(const Config& config) {
     for (const auto& [name, where] : config.profiles) name_width = std::max(name_width, name.size());
     for (const auto& [name, where] : config.profiles) {
       std::vector<std::string> places;
-      for (const ConfigSource& s : where)
-        places.push_back(s.line > 0 ? fmt::format("{}:{}", s.where, s.line) : s.where);
+      for (const ConfigSource& s : where) places.push_back(s.location());
       out += fmt::format("  {:<{}}  {}\n", name, name_width, fmt::join(places, ", "));
     }
   }

@@ -56,7 +56,7 @@ void GpuMonitor::run() {
       spdlog::debug("monitor: {}", e.what());
     }
     if (stopping_) break;
-    ++restarts_;  // the stream died: start another after a pause, not in a tight loop
+    // The stream died: start another after a pause, not in a tight loop.
     spdlog::debug("monitor: nvidia-smi stream ended; restarting");
     for (int i = 0; i < 10 && !stopping_; ++i) std::this_thread::sleep_for(poll);
   }

@@ -24,6 +24,12 @@ std::chrono::milliseconds smi_timeout(const Options& options) {
   return std::chrono::milliseconds(std::llround(options.smi_timeout_s * 1000.0));
 }
 
+std::vector<Gpu> read_gpus(const Options& options, std::chrono::milliseconds timeout) {
+  std::vector<Gpu> gpus = options.from_csv ? read_gpu_snapshot(*options.from_csv) : query_gpus(options.nvidia_smi, timeout);
+  std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
+  return gpus;
+}
+
 Inventory take_inventory(const Options& options, const std::string& lock_dir) {
   const Thresholds thresholds = thresholds_from(options);
   const auto timeout = smi_timeout(options);
@@ -34,33 +40,29 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir) {
   if (!options.from_csv && options.container_awareness)
     containers = std::async(std::launch::async, list_gpu_containers, options.docker, timeout);
 
-  inventory.gpus = options.from_csv ? read_gpu_snapshot(*options.from_csv) : query_gpus(options.nvidia_smi, timeout);
-  std::sort(inventory.gpus.begin(), inventory.gpus.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
+  const std::vector<Gpu> gpus = read_gpus(options, timeout);
 
   ExternalClaims claims;
   if (containers.valid()) {
     try {
       inventory.containers = containers.get();
-      add_claims(claims, container_claims(inventory.containers, inventory.gpus));
+      add_claims(claims, container_claims(inventory.containers, gpus));
     } catch (const std::exception& e) {
       spdlog::warn("cannot ask the Docker engine which containers hold GPUs, going by nvidia-smi alone: {}", e.what());
     }
   }
-  if (!lock_dir.empty()) add_claims(claims, reserved_gpus(lock_dir, inventory.gpus));
-  const auto allowed = [&](int index) {
-    return !options.allowed_gpus ||
-           std::find(options.allowed_gpus->begin(), options.allowed_gpus->end(), index) != options.allowed_gpus->end();
-  };
-  for (const Gpu& gpu : inventory.gpus)
-    if (!allowed(gpu.index)) claims[gpu.index].insert(claims[gpu.index].begin(), options.not_allowed_reason);
-  inventory.assessed = assess(inventory.gpus, thresholds, claims);
-  for (GpuAssessment& a : inventory.assessed) a.withheld = !allowed(a.gpu.index);
+  if (!lock_dir.empty()) add_claims(claims, reserved_gpus(lock_dir, gpus));
+  std::vector<bool> withheld(gpus.size(), false);  // by the site policy's allowed_gpus
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const int index = gpus[i].index;
+    withheld[i] = options.allowed_gpus &&
+                  std::find(options.allowed_gpus->begin(), options.allowed_gpus->end(), index) == options.allowed_gpus->end();
+    if (withheld[i]) claims[index].insert(claims[index].begin(), options.not_allowed_reason);
+  }
+  inventory.assessed = assess(gpus, thresholds, claims);  // in the order of `gpus`
+  for (std::size_t i = 0; i < gpus.size(); ++i) inventory.assessed[i].withheld = withheld[i];
   return inventory;
 }
-
-}  // namespace gpurun
-
-namespace gpurun {
 
 std::string lock_dir_for_reading(const Options& options) {
   try {

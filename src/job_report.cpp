@@ -2,15 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "gpurun/report.hpp"
 #include "gpurun/wait_queue.hpp"
 
 namespace gpurun {
 namespace {
-
-template <typename T>
-nlohmann::ordered_json or_null(const std::optional<T>& value) {
-  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
-}
 
 std::string percent(const std::optional<double>& value) { return value ? fmt::format("{:.1f}%", *value) : "n/a"; }
 

@@ -187,12 +187,11 @@ int pick_gpus(const Options& options, const std::string& lock_dir, FileLock& sel
 }
 
 // --report: the job runs as our child; afterwards, how well it used its GPUs.
-int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<GpuAssessment>& chosen,
-                 int cpus) {
+int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<Gpu>& chosen, int cpus) {
   JobReport report;
   report.cpus = cpus;
   report.threshold_percent = options.report_threshold;
-  for (const auto& a : chosen) report.gpus.push_back(a.gpu);
+  report.gpus = chosen;
   SupervisedRun run{argv, options.nvidia_smi,
                     std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000)))};
   const int status = run_supervised(run, report);
@@ -221,7 +220,7 @@ int run_launch(const Options& options, std::ostream& out) {
   if (const int interrupted = pick_gpus(options, lock_dir, selection, inventory, chosen); interrupted != 0)
     return interrupted;
 
-  const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.gpus.size()),
+  const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.assessed.size()),
                                  options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);
 
   // The ranking is shown for a dry run; a real launch keeps stderr quiet unless asked (--verbose).
@@ -229,7 +228,7 @@ int run_launch(const Options& options, std::ostream& out) {
   if (spdlog::should_log(ranking_level)) std::cerr << format_gpu_table(ranked(inventory.assessed)) << std::flush;
   if (cpus.warning) spdlog::warn("{}", *cpus.warning);
   spdlog::log(ranking_level, "picked GPU{} {} of {}; --cpus {} ({} per GPU)", chosen.size() == 1 ? "" : "s",
-              index_list(chosen), inventory.gpus.size(), cpus.total, cpus.per_gpu);
+              index_list(chosen), inventory.assessed.size(), cpus.total, cpus.per_gpu);
 
   const DockerRunRequest request = make_request(options, chosen, cpus.total);
   const std::vector<std::string> argv = build_docker_argv(request);
@@ -244,7 +243,7 @@ int run_launch(const Options& options, std::ostream& out) {
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
   if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
-  if (report) return run_reported(options, argv, chosen, cpus.total);
+  if (report) return run_reported(options, argv, chosen_gpus, cpus.total);
 
   // The docker client inherits the reservations and holds them while the job is attached.
   for (const FileLock& lock : reservations) lock.keep_across_exec();

@@ -36,6 +36,7 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   ~Fd() { reset(); }
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
   void reset(int fd = -1) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;
@@ -278,8 +279,7 @@ ChildStream::ChildStream(const ProcessSpec& spec) {
     throw Error(fmt::format("cannot start {}: {}", spec.argv.empty() ? "" : spec.argv.front(), std::strerror(result.spawn_errno)));
   running.err.reset();  // its diagnostics are not needed: a failed stream is restarted
   pid_ = running.pid;
-  out_ = ::dup(running.out.get());
-  ::fcntl(out_, F_SETFD, FD_CLOEXEC);
+  out_ = running.out.release();  // still O_CLOEXEC: a job spawned meanwhile never inherits it
 }
 
 ChildStream::~ChildStream() {

@@ -5,12 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <functional>
+#include <future>
 #include <ostream>
 
 #include "gpurun/containers.hpp"
 #include "gpurun/error.hpp"
 #include "gpurun/inventory.hpp"
-#include "gpurun/smi_query.hpp"
 #include "gpurun/verbs.hpp"
 
 namespace gpurun {
@@ -45,11 +46,13 @@ std::string gpu_list(const GpuContainer& c, const std::vector<Gpu>& gpus) {
 
 int run_ps(const Options& options, std::ostream& out) {
   const auto timeout = smi_timeout(options);
+  // GPU indices and UUIDs come from nvidia-smi (asked while the engine answers); without it, the
+  // devices as docker was told.
+  auto gpus_read = std::async(std::launch::async, read_gpus, std::cref(options), timeout);
   const std::vector<GpuContainer> containers = list_gpu_containers(options.docker, timeout);
-  // GPU indices and UUIDs come from nvidia-smi; without it, the devices as docker was told.
   std::vector<Gpu> gpus;
   try {
-    gpus = options.from_csv ? read_gpu_snapshot(*options.from_csv) : query_gpus(options.nvidia_smi, timeout);
+    gpus = gpus_read.get();
   } catch (const Error& e) {
     spdlog::warn("GPUs are shown as docker was told, without nvidia-smi: {}", e.what());
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "gpurun/proc_info.hpp"
 
@@ -12,11 +13,6 @@ namespace {
 
 std::string or_unknown(const std::optional<double>& value, std::string_view suffix = "") {
   return value ? fmt::format("{:.0f}{}", *value, suffix) : "?";
-}
-
-template <typename T>
-nlohmann::ordered_json or_null(const std::optional<T>& value) {
-  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
 }
 
 }  // namespace
@@ -76,6 +72,10 @@ std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std
     name_width = std::max(name_width, a.gpu.name.size());
     plain.push_back(a.gpu);
   }
+  std::map<int, std::vector<std::string>> held_by;  // GPU index -> the containers holding it, in order
+  for (const auto& c : containers)
+    for (int index : held_gpu_indices(c, plain))
+      held_by[index].push_back(fmt::format("container {}{}", c.name, c.user.empty() ? "" : " (" + c.user + ")"));
   std::string table = fmt::format("{:>3}  {:<{}}  {:<17}  {:>19}  {:>5}  {}\n", "GPU", "NAME", name_width, "UTILIZATION",
                                   "MEMORY USED/TOTAL", "PROCS", "HELD BY");
   for (const auto& a : gpus) {
@@ -85,10 +85,7 @@ std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std
       const auto filled = static_cast<std::size_t>(std::lround(std::clamp(*g.utilization_percent, 0.0, 100.0) / 10.0));
       bar = fmt::format("[{}{}] {:>3.0f}%", std::string(filled, '#'), std::string(10 - filled, '.'), *g.utilization_percent);
     }
-    std::vector<std::string> holders;
-    for (const auto& c : containers)
-      for (int index : held_gpu_indices(c, {g}))
-        if (index == g.index) holders.push_back(fmt::format("container {}{}", c.name, c.user.empty() ? "" : " (" + c.user + ")"));
+    std::vector<std::string> holders = held_by[g.index];
     for (const auto& p : g.processes) {
       const auto user = process_user(p.pid);
       const std::string command = process_command(p.pid);

@@ -21,6 +21,14 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
+std::string to_upper(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+    return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  });
+  return out;
+}
+
 std::vector<std::string_view> split(std::string_view s, char separator) {
   std::vector<std::string_view> parts;
   std::size_t start = 0;

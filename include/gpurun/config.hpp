@@ -43,6 +43,7 @@ struct ConfigSource {
   // "default", "user /home/a/.config/gpurun/config.json:3", "env GPURUN_IMAGE", "flag --image",
   // "profile jupyter in /etc/gpurun/config.json:9".
   std::string describe() const;
+  std::string location() const;  // "/etc/gpurun/config.json:3", or `where` alone without a line
 };
 std::string_view kind_name(ConfigSource::Kind kind);  // "default", "system", ..., "env", "flag"
 

@@ -22,7 +22,6 @@ class GpuMonitor {
 
   // Stops sampling (kills the stream) and returns the statistics per GPU index.
   std::map<int, UtilizationStats> stop();
-  int restarts() const { return restarts_; }
 
  private:
   void run();
@@ -32,7 +31,6 @@ class GpuMonitor {
   std::vector<int> indices_;
   std::chrono::milliseconds interval_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> restarts_{0};
   std::mutex mutex_;
   std::map<int, UtilizationStats> stats_;
   std::thread thread_;

@@ -17,10 +17,12 @@ Thresholds thresholds_from(const Options& options);
 std::chrono::milliseconds smi_timeout(const Options& options);
 
 struct Inventory {
-  std::vector<Gpu> gpus;                  // in index order
   std::vector<GpuContainer> containers;   // running containers that hold GPUs
   std::vector<GpuAssessment> assessed;    // one per GPU, in index order
 };
+
+// The GPU table the options name (nvidia-smi, or the --from-csv snapshot), in index order.
+std::vector<Gpu> read_gpus(const Options& options, std::chrono::milliseconds timeout);
 
 // Reads the GPU table the options name and, at the same time, asks the Docker engine which
 // containers hold GPUs (not for a --from-csv snapshot; a failure there is a warning). With a

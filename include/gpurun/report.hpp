@@ -1,6 +1,7 @@
 #pragma once
 // How GPUs are shown to people (a table) and to programs (JSON).
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,12 @@
 #include "gpurun/selection.hpp"
 
 namespace gpurun {
+
+// A value for JSON output: null when unknown, never a made-up zero.
+template <typename T>
+nlohmann::ordered_json or_null(const std::optional<T>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
 
 // One row per GPU, in the order given, under a header line; ends with a newline.
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus);

@@ -8,7 +8,8 @@
 namespace gpurun::text {
 
 std::string_view trim(std::string_view s);
-std::string to_lower(std::string_view s);
+std::string to_lower(std::string_view s);  // ASCII only, locale-independent
+std::string to_upper(std::string_view s);
 std::vector<std::string_view> split(std::string_view s, char separator);
 
 // One line of input with its 1-based number; the trailing CR of a CRLF line is removed.

@@ -23,29 +23,28 @@
 namespace gpurun::cli {
 namespace {
 
-struct Verb {
-  std::string_view name;
-  std::string_view help;
-  std::vector<std::string> words;  // what may follow it instead of N
-};
-const std::vector<Verb>& verbs() {
-  static const std::vector<Verb> list{
-      {"pick", "print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)", {}},
-      {"status", "show every GPU: memory, utilization, processes, score, free or busy and why", {}},
-      {"ps", "list the running containers that hold GPUs, whoever started them", {}},
-      {"config", "show every setting and where it comes from; `config init` writes a starter user file", {"init"}},
-      {"completion", "print the bash or zsh completion script: `completion bash`", {"bash", "zsh"}},
+// The verbs, as the help footer and the completion scripts show them.
+const std::vector<CompletionVerb>& verbs() {
+  static const std::vector<CompletionVerb> list{
+      {"pick", "print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)", {}, true},
+      {"status", "show every GPU: memory, utilization, processes, score, free or busy and why", {}, false},
+      {"ps", "list the running containers that hold GPUs, whoever started them", {}, false},
+      {"config", "show every setting and where it comes from; `config init` writes a starter user file", {"init"}, false},
+      {"completion", "print the bash or zsh completion script: `completion bash`", {"bash", "zsh"}, false},
   };
   return list;
 }
 
-bool is_verb(std::string_view word) {
-  return std::any_of(verbs().begin(), verbs().end(), [&](const Verb& verb) { return verb.name == word; });
+const CompletionVerb* find_verb(std::string_view word) {
+  const auto verb = std::find_if(verbs().begin(), verbs().end(), [&](const CompletionVerb& v) { return v.name == word; });
+  return verb != verbs().end() ? &*verb : nullptr;
 }
+
+bool is_verb(std::string_view word) { return find_verb(word) != nullptr; }
 
 std::string footer() {
   std::string verb_lines;
-  for (const Verb& verb : verbs()) verb_lines += fmt::format("\n  {:<10}  {}", verb.name, verb.help);
+  for (const CompletionVerb& verb : verbs()) verb_lines += fmt::format("\n  {:<10}  {}", verb.name, verb.help);
   return fmt::format(R"(Full form: gpurun [OPTIONS] [VERB] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
 Options stop at the first word after N; the rest is the job's command, passed as given.
 
@@ -203,7 +202,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     parsed.subverb = line.count.value_or("");
     line.count.reset();
   }
-  if ((line.verb == "status" || line.verb == "ps" || line.verb == "config") && line.count)
+  if (!line.verb.empty() && !find_verb(line.verb)->takes_count && line.count)
     throw Error(fmt::format("gpurun {} takes no N, but got \"{}\"", line.verb, *line.count));
   if (app.count("--watch") > 0) {
     const auto seconds = text::parse_double(b.watch);
@@ -213,10 +212,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   parsed.verb = line.verb;
   if (line.count) parsed.options.gpus = parse_gpu_count(*line.count);
   parsed.options.command = std::move(line.command);
-  if (app.count("--from-csv") > 0) parsed.options.from_csv = b.from_csv;
-  if (app.count("--cpus-per-gpu") > 0) parsed.options.cpus_per_gpu = b.cpus_per_gpu;
-  if (app.count("--host-cpus") > 0) parsed.options.host_cpus = b.host_cpus;
-  if (app.count("--wait") > 0) parsed.options.wait = b.wait;
+  if (app.count("--from-csv") > 0) parsed.options.from_csv = b.from_csv;  // the rest reach Options through configure()
   parsed.verbosity = b.verbose - b.quiet;
 
   // The configuration layers: files, then GPURUN_* variables, then the flags given here.
@@ -246,8 +242,7 @@ CompletionSpec completion_spec(const CLI::App& app) {
       {"--image", CompletionValue::image},        {"--wait", CompletionValue::optional_word},
       {"--watch", CompletionValue::optional_word}};
   CompletionSpec spec;
-  for (const Verb& verb : verbs())
-    spec.verbs.push_back({std::string(verb.name), std::string(verb.help), verb.words, verb.name == "pick"});
+  spec.verbs = verbs();
   for (const CLI::Option* option : app.get_options()) {
     CompletionOption described;
     for (const auto& name : option->get_snames()) described.names.push_back("-" + name);

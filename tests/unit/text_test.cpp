@@ -31,9 +31,11 @@ TEST(Trim, RemovesAsciiWhitespaceAtBothEndsOnly) {
   EXPECT_EQ(trim(" \t\r\n "), "");
 }
 
-TEST(ToLower, LowersAsciiLettersAndLeavesOtherBytes) {
+TEST(ToLowerToUpper, ChangeAsciiLettersAndLeaveOtherBytes) {
   EXPECT_EQ(to_lower("Memory.Used [MiB]"), "memory.used [mib]");
   EXPECT_EQ(to_lower("\xc3\x89T\xc3\x89"), "\xc3\x89t\xc3\x89");  // UTF-8 bytes untouched
+  EXPECT_EQ(to_upper("docker_opts cap_sys_admin"), "DOCKER_OPTS CAP_SYS_ADMIN");
+  EXPECT_EQ(to_upper("\xc3\xa9t\xc3\xa9"), "\xc3\xa9T\xc3\xa9");  // UTF-8 bytes untouched
 }
 
 TEST(Split, KeepsEmptyFieldsAndNeverReturnsNothing) {
