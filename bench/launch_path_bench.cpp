@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "gpurun/cpu_quota.hpp"
-#include "gpurun/docker_command.hpp"
-#include "gpurun/gpu.hpp"
-#include "gpurun/process.hpp"
-#include "gpurun/report.hpp"
-#include "gpurun/selection.hpp"
-#include "gpurun/shell_quote.hpp"
-#include "gpurun/smi_csv.hpp"
+#include "select/cpu_quota.hpp"
+#include "engine/docker_command.hpp"
+#include "gpu/gpu.hpp"
+#include "util/process.hpp"
+#include "render/report.hpp"
+#include "select/selection.hpp"
+#include "util/shell_quote.hpp"
+#include "gpu/smi_csv.hpp"
 
 extern char** environ;
 

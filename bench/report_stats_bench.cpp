@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "gpurun/utilization_stats.hpp"
+#include "gpu/utilization_stats.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "cli.hpp"
+#include "cli/cli.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -12,13 +12,14 @@
 #include <iostream>
 #include <map>
 
-#include "command_line.hpp"
-#include "gpurun/completion.hpp"
-#include "gpurun/config.hpp"
-#include "gpurun/error.hpp"
-#include "gpurun/text.hpp"
-#include "gpurun/verbs.hpp"
-#include "gpurun/version.hpp"
+#include "cli/command_line.hpp"
+#include "render/completion.hpp"
+#include "config/config.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+#include "job/launch.hpp"
+#include "verbs/verbs.hpp"
+#include "util/version.hpp"
 
 namespace gpurun::cli {
 namespace {

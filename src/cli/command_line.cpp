@@ -1,9 +1,9 @@
-#include "command_line.hpp"
+#include "cli/command_line.hpp"
 
 #include <fmt/format.h>
 
-#include "gpurun/error.hpp"
-#include "gpurun/text.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace gpurun::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gpurun/process.hpp"
+#include "util/process.hpp"
 
 namespace gpurun::testing {
 

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 
-#include "gpurun/docker_command.hpp"
+#include "engine/docker_command.hpp"
 #include "gpurun_fixture.hpp"
 
 namespace gpurun::testing {

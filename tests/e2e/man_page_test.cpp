@@ -6,7 +6,7 @@
 #include <regex>
 #include <set>
 
-#include "gpurun/config.hpp"
+#include "config/config.hpp"
 #include "gpurun_fixture.hpp"
 
 namespace gpurun::testing {

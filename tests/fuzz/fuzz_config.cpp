@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
-#include "gpurun/config.hpp"
-#include "gpurun/error.hpp"
-#include "gpurun/options.hpp"
+#include "config/config.hpp"
+#include "util/error.hpp"
+#include "config/options.hpp"
 
 namespace {
 

@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
-#include "gpurun/containers.hpp"
-#include "gpurun/error.hpp"
+#include "engine/containers.hpp"
+#include "select/claims.hpp"
+#include "util/error.hpp"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
-#include "gpurun/error.hpp"
-#include "gpurun/report.hpp"
-#include "gpurun/selection.hpp"
-#include "gpurun/smi_csv.hpp"
+#include "util/error.hpp"
+#include "render/report.hpp"
+#include "select/selection.hpp"
+#include "gpu/smi_csv.hpp"
 
 namespace {
 

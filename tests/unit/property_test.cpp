@@ -13,10 +13,10 @@
 #include <string_view>
 #include <vector>
 
-#include "gpurun/error.hpp"
-#include "gpurun/gpu.hpp"
-#include "gpurun/selection.hpp"
-#include "gpurun/smi_csv.hpp"
+#include "util/error.hpp"
+#include "gpu/gpu.hpp"
+#include "select/selection.hpp"
+#include "gpu/smi_csv.hpp"
 
 namespace gpurun {
 namespace {

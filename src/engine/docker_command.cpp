@@ -1,0 +1,118 @@
+#include "engine/docker_command.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "util/error.hpp"
+
+namespace gpurun {
+namespace {
+
+std::string join_indices(const std::vector<int>& indices, std::string_view separator) {
+  return fmt::format("{}", fmt::join(indices, separator));
+}
+
+// A field of docker's --mount value, which docker reads as CSV.
+std::string csv_field(const std::string& field) {
+  if (field.find_first_of(",\"") == std::string::npos) return field;
+  std::string quoted = "\"";
+  for (char c : field) quoted += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+void add_bind_mount(std::vector<std::string>& argv, const std::string& path) {
+  // --volume splits on ':', so a path holding one needs the --mount syntax.
+  if (path.find(':') == std::string::npos) {
+    argv.insert(argv.end(), {"--volume", path + ":" + path});
+  } else {
+    argv.insert(argv.end(), {"--mount", "type=bind," + csv_field("source=" + path) + "," + csv_field("target=" + path)});
+  }
+}
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+}
+
+}  // namespace
+
+std::string container_name(std::string_view login, const std::vector<int>& gpu_indices, std::string_view suffix) {
+  std::string name;
+  for (char c : login) name += is_name_char(c) ? c : '_';
+  // Docker names must start with a letter or digit.
+  if (name.empty() || !(std::isalnum(static_cast<unsigned char>(name.front())) != 0)) name.insert(0, "user");
+  name += "_gpu" + join_indices(gpu_indices, "-");
+  if (!suffix.empty()) name += fmt::format("_{}", suffix);
+  return name;
+}
+
+std::string random_suffix() {
+  std::random_device device;
+  return fmt::format("{:08x}", device());
+}
+
+LaunchIdentity current_identity() {
+  LaunchIdentity identity;
+  identity.uid = ::getuid();
+  identity.gid = ::getgid();
+  if (const passwd* entry = ::getpwuid(identity.uid); entry != nullptr && entry->pw_name != nullptr) {
+    identity.login = entry->pw_name;
+  } else if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
+    identity.login = user;
+  } else {
+    identity.login = fmt::format("uid{}", identity.uid);
+  }
+  std::string buffer(4096, '\0');
+  while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
+    if (errno != ERANGE)
+      throw Error(fmt::format("cannot read the current directory ({}); cd to a directory that exists",
+                              std::strerror(errno)));
+    buffer.resize(buffer.size() * 2);
+  }
+  buffer.resize(std::strlen(buffer.c_str()));  // up to getcwd's NUL
+  identity.workdir = std::move(buffer);
+  return identity;
+}
+
+std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
+  const std::string indices = join_indices(request.gpu_indices, ",");
+  std::vector<std::string> argv{request.docker, "run", "--rm"};
+  if (request.detach) {
+    argv.emplace_back("--detach");
+  } else {
+    argv.emplace_back("--interactive");
+    if (request.tty) argv.emplace_back("--tty");
+  }
+  argv.insert(argv.end(),
+              {"--name",
+               request.name.empty() ? container_name(request.identity.login, request.gpu_indices, request.name_suffix)
+                                    : request.name,
+               // The quotes belong to the value: without them docker reads "device=2,5" as
+               // "device=2" plus a count and fails with "cannot set both Count and DeviceIDs".
+               "--gpus", "\"device=" + indices + "\"",
+               "--cpus", std::to_string(request.cpus),
+               "--user", fmt::format("{}:{}", request.identity.uid, request.identity.gid)});
+  add_bind_mount(argv, request.identity.workdir);
+  argv.insert(argv.end(), {"--workdir", request.identity.workdir,
+                           // NVIDIA's recommended settings for deep-learning containers.
+                           "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864",
+                           "--log-opt", "max-size=50m",
+                           "--label", fmt::format("{}={}", kLabelUser, request.identity.login),
+                           "--label", fmt::format("{}={}", kLabelGpus, indices),
+                           "--label", fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ","))});
+  for (const auto& e : request.env) argv.insert(argv.end(), {"--env", e});
+  for (const auto& v : request.volumes) argv.insert(argv.end(), {"--volume", v});
+  for (const auto& p : request.publish) argv.insert(argv.end(), {"--publish", p});
+  argv.insert(argv.end(), request.docker_opts.begin(), request.docker_opts.end());
+  argv.push_back(request.image);
+  argv.insert(argv.end(), request.command.begin(), request.command.end());
+  return argv;
+}
+
+}  // namespace gpurun

@@ -1,0 +1,31 @@
+#pragma once
+// What gpurun knows about one GPU, as read from nvidia-smi. Optional values are ones the driver
+// reported as unavailable ([N/A], [Not Supported], ...): they are missing, never zero.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurun {
+
+struct GpuProcess {
+  std::string gpu_uuid;
+  long pid = 0;
+  std::optional<double> used_memory_mib;
+};
+
+struct Gpu {
+  int index = 0;
+  std::string uuid;
+  std::string name;
+  std::optional<double> memory_used_mib;
+  std::optional<double> memory_total_mib;
+  std::optional<double> utilization_percent;
+  bool mig_enabled = false;
+  std::vector<GpuProcess> processes;
+};
+
+// Reasons GPUs are busy that the driver cannot show (reservations, containers), by GPU index.
+using ExternalClaims = std::map<int, std::vector<std::string>>;
+
+}  // namespace gpurun

@@ -1,0 +1,99 @@
+#include "job/job_report.hpp"
+
+#include <fmt/format.h>
+
+#include "render/report.hpp"
+#include "util/units.hpp"
+
+namespace gpurun {
+namespace {
+
+std::string percent(const std::optional<double>& value) { return value ? fmt::format("{:.1f}%", *value) : "n/a"; }
+
+// Plain advice from the lab guides this project grew from, for jobs that starve their GPUs.
+std::vector<std::string> hints(const JobReport& report, double efficiency) {
+  std::vector<std::string> list{
+      fmt::format("Feed the GPUs faster: raise DataLoader(num_workers=...) towards the {} CPUs per GPU you have, "
+                  "and raise --cpus-per-gpu (8-24) if the workers need more",
+                  report.gpus.empty() ? report.cpus : report.cpus / static_cast<int>(report.gpus.size())),
+      "Use DataLoader(pin_memory=True) so host-to-GPU copies overlap with compute",
+      "Try a larger batch size while memory allows (see MEM PEAK above)",
+      "Use mixed precision (torch.autocast / AMP) so the tensor cores do the work"};
+  if (report.gpus.size() > 1 && efficiency < 50)
+    list.emplace_back("Make one GPU busy before asking for several: low efficiency only multiplies with more GPUs");
+  return list;
+}
+
+}  // namespace
+
+std::optional<double> gpu_efficiency(const JobReport& report) {
+  double sum = 0;
+  int counted = 0;
+  for (const auto& [index, stats] : report.stats) {
+    if (const auto mean = stats.mean()) {
+      sum += *mean;
+      ++counted;
+    }
+  }
+  if (counted == 0) return std::nullopt;
+  return sum / counted;
+}
+
+std::string format_job_report(const JobReport& report) {
+  std::string gpu_list;
+  for (const Gpu& g : report.gpus) gpu_list += fmt::format("{}{}", gpu_list.empty() ? "" : ", ", g.index);
+  std::string text = fmt::format(
+      "gpurun: job report\n"
+      "  exit status     {}\n"
+      "  wall time       {}\n"
+      "  granted         {} GPU{} ({}), {} CPUs\n"
+      "  GPU  UTIL MEAN  UTIL P95  UNDER 50%  MEM PEAK            SAMPLES\n",
+      report.exit_status, format_duration(std::chrono::seconds(std::llround(report.wall_s))), report.gpus.size(),
+      report.gpus.size() == 1 ? "" : "s", gpu_list, report.cpus);
+  for (const Gpu& g : report.gpus) {
+    const UtilizationStats& s = report.stats.at(g.index);
+    const std::string memory = s.memory_peak_mib()
+                                   ? fmt::format("{:.0f} / {} MiB", *s.memory_peak_mib(),
+                                                 g.memory_total_mib ? fmt::format("{:.0f}", *g.memory_total_mib) : "?")
+                                   : "n/a";
+    text += fmt::format("  {:>3}  {:>9}  {:>8}  {:>9}  {:<18}  {:>7}\n", g.index, percent(s.mean()),
+                        s.p95() ? fmt::format("{}%", *s.p95()) : "n/a",
+                        s.share_under_50() ? fmt::format("{:.0f}%", *s.share_under_50() * 100) : "n/a", memory,
+                        s.samples());
+  }
+  const auto efficiency = gpu_efficiency(report);
+  text += fmt::format("  GPU efficiency  {}\n", percent(efficiency));
+  if (!efficiency) {
+    text += "  (no utilization samples: the job ended before the first one, or nvidia-smi could not report it)\n";
+  } else if (*efficiency < report.threshold_percent) {
+    text += fmt::format("  Below {:g}%: the GPUs waited for work much of the time. What usually helps:\n",
+                        report.threshold_percent);
+    for (const auto& hint : hints(report, *efficiency)) text += fmt::format("    - {}\n", hint);
+  }
+  return text;
+}
+
+nlohmann::ordered_json job_report_json(const JobReport& report) {
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+  for (const Gpu& g : report.gpus) {
+    const UtilizationStats& s = report.stats.at(g.index);
+    gpus.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"name", g.name},
+                    {"samples", s.samples()},
+                    {"missing_samples", s.missing()},
+                    {"util_mean", or_null(s.mean())},
+                    {"util_p95", or_null(s.p95())},
+                    {"util_under_50_share", or_null(s.share_under_50())},
+                    {"mem_peak_mib", or_null(s.memory_peak_mib())},
+                    {"mem_total_mib", or_null(g.memory_total_mib)}});
+  }
+  return {{"wall_s", report.wall_s},
+          {"exit_status", report.exit_status},
+          {"cpus", report.cpus},
+          {"gpu_efficiency", or_null(gpu_efficiency(report))},
+          {"threshold", report.threshold_percent},
+          {"gpus", gpus}};
+}
+
+}  // namespace gpurun

@@ -1,0 +1,256 @@
+#include "job/launch.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <ostream>
+#include <thread>
+
+#include "select/cpu_quota.hpp"
+#include "engine/docker_command.hpp"
+#include "util/error.hpp"
+#include "util/exec.hpp"
+#include "select/inventory.hpp"
+#include "job/job_report.hpp"
+#include "util/process.hpp"
+#include "render/report.hpp"
+#include "locks/reservation.hpp"
+#include "util/shell_quote.hpp"
+#include "locks/wait_queue.hpp"
+#include "util/units.hpp"
+
+namespace gpurun {
+namespace {
+
+void check_image(const std::string& image) {
+  if (image.empty())
+    throw Error("no image to run: pass --image IMAGE (e.g. --image nvcr.io/nvidia/pytorch:24.05-py3) or set GPURUN_IMAGE");
+  if (image.front() == '-') throw Error(fmt::format("--image \"{}\" starts with '-': that is not an image name", image));
+}
+
+DockerRunRequest make_request(const Options& options, const std::vector<GpuAssessment>& chosen, int cpus) {
+  DockerRunRequest request;
+  request.docker = options.docker;
+  request.image = options.image;
+  for (const auto& a : chosen) {
+    request.gpu_indices.push_back(a.gpu.index);
+    request.gpu_uuids.push_back(a.gpu.uuid);
+  }
+  request.cpus = cpus;
+  request.identity = current_identity();
+  request.tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
+  request.detach = options.detach;
+  request.name = options.name.empty()
+                     ? container_name(request.identity.login, request.gpu_indices, random_suffix())
+                     : options.name;
+  request.env = options.env;
+  request.volumes = options.volumes;
+  request.publish = options.publish;
+  request.docker_opts = options.docker_opts;
+  request.command = options.command;
+  return request;
+}
+
+// A detached container: docker returns once it runs; say how to reach it.
+int run_detached(const std::vector<std::string>& argv, const std::string& name, const std::string& gpus,
+                 std::ostream& out) {
+  const auto timeout = std::chrono::hours(1);  // an image pull can take long
+  std::vector<std::string> resolved = argv;
+  resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
+  const ProcessResult result = run_process({resolved, {}}, timeout);
+  std::cerr << result.err;
+  if (!result.succeeded()) {
+    if (result.end == ProcessResult::End::exited) return result.exit_code;
+    throw Error(fmt::format("docker run {}", describe_end(result, timeout)));
+  }
+  out << name << '\n';
+  std::cerr << fmt::format("gpurun: container {} runs detached on GPU{} {}\n"
+                           "  follow its output: docker logs -f {}\n"
+                           "  attach to it:      docker attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
+                           "  stop it:           docker stop {}\n",
+                           name, gpus.find(',') == std::string::npos ? "" : "s", gpus, name, name, name);
+  return 0;
+}
+
+volatile sig_atomic_t interrupted_by = 0;
+extern "C" void note_interrupt(int signal) { interrupted_by = signal; }
+
+// While waiting, Ctrl-C (or a TERM) ends the wait cleanly: the ticket is removed on the way out.
+class InterruptibleWait {
+ public:
+  InterruptibleWait() {
+    struct sigaction action {};
+    action.sa_handler = note_interrupt;
+    sigemptyset(&action.sa_mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &action, nullptr);
+  }
+  ~InterruptibleWait() {
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &action, nullptr);
+  }
+  InterruptibleWait(const InterruptibleWait&) = delete;
+  InterruptibleWait& operator=(const InterruptibleWait&) = delete;
+};
+
+// One updating line on a terminal; elsewhere a line whenever what it says changes.
+class WaitStatus {
+ public:
+  WaitStatus() : terminal_(::isatty(STDERR_FILENO) != 0) {}
+  ~WaitStatus() { clear(); }
+  WaitStatus(const WaitStatus&) = delete;
+  WaitStatus& operator=(const WaitStatus&) = delete;
+
+  void show(const std::string& state, std::chrono::seconds waited) {
+    const std::string line = fmt::format("gpurun: waiting for GPUs: {}; waited {}", state, format_duration(waited));
+    if (terminal_) {
+      std::cerr << "\r\033[K" << line << std::flush;
+      shown_ = true;
+    } else if (state != last_state_) {
+      std::cerr << line << '\n' << std::flush;
+    }
+    last_state_ = state;
+  }
+  void clear() {
+    if (shown_) std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  bool terminal_;
+  bool shown_ = false;
+  std::string last_state_;
+};
+
+std::chrono::milliseconds selection_patience(const Options& options) {
+  return 2 * smi_timeout(options) + std::chrono::seconds(10);
+}
+
+// Picks the GPUs under the selection lock (held on return, for a real launch); with --wait,
+// queues and retries every second until enough are free. Returns 128+N when a signal N ended
+// the wait, else 0.
+int pick_gpus(const Options& options, const std::string& lock_dir, FileLock& selection, Inventory& inventory,
+              std::vector<GpuAssessment>& chosen) {
+  // No limit is a limit of a century: a plain duration (not seconds::max(), which overflows when
+  // compared in nanoseconds) also spares GCC's maybe-uninitialized on optionals.
+  const auto limit = options.wait ? parse_wait_duration(*options.wait) : std::nullopt;
+  const std::chrono::seconds wait_limit = limit.value_or(std::chrono::hours(24 * 365 * 100));
+  const bool waits = options.wait && !options.dry_run;
+  std::optional<WaitTicket> ticket;
+  std::optional<InterruptibleWait> interruptible;
+  std::optional<WaitStatus> status;
+  if (waits) {
+    ticket.emplace(lock_dir);
+    interruptible.emplace();
+    status.emplace();
+  }
+  const auto started = std::chrono::steady_clock::now();
+  std::string last_free = "?";
+  while (true) {
+    const int position = ticket ? ticket->position() : 0;
+    if (position == 0) {
+      if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
+      inventory = take_inventory(options, lock_dir);
+      try {
+        chosen = pick(inventory.assessed, options.gpus, options.allow_busy);
+        return 0;  // leaving the queue (the ticket's destructor) lets the next waiter try
+      } catch (const NotEnoughGpus& e) {
+        if (!waits) throw;
+        last_free = std::to_string(e.available());
+        selection = FileLock();
+      }
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+    if (waited >= wait_limit)
+      throw Error(fmt::format("gave up after waiting {} for {} free GPU{} ({} free now)", format_duration(waited),
+                              options.gpus, options.gpus == 1 ? "" : "s", last_free));
+    status->show(fmt::format("{} of {} free, {}", last_free, options.gpus,
+                             position == 0 ? std::string("first in the queue") : fmt::format("{} ahead in the queue", position)),
+                 waited);
+    // Look again in a second (or when the limit comes), in slices so that Ctrl-C is prompt.
+    const auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (interrupted_by == 0 && std::chrono::steady_clock::now() < next &&
+           std::chrono::steady_clock::now() - started < wait_limit)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (interrupted_by != 0) {
+      status->clear();
+      std::cerr << "gpurun: stopped waiting\n";
+      return 128 + interrupted_by;
+    }
+  }
+}
+
+// --report: the job runs as our child; afterwards, how well it used its GPUs.
+int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<Gpu>& chosen, int cpus) {
+  JobReport report;
+  report.cpus = cpus;
+  report.threshold_percent = options.report_threshold;
+  report.gpus = chosen;
+  SupervisedRun run{argv, options.nvidia_smi,
+                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000)))};
+  const int status = run_supervised(run, report);
+  std::cerr << format_job_report(report) << std::flush;
+  if (!options.report_json.empty()) {
+    std::ofstream file(options.report_json);
+    file << job_report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    if (!file) spdlog::error("cannot write the report to {}", options.report_json);
+  }
+  return status;
+}
+
+}  // namespace
+
+int run_launch(const Options& options, std::ostream& out) {
+  check_image(options.image);  // before asking nvidia-smi anything: fail fast
+  const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
+  if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
+  if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
+
+  // One launch picks at a time; a dry run only looks.
+  const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
+  FileLock selection;
+  Inventory inventory;
+  std::vector<GpuAssessment> chosen;
+  if (const int interrupted = pick_gpus(options, lock_dir, selection, inventory, chosen); interrupted != 0)
+    return interrupted;
+
+  const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.assessed.size()),
+                                 options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);
+
+  // The ranking is shown for a dry run; a real launch keeps stderr quiet unless asked (--verbose).
+  const auto ranking_level = options.dry_run ? spdlog::level::info : spdlog::level::debug;
+  if (spdlog::should_log(ranking_level)) std::cerr << format_gpu_table(ranked(inventory.assessed)) << std::flush;
+  if (cpus.warning) spdlog::warn("{}", *cpus.warning);
+  spdlog::log(ranking_level, "picked GPU{} {} of {}; --cpus {} ({} per GPU)", chosen.size() == 1 ? "" : "s",
+              index_list(chosen), inventory.assessed.size(), cpus.total, cpus.per_gpu);
+
+  const DockerRunRequest request = make_request(options, chosen, cpus.total);
+  const std::vector<std::string> argv = build_docker_argv(request);
+  if (options.dry_run) {
+    out << shell_join(argv) << '\n';
+    return 0;
+  }
+
+  std::vector<Gpu> chosen_gpus;
+  chosen_gpus.reserve(chosen.size());
+  for (const auto& a : chosen) chosen_gpus.push_back(a.gpu);
+  const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
+  selection = FileLock();  // the next launch may pick now: it will see our reservations
+  if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
+  if (report) return run_reported(options, argv, chosen_gpus, cpus.total);
+
+  // The docker client inherits the reservations and holds them while the job is attached.
+  for (const FileLock& lock : reservations) lock.keep_across_exec();
+  out.flush();
+  exec_program(argv);
+}
+
+}  // namespace gpurun

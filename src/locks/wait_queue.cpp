@@ -1,0 +1,66 @@
+#include "locks/wait_queue.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+constexpr std::string_view kTicketPrefix = "ticket-";
+
+// A ticket nobody holds a lock on belongs to a waiter that is gone.
+bool is_live(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
+}  // namespace
+
+WaitTicket::WaitTicket(const std::string& lock_dir) : lock_dir_(lock_dir) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  name_ = fmt::format("{}{:011}{:09}-{}", kTicketPrefix, now.tv_sec, now.tv_nsec, ::getpid());
+  // Locked under a private name, then renamed: nobody can see it unlocked and sweep it.
+  const std::string draft = fmt::format("{}/draft-{}", lock_dir_, name_);
+  const int fd = ::open(draft.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(fmt::format("cannot join the wait queue in {}: {}", lock_dir_, std::strerror(errno)));
+  lock_ = FileLock(fd);
+  if (::flock(fd, LOCK_EX) != 0 || ::rename(draft.c_str(), (lock_dir_ + "/" + name_).c_str()) != 0) {
+    const int error = errno;
+    ::unlink(draft.c_str());
+    throw Error(fmt::format("cannot join the wait queue in {}: {}", lock_dir_, std::strerror(error)));
+  }
+}
+
+WaitTicket::~WaitTicket() { ::unlink((lock_dir_ + "/" + name_).c_str()); }
+
+int WaitTicket::position() const {
+  int ahead = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(lock_dir_, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kTicketPrefix) || name >= name_) continue;
+    if (is_live(entry.path().string())) {
+      ++ahead;
+    } else {
+      ::unlink(entry.path().c_str());  // a waiter that died; fails harmlessly for other users' files
+    }
+  }
+  return ahead;
+}
+
+}  // namespace gpurun

@@ -1,0 +1,36 @@
+#pragma once
+// How GPUs are shown to people (a table) and to programs (JSON).
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/containers.hpp"
+#include "select/claims.hpp"
+#include "select/selection.hpp"
+
+namespace gpurun {
+
+// A value for JSON output: null when unknown, never a made-up zero.
+template <typename T>
+nlohmann::ordered_json or_null(const std::optional<T>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+// One row per GPU, in the order given, under a header line; ends with a newline.
+std::string format_gpu_table(const std::vector<GpuAssessment>& gpus);
+
+nlohmann::ordered_json gpu_json(const GpuAssessment& a);
+// {"gpus": [gpu_json...]}
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus);
+// {"indices": [2, 5], "gpus": [gpu_json...]}
+nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen);
+
+// The live view of `status --watch`: utilization bars, memory, processes and who holds each GPU
+// (the containers holding it, the users and commands of its processes).
+std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers);
+
+// "2,5"
+std::string index_list(const std::vector<GpuAssessment>& gpus);
+
+}  // namespace gpurun

@@ -1,0 +1,330 @@
+#include "util/process.hpp"
+
+#include "util/error.hpp"
+#include "util/exec.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX has the program declare it
+
+namespace gpurun {
+namespace {
+
+// Owns one file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read_end;
+  Fd write_end;
+};
+
+Pipe make_pipe() {
+  int fds[2];
+  // O_CLOEXEC so that children spawned concurrently never inherit each other's pipes.
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+  return {Fd(fds[0]), Fd(fds[1])};
+}
+
+class FileActions {
+ public:
+  FileActions() { ::posix_spawn_file_actions_init(&actions_); }
+  ~FileActions() { ::posix_spawn_file_actions_destroy(&actions_); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+  posix_spawn_file_actions_t* get() { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_{};
+};
+
+class SpawnAttributes {
+ public:
+  SpawnAttributes() {
+    ::posix_spawnattr_init(&attributes_);
+    // The child starts with default signal handling and an empty mask, whatever gpurun has set.
+    sigset_t all;
+    sigset_t none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    ::posix_spawnattr_setsigdefault(&attributes_, &all);
+    ::posix_spawnattr_setsigmask(&attributes_, &none);
+    ::posix_spawnattr_setflags(&attributes_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  }
+  ~SpawnAttributes() { ::posix_spawnattr_destroy(&attributes_); }
+  SpawnAttributes(const SpawnAttributes&) = delete;
+  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+  posix_spawnattr_t* get() { return &attributes_; }
+
+ private:
+  posix_spawnattr_t attributes_{};
+};
+
+// The environment for a child: ours with `extra` added or replaced (a later entry wins).
+std::vector<std::string> child_environment(const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::map<std::string, std::string, std::less<>> overrides;
+  for (const auto& [key, value] : extra) overrides[key] = value;
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (!overrides.contains(entry.substr(0, entry.find('=')))) env.emplace_back(entry);
+  }
+  for (const auto& [key, value] : overrides) env.push_back(fmt::format("{}={}", key, value));
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (auto& s : strings) pointers.push_back(s.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+struct Running {
+  pid_t pid = -1;
+  Fd out;
+  Fd err;
+  bool reaped = false;
+};
+
+// Starts one child with stdin from /dev/null and stdout/stderr into pipes.
+Running spawn(const ProcessSpec& spec, ProcessResult& result) {
+  Running running;
+  if (spec.argv.empty()) {
+    result.spawn_errno = EINVAL;
+    return running;
+  }
+  Pipe out = make_pipe();
+  Pipe err = make_pipe();
+  FileActions actions;
+  ::posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(actions.get(), out.write_end.get(), STDOUT_FILENO);
+  ::posix_spawn_file_actions_adddup2(actions.get(), err.write_end.get(), STDERR_FILENO);
+  SpawnAttributes attributes;
+
+  std::vector<std::string> argv_strings = spec.argv;
+  std::vector<char*> argv = c_strings(argv_strings);
+  // cppcheck-suppress variableScope ; envp points into it until posix_spawnp below
+  std::vector<std::string> env_strings;
+  std::vector<char*> envp;
+  char** env = environ;
+  if (!spec.extra_env.empty()) {
+    env_strings = child_environment(spec.extra_env);
+    envp = c_strings(env_strings);
+    env = envp.data();
+  }
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, argv[0], actions.get(), attributes.get(), argv.data(), env);
+  if (rc != 0) {
+    result.spawn_errno = rc;
+    return running;
+  }
+  running.pid = pid;
+  running.out = std::move(out.read_end);
+  running.err = std::move(err.read_end);
+  return running;
+}
+
+void record_status(int status, ProcessResult& result) {
+  if (WIFEXITED(status)) {
+    result.end = ProcessResult::End::exited;
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.end = ProcessResult::End::signaled;
+    result.signal = WTERMSIG(status);
+  }
+}
+
+pid_t wait_for(pid_t pid, int& status, int flags) {
+  pid_t rc = -1;
+  do {
+    rc = ::waitpid(pid, &status, flags);
+  } while (rc < 0 && errno == EINTR);
+  return rc;
+}
+
+// Reads what is available from `fd` into `sink`; closes it at end of file.
+void drain(Fd& fd, std::string& sink) {
+  char buffer[65536];
+  const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+  if (n > 0) {
+    sink.append(buffer, static_cast<std::size_t>(n));
+  } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+    fd.reset();
+  }
+}
+
+}  // namespace
+
+std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  std::vector<ProcessResult> results(specs.size());
+  std::vector<Running> children;
+  children.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) children.push_back(spawn(specs[i], results[i]));
+
+  std::chrono::nanoseconds reap_backoff = std::chrono::microseconds(50);
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Fd*, std::string*>> sinks;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      for (auto [fd, sink] : {std::pair{&children[i].out, &results[i].out}, std::pair{&children[i].err, &results[i].err}}) {
+        if (fd->get() < 0) continue;
+        fds.push_back({fd->get(), POLLIN, 0});
+        sinks.emplace_back(fd, sink);
+      }
+    }
+    // Children that closed their pipes may still run: reap them, or wait for them below.
+    bool all_reaped = true;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      Running& child = children[i];
+      if (child.pid < 0 || child.reaped) continue;
+      if (child.out.get() < 0 && child.err.get() < 0) {
+        int status = 0;
+        if (wait_for(child.pid, status, WNOHANG) == child.pid) {
+          record_status(status, results[i]);
+          child.reaped = true;
+          continue;
+        }
+      }
+      all_reaped = false;
+    }
+    if (all_reaped) break;
+
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    // With no pipes left to watch, ppoll only sleeps before the next waitpid: briefly at first,
+    // since a child that closed its output is usually exiting, then longer.
+    const auto wait = fds.empty() ? std::min<std::chrono::nanoseconds>(left, reap_backoff) : left;
+    if (fds.empty()) reap_backoff = std::min<std::chrono::nanoseconds>(reap_backoff * 2, std::chrono::milliseconds(5));
+    const timespec wait_ts{static_cast<time_t>(wait.count() / 1'000'000'000), static_cast<long>(wait.count() % 1'000'000'000)};
+    const int ready = ::ppoll(fds.data(), fds.size(), &wait_ts, nullptr);
+    if (ready < 0 && errno != EINTR) break;
+    for (std::size_t k = 0; k < fds.size() && ready > 0; ++k)
+      if (fds[k].revents != 0) drain(*sinks[k].first, *sinks[k].second);
+  }
+
+  // Past the deadline: kill whatever still runs, and reap it so no zombie is left.
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const Running& child = children[i];
+    if (child.pid < 0 || child.reaped) continue;
+    int status = 0;
+    if (wait_for(child.pid, status, WNOHANG) == child.pid) {  // it ended; something it left holds the pipes
+      record_status(status, results[i]);
+      continue;
+    }
+    ::kill(child.pid, SIGKILL);
+    wait_for(child.pid, status, 0);
+    results[i].end = ProcessResult::End::timed_out;
+  }
+  return results;
+}
+
+ProcessResult run_process(const ProcessSpec& spec, std::chrono::milliseconds timeout) {
+  return std::move(run_processes({spec}, timeout).front());
+}
+
+std::string describe_end(const ProcessResult& result, std::chrono::milliseconds timeout) {
+  switch (result.end) {
+    case ProcessResult::End::exited:
+      return fmt::format("exited with status {}", result.exit_code);
+    case ProcessResult::End::signaled:
+      return fmt::format("was killed by signal {} ({})", result.signal, ::strsignal(result.signal));
+    case ProcessResult::End::timed_out:
+      return fmt::format("did not answer within {:g} s and was killed", static_cast<double>(timeout.count()) / 1000.0);
+    case ProcessResult::End::not_started:
+      break;
+  }
+  return fmt::format("could not be started: {}", std::strerror(result.spawn_errno));
+}
+
+ChildStream::ChildStream(const ProcessSpec& spec) {
+  ProcessResult result;
+  Running running = spawn(spec, result);
+  if (running.pid < 0)
+    throw Error(fmt::format("cannot start {}: {}", spec.argv.empty() ? "" : spec.argv.front(), std::strerror(result.spawn_errno)));
+  running.err.reset();  // its diagnostics are not needed: a failed stream is restarted
+  pid_ = running.pid;
+  out_ = running.out.release();  // still O_CLOEXEC: a job spawned meanwhile never inherits it
+}
+
+ChildStream::~ChildStream() {
+  if (out_ >= 0) ::close(out_);
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    wait_for(pid_, status, 0);
+  }
+}
+
+bool ChildStream::read(std::string& sink, std::chrono::milliseconds timeout) {
+  if (out_ < 0) return false;
+  pollfd fd{out_, POLLIN, 0};
+  const int ready = ::poll(&fd, 1, static_cast<int>(timeout.count()));
+  if (ready <= 0) return true;  // nothing yet (or EINTR): still running as far as we know
+  char buffer[4096];
+  const ssize_t n = ::read(out_, buffer, sizeof buffer);
+  if (n > 0) {
+    sink.append(buffer, static_cast<std::size_t>(n));
+    return true;
+  }
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  ::close(out_);
+  out_ = -1;
+  return false;
+}
+
+pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
+  const std::string path = locate_program(argv.front());
+  SpawnAttributes attributes;
+  ::posix_spawnattr_setpgroup(attributes.get(), 0);  // its own group: terminal signals reach it alone
+  short flags = 0;
+  ::posix_spawnattr_getflags(attributes.get(), &flags);
+  ::posix_spawnattr_setflags(attributes.get(), static_cast<short>(flags | POSIX_SPAWN_SETPGROUP));
+  FileActions actions;
+  // On a terminal the job becomes its foreground group before it runs, so that it may read
+  // the terminal and gets Ctrl-C itself.
+  if (::isatty(STDIN_FILENO) != 0) ::posix_spawn_file_actions_addtcsetpgrp_np(actions.get(), STDIN_FILENO);
+  std::vector<std::string> argv_strings = argv;
+  std::vector<char*> c_argv = c_strings(argv_strings);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, path.c_str(), actions.get(), attributes.get(), c_argv.data(), environ);
+  if (rc != 0) throw Error(fmt::format("cannot execute {}: {}", argv.front(), std::strerror(rc)), exit_code::cannot_execute);
+  return pid;
+}
+
+}  // namespace gpurun

@@ -1,0 +1,56 @@
+#include "util/units.hpp"
+
+#include <fmt/format.h>
+
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace gpurun {
+
+MemoryLimit parse_memory_limit(std::string_view input) {
+  const auto [number, unit] = text::split_unit(input);
+  const auto value = text::parse_double(number);
+  const std::string u = text::to_lower(unit);
+  const auto bad = [&](std::string_view why) {
+    return Error(fmt::format("--max-memory \"{}\": {}; write it as 2GiB, 500MiB or 15%", text::printable(input), why));
+  };
+  if (!value || *value < 0) throw bad("not a non-negative amount");
+  if (u == "%") {
+    if (*value > 100) throw bad("a percentage above 100");
+    return {MemoryLimit::Kind::percent, *value};
+  }
+  if (u == "mib" || u == "m" || u == "mb") return {MemoryLimit::Kind::mib, *value};
+  if (u == "gib" || u == "g" || u == "gb") return {MemoryLimit::Kind::mib, *value * 1024.0};
+  if (u.empty()) throw bad("it needs a unit");
+  throw bad(fmt::format("unknown unit \"{}\"", text::printable(unit)));
+}
+
+double parse_utilization_limit(std::string_view input) {
+  const auto [number, unit] = text::split_unit(input);
+  const auto value = text::parse_double(number);
+  if (!value || *value < 0 || *value > 100 || !(unit.empty() || unit == "%"))
+    throw Error(fmt::format("--max-util \"{}\": expected a percentage from 0 to 100, such as 10 or 10%",
+                            text::printable(input)));
+  return *value;
+}
+
+std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input) {
+  const std::string_view trimmed = text::trim(input);
+  if (trimmed.empty() || trimmed == "forever") return std::nullopt;
+  const auto [number, unit] = text::split_unit(trimmed);
+  const auto value = text::parse_double(number);
+  const long long scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : 0;
+  if (!value || *value < 0 || scale == 0 || *value * static_cast<double>(scale) > 1e9)
+    throw Error(fmt::format("--wait={}: expected a duration such as 90, 30s, 5m or 2h (bare --wait waits without limit)",
+                            text::printable(input)));
+  return std::chrono::seconds(static_cast<long long>(*value * static_cast<double>(scale)));
+}
+
+std::string format_duration(std::chrono::seconds duration) {
+  const long long s = duration.count();
+  if (s >= 3600) return fmt::format("{}h {:02}m {:02}s", s / 3600, s % 3600 / 60, s % 60);
+  if (s >= 60) return fmt::format("{}m {:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+}  // namespace gpurun

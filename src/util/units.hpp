@@ -1,0 +1,27 @@
+#pragma once
+// The typed values of gpurun's settings, parsed once where they are read: utilization limits,
+// memory limits and durations. Each parser throws Error saying what was expected.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gpurun {
+
+// --max-memory: an absolute amount ("2GiB", "500MiB") or a share of each GPU's total ("15%").
+struct MemoryLimit {
+  enum class Kind { percent, mib };
+  Kind kind = Kind::percent;
+  double value = 10.0;
+};
+MemoryLimit parse_memory_limit(std::string_view input);   // throws Error on bad input
+double parse_utilization_limit(std::string_view input);   // "10" or "10%", 0..100; throws Error
+double parse_utilization_limit(std::string_view input);   // "10" or "10%", 0..100; throws Error
+
+// "30" or "30s", "5m", "2h", "1d"; "" (bare --wait) is nullopt: no limit. Throws Error otherwise.
+std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input);
+
+// "1h 02m 05s", "3m 07s", "12s"
+std::string format_duration(std::chrono::seconds duration);
+
+}  // namespace gpurun

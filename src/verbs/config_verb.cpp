@@ -1,0 +1,40 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+
+#include "config/config.hpp"
+#include "util/error.hpp"
+
+namespace gpurun {
+
+int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool json, std::ostream& out) {
+  if (!init) {
+    out << (json ? config_report_json(config).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                 : config_report_table(config));
+    return 0;
+  }
+  if (!inputs.user_file) throw Error("cannot tell where the user config goes: set HOME or XDG_CONFIG_HOME");
+  const std::filesystem::path path = *inputs.user_file;
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  // O_EXCL: an existing file is never overwritten, not even one created a moment ago.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) throw Error(fmt::format("{} exists already; gpurun config init never overwrites it", path.string()));
+    throw Error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
+  }
+  const std::string text = starter_user_config();
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!written) throw Error(fmt::format("cannot write {}", path.string()));
+  out << path.string() << '\n';
+  return 0;
+}
+
+}  // namespace gpurun

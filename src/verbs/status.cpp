@@ -1,0 +1,56 @@
+#include <unistd.h>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <ostream>
+#include <thread>
+
+#include "util/error.hpp"
+#include "select/inventory.hpp"
+#include "render/report.hpp"
+#include "verbs/verbs.hpp"
+
+namespace gpurun {
+namespace {
+
+// `status --watch`: one frame per interval, redrawn in place on a terminal; elsewhere frames
+// follow each other, separated by a blank line, without escape codes.
+int watch(const Options& options, std::ostream& out) {
+  const double interval = *options.watch_s;
+  if (!(interval >= 0.1 && interval <= 86400)) throw Error(fmt::format("--watch {:g}: give 0.1 to 86400 seconds", interval));
+  const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+  const std::string lock_dir = lock_dir_for_reading(options);
+  for (int frame = 1;; ++frame) {
+    const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(interval * 1000));
+    const Inventory inventory = take_inventory(options, lock_dir);
+    const std::time_t now = std::time(nullptr);
+    std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval, fmt::localtime(now),
+                                   terminal ? "  (Ctrl-C to stop)" : "");
+    text += format_watch_table(inventory.assessed, inventory.containers);
+    out << (terminal ? "\033[H\033[2J" : (frame > 1 ? "\n" : "")) << text << std::flush;
+    if (options.watch_count > 0 && frame >= options.watch_count) return 0;
+    std::this_thread::sleep_until(next);
+  }
+}
+
+}  // namespace
+
+int run_status(const Options& options, std::ostream& out) {
+  if (options.watch_s) {
+    if (options.json) throw Error("status --watch draws a live view; for JSON, call `gpurun status --json` repeatedly");
+    return watch(options, out);
+  }
+  const std::vector<GpuAssessment> gpus = take_inventory(options, lock_dir_for_reading(options)).assessed;
+  if (options.json) {
+    out << status_json(gpus).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  } else {
+    out << format_gpu_table(gpus);
+  }
+  return 0;
+}
+
+}  // namespace gpurun

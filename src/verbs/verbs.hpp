@@ -1,0 +1,20 @@
+#pragma once
+// One library function per verb (the launch itself is job/launch.hpp); the CLI layer fills
+// Options and calls one of these.
+// Each returns the process exit code or throws gpurun::Error. Results go to `out`.
+#include <iosfwd>
+
+#include "config/options.hpp"
+
+namespace gpurun {
+
+// Prints the chosen GPUs' indices, "2,5" (or JSON).
+int run_pick(const Options& options, std::ostream& out);
+
+// Prints every GPU with its state (a table, or JSON).
+int run_status(const Options& options, std::ostream& out);
+
+// Prints the running containers that hold GPUs, whoever started them (a table, or JSON).
+int run_ps(const Options& options, std::ostream& out);
+
+}  // namespace gpurun

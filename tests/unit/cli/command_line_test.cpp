@@ -1,0 +1,149 @@
+// Unit tests for the CLI splitter: `gpurun [options] [VERB] [options] [N] [--] [COMMAND ARGS...]`.
+#include "cli/command_line.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace gpurun::cli {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+using Args = std::vector<std::string>;
+constexpr std::nullopt_t N = std::nullopt;  // no N on the command line
+
+bool takes_value(std::string_view option) {
+  return option == "--image" || option == "-e" || option == "--env" || option == "--name";
+}
+bool is_verb(std::string_view word) { return word == "pick" || word == "status"; }
+
+CommandLine split(const Args& args) { return split_command_line(args, takes_value, is_verb); }
+
+struct SplitCase {
+  const char* what;
+  Args args;
+  Args options;
+  std::string verb;
+  std::optional<std::string> count;
+  Args command;
+};
+
+void PrintTo(const SplitCase& c, std::ostream* os) { *os << c.what; }
+
+class SplitCommandLine : public ::testing::TestWithParam<SplitCase> {};
+
+TEST_P(SplitCommandLine, SeparatesOptionsVerbCountAndCommand) {
+  const SplitCase& c = GetParam();
+  const CommandLine line = split(c.args);
+  EXPECT_EQ(line.options, c.options);
+  EXPECT_EQ(line.verb, c.verb);
+  EXPECT_EQ(line.count, c.count);
+  EXPECT_EQ(line.command, c.command);
+}
+
+// clang-format off
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SplitCommandLine,
+    ::testing::Values(
+        //        name                               args                                        options                    verb   count  command
+        SplitCase{"JobFlagsReachTheJob",             {"2", "python", "train.py", "--lr", "0.1"}, {},                        "",    "2",   {"python", "train.py", "--lr", "0.1"}},
+        SplitCase{"OptionsBeforeN",                  {"--dry-run", "--image", "img", "2", "python"}, {"--dry-run", "--image", "img"}, "", "2", {"python"}},
+        SplitCase{"OptionsBetweenNAndCommand",       {"2", "--dry-run", "python", "--dry-run"},  {"--dry-run"},             "",    "2",   {"python", "--dry-run"}},
+        SplitCase{"DoubleDashEndsOptions",           {"--image", "X", "2", "--", "python", "-c", "1"}, {"--image", "X"},    "",    "2",   {"python", "-c", "1"}},
+        SplitCase{"DoubleDashWithoutCount",          {"--", "python", "x"},                      {},                        "",    N,     {"python", "x"}},
+        SplitCase{"DoubleDashKeepsLaterDoubleDashes", {"1", "--", "a", "--", "b"},               {},                        "",    "1",   {"a", "--", "b"}},
+        SplitCase{"NothingAtAll",                    {},                                         {},                        "",    N,     {}},
+        SplitCase{"OnlyOptions",                     {"--dry-run", "--image", "x"},              {"--dry-run", "--image", "x"}, "", N,    {}},
+        SplitCase{"CountOnly",                       {"4"},                                      {},                        "",    "4",   {}},
+        SplitCase{"VerbWithOptionAndCount",          {"pick", "--allow-busy", "2"},              {"--allow-busy"},          "pick", "2",  {}},
+        SplitCase{"OptionsVerbOptionsCount",         {"--max-util", "--image", "i", "pick", "-e", "A=1", "3"},
+                                                     {"--max-util", "--image", "i", "-e", "A=1"},                           "pick", "3",  {}},
+        SplitCase{"VerbAlone",                       {"status", "--json"},                       {"--json"},                "status", N,  {}},
+        SplitCase{"VerbAfterCountIsTheCommand",      {"1", "status"},                            {},                        "",    "1",   {"status"}},
+        SplitCase{"ShortOptionConsumesItsValue",     {"-e", "FOO=1", "--env", "-x", "2", "cmd"}, {"-e", "FOO=1", "--env", "-x"}, "", "2", {"cmd"}},
+        SplitCase{"OptionValueLookingLikeACountIsAValue", {"--name", "7", "2", "cmd"},           {"--name", "7"},           "",    "2",   {"cmd"}},
+        SplitCase{"AttachedShortValueDoesNotConsume", {"-eFOO=1", "2", "cmd"},                   {"-eFOO=1"},               "",    "2",   {"cmd"}},
+        SplitCase{"LongOptionWithEqualsDoesNotConsume", {"--image=x", "2", "cmd"},               {"--image=x"},             "",    "2",   {"cmd"}},
+        SplitCase{"FlagClusterDoesNotConsume",       {"-qq", "2", "cmd"},                        {"-qq"},                   "",    "2",   {"cmd"}},
+        SplitCase{"ClusterEndingInAValueOptionConsumes", {"-qe", "A=1", "2"},                    {"-qe", "A=1"},            "",    "2",   {}},
+        SplitCase{"UnknownOptionsAreFlags",          {"--frobnicate", "2", "cmd"},               {"--frobnicate"},          "",    "2",   {"cmd"}},
+        SplitCase{"ValueOptionAtTheEndTakesNothing", {"--image"},                                {"--image"},               "",    N,     {}},
+        SplitCase{"NegativeNumberIsTheCount",        {"-3", "cmd"},                              {},                        "",    "-3",  {"cmd"}},
+        SplitCase{"LoneDashIsAWord",                 {"-", "cmd"},                               {},                        "",    "-",   {"cmd"}},
+        SplitCase{"WordsAfterTheCommandAreUntouched", {"1", "bash", "-c", "echo $HOME", "--", "-e"}, {},                    "",    "1",   {"bash", "-c", "echo $HOME", "--", "-e"}}),
+    [](const auto& param_info) { return std::string(param_info.param.what); });
+// clang-format on
+
+TEST(SplitCommandLine, LongOptionWithEqualsNeverConsumesTheNextWord) {
+  // Even when takes_value is asked about the whole word and says yes.
+  const auto greedy = [](std::string_view option) { return option.starts_with("--image"); };
+  const CommandLine line = split_command_line({"--image=x", "2", "cmd"}, greedy, is_verb);
+  EXPECT_THAT(line.options, ElementsAre("--image=x"));
+  EXPECT_EQ(line.count, "2");
+  EXPECT_THAT(line.command, ElementsAre("cmd"));
+}
+
+TEST(SplitCommandLine, VerbWithACommandIsAnError) {
+  try {
+    split({"pick", "2", "extra"});
+    FAIL() << "no error for `pick 2 extra`";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), exit_code::failure);
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("pick"), HasSubstr("\"extra\"")));
+  }
+  EXPECT_THROW(split({"status", "--", "x"}), Error);
+}
+
+TEST(ParseGpuCount, AcceptsPositiveWholeNumbers) {
+  EXPECT_EQ(parse_gpu_count("1"), 1);
+  EXPECT_EQ(parse_gpu_count("8"), 8);
+  EXPECT_EQ(parse_gpu_count("16"), 16);
+}
+
+class ParseGpuCountRejects : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ParseGpuCountRejects, WithExit125AndAUsageHint) {
+  try {
+    parse_gpu_count(GetParam());
+    FAIL() << "accepted \"" << GetParam() << "\"";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 125);
+    EXPECT_THAT(e.what(),
+                AllOf(HasSubstr("\"" + GetParam() + "\""), HasSubstr("Usage: gpurun"), HasSubstr("gpurun -- ")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Words, ParseGpuCountRejects,
+                         ::testing::Values("0", "-3", "two", "1.5", "", "99999999999", " 2", "2x", "+2", "0x2"),
+                         [](const auto& param_info) { return "Case" + std::to_string(param_info.index); });
+
+TEST(ParseGpuCount, ACommandTypedWithoutNGetsAHintToRunIt) {
+  try {
+    parse_gpu_count("python");
+    FAIL() << "accepted \"python\"";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("gpurun 1 python"), HasSubstr("gpurun -- python")));
+  }
+}
+
+TEST(SplitAndParse, NegativeCountIsRejectedByParseGpuCount) {
+  const CommandLine line = split({"-3", "python"});
+  ASSERT_TRUE(line.count.has_value());
+  EXPECT_THROW(parse_gpu_count(*line.count), Error);
+  EXPECT_THAT(line.options, IsEmpty());
+  EXPECT_THAT(line.command, ElementsAre("python"));
+}
+
+}  // namespace
+}  // namespace gpurun::cli

@@ -1,0 +1,791 @@
+// Unit tests for the layered configuration: precedence, lists, profiles, site policy, error
+// messages, the report and the starter file. Every file lives in a temporary directory or in
+// tests/data/config; the real /etc and $HOME are never read.
+#include "config/config.hpp"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "util/error.hpp"
+#include "config/options.hpp"
+
+namespace gpurun {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Kind = ConfigSource::Kind;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kData = std::string(GPURUN_TEST_DATA_DIR) + "/config/";
+
+// The message of the Error that `load` throws; fails the test when it throws none.
+template <typename F>
+std::string error_of(F&& load) {
+  try {
+    load();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 125);
+    return e.what();
+  }
+  ADD_FAILURE() << "no Error was thrown";
+  return "";
+}
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::path(::testing::TempDir()) / "gpurun-config-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    fs::create_directories(root_ / "etc");
+    fs::create_directories(root_ / "home");
+    fs::create_directories(root_ / "work/proj/src/deep");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::string write(const std::string& relative, const std::string& text) {
+    const fs::path path = root_ / relative;
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  std::string path(const std::string& relative) const { return (root_ / relative).string(); }
+
+  // System and user file paths inside the temporary directory (they need not exist), no project
+  // search: a test that wants one sets cwd and puts a .gpurun.json inside the temporary directory.
+  ConfigInputs inputs() const {
+    ConfigInputs in;
+    in.system_file = path("etc/config.json");
+    in.user_file = path("home/config.json");
+    return in;
+  }
+
+  fs::path root_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Precedence
+
+struct PrecedenceCase {
+  int layers;  // how many layers, from the lowest, set "image"
+  Kind winner;
+  std::string image;
+};
+
+void PrintTo(const PrecedenceCase& c, std::ostream* os) { *os << c.layers << " layers set image"; }
+
+class Precedence : public ConfigTest, public ::testing::WithParamInterface<PrecedenceCase> {};
+
+// Each layer sets image (and the profile layer its profile); the highest one present wins.
+TEST_P(Precedence, TheHighestLayerThatSetsAKeyWins) {
+  const PrecedenceCase& c = GetParam();
+  ConfigInputs in = inputs();
+  in.cwd = path("work/proj/src");
+  write("work/proj/.gpurun.json", "{}");
+  const auto layer_file = [&](const std::string& file, const std::string& value, int layer) {
+    const std::string image = c.layers >= layer ? fmt::format(R"("image": "{}", )", value) : "";
+    return write(file, fmt::format(R"({{ {}"profiles": {{"p": {{{}}}}} }})", image,
+                                   c.layers >= 6 && layer == 1 ? R"("image": "profile")" : ""));
+  };
+  layer_file("etc/config.json", "system", 1);
+  layer_file("home/config.json", "user", 2);
+  layer_file("work/proj/.gpurun.json", "project", 3);
+  in.extra_files = {layer_file("extra.json", "extra", 4)};
+  in.profile = "p";
+  if (c.layers >= 7) in.environment["GPURUN_IMAGE"] = "env";
+  if (c.layers >= 8) in.flags.emplace_back("image", "flag");
+
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("image").value, c.layers == 0 ? json(nullptr) : json(c.image));
+  EXPECT_EQ(config.at("image").source.kind, c.winner);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, Precedence,
+                         ::testing::Values(PrecedenceCase{0, Kind::defaults, ""},
+                                           PrecedenceCase{1, Kind::system, "system"},
+                                           PrecedenceCase{2, Kind::user, "user"},
+                                           PrecedenceCase{3, Kind::project, "project"},
+                                           PrecedenceCase{4, Kind::extra_file, "extra"},
+                                           PrecedenceCase{5, Kind::extra_file, "extra"},  // profile sets none
+                                           PrecedenceCase{6, Kind::profile, "profile"},
+                                           PrecedenceCase{7, Kind::environment, "env"},
+                                           PrecedenceCase{8, Kind::flag, "flag"}));
+
+TEST_F(ConfigTest, EachKeyComesFromItsOwnHighestLayer) {
+  write("etc/config.json", R"({"max_util": 20, "image": "sys", "smi_timeout": 5})");
+  write("home/config.json", R"({"image": "user", "detach": true})");
+  ConfigInputs in = inputs();
+  in.environment = {{"GPURUN_SMI_TIMEOUT", "2.5"}};
+  in.flags = {{"gpus", 3}};
+  const Config config = load_config(in);
+
+  EXPECT_EQ(config.at("max_util").source.describe(), "system " + path("etc/config.json") + ":1");
+  EXPECT_EQ(config.at("image").value, "user");
+  EXPECT_EQ(config.at("image").source.kind, Kind::user);
+  EXPECT_EQ(config.at("detach").value, true);
+  EXPECT_EQ(config.at("smi_timeout").value, 2.5);
+  EXPECT_EQ(config.at("smi_timeout").source.describe(), "env GPURUN_SMI_TIMEOUT");
+  EXPECT_EQ(config.at("gpus").value, 3);
+  EXPECT_EQ(config.at("gpus").source.describe(), "command line N");
+  EXPECT_EQ(config.at("docker").value, "docker");
+  EXPECT_EQ(config.at("docker").source.describe(), "default");
+}
+
+TEST_F(ConfigTest, LinesOfKeysAreRecorded) {
+  write("home/config.json", "{\n  \"image\": \"a\",\n\n  \"gpus\": 2\n}\n");
+  const Config config = load_config(inputs());
+  EXPECT_EQ(config.at("image").source.line, 2U);
+  EXPECT_EQ(config.at("gpus").source.line, 4U);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lists
+
+TEST_F(ConfigTest, ListsAddUpAcrossLayersInPrecedenceOrder) {
+  write("etc/config.json", R"({"volumes": ["/datasets:/datasets:ro"], "env": ["A=1"]})");
+  write("home/config.json", R"({"volumes": ["/home/a/cache:/cache"], "profiles": {"p": {"volumes": ["/p:/p"]}}})");
+  write("work/.gpurun.json", R"({"volumes": ["/scratch:/scratch", "/datasets:/datasets:ro"]})");
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  in.profile = "p";
+  in.environment = {{"GPURUN_VOLUMES", R"(["/env:/env"])"}, {"GPURUN_ENV", "MSG=two words"}};
+  in.flags = {{"volumes", json::array({"/flag:/flag"})}, {"env", "B=2"}};
+  const Config config = load_config(in);
+
+  const ConfigValue& volumes = config.at("volumes");
+  EXPECT_EQ(volumes.value, json::array({"/datasets:/datasets:ro", "/home/a/cache:/cache", "/scratch:/scratch", "/p:/p",
+                                        "/env:/env", "/flag:/flag"}));  // the repeated one once, from the system
+  ASSERT_EQ(volumes.item_sources.size(), 6U);
+  EXPECT_EQ(volumes.item_sources[0].kind, Kind::system);
+  EXPECT_EQ(volumes.item_sources[1].kind, Kind::user);
+  EXPECT_EQ(volumes.item_sources[2].kind, Kind::project);
+  EXPECT_EQ(volumes.item_sources[3].kind, Kind::profile);
+  EXPECT_EQ(volumes.item_sources[4].kind, Kind::environment);
+  EXPECT_EQ(volumes.item_sources[5].describe(), "flag --volume");
+  EXPECT_EQ(volumes.source.kind, Kind::flag);
+  EXPECT_EQ(config.at("env").value, json::array({"A=1", "MSG=two words", "B=2"}));  // env: one item, not split
+}
+
+TEST_F(ConfigTest, NullResetsAKeyAndDropsTheItemsOfLowerLayers) {
+  write("etc/config.json", R"({"volumes": ["/datasets:/datasets"], "image": "sys"})");
+  write("home/config.json", R"({"volumes": null, "image": null})");
+  const Config config = load_config(inputs());
+  EXPECT_EQ(config.at("volumes").value, json::array());
+  EXPECT_EQ(config.at("volumes").source.kind, Kind::user);
+  EXPECT_EQ(config.at("image").value, nullptr);
+}
+
+TEST_F(ConfigTest, CommandIsReplacedNotAppended) {
+  write("etc/config.json", R"({"command": ["python", "a.py"]})");
+  write("home/config.json", R"({"command": ["python", "b.py"]})");
+  EXPECT_EQ(load_config(inputs()).at("command").value, json::array({"python", "b.py"}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiles
+
+TEST_F(ConfigTest, ProfileSetsCountAndCommand) {
+  ConfigInputs in = inputs();
+  in.system_file = kData + "profiles-system.json";
+  in.profile = "train";
+  EXPECT_EQ(load_config(in).at("gpus").value, 4);
+
+  in.profile = "jupyter";
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("gpus").value, 1);
+  EXPECT_EQ(config.at("command").value, json::array({"jupyter", "lab", "--ip=0.0.0.0"}));
+  EXPECT_EQ(config.at("command").source.describe(), "profile jupyter in " + kData + "profiles-system.json:6");
+  ASSERT_TRUE(config.profile.has_value());
+  EXPECT_EQ(config.profile->chosen_by, "--profile");
+}
+
+TEST_F(ConfigTest, ProfileDefinedInSeveralFilesMergesInFileOrder) {
+  ConfigInputs in = inputs();
+  in.system_file = kData + "profiles-system.json";
+  in.user_file = kData + "profiles-user.json";
+  in.profile = "jupyter";
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("gpus").value, 2);                                        // the user's wins
+  EXPECT_EQ(config.at("publish").value, json::array({"8888:8888", "6006:6006"}));  // lists add up
+  EXPECT_EQ(config.at("env").value, json::array({"JUPYTER_TOKEN=lab"}));
+  EXPECT_EQ(config.at("command").value[0], "jupyter");  // only the system's sets it
+  ASSERT_EQ(config.profile->defined_in.size(), 2U);
+  EXPECT_EQ(config.profile->defined_in[0].kind, Kind::system);
+  EXPECT_EQ(config.profile->defined_in[1].kind, Kind::user);
+}
+
+TEST_F(ConfigTest, ProfileSitsAboveFilesButBelowEnvironmentAndFlags) {
+  write("etc/config.json", R"({"profiles": {"p": {"gpus": 2, "image": "profile", "detach": true}}})");
+  write("work/.gpurun.json", R"({"gpus": 8, "image": "project", "detach": false})");
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  in.profile = "p";
+  in.environment = {{"GPURUN_IMAGE", "env"}};
+  in.flags = {{"gpus", 3}};
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("detach").value, true);  // profile over project
+  EXPECT_EQ(config.at("image").value, "env");
+  EXPECT_EQ(config.at("gpus").value, 3);
+}
+
+TEST_F(ConfigTest, GpurunProfileChoosesAProfileAndTheFlagOverridesIt) {
+  write("home/config.json", R"({"profiles": {"a": {"gpus": 2}, "b": {"gpus": 3}}})");
+  ConfigInputs in = inputs();
+  in.environment = {{"GPURUN_PROFILE", "a"}};
+  Config config = load_config(in);
+  EXPECT_EQ(config.at("gpus").value, 2);
+  EXPECT_EQ(config.profile->chosen_by, "GPURUN_PROFILE");
+  EXPECT_TRUE(config.warnings.empty());
+
+  in.profile = "b";
+  EXPECT_EQ(load_config(in).at("gpus").value, 3);
+}
+
+TEST_F(ConfigTest, UnknownProfileListsTheKnownOnes) {
+  ConfigInputs in = inputs();
+  in.system_file = kData + "profiles-system.json";
+  in.profile = "jupiter";
+  EXPECT_EQ(error_of([&] { load_config(in); }),
+            "unknown profile \"jupiter\" (chosen by --profile) (did you mean \"jupyter\"?); "
+            "known profiles: jupyter, train");
+
+  in.system_file = path("etc/none.json");
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("no configuration file defines any profile"));
+}
+
+TEST_F(ConfigTest, AProfileCannotHoldProfilesOrPolicy) {
+  write("etc/config.json", R"({"profiles": {"p": {"allowed_gpus": [0]}}})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }),
+              AllOf(HasSubstr("key \"profiles.p.allowed_gpus\""), HasSubstr("top level of the system file")));
+  write("etc/config.json", R"({"profiles": {"p": {"profiles": {}}}})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("unknown key \"profiles.p.profiles\""));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Site policy
+
+class PolicyTest : public ConfigTest {
+ protected:
+  Config policy_config() {
+    ConfigInputs in = inputs();
+    in.system_file = kData + "policy-system.json";
+    return load_config(in);
+  }
+};
+
+struct RefusalCase {
+  std::vector<std::string> docker_opts;
+  std::vector<std::string> volumes;
+  bool refused;
+  std::string rule;  // the rule named in the message
+};
+
+void PrintTo(const RefusalCase& c, std::ostream* os) {
+  for (const auto& o : c.docker_opts) *os << o << ' ';
+  for (const auto& v : c.volumes) *os << "-v " << v << ' ';
+}
+
+class Refusal : public PolicyTest, public ::testing::WithParamInterface<RefusalCase> {};
+
+TEST_P(Refusal, EverySpellingOfARefusedOptionIsRefused) {
+  const RefusalCase& c = GetParam();
+  Options options;
+  options.docker_opts = c.docker_opts;
+  options.volumes = c.volumes;
+  const Config config = policy_config();
+  if (!c.refused) {
+    EXPECT_NO_THROW(check_docker_options(config, options));
+    return;
+  }
+  EXPECT_THAT(error_of([&] { check_docker_options(config, options); }),
+              AllOf(HasSubstr("is refused by the site policy \"refused_docker_options\""),
+                    HasSubstr(fmt::format("(rule \"{}\") in {}policy-system.json:6", c.rule, kData))));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Spellings, Refusal,
+    ::testing::Values(RefusalCase{{"--privileged"}, {}, true, "--privileged"},
+                      RefusalCase{{"--privileged=true"}, {}, true, "--privileged"},
+                      RefusalCase{{"--privileged=1"}, {}, true, "--privileged"},
+                      RefusalCase{{"--privileged=false"}, {}, false, ""},
+                      RefusalCase{{"--ipc=host"}, {}, false, ""},
+                      RefusalCase{{"--pid=host"}, {}, true, "--pid=host"},
+                      RefusalCase{{"--pid", "host"}, {}, true, "--pid=host"},
+                      RefusalCase{{"--pid=container:web"}, {}, false, ""},
+                      RefusalCase{{"--network=host"}, {}, true, "--network host"},
+                      RefusalCase{{"--net", "host"}, {}, true, "--network host"},  // the old alias
+                      RefusalCase{{"--network", "bridge"}, {}, false, ""},
+                      RefusalCase{{"-it", "--rm", "-v", "/var/run/docker.sock:/var/run/docker.sock"}, {}, true,
+                                  "-v /var/run/docker.sock"},
+                      RefusalCase{{"-v/var/run/docker.sock:/d.sock"}, {}, true, "-v /var/run/docker.sock"},
+                      RefusalCase{{"--volume=/var/run/docker.sock:/s:ro"}, {}, true, "-v /var/run/docker.sock"},
+                      RefusalCase{{}, {"/var/run/docker.sock:/var/run/docker.sock"}, true, "-v /var/run/docker.sock"},
+                      RefusalCase{{}, {"/var/run:/host-run"}, true, "-v /var/run/docker.sock"},  // exposes it
+                      RefusalCase{{}, {"/:/host:ro"}, true, "-v /var/run/docker.sock"},
+                      RefusalCase{{}, {"/var/lib/data:/data", "cache:/cache"}, false, ""},
+                      RefusalCase{{"--mount", "type=bind,src=/var/run/docker.sock,dst=/s"}, {}, true,
+                                  "-v /var/run/docker.sock"},
+                      RefusalCase{{"--mount=type=bind,source=/var/run/,target=/r"}, {}, true,
+                                  "-v /var/run/docker.sock"},
+                      RefusalCase{{"--mount", "type=volume,src=data,dst=/data"}, {}, false, ""},
+                      RefusalCase{{"--cap-add=cap_sys_admin"}, {}, true, "--cap-add SYS_ADMIN"},
+                      RefusalCase{{"--cap-add", "NET_ADMIN"}, {}, false, ""},
+                      RefusalCase{{"--shm-size", "--privileged"}, {}, false, ""}));  // a value, not an option
+
+TEST_F(PolicyTest, RefusalNamesWhereTheOptionCameFrom) {
+  write("home/config.json", "{\n  \"docker_opts\": [\"--pid=host\"]\n}\n");
+  ConfigInputs in = inputs();
+  in.system_file = kData + "policy-system.json";
+  Config config = load_config(in);
+  Options options;
+  apply_to(config, options);
+  EXPECT_EQ(error_of([&] { check_policy(config, options); }),
+            fmt::format("docker option \"--pid=host\" (from user {}:2) is refused by the site policy "
+                        "\"refused_docker_options\" (rule \"--pid=host\") in {}policy-system.json:6",
+                        path("home/config.json"), kData));
+
+  in.flags = {{"docker_opts", json::array({"--privileged"})}};
+  config = load_config(in);
+  apply_to(config, options);
+  EXPECT_THAT(error_of([&] { check_policy(config, options); }), HasSubstr("\"--privileged\" (from flag --docker-opt)"));
+}
+
+TEST_F(PolicyTest, GpuCountIsCappedByMaxGpusPerLaunchAndAllowedGpus) {
+  const Config config = policy_config();
+  EXPECT_NO_THROW(check_gpu_count(config, 2));
+  EXPECT_EQ(error_of([&] { check_gpu_count(config, 3); }),
+            fmt::format("3 GPUs asked for, but the site policy \"max_gpus_per_launch\" in {}policy-system.json:5 "
+                        "allows at most 2 per launch",
+                        kData));
+
+  write("etc/config.json", R"({"allowed_gpus": [2, 5]})");
+  const Config two = load_config(inputs());
+  EXPECT_THAT(error_of([&] { check_gpu_count(two, 3); }),
+              HasSubstr("the site policy \"allowed_gpus\" in " + path("etc/config.json") + ":1 offers only 2: 2, 5"));
+}
+
+TEST_F(PolicyTest, AllowedGpusFilter) {
+  const Config config = policy_config();
+  EXPECT_TRUE(gpu_allowed(config, 0));
+  EXPECT_TRUE(gpu_allowed(config, 3));
+  EXPECT_FALSE(gpu_allowed(config, 4));
+  EXPECT_EQ(gpu_not_allowed_reason(config),
+            fmt::format("not offered by the site policy \"allowed_gpus\" in {}policy-system.json:4", kData));
+  EXPECT_TRUE(gpu_allowed(load_config(inputs()), 7));  // no policy: every GPU
+}
+
+TEST_F(PolicyTest, UserAndProjectFilesCannotSetPolicy) {
+  write("home/config.json", "{\n  \"allowed_gpus\": [0, 1, 2, 3, 4, 5, 6, 7]\n}");
+  EXPECT_EQ(error_of([&] { load_config(inputs()); }),
+            path("home/config.json") +
+                ":2: key \"allowed_gpus\": site policy keys belong in the system file /etc/gpurun/config.json; a user "
+                "or project file cannot set them");
+
+  fs::remove(path("home/config.json"));
+  write("work/.gpurun.json", R"({"max_gpus_per_launch": 8})");
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("site policy keys belong in the system file"));
+
+  in.cwd.clear();
+  in.extra_files = {write("extra.json", R"({"refused_docker_options": []})")};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("site policy keys belong in the system file"));
+}
+
+TEST_F(PolicyTest, PolicyHoldsUnderNoConfigAndCannotComeFromTheEnvironment) {
+  ConfigInputs in = inputs();
+  in.system_file = kData + "policy-system.json";
+  in.no_config = true;
+  in.environment = {{"GPURUN_MAX_GPUS_PER_LAUNCH", "8"}};
+  const Config config = load_config(in);
+  EXPECT_EQ(config.policy.max_gpus_per_launch, 2);
+  EXPECT_EQ(config.at("image").value, nullptr);  // the system file's options do not count
+  EXPECT_THAT(config.warnings, ElementsAre(HasSubstr("ignoring GPURUN_MAX_GPUS_PER_LAUNCH")));
+}
+
+TEST_F(PolicyTest, AMalformedRuleIsRefusedAtLoad) {
+  write("etc/config.json", "{\n  \"refused_docker_options\": [\"privileged\"]\n}");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }),
+              AllOf(HasSubstr(path("etc/config.json") + ":2: key \"refused_docker_options\""),
+                    HasSubstr("\"privileged\" is not one docker option")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broken files
+
+TEST_F(ConfigTest, SyntaxErrorNamesFileLineAndColumn) {
+  ConfigInputs in = inputs();
+  in.user_file = kData + "syntax-error.json";
+  const std::string message = error_of([&] { load_config(in); });
+  // The position is where the parser stopped: the end of the token it could not take.
+  EXPECT_THAT(message, HasSubstr(kData + "syntax-error.json:4:8: syntax error while parsing object - "
+                                         "unexpected string literal"));
+  EXPECT_THAT(message, Not(HasSubstr("json.exception")));
+}
+
+// nlohmann counts a bad literal that ends a line as "line 4, column 0"; the line of the literal is meant.
+TEST_F(ConfigTest, SyntaxErrorPointsAtTheLineOfTheBadToken) {
+  write("home/config.json", "{\n  \"image\": \"x\",\n  \"gpus\": tru\n}\n");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }),
+              HasSubstr("config.json:3:14: syntax error while parsing value - invalid literal"));
+}
+
+TEST_F(ConfigTest, TrailingCommaIsASyntaxError) {
+  write("home/config.json", "{\n  \"image\": \"x\",\n}\n");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("config.json:3:1: syntax error"));
+}
+
+TEST_F(ConfigTest, UnknownKeyNamesLineAndSuggests) {
+  ConfigInputs in = inputs();
+  in.user_file = kData + "unknown-key.json";
+  EXPECT_EQ(error_of([&] { load_config(in); }),
+            kData + "unknown-key.json:4: unknown key \"imgae\" (did you mean \"image\"?)");
+}
+
+TEST_F(ConfigTest, SuggestionsCoverFlagSpellingsAndPlurals) {
+  write("home/config.json", R"({"cpus-per-gpu": 8})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("(did you mean \"cpus_per_gpu\"?)"));
+  write("home/config.json", R"({"volume": ["/a:/a"]})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("(did you mean \"volumes\"?)"));
+  write("home/config.json", R"({"colour": "blue"})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }),
+              AllOf(HasSubstr("unknown key \"colour\""), Not(HasSubstr("mean"))));
+}
+
+TEST_F(ConfigTest, WrongTypeNamesKeyAndLine) {
+  ConfigInputs in = inputs();
+  in.system_file = kData + "wrong-type.json";
+  EXPECT_EQ(error_of([&] { load_config(in); }),
+            kData + "wrong-type.json:3: key \"allow_busy\": expected true or false, got \"yes\"");
+}
+
+TEST_F(ConfigTest, WrongTypeInAProfileNamesTheNestedKeyAndItsOwnLine) {
+  ConfigInputs in = inputs();
+  in.user_file = kData + "wrong-type-in-profile.json";
+  EXPECT_EQ(error_of([&] { load_config(in); }),
+            kData + "wrong-type-in-profile.json:4: key \"profiles.big.gpus\": expected a whole number of at least 1, "
+                    "got \"four\"");
+}
+
+struct BadValueCase {
+  std::string file_text;
+  std::string expected;
+};
+
+void PrintTo(const BadValueCase& c, std::ostream* os) { *os << c.file_text; }
+
+class BadValue : public ConfigTest, public ::testing::WithParamInterface<BadValueCase> {};
+
+TEST_P(BadValue, IsRefusedWithKeyAndReason) {
+  write("home/config.json", GetParam().file_text);
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr(GetParam().expected));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, BadValue,
+    ::testing::Values(BadValueCase{R"({"max_memory": "2 parsecs"})", "key \"max_memory\": --max-memory \"2 parsecs\""},
+                      BadValueCase{R"({"max_util": 150})", "key \"max_util\": expected a percentage"},
+                      BadValueCase{R"({"max_util": "lots"})", "key \"max_util\": --max-util \"lots\""},
+                      BadValueCase{R"({"wait": "soon"})", "key \"wait\": --wait=soon"},
+                      BadValueCase{R"({"gpus": 0})", "key \"gpus\": expected a whole number of at least 1, got 0"},
+                      BadValueCase{R"({"gpus": 2.5})", "key \"gpus\": expected a whole number"},
+                      BadValueCase{R"({"cpus_per_gpu": 99999999999})", "key \"cpus_per_gpu\": expected a whole"},
+                      BadValueCase{R"({"smi_timeout": -1})", "key \"smi_timeout\": expected a number of seconds"},
+                      BadValueCase{R"({"volumes": "/a:/a"})", "key \"volumes\": expected a list of strings"},
+                      BadValueCase{R"({"env": ["A=1", 2]})", "key \"env\": expected a list of strings"},
+                      BadValueCase{R"({"profiles": []})", "key \"profiles\": expected an object of named profiles"},
+                      BadValueCase{R"({"profiles": {"p": 1}})", "key \"profiles.p\": expected an object"},
+                      BadValueCase{R"(["image"])", "config.json:1: expected a JSON object"}));
+
+TEST_F(ConfigTest, MissingFilesAreSkippedButAMissingConfigFileIsAnError) {
+  const Config config = load_config(inputs());
+  ASSERT_EQ(config.files.size(), 2U);
+  EXPECT_EQ(config.files[0].state, ConfigFile::State::not_found);
+  EXPECT_EQ(config.files[1].state, ConfigFile::State::not_found);
+
+  ConfigInputs in = inputs();
+  in.extra_files = {path("nowhere.json")};
+  EXPECT_EQ(error_of([&] { load_config(in); }), "configuration file " + path("nowhere.json") + " does not exist");
+  in.extra_files = {path("etc")};
+  EXPECT_THAT(error_of([&] { load_config(in); }),
+              HasSubstr("cannot read configuration file " + path("etc") + ": it is a directory"));
+  const std::string fifo = path("fifo.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  in.extra_files = {fifo};  // refused at once, not waited on
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("it is not a regular file"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comments
+
+TEST_F(ConfigTest, CommentsAreIgnoredOutsideStrings) {
+  ConfigInputs in = inputs();
+  in.user_file = kData + "commented.json";
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("image").value, "registry.lab//mirror/pytorch:24.05");
+  EXPECT_EQ(config.at("image").source.line, 5U);
+  EXPECT_EQ(config.at("gpus").value, 1);  // commented out
+  EXPECT_EQ(config.at("env").value, json::array({"NOTE=see http://wiki.lab/gpus /* not a comment */"}));
+}
+
+TEST_F(ConfigTest, ABlankOrCommentOnlyFileSetsNothing) {
+  write("etc/config.json", "");
+  write("home/config.json", "// nothing yet\n/* later */\n");
+  const Config config = load_config(inputs());
+  EXPECT_EQ(config.files[1].state, ConfigFile::State::loaded);
+  EXPECT_EQ(config.at("image").source.kind, Kind::defaults);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Project files
+
+TEST_F(ConfigTest, ProjectFileIsFoundInTheNearestParent) {
+  write("work/.gpurun.json", R"({"image": "outer"})");
+  const std::string inner = write("work/proj/.gpurun.json", R"({"image": "inner"})");
+  EXPECT_EQ(find_project_file(path("work/proj/src/deep")), inner);
+  EXPECT_EQ(find_project_file(path("work/proj/src/deep/")), inner);
+  EXPECT_EQ(find_project_file(path("work/proj")), inner);
+  EXPECT_EQ(find_project_file(path("work")), path("work/.gpurun.json"));
+
+  ConfigInputs in = inputs();
+  in.cwd = path("work/proj/src/deep");
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("image").value, "inner");
+  EXPECT_EQ(config.at("image").source.describe(), "project " + inner + ":1");
+}
+
+TEST_F(ConfigTest, NoProjectFileWhenNoneIsAbove) {
+  // Outside the temporary directory the search is the machine's: skip if some ancestor has one.
+  for (fs::path p = root_; ; p = p.parent_path()) {
+    if (fs::exists(p / ".gpurun.json")) GTEST_SKIP() << "this machine has " << (p / ".gpurun.json");
+    if (p == p.root_path()) break;
+  }
+  EXPECT_EQ(find_project_file(path("work/proj/src")), std::nullopt);
+}
+
+TEST_F(ConfigTest, ProjectFileOfAnotherUserOrWritableByAnyoneIsIgnored) {
+  const std::string file = write("work/.gpurun.json", R"({"image": "planted"})");
+  ConfigInputs in = inputs();
+  in.cwd = path("work/proj");
+  // Owned by someone else: as root, give the file away; otherwise, claim to be the next uid.
+  if (::geteuid() == 0)
+    ASSERT_EQ(::chown(file.c_str(), 12345, 12345), 0);
+  else
+    in.user_id = ::geteuid() + 1;
+  Config config = load_config(in);
+  EXPECT_EQ(config.at("image").value, nullptr);
+  EXPECT_THAT(config.warnings, ElementsAre(AllOf(HasSubstr("ignoring " + file), HasSubstr("belongs to uid"))));
+  EXPECT_EQ(config.files.back().state, ConfigFile::State::untrusted);
+
+  // Our own, but anyone may write it.
+  in.user_id.reset();
+  ASSERT_EQ(::chown(file.c_str(), ::geteuid(), ::getegid()), 0);
+  ASSERT_EQ(::chmod(file.c_str(), 0666), 0);
+  config = load_config(in);
+  EXPECT_EQ(config.at("image").value, nullptr);
+  EXPECT_THAT(config.warnings, ElementsAre(HasSubstr("anyone may write it")));
+
+  ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  EXPECT_EQ(load_config(in).at("image").value, "planted");
+}
+
+TEST_F(ConfigTest, AFoundProjectFileCannotChooseProgramsButAConfigFileCan) {
+  write("work/.gpurun.json", "{\n  \"image\": \"x\",\n  \"docker\": \"./evil.sh\"\n}");
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  EXPECT_THAT(error_of([&] { load_config(in); }),
+              AllOf(HasSubstr(path("work/.gpurun.json") + ":3: key \"docker\": a project's .gpurun.json cannot"),
+                    HasSubstr("GPURUN_DOCKER or --docker")));
+
+  in.cwd.clear();
+  in.extra_files = {path("work/.gpurun.json")};
+  EXPECT_EQ(load_config(in).at("docker").value, "./evil.sh");
+}
+
+// ---------------------------------------------------------------------------------------------
+// --no-config, environment, flags
+
+TEST_F(ConfigTest, NoConfigIgnoresEveryFileButConfigFilesGivenWithIt) {
+  write("etc/config.json", R"({"image": "sys", "profiles": {"p": {"gpus": 2}}})");
+  write("home/config.json", R"({"image": "user"})");
+  write("work/.gpurun.json", R"({"image": "project"})");
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  in.no_config = true;
+  in.environment = {{"GPURUN_DETACH", "yes"}};
+  Config config = load_config(in);
+  EXPECT_EQ(config.at("image").value, nullptr);
+  EXPECT_EQ(config.at("detach").value, true);  // the environment still counts
+  EXPECT_EQ(config.files[0].state, ConfigFile::State::ignored);
+  EXPECT_EQ(config.files[1].state, ConfigFile::State::ignored);
+  EXPECT_TRUE(config.profiles.empty());
+
+  in.extra_files = {write("ci.json", R"({"image": "ci"})")};
+  EXPECT_EQ(load_config(in).at("image").value, "ci");
+}
+
+TEST_F(ConfigTest, EnvironmentValuesAreReadByType) {
+  ConfigInputs in = inputs();
+  in.environment = {{"GPURUN_ALLOW_BUSY", "on"},     {"GPURUN_CPUS_PER_GPU", "12"},
+                    {"GPURUN_WAIT", "forever"},       {"GPURUN_MAX_UTIL", "25%"},
+                    {"GPURUN_DOCKER_OPTS", R"(["--ipc=host", "--shm-size", "8g"])"},
+                    {"GPURUN_NAME", ""}};  // empty: unset
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("allow_busy").value, true);
+  EXPECT_EQ(config.at("cpus_per_gpu").value, 12);
+  EXPECT_EQ(config.at("wait").value, true);
+  EXPECT_EQ(config.at("max_util").value, "25%");
+  EXPECT_EQ(config.at("docker_opts").value, json::array({"--ipc=host", "--shm-size", "8g"}));
+  EXPECT_EQ(config.at("name").source.kind, Kind::defaults);
+}
+
+TEST_F(ConfigTest, BadEnvironmentValuesNameTheVariable) {
+  ConfigInputs in = inputs();
+  in.environment = {{"GPURUN_GPUS", "two"}};
+  EXPECT_EQ(error_of([&] { load_config(in); }),
+            "GPURUN_GPUS=\"two\": expected a whole number of at least 1, got \"two\"");
+  in.environment = {{"GPURUN_VOLUMES", "[\"/a:/a\""}};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("GPURUN_VOLUMES: not a JSON list of strings"));
+}
+
+TEST_F(ConfigTest, UnknownEnvironmentVariablesAreWarnedAbout) {
+  ConfigInputs in = inputs();
+  in.environment = {{"GPURUN_IMGAE", "x"}};
+  EXPECT_THAT(load_config(in).warnings,
+              ElementsAre("ignoring GPURUN_IMGAE: gpurun has no such setting (did you mean \"GPURUN_IMAGE\"?)"));
+}
+
+TEST_F(ConfigTest, BadFlagValuesNameTheFlag) {
+  ConfigInputs in = inputs();
+  in.flags = {{"max_util", "lots"}};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("--max-util: --max-util \"lots\""));
+  in.flags = {{"dry_run", true}};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("\"dry_run\""));
+}
+
+TEST(ConfigPaths, UserFileFollowsXdgThenHome) {
+  EXPECT_EQ(default_user_config_path("/x/cfg", "/home/a"), "/x/cfg/gpurun/config.json");
+  EXPECT_EQ(default_user_config_path(std::nullopt, "/home/a"), "/home/a/.config/gpurun/config.json");
+  EXPECT_EQ(default_user_config_path("relative/cfg", "/home/a"), "/home/a/.config/gpurun/config.json");
+  EXPECT_EQ(default_user_config_path("", "/home/a"), "/home/a/.config/gpurun/config.json");
+  EXPECT_EQ(default_user_config_path(std::nullopt, std::nullopt), std::nullopt);
+}
+
+TEST(ConfigPaths, GpurunEnvironmentTakesOnlyGpurunVariables) {
+  const char* envp[] = {"HOME=/home/a", "GPURUN_IMAGE=me/x:1", "GPURUN_ENV=A=1", "XGPURUN_IMAGE=no", nullptr};
+  EXPECT_EQ(gpurun_environment(envp),
+            (std::map<std::string, std::string>{{"GPURUN_ENV", "A=1"}, {"GPURUN_IMAGE", "me/x:1"}}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options, report, starter
+
+TEST_F(ConfigTest, ApplyToFillsOptions) {
+  write("home/config.json", R"({"max_util": 20, "ignore_containers": true, "wait": true, "cpus_per_gpu": 12,
+                               "image": "me/x", "volumes": ["/a:/a"], "command": ["python", "t.py"], "gpus": 2})");
+  Options options;
+  options.dry_run = true;
+  apply_to(load_config(inputs()), options);
+  EXPECT_EQ(options.max_util, "20");
+  EXPECT_FALSE(options.container_awareness);
+  EXPECT_EQ(options.wait, "");
+  EXPECT_EQ(options.cpus_per_gpu, 12);
+  EXPECT_EQ(options.host_cpus, std::nullopt);
+  EXPECT_EQ(options.image, "me/x");
+  EXPECT_EQ(options.volumes, std::vector<std::string>{"/a:/a"});
+  EXPECT_THAT(options.command, ElementsAre("python", "t.py"));
+  EXPECT_EQ(options.gpus, 2);
+  EXPECT_TRUE(options.dry_run);  // not a config key: left alone
+}
+
+TEST_F(ConfigTest, DefaultsEqualTheOptionsDefaults) {
+  Options from_config;
+  from_config.lock_dir = "changed";
+  apply_to(load_config(inputs()), from_config);
+  const Options plain;
+  EXPECT_EQ(from_config.nvidia_smi, plain.nvidia_smi);
+  EXPECT_EQ(from_config.smi_timeout_s, plain.smi_timeout_s);
+  EXPECT_EQ(from_config.max_util, plain.max_util);
+  EXPECT_EQ(from_config.max_memory, plain.max_memory);
+  EXPECT_EQ(from_config.docker, plain.docker);
+  EXPECT_EQ(from_config.lock_dir, plain.lock_dir);
+  EXPECT_EQ(from_config.gpus, plain.gpus);
+  EXPECT_EQ(from_config.container_awareness, plain.container_awareness);
+  EXPECT_EQ(from_config.wait, plain.wait);
+  EXPECT_EQ(from_config.cpus_per_gpu, plain.cpus_per_gpu);
+}
+
+TEST_F(ConfigTest, ReportListsEveryKeyWithItsSource) {
+  write("home/config.json", "{\n  \"image\": \"me/x\",\n  \"volumes\": [\"/a:/a\"]\n}");
+  ConfigInputs in = inputs();
+  in.system_file = kData + "policy-system.json";
+  in.flags = {{"volumes", "/b:/b"}};
+  const Config config = load_config(in);
+
+  const std::string table = config_report_table(config);
+  for (const ConfigKey& key : config_keys()) EXPECT_THAT(table, HasSubstr(key.name)) << key.name;
+  EXPECT_THAT(table, HasSubstr("\"me/x\""));
+  EXPECT_THAT(table, HasSubstr("user " + path("home/config.json") + ":2"));
+  EXPECT_THAT(table, HasSubstr("user " + path("home/config.json") + ":3 + flag --volume"));
+  EXPECT_THAT(table, HasSubstr("site policy, system " + kData + "policy-system.json:5"));
+  EXPECT_THAT(table, HasSubstr("loaded"));
+
+  const json report = config_report_json(config);
+  for (const ConfigKey& key : config_keys()) {
+    if (key.site_policy) {
+      EXPECT_TRUE(report["policy"].contains(key.name)) << key.name;
+    } else {
+      EXPECT_TRUE(report["keys"][key.name].contains("source")) << key.name;
+    }
+  }
+  EXPECT_EQ(report["keys"]["image"]["source"],
+            (json{{"layer", "user"}, {"where", path("home/config.json")}, {"line", 2}}));
+  EXPECT_EQ(report["keys"]["docker"]["source"], (json{{"layer", "default"}}));
+  EXPECT_EQ(report["keys"]["volumes"]["items"][1]["source"]["layer"], "flag");
+  EXPECT_EQ(report["policy"]["max_gpus_per_launch"]["value"], 2);
+  EXPECT_EQ(report["files"][0]["state"], "loaded");
+}
+
+TEST_F(ConfigTest, StarterFileParsesAndChangesNothing) {
+  ConfigInputs in = inputs();
+  in.user_file = write("home/starter.json", starter_user_config());
+  const Config config = load_config(in);
+  for (const auto& [key, value] : config.values) EXPECT_EQ(value.source.kind, Kind::defaults) << key;
+}
+
+TEST_F(ConfigTest, StarterFileStillParsesWithEveryExampleUncommented) {
+  std::istringstream starter(starter_user_config());
+  std::string uncommented;
+  for (std::string line; std::getline(starter, line);) {
+    if (line.starts_with("  // \"") || line.starts_with("    // \"")) line.erase(line.find("// "), 3);
+    uncommented += line + "\n";
+  }
+  ConfigInputs in = inputs();
+  in.user_file = write("home/uncommented.json", uncommented);
+  in.profile = "jupyter";
+  const Config config = load_config(in);
+  for (const ConfigKey& key : config_keys()) {
+    if (!key.site_policy) {
+      EXPECT_NE(config.at(key.name).source.kind, Kind::defaults) << key.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpurun

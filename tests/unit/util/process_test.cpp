@@ -1,0 +1,237 @@
+// Unit tests for run_process / run_processes: output capture, exact ends, deadlines, environment.
+#include "util/process.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using End = ProcessResult::End;
+using Clock = std::chrono::steady_clock;
+
+ProcessResult sh(const std::string& script, std::chrono::milliseconds timeout = 5s) {
+  return run_process({{"/bin/sh", "-c", script}, {}}, timeout);
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+TEST(RunProcess, CapturesStdoutAndStderrSeparatelyWithTheExitCode) {
+  const ProcessResult r = sh("echo out; echo err >&2; exit 3");
+  EXPECT_EQ(r.end, End::exited);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_FALSE(r.succeeded());
+}
+
+TEST(RunProcess, ExitZeroSucceeds) {
+  const ProcessResult r = run_process({{"true"}, {}}, 5s);
+  EXPECT_EQ(r.end, End::exited);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.succeeded());
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(RunProcess, ArgvIsPassedAsIsWithoutAShell) {
+  const ProcessResult r = run_process({{"printf", "%s|", "two words", "$HOME", "*", ""}, {}}, 5s);
+  EXPECT_TRUE(r.succeeded()) << r.err;
+  EXPECT_EQ(r.out, "two words|$HOME|*||");
+}
+
+TEST(RunProcess, DeathBySignalIsKeptDistinctFromAnExitCode) {
+  const ProcessResult r = sh("kill -TERM $$");
+  EXPECT_EQ(r.end, End::signaled);
+  EXPECT_EQ(r.signal, SIGTERM);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(r.succeeded());
+}
+
+TEST(RunProcess, ChildGetsDefaultSignalHandlingEvenIfWeIgnoreTheSignal) {
+  struct sigaction ignore {};
+  struct sigaction old {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGTERM, &ignore, &old), 0);
+  const ProcessResult r = sh("kill -TERM $$; echo survived");
+  ::sigaction(SIGTERM, &old, nullptr);
+  EXPECT_EQ(r.end, End::signaled);
+  EXPECT_EQ(r.signal, SIGTERM);
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(RunProcess, TimeoutKillsTheChild) {
+  const auto start = Clock::now();
+  const ProcessResult r = run_process({{"sleep", "30"}, {}}, 200ms);
+  EXPECT_EQ(r.end, End::timed_out);
+  EXPECT_FALSE(r.succeeded());
+  EXPECT_LT(seconds_since(start), 5.0) << "run_process did not return soon after its deadline";
+}
+
+TEST(RunProcess, TimeoutKeepsTheOutputReadSoFar) {
+  const ProcessResult r = sh("echo started; exec sleep 30", 1s);
+  EXPECT_EQ(r.end, End::timed_out);
+  EXPECT_EQ(r.out, "started\n");
+}
+
+TEST(RunProcess, MissingProgramIsNotStartedWithEnoent) {
+  const ProcessResult r = run_process({{"gpurun-no-such-program-xyz"}, {}}, 5s);
+  EXPECT_EQ(r.end, End::not_started);
+  EXPECT_EQ(r.spawn_errno, ENOENT);
+  EXPECT_FALSE(r.succeeded());
+
+  const ProcessResult by_path = run_process({{"/nonexistent/dir/prog"}, {}}, 5s);
+  EXPECT_EQ(by_path.end, End::not_started);
+  EXPECT_EQ(by_path.spawn_errno, ENOENT);
+}
+
+TEST(RunProcess, EmptyArgvIsNotStarted) {
+  const ProcessResult r = run_process({{}, {}}, 5s);
+  EXPECT_EQ(r.end, End::not_started);
+  EXPECT_NE(r.spawn_errno, 0);
+}
+
+TEST(RunProcess, ExtraEnvIsSeenByTheChildAndOverridesOurs) {
+  ASSERT_EQ(::setenv("GPURUN_TEST_OVERRIDDEN", "old", 1), 0);
+  ASSERT_EQ(::setenv("GPURUN_TEST_INHERITED", "kept", 1), 0);
+  const ProcessResult r =
+      run_process({{"/bin/sh", "-c",
+                    "printf '%s %s %s' \"$GPURUN_TEST_OVERRIDDEN\" \"$GPURUN_TEST_ADDED\" \"$GPURUN_TEST_INHERITED\""},
+                   {{"GPURUN_TEST_OVERRIDDEN", "new"}, {"GPURUN_TEST_ADDED", "a b=c"}}},
+                  5s);
+  ::unsetenv("GPURUN_TEST_OVERRIDDEN");
+  ::unsetenv("GPURUN_TEST_INHERITED");
+  EXPECT_TRUE(r.succeeded()) << r.err;
+  EXPECT_EQ(r.out, "new a b=c kept");
+}
+
+TEST(RunProcess, OverriddenVariableAppearsOnlyOnce) {
+  ASSERT_EQ(::setenv("GPURUN_TEST_ONCE", "old", 1), 0);
+  const ProcessResult r =
+      run_process({{"/bin/sh", "-c", "env | grep -c '^GPURUN_TEST_ONCE='"}, {{"GPURUN_TEST_ONCE", "new"}}}, 5s);
+  ::unsetenv("GPURUN_TEST_ONCE");
+  EXPECT_EQ(r.out, "1\n");
+}
+
+TEST(RunProcess, LaterExtraEnvEntryWins) {
+  const ProcessResult r = run_process({{"/bin/sh", "-c", "env | grep '^GPURUN_TEST_TWICE='"},
+                                       {{"GPURUN_TEST_TWICE", "first"}, {"GPURUN_TEST_TWICE", "second"}}},
+                                      5s);
+  EXPECT_EQ(r.out, "GPURUN_TEST_TWICE=second\n");
+}
+
+TEST(RunProcess, StdinIsDevNullNotOurs) {
+  // Give this process a stdin that has data and never ends, so that a child inheriting it
+  // would print the data and then block until killed.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "leaked\n", 7), 7);
+  const int saved_stdin = ::dup(STDIN_FILENO);
+  ASSERT_GE(saved_stdin, 0);
+  ASSERT_EQ(::dup2(fds[0], STDIN_FILENO), STDIN_FILENO);
+
+  const auto start = Clock::now();
+  const ProcessResult r = run_process({{"cat"}, {}}, 3s);
+  const double took = seconds_since(start);
+
+  ::dup2(saved_stdin, STDIN_FILENO);
+  ::close(saved_stdin);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(r.end, End::exited);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_LT(took, 2.0) << "cat waited for input";
+}
+
+TEST(RunProcess, BackgroundGrandchildHoldingThePipeDoesNotHideTheExit) {
+  // The child exits at once; what it left running keeps stdout open until the deadline.
+  const ProcessResult r = sh("sleep 3 & echo hi", 1s);
+  EXPECT_EQ(r.end, End::exited);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "hi\n");
+}
+
+TEST(RunProcess, LargeOutputIsCapturedCompletelyWithoutDeadlock) {
+  const ProcessResult r = sh("head -c 5000000 /dev/zero; head -c 3000000 /dev/zero | tr '\\0' e >&2", 30s);
+  EXPECT_EQ(r.end, End::exited);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.size(), 5'000'000u);
+  EXPECT_EQ(r.out, std::string(5'000'000, '\0'));
+  EXPECT_EQ(r.err.size(), 3'000'000u);
+  EXPECT_EQ(r.err, std::string(3'000'000, 'e'));
+}
+
+TEST(RunProcesses, RunsAllAtOnceAndKeepsResultsInOrder) {
+  const auto start = Clock::now();
+  const auto results = run_processes({{{"/bin/sh", "-c", "sleep 1; echo first"}, {}},
+                                      {{"/bin/sh", "-c", "sleep 1; echo second >&2; exit 4"}, {}},
+                                      {{"gpurun-no-such-program-xyz"}, {}}},
+                                     10s);
+  EXPECT_LT(seconds_since(start), 1.9) << "the two sleeps ran one after the other";
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].end, End::exited);
+  EXPECT_EQ(results[0].out, "first\n");
+  EXPECT_EQ(results[1].end, End::exited);
+  EXPECT_EQ(results[1].exit_code, 4);
+  EXPECT_EQ(results[1].err, "second\n");
+  EXPECT_EQ(results[2].end, End::not_started);
+  EXPECT_EQ(results[2].spawn_errno, ENOENT);
+}
+
+TEST(RunProcesses, OneTimeoutDoesNotHideTheOthersResults) {
+  const auto results = run_processes({{{"sleep", "30"}, {}}, {{"/bin/sh", "-c", "echo quick"}, {}}}, 1s);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].end, End::timed_out);
+  EXPECT_EQ(results[1].end, End::exited);
+  EXPECT_EQ(results[1].out, "quick\n");
+}
+
+TEST(RunProcesses, EmptyListGivesNoResults) { EXPECT_TRUE(run_processes({}, 1s).empty()); }
+
+TEST(DescribeEnd, SaysHowTheProcessEnded) {
+  ProcessResult exited;
+  exited.end = End::exited;
+  exited.exit_code = 2;
+  EXPECT_EQ(describe_end(exited, 10s), "exited with status 2");
+
+  ProcessResult signaled;
+  signaled.end = End::signaled;
+  signaled.signal = SIGKILL;
+  EXPECT_EQ(describe_end(signaled, 10s), "was killed by signal 9 (Killed)");
+
+  ProcessResult timed_out;
+  timed_out.end = End::timed_out;
+  EXPECT_THAT(describe_end(timed_out, 10s), HasSubstr("10 s"));
+  EXPECT_THAT(describe_end(timed_out, 1500ms), HasSubstr("1.5 s"));
+
+  ProcessResult not_started;
+  not_started.end = End::not_started;
+  not_started.spawn_errno = ENOENT;
+  EXPECT_THAT(describe_end(not_started, 10s), HasSubstr(std::strerror(ENOENT)));
+}
+
+TEST(DescribeEnd, TimeoutAndStartFailureTextsMatchTheHeader) {
+  ProcessResult timed_out;
+  timed_out.end = End::timed_out;
+  EXPECT_EQ(describe_end(timed_out, 10s), "did not answer within 10 s and was killed");
+
+  ProcessResult not_started;
+  not_started.end = End::not_started;
+  not_started.spawn_errno = ENOENT;
+  EXPECT_EQ(describe_end(not_started, 10s), std::string("could not be started: ") + std::strerror(ENOENT));
+}
+
+}  // namespace
+}  // namespace gpurun

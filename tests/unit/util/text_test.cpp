@@ -1,0 +1,138 @@
+// Unit tests for gpurun::text: the string helpers under the parsers.
+#include "util/text.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurun::text {
+namespace {
+
+using ::testing::ElementsAre;
+
+std::vector<std::string> strings(const std::vector<std::string_view>& views) { return {views.begin(), views.end()}; }
+
+// Line numbers and texts, flattened so that a whole result compares in one assertion.
+std::vector<std::pair<std::size_t, std::string>> numbered(const std::vector<Line>& lines) {
+  std::vector<std::pair<std::size_t, std::string>> out;
+  for (const Line& line : lines) out.emplace_back(line.number, std::string(line.text));
+  return out;
+}
+
+TEST(Trim, RemovesAsciiWhitespaceAtBothEndsOnly) {
+  EXPECT_EQ(trim("  a b \t\r\n"), "a b");
+  EXPECT_EQ(trim("\v\fx\f\v"), "x");
+  EXPECT_EQ(trim("abc"), "abc");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(trim(" \t\r\n "), "");
+}
+
+TEST(ToLowerToUpper, ChangeAsciiLettersAndLeaveOtherBytes) {
+  EXPECT_EQ(to_lower("Memory.Used [MiB]"), "memory.used [mib]");
+  EXPECT_EQ(to_lower("\xc3\x89T\xc3\x89"), "\xc3\x89t\xc3\x89");  // UTF-8 bytes untouched
+  EXPECT_EQ(to_upper("docker_opts cap_sys_admin"), "DOCKER_OPTS CAP_SYS_ADMIN");
+  EXPECT_EQ(to_upper("\xc3\xa9t\xc3\xa9"), "\xc3\xa9T\xc3\xa9");  // UTF-8 bytes untouched
+}
+
+TEST(Split, KeepsEmptyFieldsAndNeverReturnsNothing) {
+  EXPECT_THAT(strings(split("a, b,c", ',')), ElementsAre("a", " b", "c"));
+  EXPECT_THAT(strings(split("a,,b", ',')), ElementsAre("a", "", "b"));
+  EXPECT_THAT(strings(split("a,", ',')), ElementsAre("a", ""));
+  EXPECT_THAT(strings(split(",", ',')), ElementsAre("", ""));
+  EXPECT_THAT(strings(split("", ',')), ElementsAre(""));
+  EXPECT_THAT(strings(split("no separator", ',')), ElementsAre("no separator"));
+}
+
+TEST(NonBlankLines, NumbersLinesFromOneAndSkipsBlankOnes) {
+  EXPECT_THAT(numbered(non_blank_lines("\nfirst\n  \n\t\nsecond\nthird\n\n")),
+              ElementsAre(std::pair{2u, "first"}, std::pair{5u, "second"}, std::pair{6u, "third"}));
+}
+
+TEST(NonBlankLines, StripsTheCarriageReturnOfCrlfLines) {
+  EXPECT_THAT(numbered(non_blank_lines("a, b\r\n\r\nc\r\n")), ElementsAre(std::pair{1u, "a, b"}, std::pair{3u, "c"}));
+}
+
+TEST(NonBlankLines, KeepsTheLastLineWithoutNewlineAndInnerSpaces) {
+  EXPECT_THAT(numbered(non_blank_lines("x\n  indented ")),
+              ElementsAre(std::pair{1u, "x"}, std::pair{2u, "  indented "}));
+}
+
+TEST(NonBlankLines, EmptyOrBlankInputHasNoLines) {
+  EXPECT_TRUE(non_blank_lines("").empty());
+  EXPECT_TRUE(non_blank_lines("\n\r\n \n").empty());
+}
+
+TEST(ParseDouble, AcceptsWholeStringNumbers) {
+  EXPECT_EQ(parse_double("0"), 0.0);
+  EXPECT_EQ(parse_double("42"), 42.0);
+  EXPECT_EQ(parse_double("-3.5"), -3.5);
+  EXPECT_EQ(parse_double("61.20"), 61.2);
+  EXPECT_EQ(parse_double("1e3"), 1000.0);
+}
+
+TEST(ParseDouble, RejectsAnythingButExactlyOneFiniteNumber) {
+  for (const char* bad : {"", "inf", "-inf", "infinity", "nan", "NaN", "1x", "x1", "1 2", " 1", "1 ", "1e999", "0x10",
+                          ".", "-", "1,5", "[N/A]"})
+    EXPECT_EQ(parse_double(bad), std::nullopt) << "input: \"" << bad << "\"";
+}
+
+TEST(ParseInteger, AcceptsWholeStringIntegers) {
+  EXPECT_EQ(parse_integer("0"), 0);
+  EXPECT_EQ(parse_integer("3858903"), 3858903);
+  EXPECT_EQ(parse_integer("-7"), -7);
+  EXPECT_EQ(parse_integer("9223372036854775807"), 9223372036854775807LL);
+}
+
+TEST(ParseInteger, RejectsFractionsOverflowAndText) {
+  for (const char* bad : {"", "inf", "nan", "1x", "1.5", "1e3", " 1", "1 ", "9223372036854775808", "two", "-"})
+    EXPECT_EQ(parse_integer(bad), std::nullopt) << "input: \"" << bad << "\"";
+}
+
+struct SplitUnitCase {
+  const char* input;
+  const char* number;
+  const char* unit;
+};
+
+void PrintTo(const SplitUnitCase& c, std::ostream* os) { *os << '"' << c.input << '"'; }
+
+class SplitUnit : public ::testing::TestWithParam<SplitUnitCase> {};
+
+TEST_P(SplitUnit, SeparatesTheNumberFromItsUnit) {
+  const auto& c = GetParam();
+  const NumberWithUnit result = split_unit(c.input);
+  EXPECT_EQ(result.number, c.number);
+  EXPECT_EQ(result.unit, c.unit);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SplitUnit,
+                         ::testing::Values(SplitUnitCase{"1234 MiB", "1234", "MiB"}, SplitUnitCase{"45%", "45", "%"},
+                                           SplitUnitCase{" 45 % ", "45", "%"}, SplitUnitCase{"61.20 W", "61.20", "W"},
+                                           SplitUnitCase{"1234", "1234", ""}, SplitUnitCase{"2GiB", "2", "GiB"},
+                                           SplitUnitCase{"1e3 MiB", "1e3", "MiB"},
+                                           // An 'e' not followed by a digit or sign is the start of the unit.
+                                           SplitUnitCase{"12e", "12", "e"}, SplitUnitCase{"5 em", "5", "em"},
+                                           SplitUnitCase{"-1%", "-1", "%"}, SplitUnitCase{"MiB", "", "MiB"},
+                                           SplitUnitCase{"[N/A]", "", "[N/A]"}, SplitUnitCase{"", "", ""}));
+
+TEST(Printable, KeepsPrintableAsciiAsIs) { EXPECT_EQ(printable("GPU 3: 12 MiB, \"ok\""), "GPU 3: 12 MiB, \"ok\""); }
+
+TEST(Printable, EscapesControlAndNonAsciiBytesAsHex) {
+  EXPECT_EQ(printable("a\tb\nc\rd"), "a\\x09b\\x0ac\\x0dd");
+  EXPECT_EQ(printable(std::string_view("\x00\x1b\x7f", 3)), "\\x00\\x1b\\x7f");
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\\xc3\\xa9");
+}
+
+TEST(Printable, TruncatesLongInputWithAnEllipsis) {
+  const std::string long_input(100, 'x');
+  EXPECT_EQ(printable(long_input), std::string(60, 'x') + "...");
+  EXPECT_EQ(printable("abcdefgh", 5), "abcde...");
+  EXPECT_EQ(printable("abcde", 5), "abcde");  // exactly the limit: nothing cut
+}
+
+}  // namespace
+}  // namespace gpurun::text
