@@ -15,6 +15,8 @@
 #include "cli/command_line.hpp"
 #include "render/completion.hpp"
 #include "config/config.hpp"
+#include "config/settings.hpp"
+#include "config/values.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 #include "job/launch.hpp"
@@ -71,117 +73,78 @@ struct Parsed {
   int verbosity = 0;  // --verbose count minus --quiet count
 };
 
+// What CLI11 fills: each registry setting's words as typed (its values are checked and typed by
+// the config layer, with the flag named in any error), and the options about the run itself.
 struct Bindings {
-  std::string from_csv;
-  int cpus_per_gpu = 0;
-  int host_cpus = 0;
+  std::map<std::string, std::string> words;               // key -> the value of a one-value flag
+  std::map<std::string, std::vector<std::string>> lists;  // key -> the values of a repeatable flag
+  std::map<std::string, bool> switches;                   // key -> a boolean flag
   int verbose = 0;
   int quiet = 0;
-  std::string wait;
-  std::string watch;
   std::string profile;
   std::vector<std::string> config_files;
   bool no_config = false;
 };
 
-void bind(CLI::App& app, Options& o, Bindings& b) {
+std::string names_of(const Setting& s) {
+  return s.short_flag.empty() ? std::string(s.flag) : fmt::format("{},{}", s.short_flag, s.flag);
+}
+
+// One CLI11 option per registry setting that has a flag, then the options about configuration
+// and diagnostics themselves.
+void bind(CLI::App& app, Bindings& b) {
   app.set_version_flag("--version", std::string(kVersion));
-  const auto group = [&](const char* name) { return name; };
-  auto* source = group("Where GPU data comes from");
-  app.add_option("--nvidia-smi", o.nvidia_smi, "nvidia-smi program to run")->group(source);
-  app.add_option("--smi-timeout", o.smi_timeout_s, "seconds nvidia-smi may take before it is killed (default 10)")
-      ->group(source);
-  app.add_option("--from-csv", b.from_csv, "read a recorded `nvidia-smi --query-gpu` CSV instead ('-' = stdin)")
-      ->group(source);
-
-  auto* selection = group("Which GPUs are free");
-  app.add_option("--max-util", o.max_util, "busiest utilization still counted free (default 10%)")->group(selection);
-  app.add_option("--max-memory", o.max_memory, "most memory used still counted free: 15%, 500MiB, 2GiB (default 10%)")
-      ->group(selection);
-  app.add_flag("--allow-busy", o.allow_busy, "rank all GPUs, busy ones too, and take the lowest scores")
-      ->group(selection);
-  app.add_flag("--ignore-containers{false}", o.container_awareness,
-               "do not ask the Docker engine which containers hold GPUs")->group(selection);
-  app.add_option("--lock-dir", o.lock_dir, "directory of the GPU reservations (default /run/lock/gpurun)")->group(selection);
-
-  auto* launch = group("The docker run command");
-  app.add_option("--image", o.image, "image to run")->group(launch);
-  app.add_option("--docker", o.docker, "docker client to exec")
-      ->group(launch);
-  app.add_flag("--dry-run", o.dry_run, "print the docker command instead of running it")->group(launch);
-  app.add_flag("--wait{forever}", b.wait,
-               "when too few GPUs are free, wait for them (--wait=30s, 5m, 2h; bare: no limit)")->group(launch);
-  app.add_flag("-d,--detach", o.detach, "run the container in the background; print its name")->group(launch);
-  app.add_option("--cpus-per-gpu", b.cpus_per_gpu, "CPUs per GPU, 8..24 (default: host CPUs / GPUs, within 8..24)")
-      ->group(launch);
-  app.add_option("--host-cpus", b.host_cpus, "CPUs of the docker host (default: this machine's)")->group(launch);
-  app.add_option("--name", o.name, "container name (default: LOGIN_gpuN-M_RANDOM)")->group(launch);
-  app.add_option("-e,--env", o.env, "set an environment variable in the container (repeatable)")
-      ->allow_extra_args(false)->group(launch);
-  app.add_option("-v,--volume", o.volumes, "bind-mount a volume, as docker's -v (repeatable)")
-      ->allow_extra_args(false)->group(launch);
-  app.add_option("-p,--publish", o.publish, "publish a port, as docker's -p (repeatable)")
-      ->allow_extra_args(false)->group(launch);
-  app.add_option("--docker-opt", o.docker_opts, "pass one more argument to docker run verbatim (repeatable)")
-      ->allow_extra_args(false)->group(launch);
-
-  auto* report = group("Job report (--report)");
-  app.add_flag("--report", o.report, "run the job as a child and report its GPU utilization when it ends")
-      ->group(report);
-  app.add_option("--report-json", o.report_json, "also write the report as JSON to this file")->group(report);
-  app.add_option("--report-threshold", o.report_threshold, "below this GPU efficiency (%) give hints (default 80)")
-      ->check(CLI::Range(0.0, 100.0))->group(report);
-  app.add_option("--report-interval", o.report_interval_s, "seconds between samples (default 1)")
-      ->check(CLI::Range(0.1, 3600.0))->group(report);
-
-  auto* watching = group("status --watch");
-  app.add_flag("--watch{2}", b.watch, "status: redraw every SECONDS (default 2) until Ctrl-C")->group(watching);
-  app.add_option("--count", o.watch_count, "status --watch: stop after this many frames")
-      ->check(CLI::NonNegativeNumber)->group(watching);
-
-  auto* configuration = group("Configuration");
+  for (const Setting& s : settings()) {
+    if (!s.flag.starts_with("--")) continue;
+    const std::string key(s.key);
+    const std::string help(s.help);
+    CLI::Option* option = nullptr;
+    if (s.type == ValueType::boolean) {
+      option = app.add_flag(names_of(s), b.switches[key], help);
+    } else if (!s.bare_value.empty()) {  // --wait, --wait=30m
+      option = app.add_flag(fmt::format("{}{{{}}}", names_of(s), s.bare_value), b.words[key], help);
+    } else if (s.type == ValueType::list || s.type == ValueType::appended_list) {
+      option = app.add_option(names_of(s), b.lists[key], help)->allow_extra_args(false);
+    } else {
+      option = app.add_option(names_of(s), b.words[key], help);
+    }
+    option->group(std::string(s.group));
+  }
+  const std::string configuration = "Configuration";
   app.add_option("-P,--profile", b.profile, "use this profile of the config files [env GPURUN_PROFILE]")
       ->group(configuration);
   app.add_option("--config", b.config_files, "read this config file too, above the others (repeatable)")
       ->allow_extra_args(false)->group(configuration);
   app.add_flag("--no-config", b.no_config, "ignore the option values of the system, user and project files")
       ->group(configuration);
-
-  auto* output = group("Output");
-  app.add_flag("--json", o.json, "machine-readable output for pick and status")->group(output);
-  app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group(output);
-  app.add_flag("-q,--quiet", b.quiet, "fewer diagnostics on stderr (repeatable)")->group(output);
+  app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group("Output");
+  app.add_flag("-q,--quiet", b.quiet, "fewer diagnostics on stderr (repeatable)")->group("Output");
 }
 
 bool contains(const auto& list, std::string_view word) {
   return std::find(list.begin(), list.end(), word) != list.end();
 }
 
-// The flags given on this command line, as the top configuration layer (key -> value).
-std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Options& o, const Bindings& b,
-                                                                bool count_given) {
-  const std::map<std::string, nlohmann::json> values{
-      {"nvidia_smi", o.nvidia_smi},     {"smi_timeout", o.smi_timeout_s}, {"max_util", o.max_util},
-      {"max_memory", o.max_memory},     {"allow_busy", true},             {"ignore_containers", true},
-      {"lock_dir", o.lock_dir},         {"docker", o.docker},             {"image", o.image},
-      {"cpus_per_gpu", b.cpus_per_gpu}, {"host_cpus", b.host_cpus},       {"name", o.name},
-      {"env", o.env},                   {"volumes", o.volumes},           {"publish", o.publish},
-      {"docker_opts", o.docker_opts},   {"detach", true},                 {"wait", b.wait},
-      {"report", true}};
+// The flags of `scope` given on this command line (key -> value): the top configuration layer.
+std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Bindings& b, Scope scope) {
   std::vector<std::pair<std::string, nlohmann::json>> flags;
-  for (const ConfigKey& key : config_keys()) {
-    const auto value = values.find(key.name);
-    if (value != values.end() && key.flag.starts_with("--") && app.count(key.flag) > 0) flags.emplace_back(*value);
+  for (const Setting& s : settings()) {
+    if (s.scope != scope || !s.flag.starts_with("--") || app.count(std::string(s.flag)) == 0) continue;
+    const std::string key(s.key);
+    if (s.type == ValueType::boolean)
+      flags.emplace_back(key, b.switches.at(key));
+    else if (b.lists.contains(key))
+      flags.emplace_back(key, b.lists.at(key));
+    else
+      flags.emplace_back(key, value_from_text(s.type, b.words.at(key), s.flag));
   }
-  if (count_given) flags.emplace_back("gpus", o.gpus);
-  if (!o.command.empty()) flags.emplace_back("command", o.command);
   return flags;
 }
 
 Parsed parse(int argc, char** argv, CLI::App& app) {
   Parsed parsed;
   Bindings b;
-  bind(app, parsed.options, b);
+  bind(app, b);
 
   const std::vector<std::string> args(argv + 1, argv + argc);
   const auto takes_value = [&](std::string_view name) {
@@ -196,7 +159,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   // `status --watch 5`: the word after the verb is the interval.
   const bool bare_watch = contains(line.options, "--watch");
   if (line.verb == "status" && bare_watch && line.count) {
-    b.watch = *line.count;
+    b.words["watch"] = *line.count;
     line.count.reset();
   }
   if ((line.verb == "config" && line.count == "init") || line.verb == "completion") {
@@ -205,15 +168,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   }
   if (!line.verb.empty() && !find_verb(line.verb)->takes_count && line.count)
     throw Error(fmt::format("gpurun {} takes no N, but got \"{}\"", line.verb, *line.count));
-  if (app.count("--watch") > 0) {
-    const auto seconds = text::parse_double(b.watch);
-    if (!seconds) throw Error(fmt::format("--watch \"{}\": expected seconds, such as 2 or 0.5", text::printable(b.watch)));
-    parsed.options.watch_s = *seconds;
-  }
   parsed.verb = line.verb;
-  if (line.count) parsed.options.gpus = parse_gpu_count(*line.count);
-  parsed.options.command = std::move(line.command);
-  if (app.count("--from-csv") > 0) parsed.options.from_csv = b.from_csv;  // the rest reach Options through configure()
   parsed.verbosity = b.verbose - b.quiet;
 
   // The configuration layers: files, then GPURUN_* variables, then the flags given here.
@@ -229,27 +184,28 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   in.no_config = b.no_config;
   in.environment = gpurun_environment(environ);
   if (!b.profile.empty()) in.profile = b.profile;
-  in.flags = given_flags(app, parsed.options, b, line.count.has_value());
+  in.flags = given_flags(app, b, Scope::option);
+  in.invocation = given_flags(app, b, Scope::invocation);
+  if (line.count) in.flags.emplace_back("gpus", parse_gpu_count(*line.count));
+  if (!line.command.empty()) in.flags.emplace_back("command", line.command);
   return parsed;
 }
 
-// The verbs and options as the completion scripts see them, read off the parser itself.
+// The verbs and options as the completion scripts see them: names and repeatability read off the
+// parser itself, what each value is from the settings registry.
 CompletionSpec completion_spec(const CLI::App& app) {
-  static const std::map<std::string, CompletionValue> kValues{
-      {"--nvidia-smi", CompletionValue::program}, {"--docker", CompletionValue::program},
-      {"--from-csv", CompletionValue::file},      {"--config", CompletionValue::file},
-      {"--report-json", CompletionValue::file},   {"--volume", CompletionValue::file},
-      {"--lock-dir", CompletionValue::directory}, {"--profile", CompletionValue::profile},
-      {"--image", CompletionValue::image},        {"--wait", CompletionValue::optional_word},
-      {"--watch", CompletionValue::optional_word}};
+  static const std::map<std::string, CompletionValue> kMeta{{"--profile", CompletionValue::profile},
+                                                            {"--config", CompletionValue::file}};
   CompletionSpec spec;
   spec.verbs = verbs();
   for (const CLI::Option* option : app.get_options()) {
     CompletionOption described;
     for (const auto& name : option->get_snames()) described.names.push_back("-" + name);
     for (const auto& name : option->get_lnames()) described.names.push_back("--" + name);
-    const auto value = kValues.find(described.names.back());
-    if (value != kValues.end()) described.value = value->second;
+    const Setting* setting = find_flag(described.names.back());
+    const auto meta = kMeta.find(described.names.back());
+    if (setting != nullptr) described.value = setting->completion;
+    else if (meta != kMeta.end()) described.value = meta->second;
     else if (option->get_items_expected_min() > 0) described.value = CompletionValue::word;
     described.help = option->get_description();
     described.repeatable = option->get_items_expected_max() > 1 ||  // -e VAR -e VAR, --verbose --verbose
@@ -294,7 +250,6 @@ int main(int argc, char** argv) {
     const Config config = configure(parsed.config_inputs, parsed.options);
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
     if (parsed.verb == "config") return run_config(config, parsed.config_inputs, parsed.subverb == "init", parsed.options.json, std::cout);
-    if (parsed.verb.empty() || parsed.verb == "pick") check_policy(config, parsed.options);
     if (parsed.verb == "pick") return run_pick(parsed.options, std::cout);
     if (parsed.verb == "status") return run_status(parsed.options, std::cout);
     if (parsed.verb == "ps") return run_ps(parsed.options, std::cout);

@@ -28,24 +28,12 @@
 #include <utility>
 #include <vector>
 
+#include "config/inputs.hpp"
 #include "config/options.hpp"
+#include "config/policy.hpp"
+#include "config/source.hpp"
 
 namespace gpurun {
-
-// Where a value came from. The enumerators are in precedence order, lowest first.
-struct ConfigSource {
-  enum class Kind { defaults, system, user, project, extra_file, profile, environment, flag };
-  Kind kind = Kind::defaults;
-  std::string where;     // a file path, "GPURUN_IMAGE" or "--image"; empty for defaults
-  std::size_t line = 0;  // the key's line in a file (1-based); 0 when not from a file
-  std::string profile;   // kind == profile: the profile's name (where/line: the file defining it)
-
-  // "default", "user /home/a/.config/gpurun/config.json:3", "env GPURUN_IMAGE", "flag --image",
-  // "profile jupyter in /etc/gpurun/config.json:9".
-  std::string describe() const;
-  std::string location() const;  // "/etc/gpurun/config.json:3", or `where` alone without a line
-};
-std::string_view kind_name(ConfigSource::Kind kind);  // "default", "system", ..., "env", "flag"
 
 struct ConfigValue {
   nlohmann::json value;
@@ -53,24 +41,16 @@ struct ConfigValue {
   std::vector<ConfigSource> item_sources;  // appended lists (env, volumes, publish, docker_opts): per item
 };
 
-// One key a configuration may set. Option keys go in any file, in profiles, in GPURUN_<KEY> and on
-// the command line; site policy keys only in the system file.
+// One key a configuration file may set (a setting of Scope::option or Scope::policy), as the
+// man page and the reports list them.
 struct ConfigKey {
   std::string name;     // "docker_opts"
   std::string flag;     // "--docker-opt"; "N" for gpus, "COMMAND" for command; empty for policy keys
   std::string env;      // "GPURUN_DOCKER_OPTS"; empty for policy keys
-  std::string meaning;  // one line for the report and the starter file
+  std::string meaning;  // one line
   bool site_policy = false;
 };
-const std::vector<ConfigKey>& config_keys();  // option keys in Options order, then the policy keys
-
-// The site policy of the system file. Each rule's source (file and line) is in `sources`.
-struct SitePolicy {
-  std::optional<std::vector<int>> allowed_gpus;
-  std::optional<int> max_gpus_per_launch;
-  std::vector<std::string> refused_docker_options;
-  std::map<std::string, ConfigSource> sources;  // policy key -> where it is set
-};
+const std::vector<ConfigKey>& config_keys();  // in the registry's order
 
 // A configuration file that was looked at, for the report.
 struct ConfigFile {
@@ -93,6 +73,7 @@ struct Config {
   std::map<std::string, std::vector<ConfigSource>> profiles;  // every known profile -> where defined
   std::vector<ConfigFile> files;
   std::vector<std::string> warnings;  // for the CLI to log: skipped files, unknown GPURUN_* variables
+  std::vector<std::pair<std::string, nlohmann::json>> invocation;  // ConfigInputs::invocation, checked
 
   const ConfigValue& at(std::string_view key) const;  // throws Error for a key that does not exist
 };
@@ -106,6 +87,7 @@ struct ConfigInputs {
                                           // project files (the site policy still holds; --config files still load)
   std::map<std::string, std::string> environment;  // the GPURUN_* variables (see gpurun_environment())
   std::vector<std::pair<std::string, nlohmann::json>> flags;  // key -> value, only the flags given
+  std::vector<std::pair<std::string, nlohmann::json>> invocation;  // the per-invocation ones (--dry-run, --json)
   std::optional<std::string> profile;     // -P/--profile; when absent, GPURUN_PROFILE is used
   std::optional<uid_t> user_id;           // who may own a found .gpurun.json; nullopt: geteuid()
 };
@@ -114,37 +96,22 @@ struct ConfigInputs {
 // syntax error, an unknown key, a wrong type or a bad value, and for an unknown profile.
 Config load_config(const ConfigInputs& inputs);
 
-// $XDG_CONFIG_HOME/gpurun/config.json (when absolute), else $HOME/.config/gpurun/config.json.
-std::optional<std::string> default_user_config_path(const std::optional<std::string>& xdg_config_home,
-                                                    const std::optional<std::string>& home);
-// The nearest .gpurun.json in `cwd` or one of its parents; nullopt when there is none.
-std::optional<std::string> find_project_file(const std::string& cwd);
-// The GPURUN_* variables of an environ-style array.
-std::map<std::string, std::string> gpurun_environment(const char* const* envp);
-
-// Sets every Options field that has a config key from the effective values; leaves the rest
-// (dry_run, json, from_csv) alone.
+// Sets every Options field from the effective values, the per-invocation flags given, the site
+// policy and the list items' origins; leaves per-invocation fields not given (dry_run, ...) alone.
 void apply_to(const Config& config, Options& options);
 
-// Site policy. Each refusal is an Error naming the rule, its value and the file:line that sets it.
-bool gpu_allowed(const Config& config, int index);             // allowed_gpus (true when unset)
-std::string gpu_not_allowed_reason(const Config& config);      // a busy-reason for status tables
-void check_gpu_count(const Config& config, int gpus);          // max_gpus_per_launch, allowed_gpus
-void check_docker_options(const Config& config, const Options& options);  // refused_docker_options
-void check_policy(const Config& config, const Options& options);          // both of the above
+// Where each item of the list settings came from (for refusals that name it).
+ItemOrigins item_origins(const Config& config);
 
-// `gpurun config`: every key, its effective value and where it came from.
-std::string config_report_table(const Config& config);
-nlohmann::json config_report_json(const Config& config);
+// The site policy's checks (config/policy.hpp) with the policy of `config`.
+bool gpu_allowed(const Config& config, int index);
+std::string gpu_not_allowed_reason(const Config& config);
+void check_gpu_count(const Config& config, int gpus);
+void check_docker_options(const Config& config, const Options& options);
+void check_policy(const Config& config, const Options& options);  // both of the above
 
-// A commented starter user file for `gpurun config init`; it changes nothing until edited.
-std::string starter_user_config();
-
-// load_config, then apply_to, and the site policy's allowed GPUs into `options`.
+// load_config, then apply_to.
 Config configure(const ConfigInputs& inputs, Options& options);
 
-// `gpurun config [--json]`: the effective configuration; `gpurun config init`: writes the starter
-// user file (never over an existing one) and prints its path.
-int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool json, std::ostream& out);
 
 }  // namespace gpurun

@@ -1,26 +1,30 @@
 #pragma once
-// Everything a gpurun invocation asks for, filled in by the CLI layer.
+// Everything a gpurun invocation asks for, typed: filled from the settings registry
+// (config/settings.hpp) by apply_to(), whatever layer set each value. The defaults here are the
+// registry's built-in defaults (a unit test keeps them equal).
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "config/policy.hpp"
+#include "util/units.hpp"
 
 namespace gpurun {
 
 struct Options {
   // Where the GPU table comes from.
   std::string nvidia_smi = "nvidia-smi";
-  double smi_timeout_s = 10.0;
-  std::optional<std::string> from_csv;  // a recorded --query-gpu snapshot ("-" for stdin)
+  std::chrono::milliseconds smi_timeout{10'000};  // every child gpurun asks, nvidia-smi and docker
+  std::optional<std::string> from_csv;            // a recorded --query-gpu snapshot ("-" for stdin)
 
   // What counts as free, and how many to take.
   int gpus = 1;
-  std::string max_util = "10%";
-  std::string max_memory = "10%";
+  Percent max_util{10.0};
+  MemoryLimit max_memory{MemoryLimit::Kind::percent, 10.0};
   bool allow_busy = false;
-  bool container_awareness = true;  // ask the Docker engine which containers hold GPUs
-  std::string lock_dir;             // reservations; empty: the default place
-  std::optional<std::vector<int>> allowed_gpus;  // site policy: only these may be handed out
-  std::string not_allowed_reason;                // why the others are not (names the rule and file)
+  bool ignore_containers = false;  // do not ask the engine which containers hold GPUs
+  std::string lock_dir;            // reservations; empty: the default place
 
   // The docker run command.
   std::string docker = "docker";
@@ -35,7 +39,7 @@ struct Options {
   std::vector<std::string> command;
   bool dry_run = false;
   bool detach = false;
-  std::optional<std::string> wait;  // --wait[=DURATION]: "" waits without limit
+  WaitLimit wait;
 
   // --report: run the job as a child and summarise how well it used its GPUs.
   bool report = false;
@@ -49,6 +53,11 @@ struct Options {
 
   // Output.
   bool json = false;
+
+  // The site policy of the system file, which the library enforces (config/policy.hpp), and
+  // where each item of the list settings came from, for its messages.
+  SitePolicy policy;
+  ItemOrigins origins;
 };
 
 }  // namespace gpurun

@@ -18,6 +18,7 @@
 #include "util/error.hpp"
 #include "util/exec.hpp"
 #include "select/inventory.hpp"
+#include "config/policy.hpp"
 #include "job/job_report.hpp"
 #include "util/process.hpp"
 #include "render/report.hpp"
@@ -141,9 +142,8 @@ int pick_gpus(const Options& options, const std::string& lock_dir, FileLock& sel
               std::vector<GpuAssessment>& chosen) {
   // No limit is a limit of a century: a plain duration (not seconds::max(), which overflows when
   // compared in nanoseconds) also spares GCC's maybe-uninitialized on optionals.
-  const auto limit = options.wait ? parse_wait_duration(*options.wait) : std::nullopt;
-  const std::chrono::seconds wait_limit = limit.value_or(std::chrono::hours(24 * 365 * 100));
-  const bool waits = options.wait && !options.dry_run;
+  const std::chrono::seconds wait_limit = options.wait.limit.value_or(std::chrono::hours(24 * 365 * 100));
+  const bool waits = options.wait.enabled && !options.dry_run;
   std::optional<WaitTicket> ticket;
   std::optional<InterruptibleWait> interruptible;
   std::optional<WaitStatus> status;
@@ -209,6 +209,7 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 }  // namespace
 
 int run_launch(const Options& options, std::ostream& out) {
+  enforce_policy(options);  // whoever calls the library: the site policy holds
   check_image(options.image);  // before asking nvidia-smi anything: fail fast
   const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");

@@ -9,20 +9,12 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/settings.hpp"
 
 namespace gpurun {
 
-// What the word after an option is, which decides what the scripts offer for it.
-enum class CompletionValue {
-  none,           // a flag: takes no value
-  optional_word,  // a flag that takes a value only as --flag=VALUE (--wait=30s)
-  word,       // a value of gpurun's own (a number, a name): nothing to offer
-  file,       // a path
-  directory,  // a directory
-  program,    // a command on PATH or a path
-  profile,    // a profile name from the config files
-  image,      // a Docker image of the local engine
-};
+// What the word after an option is (the registry's completion hint).
+using CompletionValue = CompletionHint;
 
 struct CompletionOption {
   std::vector<std::string> names;  // "-P", "--profile"

@@ -15,15 +15,9 @@
 
 namespace gpurun {
 
-Thresholds thresholds_from(const Options& options) {
-  return {parse_utilization_limit(options.max_util), parse_memory_limit(options.max_memory)};
-}
+Thresholds thresholds_from(const Options& options) { return {options.max_util.value, options.max_memory}; }
 
-std::chrono::milliseconds smi_timeout(const Options& options) {
-  if (!(options.smi_timeout_s > 0 && options.smi_timeout_s <= 3600))
-    throw Error(fmt::format("--smi-timeout {:g} must be between 0 and 3600 seconds", options.smi_timeout_s));
-  return std::chrono::milliseconds(std::llround(options.smi_timeout_s * 1000.0));
-}
+std::chrono::milliseconds smi_timeout(const Options& options) { return options.smi_timeout; }
 
 std::vector<Gpu> read_gpus(const Options& options, std::chrono::milliseconds timeout) {
   std::vector<Gpu> gpus = options.from_csv ? read_gpu_snapshot(*options.from_csv) : query_gpus(options.nvidia_smi, timeout);
@@ -38,7 +32,7 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir) {
   Inventory inventory;
   // The engine is asked while nvidia-smi works, so that a launch is not slower for it.
   std::future<std::vector<GpuContainer>> containers;
-  if (!options.from_csv && options.container_awareness)
+  if (!options.from_csv && !options.ignore_containers)
     containers = std::async(std::launch::async, list_gpu_containers, options.docker, timeout);
 
   const std::vector<Gpu> gpus = read_gpus(options, timeout);
@@ -56,9 +50,8 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir) {
   std::vector<bool> withheld(gpus.size(), false);  // by the site policy's allowed_gpus
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const int index = gpus[i].index;
-    withheld[i] = options.allowed_gpus &&
-                  std::find(options.allowed_gpus->begin(), options.allowed_gpus->end(), index) == options.allowed_gpus->end();
-    if (withheld[i]) claims[index].insert(claims[index].begin(), options.not_allowed_reason);
+    withheld[i] = !gpu_allowed(options.policy, index);
+    if (withheld[i]) claims[index].insert(claims[index].begin(), gpu_not_allowed_reason(options.policy));
   }
   inventory.assessed = assess(gpus, thresholds, claims);  // in the order of `gpus`
   for (std::size_t i = 0; i < gpus.size(); ++i) inventory.assessed[i].withheld = withheld[i];

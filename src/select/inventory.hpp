@@ -13,7 +13,7 @@ namespace gpurun {
 
 Thresholds thresholds_from(const Options& options);
 
-// --smi-timeout as a duration, checked (0 < s <= 3600); the same bound serves every child gpurun asks.
+// --smi-timeout: the same bound serves every child gpurun asks.
 std::chrono::milliseconds smi_timeout(const Options& options);
 
 struct Inventory {

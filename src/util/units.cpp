@@ -25,14 +25,16 @@ MemoryLimit parse_memory_limit(std::string_view input) {
   throw bad(fmt::format("unknown unit \"{}\"", text::printable(unit)));
 }
 
-double parse_utilization_limit(std::string_view input) {
+Percent parse_percent(std::string_view input, std::string_view what) {
   const auto [number, unit] = text::split_unit(input);
   const auto value = text::parse_double(number);
   if (!value || *value < 0 || *value > 100 || !(unit.empty() || unit == "%"))
-    throw Error(fmt::format("--max-util \"{}\": expected a percentage from 0 to 100, such as 10 or 10%",
+    throw Error(fmt::format("{} \"{}\": expected a percentage from 0 to 100, such as 10 or 10%", what,
                             text::printable(input)));
-  return *value;
+  return {*value};
 }
+
+double parse_utilization_limit(std::string_view input) { return parse_percent(input, "--max-util").value; }
 
 std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input) {
   const std::string_view trimmed = text::trim(input);

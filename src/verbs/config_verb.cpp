@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <ostream>
 
-#include "config/config.hpp"
+#include "config/explain.hpp"
+#include "config/starter.hpp"
+#include "verbs/verbs.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {

@@ -1,5 +1,6 @@
 #include <ostream>
 
+#include "config/policy.hpp"
 #include "select/inventory.hpp"
 #include "render/report.hpp"
 #include "verbs/verbs.hpp"
@@ -7,6 +8,7 @@
 namespace gpurun {
 
 int run_pick(const Options& options, std::ostream& out) {
+  enforce_policy(options);
   const std::vector<GpuAssessment> chosen = pick(take_inventory(options, lock_dir_for_reading(options)).assessed, options.gpus, options.allow_busy);
   if (options.json) {
     out << pick_json(chosen).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';

@@ -4,6 +4,7 @@
 // Each returns the process exit code or throws gpurun::Error. Results go to `out`.
 #include <iosfwd>
 
+#include "config/config.hpp"
 #include "config/options.hpp"
 
 namespace gpurun {
@@ -16,5 +17,9 @@ int run_status(const Options& options, std::ostream& out);
 
 // Prints the running containers that hold GPUs, whoever started them (a table, or JSON).
 int run_ps(const Options& options, std::ostream& out);
+
+// `gpurun config [--json]`: the effective configuration; `gpurun config init`: writes the starter
+// user file (never over an existing one) and prints its path.
+int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool json, std::ostream& out);
 
 }  // namespace gpurun

@@ -16,6 +16,7 @@
 
 #include "fuzz_common.hpp"
 #include "config/config.hpp"
+#include "config/explain.hpp"
 #include "util/error.hpp"
 #include "config/options.hpp"
 

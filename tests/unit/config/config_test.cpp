@@ -2,6 +2,8 @@
 // messages, the report and the starter file. Every file lives in a temporary directory or in
 // tests/data/config; the real /etc and $HOME are never read.
 #include "config/config.hpp"
+#include "config/explain.hpp"
+#include "config/starter.hpp"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -702,9 +704,9 @@ TEST_F(ConfigTest, ApplyToFillsOptions) {
   Options options;
   options.dry_run = true;
   apply_to(load_config(inputs()), options);
-  EXPECT_EQ(options.max_util, "20");
-  EXPECT_FALSE(options.container_awareness);
-  EXPECT_EQ(options.wait, "");
+  EXPECT_EQ(options.max_util, Percent{20});
+  EXPECT_TRUE(options.ignore_containers);
+  EXPECT_EQ(options.wait, (WaitLimit{true, std::nullopt}));
   EXPECT_EQ(options.cpus_per_gpu, 12);
   EXPECT_EQ(options.host_cpus, std::nullopt);
   EXPECT_EQ(options.image, "me/x");
@@ -720,13 +722,13 @@ TEST_F(ConfigTest, DefaultsEqualTheOptionsDefaults) {
   apply_to(load_config(inputs()), from_config);
   const Options plain;
   EXPECT_EQ(from_config.nvidia_smi, plain.nvidia_smi);
-  EXPECT_EQ(from_config.smi_timeout_s, plain.smi_timeout_s);
+  EXPECT_EQ(from_config.smi_timeout, plain.smi_timeout);
   EXPECT_EQ(from_config.max_util, plain.max_util);
   EXPECT_EQ(from_config.max_memory, plain.max_memory);
   EXPECT_EQ(from_config.docker, plain.docker);
   EXPECT_EQ(from_config.lock_dir, plain.lock_dir);
   EXPECT_EQ(from_config.gpus, plain.gpus);
-  EXPECT_EQ(from_config.container_awareness, plain.container_awareness);
+  EXPECT_EQ(from_config.ignore_containers, plain.ignore_containers);
   EXPECT_EQ(from_config.wait, plain.wait);
   EXPECT_EQ(from_config.cpus_per_gpu, plain.cpus_per_gpu);
 }

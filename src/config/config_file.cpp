@@ -1,0 +1,150 @@
+#include "config/config_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "config/policy.hpp"
+#include "config/settings.hpp"
+#include "config/suggest.hpp"
+#include "config/values.hpp"
+#include "util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+using json = nlohmann::json;
+using Kind = ConfigSource::Kind;
+
+std::vector<std::string> key_names(bool with_policy, bool with_profiles) {
+  std::vector<std::string> names;
+  for (const Setting& s : settings())
+    if (s.scope == Scope::option || (with_policy && s.scope == Scope::policy)) names.emplace_back(s.key);
+  if (with_profiles) names.emplace_back("profiles");
+  return names;
+}
+
+ParsedFile parse_file(const std::string& path, Kind layer, const std::string& text) {
+  KeyScan scan = scan_keys(text);
+  ParsedFile file{path, layer, json::object(), std::move(scan.lines)};
+  if (!scan.has_content) return file;  // blank or comments only: sets nothing
+  try {
+    file.content = json::parse(text, nullptr, true, true);
+  } catch (const json::parse_error& e) {
+    const auto [line, column] = line_column(text, e.byte);
+    throw Error(fmt::format("{}:{}:{}: {}", path, line, column, parse_detail(e.what())));
+  } catch (const json::out_of_range& e) {  // a number beyond a double, such as 1e400; no position
+    const std::string_view what = e.what();  // "[json.exception.out_of_range.406] number overflow ..."
+    throw Error(fmt::format("{}: {}", path, what.substr(what.find("] ") == std::string_view::npos ? 0 : what.find("] ") + 2)));
+  }
+  if (!file.content.is_object())
+    throw Error(fmt::format("{}:1: expected a JSON object {{ ... }} at the top level, got {}", path,
+                            describe_json(file.content)));
+  return file;
+}
+
+bool found_project(const ParsedFile& f) { return f.layer == Kind::project; }
+
+void check_option(const ParsedFile& f, const std::string& key_path, const std::string& key, const json& value,
+                  bool in_profile) {
+  const Setting* info = find_setting(key);
+  if (info == nullptr || info->scope == Scope::invocation) {
+    const std::vector<std::string> candidates = key_names(!in_profile, !in_profile);
+    throw Error(fmt::format("{}: unknown key \"{}\"{}", f.location(key_path), dotted(key_path),
+                            suggestion(key, candidates)));
+  }
+  if (info->scope == Scope::policy)
+    throw f.error(key_path, "site policy keys belong at the top level of the system file /etc/gpurun/config.json");
+  if (info->program && found_project(f))
+    throw f.error(key_path, fmt::format("a project's .gpurun.json cannot choose a program gpurun runs (a cloned "
+                                        "repository could run anything); set it in your user file, {} or {}",
+                                        info->env(), info->flag));
+  if (value.is_null()) return;  // null: back to the built-in default
+  if (const auto problem = value_problem(info->type, value, info->flag)) throw f.error(key_path, *problem);
+}
+
+void check_profiles(const ParsedFile& f, const json& profiles) {
+  if (!profiles.is_object())
+    throw f.error("profiles", fmt::format("expected an object of named profiles, got {}", describe_json(profiles)));
+  for (const auto& [name, profile] : profiles.items()) {
+    const std::string path = join_path("profiles", name);
+    if (!profile.is_object())
+      throw f.error(path, fmt::format("expected an object of option keys, got {}", describe_json(profile)));
+    for (const auto& [key, value] : profile.items()) check_option(f, join_path(path, key), key, value, true);
+  }
+}
+
+void check_policy_key(const ParsedFile& f, const Setting& info, const json& value) {
+  if (f.layer != Kind::system)
+    throw f.error(std::string(info.key), "site policy keys belong in the system file /etc/gpurun/config.json; a user or "
+                             "project file cannot set them");
+  const std::string key(info.key);
+  if (const auto problem = value_problem(info.type, value, info.flag)) throw f.error(key, *problem);
+  if (key == "refused_docker_options")
+    for (const json& rule : value)
+      if (const auto problem = rule_problem(rule.get<std::string>())) throw f.error(key, *problem);
+}
+
+void check_file(const ParsedFile& f) {
+  for (const auto& [key, value] : f.content.items()) {
+    const Setting* info = find_setting(key);
+    if (key == "profiles")
+      check_profiles(f, value);
+    else if (info != nullptr && info->scope == Scope::policy)
+      check_policy_key(f, *info, value);
+    else
+      check_option(f, key, key, value, false);
+  }
+}
+
+}  // namespace
+
+std::optional<FileText> read_text(const std::string& path, bool must_exist) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT && !must_exist) return std::nullopt;
+  if (fd < 0 && errno == ENOENT) throw Error(fmt::format("configuration file {} does not exist", path));
+  if (fd < 0) throw Error(fmt::format("cannot read configuration file {}: {}", path, std::strerror(errno)));
+  FileText file;
+  std::string problem;
+  if (::fstat(fd, &file.st) != 0) {
+    problem = std::strerror(errno);
+  } else if (S_ISDIR(file.st.st_mode)) {
+    problem = "it is a directory";
+  } else if (!S_ISREG(file.st.st_mode)) {
+    problem = "it is not a regular file";
+  } else {
+    char buffer[8192];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) file.text.append(buffer, static_cast<std::size_t>(n));
+    if (n < 0) problem = std::strerror(errno);
+  }
+  ::close(fd);
+  if (!problem.empty()) throw Error(fmt::format("cannot read configuration file {}: {}", path, problem));
+  return file;
+}
+
+ParsedFile checked_file(const std::string& path, Kind layer, const std::string& text) {
+  ParsedFile file = parse_file(path, layer, text);
+  check_file(file);
+  return file;
+}
+
+std::optional<ParsedFile> load_file(const std::string& path, Kind layer, bool must_exist) {
+  const std::optional<FileText> file = read_text(path, must_exist);
+  if (!file) return std::nullopt;
+  return checked_file(path, layer, file->text);
+}
+
+std::optional<std::string> untrusted(const struct stat& st, uid_t user) {
+  if (st.st_uid != user && st.st_uid != 0)
+    return fmt::format("it belongs to uid {}, not to you (uid {})", st.st_uid, user);
+  if ((st.st_mode & S_IWOTH) != 0) return std::string("anyone may write it");
+  return std::nullopt;
+}
+
+}  // namespace gpurun

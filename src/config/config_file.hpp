@@ -1,0 +1,59 @@
+#pragma once
+// One configuration file: read safely, parsed (JSON with comments), every key checked against the
+// settings registry where the file and line are known, so that a mistake is reported as
+// "FILE:LINE: key "max_util": ..." before anything runs.
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/key_lines.hpp"
+#include "config/source.hpp"
+#include "util/error.hpp"
+
+namespace gpurun {
+
+struct ParsedFile {
+  std::string path;
+  ConfigSource::Kind layer;
+  nlohmann::json content;
+  std::map<std::string, std::size_t> lines;
+
+  std::size_t line_of(const std::string& key_path) const {
+    const auto it = lines.find(key_path);
+    return it != lines.end() ? it->second : 0;
+  }
+  std::string location(const std::string& key_path) const { return source(key_path).location(); }
+  ConfigSource source(const std::string& key_path, std::string profile = {}) const {
+    return {profile.empty() ? layer : ConfigSource::Kind::profile, path, line_of(key_path), std::move(profile)};
+  }
+  Error error(const std::string& key_path, std::string_view problem) const {
+    return Error(location(key_path) + ": key \"" + dotted(key_path) + "\": " + std::string(problem));
+  }
+};
+
+struct FileText {
+  std::string text;
+  struct stat st {};  // of the very file read, for the trust check
+};
+
+// The file's text; nullopt when it does not exist and need not. A FIFO or directory under the
+// name is refused (O_NONBLOCK: it never hangs gpurun). Throws Error naming the file otherwise.
+std::optional<FileText> read_text(const std::string& path, bool must_exist);
+
+// Parses and checks a file's text (Error naming file, line and key); blank or comments only sets nothing.
+ParsedFile checked_file(const std::string& path, ConfigSource::Kind layer, const std::string& text);
+
+// read_text, then checked_file; nullopt when the file does not exist and need not.
+std::optional<ParsedFile> load_file(const std::string& path, ConfigSource::Kind layer, bool must_exist);
+
+// Why a .gpurun.json found by the search must not be used; nullopt when it may. Root's files are
+// trusted: whoever controls root controls gpurun anyway.
+std::optional<std::string> untrusted(const struct stat& st, uid_t user);
+
+}  // namespace gpurun

@@ -1,0 +1,30 @@
+#pragma once
+// Where things are in a configuration file's text, for messages that name a line: each key's line
+// (nlohmann reports no positions for keys), and a parse error's line and column.
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace gpurun {
+
+// Every key's line, by path ("image", "profiles/jupyter/gpus"), found by a scan that knows strings
+// and comments: a plain text search would find a profile's "gpus" when the top-level one is meant.
+struct KeyScan {
+  std::map<std::string, std::size_t> lines;
+  bool has_content = false;  // anything besides blanks and comments
+};
+KeyScan scan_keys(std::string_view text);
+
+// "profiles" + "jupyter" -> "profiles/jupyter"; "profiles/jupyter" -> "profiles.jupyter" (dotted).
+std::string join_path(const std::string& parent, std::string_view key);
+std::string dotted(std::string path);
+
+// nlohmann's byte offset (characters read, the offending one included) as line and column.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte);
+
+// "syntax error while parsing object - unexpected '}'; ..." out of nlohmann's message.
+std::string parse_detail(const std::string& what);
+
+}  // namespace gpurun

@@ -1,0 +1,127 @@
+#include "config/policy.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "config/options.hpp"
+#include "util/docker_args.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+// A refused_docker_options rule: exactly one docker option, in any spelling docker accepts.
+std::optional<DockerArg> parse_rule(const std::string& rule) {
+  std::vector<std::string> words;
+  std::istringstream in(rule);
+  for (std::string word; in >> word;) words.push_back(word);
+  if (words.empty() || words[0].size() < 2 || words[0][0] != '-') return std::nullopt;
+  std::vector<DockerArg> args = docker_args(words);
+  if (args.size() != 1) return std::nullopt;
+  const std::size_t used = args[0].text.find(' ') == std::string::npos ? 1 : 2;
+  if (used != words.size()) return std::nullopt;
+  return args[0];
+}
+
+bool same_value(const std::string& option, const std::string& refused, const std::string& given) {
+  if (refused == given) return true;
+  // A rule naming only a host path refuses every mount that exposes it: "-v /var/run/docker.sock".
+  if (option == "volume" && refused.find(':') == std::string::npos) return paths_overlap(refused, volume_source(given));
+  if (option == "cap-add" || option == "cap-drop") return capability(refused) == capability(given);
+  return false;
+}
+
+bool refuses(const DockerArg& rule, const DockerArg& arg) {
+  if (rule.name == "volume" && arg.name == "mount" && rule.value && rule.value->find(':') == std::string::npos)
+    return paths_overlap(*rule.value, mount_source(arg.value.value_or("")));
+  if (rule.name != arg.name) return false;
+  if (docker_boolean(rule.name))  // an unreadable boolean counts as true: docker would fail anyway
+    return docker_bool(rule.value).value_or(true) == docker_bool(arg.value).value_or(true);
+  return !rule.value || same_value(rule.name, *rule.value, arg.value.value_or(""));
+}
+
+std::string location(const SitePolicy& policy, const std::string& key) {
+  const auto it = policy.sources.find(key);
+  if (it == policy.sources.end()) return "the system file";
+  return it->second.location();
+}
+
+// " (from user /home/a/.config/gpurun/config.json:2)" for an item of a list setting, else "".
+std::string origin_of(const ItemOrigins& origins, const std::string& key, const std::string& item) {
+  const auto list = origins.find(key);
+  if (list == origins.end()) return "";
+  const auto it = list->second.find(item);
+  return it == list->second.end() ? "" : fmt::format(" (from {})", it->second);
+}
+
+}  // namespace
+
+std::optional<std::string> rule_problem(const std::string& rule) {
+  if (parse_rule(rule)) return std::nullopt;
+  return fmt::format("\"{}\" is not one docker option; write it as \"--privileged\", \"--pid=host\" or "
+                     "\"-v /var/run/docker.sock\"",
+                     text::printable(rule));
+}
+
+bool gpu_allowed(const SitePolicy& policy, int index) {
+  const auto& allowed = policy.allowed_gpus;
+  return !allowed || std::find(allowed->begin(), allowed->end(), index) != allowed->end();
+}
+
+std::string gpu_not_allowed_reason(const SitePolicy& policy) {
+  return fmt::format("not offered by the site policy \"allowed_gpus\" in {}", location(policy, "allowed_gpus"));
+}
+
+void check_gpu_count(const SitePolicy& policy, int gpus) {
+  if (policy.max_gpus_per_launch && gpus > *policy.max_gpus_per_launch)
+    throw Error(fmt::format("{} GPUs asked for, but the site policy \"max_gpus_per_launch\" in {} allows at most {} "
+                            "per launch",
+                            gpus, location(policy, "max_gpus_per_launch"), *policy.max_gpus_per_launch));
+  if (policy.allowed_gpus && static_cast<std::size_t>(gpus) > policy.allowed_gpus->size())
+    throw Error(fmt::format("{} GPUs asked for, but the site policy \"allowed_gpus\" in {} offers only {}: {}", gpus,
+                            location(policy, "allowed_gpus"), policy.allowed_gpus->size(),
+                            fmt::join(*policy.allowed_gpus, ", ")));
+}
+
+void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, const Options& options) {
+  // What the user adds to docker run, as docker will read it; gpurun's own arguments are not checked.
+  struct Given {
+    DockerArg arg;
+    std::string key;
+    std::string item;
+  };
+  std::vector<Given> given;
+  for (DockerArg& arg : docker_args(options.docker_opts)) {
+    const std::string first_word = arg.text.substr(0, arg.text.find(' '));
+    given.push_back({std::move(arg), "docker_opts", first_word});
+  }
+  const auto add_list = [&](const std::vector<std::string>& items, const char* option, const char* key) {
+    for (const std::string& item : items)
+      given.push_back({{option, item, fmt::format("--{} {}", option, item)}, key, item});
+  };
+  add_list(options.env, "env", "env");
+  add_list(options.volumes, "volume", "volumes");
+  add_list(options.publish, "publish", "publish");
+
+  for (const std::string& rule_text : policy.refused_docker_options) {
+    const std::optional<DockerArg> rule = parse_rule(rule_text);
+    if (!rule) continue;  // the system file's check refused such a rule already
+    for (const Given& g : given)
+      if (refuses(*rule, g.arg))
+        throw Error(fmt::format("docker option \"{}\"{} is refused by the site policy \"refused_docker_options\" "
+                                "(rule \"{}\") in {}",
+                                text::printable(g.arg.text), origin_of(origins, g.key, g.item), rule_text,
+                                location(policy, "refused_docker_options")));
+  }
+}
+
+void enforce_policy(const Options& options) {
+  check_gpu_count(options.policy, options.gpus);
+  check_docker_options(options.policy, options.origins, options);
+}
+
+}  // namespace gpurun

@@ -1,0 +1,179 @@
+#include "config/settings.hpp"
+
+#include <algorithm>
+
+#include "config/options.hpp"
+#include "util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+using json = nlohmann::json;
+using T = ValueType;
+using H = CompletionHint;
+
+constexpr std::string_view kSource = "Where GPU data comes from";
+constexpr std::string_view kSelection = "Which GPUs are free";
+constexpr std::string_view kLaunch = "The docker run command";
+constexpr std::string_view kReport = "Job report (--report)";
+constexpr std::string_view kWatch = "status --watch";
+constexpr std::string_view kOutput = "Output";
+
+std::vector<std::string> strings(const json& v) { return v.get<std::vector<std::string>>(); }
+
+// Each entry names only the fields it sets; the rest keep Setting's defaults. GCC 12 warns about
+// every designated initializer that leaves a field out, which is the point here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+std::vector<Setting> make_settings() {
+  return {
+      // Where GPU data comes from.
+      {.key = "nvidia_smi", .flag = "--nvidia-smi", .help = "nvidia-smi program to run", .group = kSource,
+       .fallback = R"("nvidia-smi")", .example = R"("nvidia-smi")", .completion = H::program, .program = true,
+       .apply = [](const json& v, Options& o) { o.nvidia_smi = v.get<std::string>(); }},
+      {.key = "smi_timeout", .type = T::seconds, .flag = "--smi-timeout",
+       .help = "seconds nvidia-smi (and the engine) may take before it is killed (default 10)", .group = kSource,
+       .fallback = "10", .example = "10", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.smi_timeout = milliseconds_value(v); }},
+      {.key = "from_csv", .scope = Scope::invocation, .flag = "--from-csv",
+       .help = "read a recorded `nvidia-smi --query-gpu` CSV instead ('-' = stdin)", .group = kSource,
+       .fallback = "null", .completion = H::file,
+       .apply = [](const json& v, Options& o) { o.from_csv = v.get<std::string>(); }},
+
+      // Which GPUs are free.
+      {.key = "max_util", .type = T::percent, .flag = "--max-util",
+       .help = "busiest utilization still counted free (default 10%)", .group = kSelection,
+       .fallback = R"("10%")", .example = R"("10%")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.max_util = percent_value(v, "--max-util"); }},
+      {.key = "max_memory", .type = T::memory, .flag = "--max-memory",
+       .help = "most memory used still counted free: 15%, 500MiB, 2GiB (default 10%)", .group = kSelection,
+       .fallback = R"("10%")", .example = R"("10%")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.max_memory = memory_value(v); }},
+      {.key = "allow_busy", .type = T::boolean, .flag = "--allow-busy",
+       .help = "rank all GPUs, busy ones too, and take the lowest scores", .group = kSelection,
+       .fallback = "false", .example = "false",
+       .apply = [](const json& v, Options& o) { o.allow_busy = v.get<bool>(); }},
+      {.key = "ignore_containers", .type = T::boolean, .flag = "--ignore-containers",
+       .help = "do not ask the Docker engine which containers hold GPUs", .group = kSelection,
+       .fallback = "false", .example = "false",
+       .apply = [](const json& v, Options& o) { o.ignore_containers = v.get<bool>(); }},
+      {.key = "lock_dir", .flag = "--lock-dir", .help = "directory of the GPU reservations (default /run/lock/gpurun)",
+       .group = kSelection, .fallback = "null", .example = R"("/run/lock/gpurun")", .completion = H::directory,
+       .apply = [](const json& v, Options& o) { o.lock_dir = text_or_empty(v); }},
+
+      // The docker run command.
+      {.key = "image", .flag = "--image", .help = "image to run", .group = kLaunch, .fallback = "null",
+       .example = R"("nvcr.io/nvidia/pytorch:24.05-py3")", .completion = H::image,
+       .apply = [](const json& v, Options& o) { o.image = text_or_empty(v); }},
+      {.key = "gpus", .type = T::count, .flag = "N", .help = "how many GPUs to take", .group = kLaunch,
+       .fallback = "1", .example = "1", .apply = [](const json& v, Options& o) { o.gpus = v.get<int>(); }},
+      {.key = "command", .type = T::list, .flag = "COMMAND", .help = "command to run in the container (when none is given)",
+       .group = kLaunch, .fallback = "[]", .example = R"(["python", "train.py"])",
+       .apply = [](const json& v, Options& o) { o.command = strings(v); }},
+      {.key = "docker", .flag = "--docker", .help = "docker client to exec", .group = kLaunch,
+       .fallback = R"("docker")", .example = R"("docker")", .completion = H::program, .program = true,
+       .apply = [](const json& v, Options& o) { o.docker = v.get<std::string>(); }},
+      {.key = "dry_run", .type = T::boolean, .scope = Scope::invocation, .flag = "--dry-run",
+       .help = "print the docker command instead of running it", .group = kLaunch, .fallback = "false",
+       .apply = [](const json& v, Options& o) { o.dry_run = v.get<bool>(); }},
+      {.key = "wait", .type = T::wait, .flag = "--wait", .bare_value = "forever",
+       .help = "when too few GPUs are free, wait for them (--wait=30s, 5m, 2h; bare: no limit)", .group = kLaunch,
+       .fallback = "false", .example = R"("30m")", .completion = H::optional_word,
+       .apply = [](const json& v, Options& o) { o.wait = wait_value(v); }},
+      {.key = "detach", .type = T::boolean, .flag = "--detach", .short_flag = "-d",
+       .help = "run the container in the background; print its name", .group = kLaunch, .fallback = "false",
+       .example = "false", .apply = [](const json& v, Options& o) { o.detach = v.get<bool>(); }},
+      {.key = "cpus_per_gpu", .type = T::count, .flag = "--cpus-per-gpu",
+       .help = "CPUs per GPU, 8..24 (default: host CPUs / GPUs, within 8..24)", .group = kLaunch,
+       .fallback = "null", .example = "16", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.cpus_per_gpu = optional_int(v); }},
+      {.key = "host_cpus", .type = T::count, .flag = "--host-cpus",
+       .help = "CPUs of the docker host (default: this machine's)", .group = kLaunch, .fallback = "null",
+       .example = "64", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.host_cpus = optional_int(v); }},
+      {.key = "name", .flag = "--name", .help = "container name (default: LOGIN_gpuN-M_RANDOM)", .group = kLaunch,
+       .fallback = "null", .example = R"("my-job")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.name = text_or_empty(v); }},
+      {.key = "env", .type = T::appended_list, .flag = "--env", .short_flag = "-e",
+       .help = "set an environment variable in the container (repeatable)", .group = kLaunch, .fallback = "[]",
+       .example = R"(["WANDB_MODE=offline"])", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.env = strings(v); }},
+      {.key = "volumes", .type = T::appended_list, .flag = "--volume", .short_flag = "-v",
+       .help = "bind-mount a volume, as docker's -v (repeatable)", .group = kLaunch, .fallback = "[]",
+       .example = R"(["/data:/data:ro"])", .completion = H::file,
+       .apply = [](const json& v, Options& o) { o.volumes = strings(v); }},
+      {.key = "publish", .type = T::appended_list, .flag = "--publish", .short_flag = "-p",
+       .help = "publish a port, as docker's -p (repeatable)", .group = kLaunch, .fallback = "[]",
+       .example = R"(["6006:6006"])", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.publish = strings(v); }},
+      {.key = "docker_opts", .type = T::appended_list, .flag = "--docker-opt",
+       .help = "pass one more argument to docker run verbatim (repeatable)", .group = kLaunch, .fallback = "[]",
+       .example = R"(["--ipc=host"])", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.docker_opts = strings(v); }},
+
+      // Job report.
+      {.key = "report", .type = T::boolean, .flag = "--report",
+       .help = "run the job as a child and report its GPU utilization when it ends", .group = kReport,
+       .fallback = "false", .example = "true", .apply = [](const json& v, Options& o) { o.report = v.get<bool>(); }},
+      {.key = "report_json", .scope = Scope::invocation, .flag = "--report-json",
+       .help = "also write the report as JSON to this file", .group = kReport, .fallback = "null",
+       .completion = H::file, .apply = [](const json& v, Options& o) { o.report_json = text_or_empty(v); }},
+      {.key = "report_threshold", .type = T::percent, .scope = Scope::invocation, .flag = "--report-threshold",
+       .help = "below this GPU efficiency (%) give hints (default 80)", .group = kReport, .fallback = "80",
+       .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.report_threshold = percent_value(v, "--report-threshold").value; }},
+      {.key = "report_interval", .type = T::seconds, .scope = Scope::invocation, .flag = "--report-interval",
+       .help = "seconds between samples (default 1)", .group = kReport, .fallback = "1", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.report_interval_s = v.get<double>(); }},
+
+      // status --watch.
+      {.key = "watch", .type = T::interval, .scope = Scope::invocation, .flag = "--watch", .bare_value = "2",
+       .help = "status: redraw every SECONDS (default 2) until Ctrl-C", .group = kWatch, .fallback = "null",
+       .completion = H::optional_word,
+       .apply = [](const json& v, Options& o) { o.watch_s = v.is_null() ? std::nullopt : std::optional(v.get<double>()); }},
+      {.key = "count", .type = T::whole, .scope = Scope::invocation, .flag = "--count",
+       .help = "status --watch: stop after this many frames", .group = kWatch, .fallback = "0", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.watch_count = v.get<int>(); }},
+
+      // Output.
+      {.key = "json", .type = T::boolean, .scope = Scope::invocation, .flag = "--json",
+       .help = "machine-readable output for pick, status, ps and config", .group = kOutput, .fallback = "false",
+       .apply = [](const json& v, Options& o) { o.json = v.get<bool>(); }},
+
+      // Site policy: the system file only (config/policy.hpp).
+      {.key = "allowed_gpus", .type = T::gpu_indices, .scope = Scope::policy, .help = "GPUs gpurun may hand out",
+       .fallback = "null"},
+      {.key = "max_gpus_per_launch", .type = T::count, .scope = Scope::policy,
+       .help = "most GPUs one launch may take", .fallback = "null"},
+      {.key = "refused_docker_options", .type = T::list, .scope = Scope::policy,
+       .help = "docker options that are refused", .fallback = "null"},
+  };
+}
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+std::string Setting::env() const { return scope == Scope::option ? "GPURUN_" + text::to_upper(key) : ""; }
+
+json Setting::default_value() const { return json::parse(fallback); }
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = make_settings();
+  return table;
+}
+
+const Setting* find_setting(std::string_view key) {
+  const auto& table = settings();
+  const auto it = std::find_if(table.begin(), table.end(), [&](const Setting& s) { return s.key == key; });
+  return it == table.end() ? nullptr : &*it;
+}
+
+const Setting* find_flag(std::string_view flag) {
+  const auto& table = settings();
+  const auto it = std::find_if(table.begin(), table.end(), [&](const Setting& s) {
+    return !flag.empty() && (s.flag == flag || s.short_flag == flag);
+  });
+  return it == table.end() ? nullptr : &*it;
+}
+
+}  // namespace gpurun

@@ -1,0 +1,174 @@
+#include "config/values.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+using json = nlohmann::json;
+
+bool whole(const json& j, long long min) {
+  if (!j.is_number_integer()) return false;
+  if (j.is_number_unsigned()) {
+    const auto u = j.get<std::uint64_t>();
+    return u <= static_cast<std::uint64_t>(INT_MAX) && static_cast<long long>(u) >= min;
+  }
+  const auto v = j.get<std::int64_t>();
+  return v >= min && v <= INT_MAX;
+}
+
+bool all_strings(const json& j) {
+  return j.is_array() && std::all_of(j.begin(), j.end(), [](const json& item) { return item.is_string(); });
+}
+
+// Runs one of the option parsers to check a value early, where the file and line are known.
+template <typename Parse>
+std::optional<std::string> parser_problem(Parse parse) {
+  try {
+    parse();
+    return std::nullopt;
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+std::optional<bool> boolean_word(std::string_view word) {
+  const std::string w = text::to_lower(text::trim(word));
+  if (w == "1" || w == "true" || w == "yes" || w == "on") return true;
+  if (w == "0" || w == "false" || w == "no" || w == "off") return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string describe_json(const json& j) {
+  if (j.is_string()) return fmt::format("\"{}\"", text::printable(j.get<std::string>()));
+  return text::printable(j.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+std::string_view expectation(ValueType type) {
+  switch (type) {
+    case ValueType::text: return "a string";
+    case ValueType::seconds: return "a number of seconds above 0, at most 3600";
+    case ValueType::interval: return "a number of seconds above 0, at most 86400";
+    case ValueType::count: return "a whole number of at least 1";
+    case ValueType::whole: return "a whole number of at least 0";
+    case ValueType::percent: return "a percentage such as 10 or \"10%\"";
+    case ValueType::memory: return "a string such as \"10%\", \"500MiB\" or \"2GiB\"";
+    case ValueType::boolean: return "true or false";
+    case ValueType::wait: return "a duration such as \"30m\", true (no limit) or false";
+    case ValueType::list:
+    case ValueType::appended_list: return "a list of strings";
+    case ValueType::gpu_indices: return "a list of GPU indices (whole numbers from 0)";
+  }
+  return "a value";
+}
+
+// Why `j` is not a valid value of `type`; nullopt when it is.
+std::optional<std::string> value_problem(ValueType type, const json& j, std::string_view flag) {
+  const auto expected = [&] { return fmt::format("expected {}, got {}", expectation(type), describe_json(j)); };
+  switch (type) {
+    case ValueType::text:
+      if (!j.is_string()) return expected();
+      return std::nullopt;
+    case ValueType::seconds:
+    case ValueType::interval:
+      if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() <= 0 ||
+          j.get<double>() > (type == ValueType::seconds ? 3600 : 86400))
+        return expected();
+      return std::nullopt;
+    case ValueType::count:
+    case ValueType::whole:
+      if (!whole(j, type == ValueType::count ? 1 : 0)) return expected();
+      return std::nullopt;
+    case ValueType::percent:
+      if (j.is_number() && j.get<double>() >= 0 && j.get<double>() <= 100) return std::nullopt;
+      if (j.is_string()) return parser_problem([&] { parse_percent(j.get<std::string>(), flag); });
+      return expected();
+    case ValueType::memory:
+      if (j.is_string()) return parser_problem([&] { parse_memory_limit(j.get<std::string>()); });
+      return expected();
+    case ValueType::boolean:
+      if (!j.is_boolean()) return expected();
+      return std::nullopt;
+    case ValueType::wait:
+      if (j.is_boolean()) return std::nullopt;
+      if (j.is_string()) return parser_problem([&] { parse_wait_duration(j.get<std::string>()); });
+      return expected();
+    case ValueType::list:
+    case ValueType::appended_list:
+      if (!all_strings(j)) return expected();
+      return std::nullopt;
+    case ValueType::gpu_indices:
+      if (!j.is_array() || !std::all_of(j.begin(), j.end(), [](const json& i) { return whole(i, 0); }))
+        return expected();
+      return std::nullopt;
+  }
+  return expected();
+}
+
+// A GPURUN_* value as JSON of the key's type; left a string when it does not read as one, so
+// that value_problem() says what was expected.
+json value_from_text(ValueType type, const std::string& raw, std::string_view where) {
+  switch (type) {
+    case ValueType::seconds:
+    case ValueType::interval:
+      if (const auto v = text::parse_double(raw)) return *v;
+      return raw;
+    case ValueType::count:
+    case ValueType::whole:
+      if (const auto v = text::parse_integer(raw)) return *v;
+      return raw;
+    case ValueType::boolean:
+      if (const auto v = boolean_word(raw)) return *v;
+      return raw;
+    case ValueType::wait:
+      if (text::to_lower(text::trim(raw)) == "forever") return true;
+      if (const auto v = boolean_word(raw)) return *v;
+      return raw;
+    case ValueType::list:
+    case ValueType::appended_list:
+      // A JSON list holds several items; anything else is one item, never split on spaces.
+      if (text::trim(raw).starts_with("[")) {
+        json list = json::parse(raw, nullptr, false);
+        if (list.is_discarded())
+          throw Error(fmt::format("{}: not a JSON list of strings, such as [\"/data:/data\", \"/scratch:/scratch\"]",
+                                  where));
+        return list;
+      }
+      return json::array({raw});
+    default:
+      return raw;
+  }
+}
+
+Percent percent_value(const json& value, std::string_view flag) {
+  return value.is_number() ? Percent{value.get<double>()} : parse_percent(value.get<std::string>(), flag);
+}
+
+MemoryLimit memory_value(const json& value) { return parse_memory_limit(value.get<std::string>()); }
+
+WaitLimit wait_value(const json& value) {
+  if (value.is_boolean()) return {value.get<bool>(), std::nullopt};
+  return {true, parse_wait_duration(value.get<std::string>())};
+}
+
+std::chrono::milliseconds milliseconds_value(const json& value) {
+  return std::chrono::milliseconds(std::llround(value.get<double>() * 1000.0));
+}
+
+std::optional<int> optional_int(const json& value) {
+  return value.is_null() ? std::nullopt : std::optional<int>(value.get<int>());
+}
+
+std::string text_or_empty(const json& value) { return value.is_null() ? "" : value.get<std::string>(); }
+
+}  // namespace gpurun

@@ -1,0 +1,120 @@
+#include "util/docker_args.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+std::string docker_long_name(std::string_view name) {
+  if (name == "net") return "network";
+  if (name == "net-alias") return "network-alias";
+  return std::string(name);
+}
+
+std::string docker_short_name(char c) {
+  static const std::map<char, std::string> names{{'a', "attach"},  {'c', "cpu-shares"}, {'d', "detach"},
+                                                 {'e', "env"},     {'h', "hostname"},   {'i', "interactive"},
+                                                 {'l', "label"},   {'m', "memory"},     {'p', "publish"},
+                                                 {'P', "publish-all"}, {'q', "quiet"},  {'t', "tty"},
+                                                 {'u', "user"},    {'v', "volume"},     {'w', "workdir"}};
+  const auto it = names.find(c);
+  return it != names.end() ? it->second : std::string(1, c);
+}
+
+}  // namespace
+
+bool docker_boolean(std::string_view name) {
+  static const std::set<std::string_view> names{"detach",         "interactive",  "tty",
+                                                "privileged",     "init",         "rm",
+                                                "read-only",      "publish-all",  "oom-kill-disable",
+                                                "no-healthcheck", "sig-proxy",    "disable-content-trust",
+                                                "help",           "quiet",        "use-api-socket"};
+  return names.contains(name);
+}
+
+// Reads docker-run arguments the way docker's flag parser does: --name=value, --name value,
+// -v value, -vvalue, -v=value, and clusters of short booleans such as -it.
+std::vector<DockerArg> docker_args(const std::vector<std::string>& words) {
+  std::vector<DockerArg> args;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "--") break;  // what follows is not options
+    if (w.size() > 2 && w.starts_with("--")) {
+      const std::size_t eq = w.find('=');
+      DockerArg arg{docker_long_name(w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2)), {}, w};
+      if (eq != std::string::npos) {
+        arg.value = w.substr(eq + 1);
+      } else if (!docker_boolean(arg.name) && i + 1 < words.size()) {
+        arg.value = words[++i];
+        arg.text += " " + *arg.value;
+      }
+      args.push_back(std::move(arg));
+    } else if (w.size() > 1 && w[0] == '-') {
+      for (std::size_t j = 1; j < w.size(); ++j) {
+        DockerArg arg{docker_short_name(w[j]), {}, w};
+        if (j + 1 < w.size() && w[j + 1] == '=') {
+          arg.value = w.substr(j + 2);
+        } else if (!docker_boolean(arg.name)) {
+          arg.value = w.substr(j + 1);
+          if (arg.value->empty() && i + 1 < words.size()) {
+            arg.value = words[++i];
+            arg.text += " " + *arg.value;
+          }
+        } else {
+          args.push_back(std::move(arg));
+          continue;  // a cluster of booleans: -it
+        }
+        args.push_back(std::move(arg));
+        break;
+      }
+    }
+  }
+  return args;
+}
+
+// strconv.ParseBool, which docker uses; nullopt when it is not a boolean word.
+std::optional<bool> docker_bool(const std::optional<std::string>& value) {
+  if (!value) return true;
+  static const std::set<std::string_view> yes{"1", "t", "T", "TRUE", "true", "True"};
+  static const std::set<std::string_view> no{"0", "f", "F", "FALSE", "false", "False"};
+  if (yes.contains(*value)) return true;
+  if (no.contains(*value)) return false;
+  return std::nullopt;
+}
+
+// Two host paths overlap when one is the other or lies inside it: mounting /var/run exposes
+// /var/run/docker.sock, and mounting /etc/ssh is mounting part of /etc.
+bool paths_overlap(const std::string& a, const std::string& b) {
+  if (!a.starts_with("/") || !b.starts_with("/")) return a == b;  // named volumes: by name
+  const auto normal = [](const std::string& p) {
+    std::string n = std::filesystem::path(p).lexically_normal().string();
+    while (n.size() > 1 && n.back() == '/') n.pop_back();
+    return n;
+  };
+  const std::string x = normal(a), y = normal(b);
+  const auto inside = [](const std::string& inner, const std::string& outer) {
+    return outer == "/" || inner == outer || inner.starts_with(outer + "/");
+  };
+  return inside(x, y) || inside(y, x);
+}
+
+// The host side of a --volume value ("/a:/b:ro") or of a --mount value ("type=bind,src=/a,dst=/b").
+std::string volume_source(const std::string& value) { return value.substr(0, value.find(':')); }
+std::string mount_source(const std::string& value) {
+  for (std::string_view field : text::split(value, ','))
+    for (std::string_view key : {"source=", "src="})
+      if (field.starts_with(key)) return std::string(field.substr(key.size()));
+  return "";
+}
+
+std::string capability(std::string_view name) {
+  const std::string upper = text::to_upper(name);
+  return upper.starts_with("CAP_") ? upper.substr(4) : upper;
+}
+
+}  // namespace gpurun

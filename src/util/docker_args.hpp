@@ -1,0 +1,38 @@
+#pragma once
+// Reads `docker run` arguments the way docker's own flag parser does, so that a rule about an
+// option holds for every spelling of it: --name=value, --name value, -v value, -vvalue, -v=value,
+// and clusters of short booleans such as -it.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurun {
+
+struct DockerArg {
+  std::string name;                  // canonical long name without dashes: "volume", "privileged"
+  std::optional<std::string> value;  // absent for a bare boolean flag
+  std::string text;                  // as written, for messages: "-v /a:/b", "--privileged=true"
+};
+
+// Whether docker's option `name` (long, without dashes) is a boolean flag that takes no value.
+bool docker_boolean(std::string_view name);
+
+// Every option of `words`, in order; reading stops at "--".
+std::vector<DockerArg> docker_args(const std::vector<std::string>& words);
+
+// A boolean option's value as strconv.ParseBool (which docker uses) reads it: no value is true;
+// nullopt when it is not a boolean word.
+std::optional<bool> docker_bool(const std::optional<std::string>& value);
+
+// Whether host path `a` is `b`, lies inside it, or contains it (named volumes: equal names).
+bool paths_overlap(const std::string& a, const std::string& b);
+
+// The host side of a --volume value ("/a:/b:ro") and of a --mount value ("type=bind,src=/a,dst=/b").
+std::string volume_source(const std::string& value);
+std::string mount_source(const std::string& value);
+
+// A capability's name as docker compares it: upper case, without "CAP_".
+std::string capability(std::string_view name);
+
+}  // namespace gpurun
