@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/test_support.hpp"
 #include "util/error.hpp"
 
 namespace gpurun::cli {
@@ -95,13 +96,9 @@ TEST(SplitCommandLine, LongOptionWithEqualsNeverConsumesTheNextWord) {
 }
 
 TEST(SplitCommandLine, VerbWithACommandIsAnError) {
-  try {
-    split({"pick", "2", "extra"});
-    FAIL() << "no error for `pick 2 extra`";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), exit_code::failure);
-    EXPECT_THAT(e.what(), AllOf(HasSubstr("pick"), HasSubstr("\"extra\"")));
-  }
+  const auto e = test::caught_error([] { split({"pick", "2", "extra"}); });
+  EXPECT_EQ(e.exit_code, exit_code::failure);
+  EXPECT_THAT(e.message, AllOf(HasSubstr("pick"), HasSubstr("\"extra\"")));
   EXPECT_THROW(split({"status", "--", "x"}), Error);
 }
 
@@ -114,14 +111,10 @@ TEST(ParseGpuCount, AcceptsPositiveWholeNumbers) {
 class ParseGpuCountRejects : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ParseGpuCountRejects, WithExit125AndAUsageHint) {
-  try {
-    parse_gpu_count(GetParam());
-    FAIL() << "accepted \"" << GetParam() << "\"";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 125);
-    EXPECT_THAT(e.what(),
-                AllOf(HasSubstr("\"" + GetParam() + "\""), HasSubstr("Usage: gpurun"), HasSubstr("gpurun -- ")));
-  }
+  const auto e = test::caught_error([&] { parse_gpu_count(GetParam()); });
+  EXPECT_EQ(e.exit_code, 125);
+  EXPECT_THAT(e.message,
+              AllOf(HasSubstr("\"" + GetParam() + "\""), HasSubstr("Usage: gpurun"), HasSubstr("gpurun -- ")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Words, ParseGpuCountRejects,
@@ -129,12 +122,8 @@ INSTANTIATE_TEST_SUITE_P(Words, ParseGpuCountRejects,
                          [](const auto& param_info) { return "Case" + std::to_string(param_info.index); });
 
 TEST(ParseGpuCount, ACommandTypedWithoutNGetsAHintToRunIt) {
-  try {
-    parse_gpu_count("python");
-    FAIL() << "accepted \"python\"";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), AllOf(HasSubstr("gpurun 1 python"), HasSubstr("gpurun -- python")));
-  }
+  EXPECT_THAT(test::caught_error([] { parse_gpu_count("python"); }).message,
+              AllOf(HasSubstr("gpurun 1 python"), HasSubstr("gpurun -- python")));
 }
 
 TEST(SplitAndParse, NegativeCountIsRejectedByParseGpuCount) {

@@ -13,14 +13,15 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "util/error.hpp"
 #include "config/options.hpp"
+#include "support/test_support.hpp"
+#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -38,33 +39,22 @@ const std::string kData = std::string(GPURUN_TEST_DATA_DIR) + "/config/";
 // The message of the Error that `load` throws; fails the test when it throws none.
 template <typename F>
 std::string error_of(F&& load) {
-  try {
-    load();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 125);
-    return e.what();
+  const auto e = test::caught_error(std::forward<F>(load));
+  if (e.thrown) {
+    EXPECT_EQ(e.exit_code, 125);
   }
-  ADD_FAILURE() << "no Error was thrown";
-  return "";
+  return e.message;
 }
 
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::path(::testing::TempDir()) / "gpurun-config-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
     fs::create_directories(root_ / "etc");
     fs::create_directories(root_ / "home");
     fs::create_directories(root_ / "work/proj/src/deep");
   }
-  void TearDown() override { fs::remove_all(root_); }
-
   std::string write(const std::string& relative, const std::string& text) {
-    const fs::path path = root_ / relative;
-    fs::create_directories(path.parent_path());
-    std::ofstream(path) << text;
-    return path.string();
+    return test::write_file(root_ / relative, text);
   }
 
   std::string path(const std::string& relative) const { return (root_ / relative).string(); }
@@ -78,7 +68,8 @@ class ConfigTest : public ::testing::Test {
     return in;
   }
 
-  fs::path root_;
+  test::TempDir dir_{"gpurun-config"};
+  fs::path root_ = dir_.path();
 };
 
 // ---------------------------------------------------------------------------------------------

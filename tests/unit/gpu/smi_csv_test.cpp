@@ -7,14 +7,13 @@
 
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "support/test_support.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -27,13 +26,7 @@ using ::testing::IsEmpty;
 constexpr std::nullopt_t N = std::nullopt;  // a value the driver reported as unavailable
 const std::filesystem::path kCaptures = std::filesystem::path(GPURUN_TEST_DATA_DIR) / "captures";
 
-std::string read_capture(const std::string& name) {
-  std::ifstream file(kCaptures / name, std::ios::binary);
-  EXPECT_TRUE(file.good()) << "cannot open capture " << name;
-  std::ostringstream content;
-  content << file.rdbuf();
-  return content.str();
-}
+std::string read_capture(const std::string& name) { return test::read_file(kCaptures / name); }
 
 Gpu gpu(int index, std::string uuid, std::string name, std::optional<double> used, std::optional<double> total,
         std::optional<double> util, bool mig = false) {
@@ -80,14 +73,12 @@ void expect_same_processes(const std::vector<GpuProcess>& actual, const std::vec
 // Runs `parse` on `input` and returns the gpurun::Error message it throws (failing when none).
 template <typename Parse>
 std::string error_of(Parse parse, std::string_view input) {
-  try {
-    parse(input);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), exit_code::failure);
-    return e.what();
+  SCOPED_TRACE(::testing::Message() << "input:\n" << input);
+  const auto e = test::caught_error([&] { parse(input); });
+  if (e.thrown) {
+    EXPECT_EQ(e.exit_code, exit_code::failure);
   }
-  ADD_FAILURE() << "no gpurun::Error for input:\n" << input;
-  return {};
+  return e.message;
 }
 std::string gpu_csv_error(std::string_view input) { return error_of(parse_gpu_csv, input); }
 std::string apps_csv_error(std::string_view input) { return error_of(parse_compute_apps_csv, input); }

@@ -1,7 +1,6 @@
 // UtilizationStats: the streaming figures of --report, checked against hand-computed values.
 #include <gtest/gtest.h>
 
-#include "job/job_report.hpp"
 #include "gpu/utilization_stats.hpp"
 
 namespace gpurun {
@@ -56,15 +55,6 @@ TEST(UtilizationStats, MemoryPeakIsTheHighestSample) {
   stats.add(10, std::nullopt);
   stats.add(10, 2000);
   EXPECT_DOUBLE_EQ(*stats.memory_peak_mib(), 4000);
-}
-
-TEST(JobReport, EfficiencyIsTheMeanOverGpusWithSamples) {
-  JobReport report;
-  report.stats[0] = feed({60});
-  report.stats[1] = feed({95});
-  report.stats[2] = feed({std::nullopt});
-  EXPECT_DOUBLE_EQ(*gpu_efficiency(report), 77.5);
-  EXPECT_FALSE(gpu_efficiency(JobReport{}));
 }
 
 }  // namespace

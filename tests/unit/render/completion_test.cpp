@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "support/test_support.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -54,13 +55,9 @@ TEST(RunCompletion, NamesTheShellsItKnows) {
   std::ostringstream out;
   EXPECT_EQ(run_completion("zsh", sample_spec(), {}, out), 0);
   EXPECT_THAT(out.str(), ::testing::StartsWith("#compdef gpurun\n"));
-  try {
-    run_completion("fish", sample_spec(), {}, out);
-    FAIL() << "fish accepted";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "gpurun completion knows bash and zsh, not \"fish\"");
-    EXPECT_EQ(e.exit_code(), 125);
-  }
+  const auto e = test::caught_error([&] { run_completion("fish", sample_spec(), {}, out); });
+  EXPECT_EQ(e.message, "gpurun completion knows bash and zsh, not \"fish\"");
+  EXPECT_EQ(e.exit_code, 125);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <string>
 
+#include "support/test_support.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -59,13 +60,10 @@ TEST(PlanCpus, ExplicitPerGpuWithin8To24IsUsed) {
 
 TEST(PlanCpus, ExplicitPerGpuOutside8To24IsRejected) {
   for (int per_gpu : {7, 25, 0, -8}) {
-    try {
-      plan_cpus(1, 8, 128, per_gpu);
-      ADD_FAILURE() << "accepted --cpus-per-gpu " << per_gpu;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.exit_code(), exit_code::failure);
-      EXPECT_THAT(e.what(), AllOf(HasSubstr(std::to_string(per_gpu)), HasSubstr("8..24")));
-    }
+    SCOPED_TRACE("--cpus-per-gpu " + std::to_string(per_gpu));
+    const auto e = test::caught_error([&] { plan_cpus(1, 8, 128, per_gpu); });
+    EXPECT_EQ(e.exit_code, exit_code::failure);
+    EXPECT_THAT(e.message, AllOf(HasSubstr(std::to_string(per_gpu)), HasSubstr("8..24")));
   }
 }
 
@@ -93,13 +91,10 @@ TEST(PlanCpus, ExactlyTheHostsCpusNeedsNoWarning) {
 
 TEST(PlanCpus, NonPositiveHostCpusIsAnError) {
   for (int host : {0, -4}) {
-    try {
-      plan_cpus(1, 8, host, std::nullopt);
-      ADD_FAILURE() << "accepted host_cpus " << host;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.exit_code(), exit_code::failure);
-      EXPECT_THAT(e.what(), HasSubstr(std::to_string(host)));
-    }
+    SCOPED_TRACE("host_cpus " + std::to_string(host));
+    const auto e = test::caught_error([&] { plan_cpus(1, 8, host, std::nullopt); });
+    EXPECT_EQ(e.exit_code, exit_code::failure);
+    EXPECT_THAT(e.message, HasSubstr(std::to_string(host)));
   }
 }
 

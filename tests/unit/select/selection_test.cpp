@@ -1,4 +1,4 @@
-// Unit tests for GPU selection: the limit parsers, score(), assess(), pick() and ranked().
+// Unit tests for GPU selection: score(), assess(), pick() and ranked().
 #include "select/selection.hpp"
 
 #include <gmock/gmock.h>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/test_support.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -18,19 +19,9 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using test::make_gpu;
 
 constexpr std::nullopt_t N = std::nullopt;
-
-Gpu make_gpu(int index, std::optional<double> used, std::optional<double> total, std::optional<double> util) {
-  Gpu g;
-  g.index = index;
-  g.uuid = "GPU-" + std::to_string(index);
-  g.name = "NVIDIA A100-SXM4-80GB";
-  g.memory_used_mib = used;
-  g.memory_total_mib = total;
-  g.utilization_percent = util;
-  return g;
-}
 
 Gpu idle_gpu(int index) { return make_gpu(index, 4, 81920, 0); }
 
@@ -55,81 +46,6 @@ GpuAssessment assessment(int index, double score, bool free, std::vector<std::st
   a.reasons = std::move(reasons);
   if (!free && a.reasons.empty()) a.reasons.push_back("busy for a test");
   return a;
-}
-
-// The gpurun::Error that `f` throws (failing the test when none is thrown).
-template <typename F>
-Error error_from(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no gpurun::Error thrown";
-  return Error("");
-}
-
-// ---------------------------------------------------------------------------------------------
-// parse_memory_limit / parse_utilization_limit
-
-struct MemoryLimitCase {
-  const char* text;
-  MemoryLimit::Kind kind;
-  double value;
-};
-
-void PrintTo(const MemoryLimitCase& c, std::ostream* os) { *os << '"' << c.text << '"'; }
-
-class ParseMemoryLimit : public ::testing::TestWithParam<MemoryLimitCase> {};
-
-TEST_P(ParseMemoryLimit, ReadsAmountsAndShares) {
-  const MemoryLimit limit = parse_memory_limit(GetParam().text);
-  EXPECT_EQ(limit.kind, GetParam().kind);
-  EXPECT_DOUBLE_EQ(limit.value, GetParam().value);
-}
-
-INSTANTIATE_TEST_SUITE_P(Good, ParseMemoryLimit,
-                         ::testing::Values(MemoryLimitCase{"2GiB", MemoryLimit::Kind::mib, 2048},
-                                           MemoryLimitCase{"500MiB", MemoryLimit::Kind::mib, 500},
-                                           MemoryLimitCase{"500 MiB", MemoryLimit::Kind::mib, 500},
-                                           MemoryLimitCase{"1.5gib", MemoryLimit::Kind::mib, 1536},
-                                           MemoryLimitCase{"2G", MemoryLimit::Kind::mib, 2048},
-                                           MemoryLimitCase{"300M", MemoryLimit::Kind::mib, 300},
-                                           MemoryLimitCase{"15%", MemoryLimit::Kind::percent, 15},
-                                           MemoryLimitCase{"0%", MemoryLimit::Kind::percent, 0},
-                                           MemoryLimitCase{"100%", MemoryLimit::Kind::percent, 100},
-                                           MemoryLimitCase{"0MiB", MemoryLimit::Kind::mib, 0}));
-
-class ParseMemoryLimitRejects : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(ParseMemoryLimitRejects, WithAnErrorNamingTheOption) {
-  const Error e = error_from([&] { parse_memory_limit(GetParam()); });
-  EXPECT_EQ(e.exit_code(), exit_code::failure);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr("--max-memory"), HasSubstr(std::string("\"") + GetParam() + "\"")));
-}
-
-INSTANTIATE_TEST_SUITE_P(Bad, ParseMemoryLimitRejects,
-                         ::testing::Values("", "abc", "12", "-1%", "101%", "-5MiB", "5 TiB", "%", "MiB", "inf%", "nan%",
-                                           "1x%", "10%%"));
-
-TEST(ParseMemoryLimit, BareNumberErrorSaysAUnitIsNeeded) {
-  EXPECT_THAT(error_from([] { parse_memory_limit("12"); }).what(), HasSubstr("needs a unit"));
-}
-
-TEST(ParseUtilizationLimit, AcceptsPercentWithOrWithoutTheSign) {
-  EXPECT_DOUBLE_EQ(parse_utilization_limit("10"), 10);
-  EXPECT_DOUBLE_EQ(parse_utilization_limit("10%"), 10);
-  EXPECT_DOUBLE_EQ(parse_utilization_limit("7.5 %"), 7.5);
-  EXPECT_DOUBLE_EQ(parse_utilization_limit("0"), 0);
-  EXPECT_DOUBLE_EQ(parse_utilization_limit("100%"), 100);
-}
-
-TEST(ParseUtilizationLimit, RejectsOutOfRangeAndGarbage) {
-  for (const char* bad : {"", "abc", "-1", "-1%", "101", "100.5%", "10 MiB", "10%%", "inf", "nan", "1x"}) {
-    const Error e = error_from([&] { parse_utilization_limit(bad); });
-    EXPECT_EQ(e.exit_code(), exit_code::failure) << bad;
-    EXPECT_THAT(e.what(), HasSubstr("--max-util")) << bad;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -310,9 +226,9 @@ TEST(Pick, AllowBusyRanksAllGpusByScore) {
 }
 
 TEST(Pick, AllowBusyStillNeedsEnoughGpus) {
-  const Error e = error_from([] { pick({assessment(0, 90, false), assessment(1, 5, true)}, 3, true); });
-  EXPECT_EQ(e.exit_code(), exit_code::failure);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr("3"), HasSubstr("has 2")));
+  const auto e = test::caught_error([] { pick({assessment(0, 90, false), assessment(1, 5, true)}, 3, true); });
+  EXPECT_EQ(e.exit_code, exit_code::failure);
+  EXPECT_THAT(e.message, AllOf(HasSubstr("3"), HasSubstr("has 2")));
 }
 
 TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
@@ -322,9 +238,9 @@ TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
   gpus[3].processes.push_back({"GPU-3", 4242, 0.0});
   const auto assessed = assess(gpus, Thresholds{});
 
-  const Error e = error_from([&] { pick(assessed, 2, false); });
-  EXPECT_EQ(e.exit_code(), 125);
-  const std::string message = e.what();
+  const auto e = test::caught_error([&] { pick(assessed, 2, false); });
+  EXPECT_EQ(e.exit_code, 125);
+  const std::string message = e.message;
   EXPECT_THAT(message, HasSubstr("need 2 free GPUs but 1 of 4 is free"));
   EXPECT_THAT(message, HasSubstr("GPU 0"));
   EXPECT_THAT(message, HasSubstr("utilization 100% > limit 10%"));
@@ -339,19 +255,20 @@ TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
 }
 
 TEST(Pick, NoFreeGpuAtAllIsAnError) {
-  const Error e = error_from([] { pick({assessment(0, 90, false, {"utilization 90% > limit 10%"})}, 1, false); });
-  EXPECT_EQ(e.exit_code(), 125);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr("0 of 1"), HasSubstr("GPU 0"), HasSubstr("utilization 90% > limit 10%")));
+  const auto e =
+      test::caught_error([] { pick({assessment(0, 90, false, {"utilization 90% > limit 10%"})}, 1, false); });
+  EXPECT_EQ(e.exit_code, 125);
+  EXPECT_THAT(e.message, AllOf(HasSubstr("0 of 1"), HasSubstr("GPU 0"), HasSubstr("utilization 90% > limit 10%")));
 }
 
 TEST(Pick, CountMustBePositive) {
   const std::vector<GpuAssessment> assessed{assessment(0, 0, true)};
   for (int count : {0, -1}) {
-    const Error e = error_from([&] { pick(assessed, count, false); });
-    EXPECT_EQ(e.exit_code(), exit_code::failure);
-    EXPECT_THAT(e.what(), HasSubstr("positive")) << count;
+    const auto e = test::caught_error([&] { pick(assessed, count, false); });
+    EXPECT_EQ(e.exit_code, exit_code::failure);
+    EXPECT_THAT(e.message, HasSubstr("positive")) << count;
   }
-  EXPECT_EQ(error_from([&] { pick(assessed, 0, true); }).exit_code(), exit_code::failure);
+  EXPECT_EQ(test::caught_error([&] { pick(assessed, 0, true); }).exit_code, exit_code::failure);
 }
 
 TEST(Ranked, FreeFirstThenScoreThenIndex) {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string>
 
+#include "support/test_support.hpp"
+
 namespace gpurun {
 namespace {
 
@@ -103,24 +105,21 @@ TEST(RunProcess, EmptyArgvIsNotStarted) {
 }
 
 TEST(RunProcess, ExtraEnvIsSeenByTheChildAndOverridesOurs) {
-  ASSERT_EQ(::setenv("GPURUN_TEST_OVERRIDDEN", "old", 1), 0);
-  ASSERT_EQ(::setenv("GPURUN_TEST_INHERITED", "kept", 1), 0);
+  const test::EnvGuard overridden("GPURUN_TEST_OVERRIDDEN", "old");
+  const test::EnvGuard inherited("GPURUN_TEST_INHERITED", "kept");
   const ProcessResult r =
       run_process({{"/bin/sh", "-c",
                     "printf '%s %s %s' \"$GPURUN_TEST_OVERRIDDEN\" \"$GPURUN_TEST_ADDED\" \"$GPURUN_TEST_INHERITED\""},
                    {{"GPURUN_TEST_OVERRIDDEN", "new"}, {"GPURUN_TEST_ADDED", "a b=c"}}},
                   5s);
-  ::unsetenv("GPURUN_TEST_OVERRIDDEN");
-  ::unsetenv("GPURUN_TEST_INHERITED");
   EXPECT_TRUE(r.succeeded()) << r.err;
   EXPECT_EQ(r.out, "new a b=c kept");
 }
 
 TEST(RunProcess, OverriddenVariableAppearsOnlyOnce) {
-  ASSERT_EQ(::setenv("GPURUN_TEST_ONCE", "old", 1), 0);
+  const test::EnvGuard once("GPURUN_TEST_ONCE", "old");
   const ProcessResult r =
       run_process({{"/bin/sh", "-c", "env | grep -c '^GPURUN_TEST_ONCE='"}, {{"GPURUN_TEST_ONCE", "new"}}}, 5s);
-  ::unsetenv("GPURUN_TEST_ONCE");
   EXPECT_EQ(r.out, "1\n");
 }
 

@@ -4,17 +4,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "support/test_support.hpp"
 #include "util/process.hpp"
 
 namespace gpurun {
@@ -112,19 +109,15 @@ TEST(ShellJoin, RoundTripsThroughShWordForWord) {
 
 TEST(ShellJoin, RoundTripsWhenTheFirstWordHoldsEquals) {
   // A program literally named "run=me" must be run, not taken for an assignment.
-  const auto dir = std::filesystem::temp_directory_path() / ("gpurun-shell-quote-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto program = dir / "run=me";
-  std::ofstream(program) << "#!/bin/sh\nprintf '%s\\0' \"$@\"\n";
-  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  const test::TempDir dir("gpurun-shell-quote");
+  test::write_script(dir / "run=me", "printf '%s\\0' \"$@\"");
 
   const Argv args{"x=1", "two words", "it's"};
   Argv argv{"run=me"};
   argv.insert(argv.end(), args.begin(), args.end());
   const char* path = std::getenv("PATH");
   const ProcessResult result =
-      run_shell(shell_join(argv), {{"PATH", dir.string() + ":" + (path ? path : "/usr/bin:/bin")}});
-  std::filesystem::remove_all(dir);
+      run_shell(shell_join(argv), {{"PATH", dir.str() + ":" + (path ? path : "/usr/bin:/bin")}});
 
   ASSERT_EQ(result.end, ProcessResult::End::exited) << result.err;
   EXPECT_EQ(result.exit_code, 0) << result.err;
