@@ -110,7 +110,8 @@ void read_common(Device& device, const nlohmann::json& in) {
     const auto& used = p.at("used_memory");
     device.processes.push_back({p.at("pid").get<unsigned>(), used.is_null() ? ~0ULL : mib(used)});
   }
-  for (const auto& [call, name] : in.value("errors", nlohmann::json::object()).items()) device.errors[call] = code(name);
+  const nlohmann::json errors = in.value("errors", nlohmann::json::object());
+  for (const auto& [call, name] : errors.items()) device.errors[call] = code(name);
 }
 
 std::unique_ptr<Device> read_gpu(const nlohmann::json& in) {
