@@ -42,7 +42,12 @@ NvmlProcess decode(const std::byte* record) {
 
 }  // namespace
 
-double nvml_mib(unsigned long long bytes) { return static_cast<double>(bytes / (1024ULL * 1024ULL)); }
+// nvidia-smi rounds to the nearest MiB: on an H100 (driver 580) NVML's 4943839232 bytes used
+// (4714.81 MiB) show as "4715 MiB".
+double nvml_mib(unsigned long long bytes) {
+  constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
+  return static_cast<double>((bytes + kMiB / 2) / kMiB);
+}
 
 nvml::Return read_nvml_processes(const NvmlLibrary& library, nvml::Device device, std::vector<NvmlProcess>& out) {
   out.clear();

@@ -18,7 +18,7 @@ struct NvmlProcess {
 // Fills `out` and returns NVML_SUCCESS, or returns the call's error.
 nvml::Return read_nvml_processes(const NvmlLibrary& library, nvml::Device device, std::vector<NvmlProcess>& out);
 
-// Bytes to whole MiB, as nvidia-smi shows them.
+// Bytes to whole MiB, rounded as nvidia-smi shows them.
 double nvml_mib(unsigned long long bytes);
 
 }  // namespace gpurun

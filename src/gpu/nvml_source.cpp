@@ -57,6 +57,7 @@ class DeviceReader {
         total = nvml_mib(memory.total);
         return;
       }
+      // A library that refuses the struct version (driver 580 answers FUNCTION_NOT_FOUND): v1.
       if (status != nvml::kFunctionNotFound && status != nvml::kNotSupported &&
           status != nvml::kArgumentVersionMismatch)
         return;

@@ -245,6 +245,7 @@ TEST(NvmlSource, ThirtyTwoByteV3RecordsOfEarlyR535Drivers) {
   const Snapshot snapshot = read_with(FAKE_NVML_FULL, "r535_record.json");
   ASSERT_EQ(snapshot.gpus.size(), 2U);
   const std::string uuid0 = snapshot.gpus[0].uuid;
+  EXPECT_EQ(snapshot.gpus[0].memory_used_mib, 30410.0);  // 30409.81 MiB rounds as nvidia-smi rounds it
   EXPECT_EQ(rows(snapshot.gpus[0].processes), (std::vector<ProcessRow>{{uuid0, 51001, 20480.0},
                                                                         {uuid0, 51002, 9216.0},
                                                                         {uuid0, 51003, std::nullopt}}));
