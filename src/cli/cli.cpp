@@ -73,6 +73,7 @@ struct Parsed {
 
 struct Bindings {
   std::string from_csv;
+  std::string from_apps_csv;
   int cpus_per_gpu = 0;
   int host_cpus = 0;
   int verbose = 0;
@@ -92,6 +93,9 @@ void bind(CLI::App& app, Options& o, Bindings& b) {
   app.add_option("--smi-timeout", o.smi_timeout_s, "seconds nvidia-smi may take before it is killed (default 10)")
       ->group(source);
   app.add_option("--from-csv", b.from_csv, "read a recorded `nvidia-smi --query-gpu` CSV instead ('-' = stdin)")
+      ->group(source);
+  app.add_option("--from-apps-csv", b.from_apps_csv,
+                 "with --from-csv: the recorded `nvidia-smi --query-compute-apps` CSV of the same moment")
       ->group(source);
 
   auto* selection = group("Which GPUs are free");
@@ -214,6 +218,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   if (line.count) parsed.options.gpus = parse_gpu_count(*line.count);
   parsed.options.command = std::move(line.command);
   if (app.count("--from-csv") > 0) parsed.options.from_csv = b.from_csv;  // the rest reach Options through configure()
+  if (app.count("--from-apps-csv") > 0) parsed.options.from_apps_csv = b.from_apps_csv;
   parsed.verbosity = b.verbose - b.quiet;
 
   // The configuration layers: files, then GPURUN_* variables, then the flags given here.
@@ -237,7 +242,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
 CompletionSpec completion_spec(const CLI::App& app) {
   static const std::map<std::string, CompletionValue> kValues{
       {"--nvidia-smi", CompletionValue::program}, {"--docker", CompletionValue::program},
-      {"--from-csv", CompletionValue::file},      {"--config", CompletionValue::file},
+      {"--from-csv", CompletionValue::file},      {"--from-apps-csv", CompletionValue::file}, {"--config", CompletionValue::file},
       {"--report-json", CompletionValue::file},   {"--volume", CompletionValue::file},
       {"--lock-dir", CompletionValue::directory}, {"--profile", CompletionValue::profile},
       {"--image", CompletionValue::image},        {"--wait", CompletionValue::optional_word},

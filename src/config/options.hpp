@@ -11,6 +11,7 @@ struct Options {
   std::string nvidia_smi = "nvidia-smi";
   double smi_timeout_s = 10.0;
   std::optional<std::string> from_csv;  // a recorded --query-gpu snapshot ("-" for stdin)
+  std::optional<std::string> from_apps_csv;  // with it, a recorded --query-compute-apps snapshot
 
   // What counts as free, and how many to take.
   int gpus = 1;

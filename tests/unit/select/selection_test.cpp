@@ -283,7 +283,7 @@ TEST(Assess, KeepsTheInputOrder) {
 TEST(Pick, TakesTheLowestScoresAndReturnsThemByIndex) {
   const std::vector<GpuAssessment> assessed{assessment(0, 9, true), assessment(1, 2, true), assessment(2, 5, true),
                                             assessment(6, 0.5, true)};
-  const auto chosen = pick(assessed, 2, false);
+  const auto chosen = pick(assessed, 2, false).gpus_or_throw();
   EXPECT_THAT(indices_of(chosen), ElementsAre(1, 6));
   EXPECT_DOUBLE_EQ(chosen[0].score, 2);
   EXPECT_DOUBLE_EQ(chosen[1].score, 0.5);
@@ -292,25 +292,25 @@ TEST(Pick, TakesTheLowestScoresAndReturnsThemByIndex) {
 TEST(Pick, TiesAreBrokenByIndex) {
   const std::vector<GpuAssessment> assessed{assessment(5, 1, true), assessment(7, 1, true), assessment(2, 1, true),
                                             assessment(0, 3, true)};
-  EXPECT_THAT(indices_of(pick(assessed, 2, false)), ElementsAre(2, 5));
-  EXPECT_THAT(indices_of(pick(assessed, 1, false)), ElementsAre(2));
+  EXPECT_THAT(indices_of(pick(assessed, 2, false).gpus_or_throw()), ElementsAre(2, 5));
+  EXPECT_THAT(indices_of(pick(assessed, 1, false).gpus_or_throw()), ElementsAre(2));
 }
 
 TEST(Pick, NeverTakesABusyGpuWithoutAllowBusy) {
   const std::vector<GpuAssessment> assessed{assessment(0, 5, true), assessment(1, 0, false)};
-  EXPECT_THAT(indices_of(pick(assessed, 1, false)), ElementsAre(0));
+  EXPECT_THAT(indices_of(pick(assessed, 1, false).gpus_or_throw()), ElementsAre(0));
 }
 
 TEST(Pick, AllowBusyRanksAllGpusByScore) {
   const std::vector<GpuAssessment> assessed{assessment(0, 90, false), assessment(1, 60, false), assessment(2, 5, true),
                                             assessment(3, 0, false)};
-  EXPECT_THAT(indices_of(pick(assessed, 2, true)), ElementsAre(2, 3));
-  EXPECT_THAT(indices_of(pick(assessed, 3, true)), ElementsAre(1, 2, 3));
-  EXPECT_THAT(indices_of(pick(assessed, 4, true)), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(indices_of(pick(assessed, 2, true).gpus_or_throw()), ElementsAre(2, 3));
+  EXPECT_THAT(indices_of(pick(assessed, 3, true).gpus_or_throw()), ElementsAre(1, 2, 3));
+  EXPECT_THAT(indices_of(pick(assessed, 4, true).gpus_or_throw()), ElementsAre(0, 1, 2, 3));
 }
 
 TEST(Pick, AllowBusyStillNeedsEnoughGpus) {
-  const Error e = error_from([] { pick({assessment(0, 90, false), assessment(1, 5, true)}, 3, true); });
+  const Error e = error_from([] { pick({assessment(0, 90, false), assessment(1, 5, true)}, 3, true).gpus_or_throw(); });
   EXPECT_EQ(e.exit_code(), exit_code::failure);
   EXPECT_THAT(e.what(), AllOf(HasSubstr("3"), HasSubstr("has 2")));
 }
@@ -322,7 +322,7 @@ TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
   gpus[3].processes.push_back({"GPU-3", 4242, 0.0});
   const auto assessed = assess(gpus, Thresholds{});
 
-  const Error e = error_from([&] { pick(assessed, 2, false); });
+  const Error e = error_from([&] { pick(assessed, 2, false).gpus_or_throw(); });
   EXPECT_EQ(e.exit_code(), 125);
   const std::string message = e.what();
   EXPECT_THAT(message, HasSubstr("need 2 free GPUs but 1 of 4 is free"));
@@ -339,7 +339,7 @@ TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
 }
 
 TEST(Pick, NoFreeGpuAtAllIsAnError) {
-  const Error e = error_from([] { pick({assessment(0, 90, false, {"utilization 90% > limit 10%"})}, 1, false); });
+  const Error e = error_from([] { pick({assessment(0, 90, false, {"utilization 90% > limit 10%"})}, 1, false).gpus_or_throw(); });
   EXPECT_EQ(e.exit_code(), 125);
   EXPECT_THAT(e.what(), AllOf(HasSubstr("0 of 1"), HasSubstr("GPU 0"), HasSubstr("utilization 90% > limit 10%")));
 }
@@ -347,11 +347,11 @@ TEST(Pick, NoFreeGpuAtAllIsAnError) {
 TEST(Pick, CountMustBePositive) {
   const std::vector<GpuAssessment> assessed{assessment(0, 0, true)};
   for (int count : {0, -1}) {
-    const Error e = error_from([&] { pick(assessed, count, false); });
+    const Error e = error_from([&] { pick(assessed, count, false).gpus_or_throw(); });
     EXPECT_EQ(e.exit_code(), exit_code::failure);
     EXPECT_THAT(e.what(), HasSubstr("positive")) << count;
   }
-  EXPECT_EQ(error_from([&] { pick(assessed, 0, true); }).exit_code(), exit_code::failure);
+  EXPECT_EQ(error_from([&] { pick(assessed, 0, true).gpus_or_throw(); }).exit_code(), exit_code::failure);
 }
 
 TEST(Ranked, FreeFirstThenScoreThenIndex) {
