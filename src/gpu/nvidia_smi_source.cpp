@@ -63,7 +63,8 @@ bool warning_exit(const ProcessResult& result) {
 // The optional field an old driver rejected: `Field "mig.mode.current" is not a valid field to query.`
 std::optional<std::string_view> rejected_field(const ProcessResult& result, const std::vector<std::string_view>& fields) {
   if (result.end != ProcessResult::End::exited || result.exit_code != 2) return std::nullopt;
-  for (const auto& line : text::non_blank_lines(result.out + result.err)) {
+  const std::string output = result.out + result.err;
+  for (const auto& line : text::non_blank_lines(output)) {
     const std::string_view t = text::trim(line.text);
     if (!t.starts_with("Field \"")) continue;
     const std::string_view name = t.substr(7, t.find('"', 7) - 7);

@@ -73,7 +73,7 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
 
     if (!gpu.memory_used_mib) {
       if (memory_unreported && gpu.utilization_percent)
-        a.notes.emplace_back(fmt::format("memory could not be judged: the driver reports none (unified memory); "
+        a.notes.emplace_back(fmt::format("memory could not be judged, the driver reports none (unified memory): "
                                          "judged by {}utilization",
                                          processes_known ? "processes and " : ""));
       else
