@@ -17,6 +17,7 @@ struct Options {
   std::string nvidia_smi = "nvidia-smi";
   std::chrono::milliseconds smi_timeout{10'000};  // every child gpurun asks, nvidia-smi and docker
   std::optional<std::string> from_csv;            // a recorded --query-gpu snapshot ("-" for stdin)
+  std::optional<std::string> from_apps_csv;       // with it, a recorded --query-compute-apps snapshot
 
   // What counts as free, and how many to take.
   int gpus = 1;

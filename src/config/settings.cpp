@@ -39,6 +39,10 @@ std::vector<Setting> make_settings() {
        .help = "read a recorded `nvidia-smi --query-gpu` CSV instead ('-' = stdin)", .group = kSource,
        .fallback = "null", .completion = H::file,
        .apply = [](const json& v, Options& o) { o.from_csv = v.get<std::string>(); }},
+      {.key = "from_apps_csv", .scope = Scope::invocation, .flag = "--from-apps-csv",
+       .help = "with --from-csv: the recorded `nvidia-smi --query-compute-apps` CSV of the same moment",
+       .group = kSource, .fallback = "null", .completion = H::file,
+       .apply = [](const json& v, Options& o) { o.from_apps_csv = v.get<std::string>(); }},
 
       // Which GPUs are free.
       {.key = "max_util", .type = T::percent, .flag = "--max-util",

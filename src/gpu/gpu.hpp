@@ -25,6 +25,13 @@ struct Gpu {
   std::vector<GpuProcess> processes;
 };
 
+// A GPU the driver could not reach, named only by its PCI bus id, as nvidia-smi reports it between
+// the rows: "Unable to determine the device handle for GPU0000:34:00.0: Unknown Error".
+struct LostGpu {
+  std::string pci_bus_id;  // "0000:34:00.0"
+  std::string error;       // "Unknown Error"
+};
+
 // Reasons GPUs are busy that the driver cannot show (reservations, containers), by GPU index.
 using ExternalClaims = std::map<int, std::vector<std::string>>;
 

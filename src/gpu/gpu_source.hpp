@@ -3,6 +3,7 @@
 // the implementations here; NVML is another. Tests can pass an in-process fake.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gpu/snapshot.hpp"
@@ -21,5 +22,15 @@ class GpuSource {
   // "nvidia-smi", "nvml", "snapshot FILE": for --verbose and `status`.
   virtual std::string name() const = 0;
 };
+
+// Which source to use: a recorded snapshot when `csv` is given, else the nvidia-smi program.
+struct GpuSourceSpec {
+  std::string nvidia_smi = "nvidia-smi";
+  std::optional<std::string> csv;       // a recorded --query-gpu CSV ("-" for stdin)
+  std::optional<std::string> apps_csv;  // with it, a recorded --query-compute-apps CSV
+};
+
+// The source the spec names; throws Error (exit 125) for an apps CSV without a GPU CSV.
+std::unique_ptr<GpuSource> make_gpu_source(const GpuSourceSpec& spec);
 
 }  // namespace gpurun

@@ -102,10 +102,9 @@ std::string parse_string(std::string_view cell) {
 // Maps column positions to field names, from a header or from the documented default order.
 class ColumnMap {
  public:
-  template <std::size_t N>
-  static ColumnMap defaults(const std::array<std::string_view, N>& fields) {
+  static ColumnMap defaults(std::span<const std::string_view> fields) {
     ColumnMap map;
-    for (std::size_t i = 0; i < N; ++i) map.columns_.push_back({canonical_field(std::string(fields[i])), ""});
+    for (std::string_view field : fields) map.columns_.push_back({canonical_field(std::string(field)), ""});
     return map;
   }
 
@@ -161,15 +160,51 @@ void check_column_count(const ColumnMap& map, const Line& line, std::size_t foun
     fail(line, fmt::format("expected {} columns ({}) but found {}", map.size(), map.names(), found));
 }
 
+// The lines that are rows (or the header): lost-GPU and warning lines go to `table` instead.
+std::vector<Line> data_lines(std::string_view input, GpuTable& table) {
+  std::vector<Line> lines;
+  for (const Line& line : text::non_blank_lines(input)) {
+    if (auto lost = parse_lost_gpu_line(line.text)) {
+      table.lost.push_back(std::move(*lost));
+    } else if (is_warning_line(line.text)) {
+      table.warnings.push_back(text::printable(text::trim(line.text), 300));
+    } else {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
 }  // namespace
 
-std::vector<Gpu> parse_gpu_csv(std::string_view input) {
-  const std::vector<Line> lines = text::non_blank_lines(input);
-  std::vector<Gpu> gpus;
-  if (lines.empty()) return gpus;
+std::optional<LostGpu> parse_lost_gpu_line(std::string_view line) {
+  line = text::trim(line);
+  // Linux says "determine", Windows "detect"; some drivers put a space before the bus id.
+  std::string_view rest;
+  for (std::string_view prefix : {"unable to determine the device handle for gpu", "unable to detect the device handle for gpu"})
+    if (text::to_lower(line.substr(0, prefix.size())) == prefix) rest = text::trim(line.substr(prefix.size()));
+  if (rest.empty()) return std::nullopt;
+  const auto colon = rest.find(": ");  // the bus id has colons of its own, never followed by a space
+  LostGpu lost;
+  lost.pci_bus_id = text::printable(text::trim(rest.substr(0, colon)), 64);
+  lost.error = colon == std::string_view::npos ? "" : text::printable(text::trim(rest.substr(colon + 2)), 200);
+  return lost;
+}
+
+bool is_warning_line(std::string_view line) {
+  return text::to_lower(text::trim(line).substr(0, 8)) == "warning:";
+}
+
+std::vector<Gpu> parse_gpu_csv(std::string_view input) { return parse_gpu_table(input).gpus; }
+
+GpuTable parse_gpu_table(std::string_view input, std::span<const std::string_view> columns) {
+  GpuTable table;
+  const std::vector<Line> lines = data_lines(input, table);
+  std::vector<Gpu>& gpus = table.gpus;
+  if (lines.empty()) return table;
 
   std::size_t first_row = 0;
-  ColumnMap map = ColumnMap::defaults(kGpuQueryFields);
+  ColumnMap map = ColumnMap::defaults(columns);
   if (const auto cells = text::split(lines[0].text, ','); is_header(cells, kGpuQueryFields)) {
     map = ColumnMap::from_header(lines[0], cells);
     first_row = 1;
@@ -201,12 +236,13 @@ std::vector<Gpu> parse_gpu_csv(std::string_view input) {
     if (mig_col) gpu.mig_enabled = text::to_lower(text::trim(cells[*mig_col])) == "enabled";
     gpus.push_back(std::move(gpu));
   }
-  return gpus;
+  return table;
 }
 
 std::vector<GpuProcess> parse_compute_apps_csv(std::string_view input) {
   std::vector<GpuProcess> processes;
-  const std::vector<Line> lines = text::non_blank_lines(input);
+  GpuTable ignored;  // a lost GPU or a warning here is also in the --query-gpu answer
+  const std::vector<Line> lines = data_lines(input, ignored);
   if (lines.empty()) return processes;
 
   std::size_t first_row = 0;

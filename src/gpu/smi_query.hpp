@@ -1,23 +1,17 @@
 #pragma once
-// Reads the GPU table: from a live nvidia-smi, or from a recorded --query-gpu CSV snapshot.
-#include <chrono>
+// The nvidia-smi command lines gpurun runs.
+#include <span>
 #include <string>
-#include <vector>
+#include <string_view>
 
-#include "gpu/gpu.hpp"
+#include "gpu/smi_csv.hpp"
 #include "util/process.hpp"
 
 namespace gpurun {
 
-// The two nvidia-smi invocations gpurun makes (GPUs, and the compute processes on them).
-ProcessSpec gpu_query(const std::string& nvidia_smi);
+// The two nvidia-smi invocations gpurun makes (GPUs, and the compute processes on them). The
+// GPU query asks for `fields` (kGpuQueryFields, less any an old driver does not know).
+ProcessSpec gpu_query(const std::string& nvidia_smi, std::span<const std::string_view> fields = kGpuQueryFields);
 ProcessSpec compute_apps_query(const std::string& nvidia_smi);
-
-// Runs both queries at once, each killed after `timeout`. Throws Error with nvidia-smi's own
-// message (it prints its errors on stdout) when either fails.
-std::vector<Gpu> query_gpus(const std::string& nvidia_smi, std::chrono::milliseconds timeout);
-
-// Reads a --query-gpu CSV snapshot from `path` ("-" for stdin). It has no process list.
-std::vector<Gpu> read_gpu_snapshot(const std::string& path);
 
 }  // namespace gpurun

@@ -34,6 +34,7 @@ struct Snapshot {
   bool processes_known = true;            // false: no process list was read (a CSV snapshot)
   std::vector<MigInstance> mig_instances;
   std::vector<GpuLink> links;             // empty: topology unknown
+  std::vector<LostGpu> lost;              // GPUs the driver named but could not reach
   std::string source;                     // which source answered: "nvidia-smi", "nvml", "snapshot FILE"
   std::vector<std::string> warnings;      // worth telling the user (a lost GPU, a corrupted infoROM)
 };

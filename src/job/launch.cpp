@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <ostream>
+#include <set>
 #include <thread>
 
 #include "select/cpu_quota.hpp"
@@ -135,11 +136,22 @@ std::chrono::milliseconds selection_patience(const Options& options) {
   return 2 * smi_timeout(options) + std::chrono::seconds(10);
 }
 
+// A dry run with --wait that finds too few free: what a real launch would wait for.
+void tell_would_wait(const Options& options, const Inventory& inventory, const PickResult& result,
+                     std::optional<std::chrono::seconds> limit) {
+  if (spdlog::should_log(spdlog::level::info)) std::cerr << format_gpu_table(ranked(inventory.assessed)) << std::flush;
+  spdlog::info("dry run: {} of {} GPU{} free now; a real launch would wait {} until {} {} free, then run docker on them",
+               result.available, options.gpus, options.gpus == 1 ? "" : "s",
+               limit ? "up to " + format_duration(*limit) : std::string("without limit"), options.gpus,
+               options.gpus == 1 ? "is" : "are");
+}
+
 // Picks the GPUs under the selection lock (held on return, for a real launch); with --wait,
-// queues and retries every second until enough are free. Returns 128+N when a signal N ended
-// the wait, else 0.
-int pick_gpus(const Options& options, const std::string& lock_dir, FileLock& selection, Inventory& inventory,
-              std::vector<GpuAssessment>& chosen) {
+// queues and retries every second until enough are free. Returns the exit status to end with
+// at once (128+N when a signal N ended the wait; 0 for a dry run that would wait), or nullopt
+// when `chosen` holds the GPUs.
+std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir, GpuSource& source,
+                             FileLock& selection, Inventory& inventory, std::vector<GpuAssessment>& chosen) {
   // No limit is a limit of a century: a plain duration (not seconds::max(), which overflows when
   // compared in nanoseconds) also spares GCC's maybe-uninitialized on optionals.
   const std::chrono::seconds wait_limit = options.wait.limit.value_or(std::chrono::hours(24 * 365 * 100));
@@ -152,21 +164,28 @@ int pick_gpus(const Options& options, const std::string& lock_dir, FileLock& sel
     interruptible.emplace();
     status.emplace();
   }
+  std::set<std::string> told;  // each warning once, however long the wait
   const auto started = std::chrono::steady_clock::now();
   std::string last_free = "?";
   while (true) {
     const int position = ticket ? ticket->position() : 0;
     if (position == 0) {
       if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
-      inventory = take_inventory(options, lock_dir);
-      try {
-        chosen = pick(inventory.assessed, options.gpus, options.allow_busy);
-        return 0;  // leaving the queue (the ticket's destructor) lets the next waiter try
-      } catch (const NotEnoughGpus& e) {
-        if (!waits) throw;
-        last_free = std::to_string(e.available());
-        selection = FileLock();
+      inventory = take_inventory(options, lock_dir, source);
+      warn_once(inventory.warnings, told);
+      if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) warn_once({warning}, told);
+      const PickResult result = pick(inventory.assessed, options.gpus, options.allow_busy);
+      if (result.ok()) {
+        chosen = result.chosen;
+        return std::nullopt;  // leaving the queue (the ticket's destructor) lets the next waiter try
       }
+      if (!options.wait.enabled || !result.waiting_can_help) throw Error(result.shortfall);
+      if (options.dry_run) {
+        tell_would_wait(options, inventory, result, options.wait.limit);
+        return 0;
+      }
+      last_free = std::to_string(result.available);
+      selection = FileLock();
     }
     const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
     if (waited >= wait_limit)
@@ -217,11 +236,11 @@ int run_launch(const Options& options, std::ostream& out) {
 
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
+  const auto source = make_gpu_source(gpu_source_spec(options));
   FileLock selection;
   Inventory inventory;
   std::vector<GpuAssessment> chosen;
-  if (const int interrupted = pick_gpus(options, lock_dir, selection, inventory, chosen); interrupted != 0)
-    return interrupted;
+  if (const auto status = pick_gpus(options, lock_dir, *source, selection, inventory, chosen)) return *status;
 
   const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.assessed.size()),
                                  options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);

@@ -15,6 +15,10 @@ std::string or_unknown(const std::optional<double>& value, std::string_view suff
   return value ? fmt::format("{:.0f}{}", *value, suffix) : "?";
 }
 
+std::string process_count(const GpuAssessment& a) {
+  return a.processes_known ? std::to_string(a.gpu.processes.size()) : "?";
+}
+
 }  // namespace
 
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
@@ -29,14 +33,23 @@ std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
     table += fmt::format("{:>3}  {:<{}}  {:>19}  {:>4}  {:>5}  {:>5.1f}  {}\n", g.index, g.name.empty() ? "?" : g.name,
                          name_width,
                          fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
-                         or_unknown(g.utilization_percent, "%"), g.processes.size(), a.score, state);
+                         or_unknown(g.utilization_percent, "%"), process_count(a), a.score, state);
   }
   return table;
+}
+
+std::string format_lost_gpus(const std::vector<LostGpu>& lost) {
+  std::string lines;
+  for (const LostGpu& l : lost)
+    lines += fmt::format("lost: the GPU at PCI bus {} cannot be reached{}; nvidia-smi lists the others\n", l.pci_bus_id,
+                         l.error.empty() ? "" : " (" + l.error + ")");
+  return lines;
 }
 
 nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const auto& p : a.gpu.processes) processes.push_back({{"pid", p.pid}, {"used_memory_mib", or_null(p.used_memory_mib)}});
+  if (!a.processes_known) processes = nullptr;
   return {{"index", a.gpu.index},
           {"uuid", a.gpu.uuid},
           {"name", a.gpu.name},
@@ -51,10 +64,16 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
           {"notes", a.notes}};
 }
 
-nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus) {
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& a : gpus) list.push_back(gpu_json(a));
-  return {{"gpus", list}};
+  nlohmann::ordered_json json{{"gpus", list}};
+  if (!lost.empty()) {
+    nlohmann::ordered_json lost_list = nlohmann::ordered_json::array();
+    for (const LostGpu& l : lost) lost_list.push_back({{"pci_bus_id", l.pci_bus_id}, {"error", l.error}});
+    json["lost"] = lost_list;
+  }
+  return json;
 }
 
 nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen) {
@@ -94,7 +113,7 @@ std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std
     if (holders.empty()) holders.emplace_back(a.free ? "-" : "busy: " + fmt::format("{}", fmt::join(a.reasons, "; ")));
     table += fmt::format("{:>3}  {:<{}}  {:<17}  {:>19}  {:>5}  {}\n", g.index, g.name.empty() ? "?" : g.name, name_width,
                          bar, fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
-                         g.processes.size(), fmt::format("{}", fmt::join(holders, ", ")));
+                         process_count(a), fmt::format("{}", fmt::join(holders, ", ")));
   }
   return table;
 }

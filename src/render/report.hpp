@@ -20,9 +20,13 @@ nlohmann::ordered_json or_null(const std::optional<T>& value) {
 // One row per GPU, in the order given, under a header line; ends with a newline.
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus);
 
+// Lines after the GPU table naming each GPU the driver could not reach; "" when none.
+std::string format_lost_gpus(const std::vector<LostGpu>& lost);
+
+// "processes" is null when no process list was read.
 nlohmann::ordered_json gpu_json(const GpuAssessment& a);
-// {"gpus": [gpu_json...]}
-nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus);
+// {"gpus": [gpu_json...]}, and "lost": [{"pci_bus_id", "error"}...] when a GPU was lost.
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost = {});
 // {"indices": [2, 5], "gpus": [gpu_json...]}
 nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen);
 

@@ -11,7 +11,6 @@
 #include "select/claims.hpp"
 #include "util/error.hpp"
 #include "locks/reservation.hpp"
-#include "gpu/smi_query.hpp"
 
 namespace gpurun {
 
@@ -19,13 +18,11 @@ Thresholds thresholds_from(const Options& options) { return {options.max_util.va
 
 std::chrono::milliseconds smi_timeout(const Options& options) { return options.smi_timeout; }
 
-std::vector<Gpu> read_gpus(const Options& options, std::chrono::milliseconds timeout) {
-  std::vector<Gpu> gpus = options.from_csv ? read_gpu_snapshot(*options.from_csv) : query_gpus(options.nvidia_smi, timeout);
-  std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
-  return gpus;
+GpuSourceSpec gpu_source_spec(const Options& options) {
+  return {options.nvidia_smi, options.from_csv, options.from_apps_csv};
 }
 
-Inventory take_inventory(const Options& options, const std::string& lock_dir) {
+Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source) {
   const Thresholds thresholds = thresholds_from(options);
   const auto timeout = smi_timeout(options);
 
@@ -35,7 +32,11 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir) {
   if (!options.from_csv && !options.ignore_containers)
     containers = std::async(std::launch::async, list_gpu_containers, options.docker, timeout);
 
-  const std::vector<Gpu> gpus = read_gpus(options, timeout);
+  const Snapshot snapshot = source.read(timeout);  // GPUs in index order
+  const std::vector<Gpu>& gpus = snapshot.gpus;
+  inventory.lost = snapshot.lost;
+  inventory.warnings = snapshot.warnings;
+  inventory.processes_known = snapshot.processes_known;
 
   ExternalClaims claims;
   if (containers.valid()) {
@@ -53,9 +54,21 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir) {
     withheld[i] = !gpu_allowed(options.policy, index);
     if (withheld[i]) claims[index].insert(claims[index].begin(), gpu_not_allowed_reason(options.policy));
   }
-  inventory.assessed = assess(gpus, thresholds, claims);  // in the order of `gpus`
+  inventory.assessed = assess(snapshot, thresholds, claims);  // in the order of `gpus`
   for (std::size_t i = 0; i < gpus.size(); ++i) inventory.assessed[i].withheld = withheld[i];
   return inventory;
+}
+
+void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told) {
+  for (const std::string& warning : warnings)
+    if (told.insert(warning).second) spdlog::warn("{}", warning);
+}
+
+std::string unchecked_processes_warning(const Inventory& inventory) {
+  if (inventory.processes_known) return {};
+  return "processes were not checked: the snapshot has no process list, so a GPU running a job may look free "
+         "(record `nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv` with it and pass "
+         "--from-apps-csv FILE)";
 }
 
 std::string lock_dir_for_reading(const Options& options) {

@@ -2,11 +2,13 @@
 // The machine's GPUs as the verbs see them: read (nvidia-smi or a snapshot), joined with what
 // nvidia-smi cannot show (reservations of other launches, containers holding GPUs), assessed.
 #include <chrono>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "config/options.hpp"
 #include "engine/containers.hpp"
+#include "gpu/gpu_source.hpp"
 #include "select/selection.hpp"
 
 namespace gpurun {
@@ -19,15 +21,24 @@ std::chrono::milliseconds smi_timeout(const Options& options);
 struct Inventory {
   std::vector<GpuContainer> containers;   // running containers that hold GPUs
   std::vector<GpuAssessment> assessed;    // one per GPU, in index order
+  std::vector<LostGpu> lost;              // GPUs the driver named but could not reach
+  std::vector<std::string> warnings;      // the GPU source's (a lost GPU, a corrupted infoROM)
+  bool processes_known = true;            // false: a snapshot without a process list
 };
 
-// The GPU table the options name (nvidia-smi, or the --from-csv snapshot), in index order.
-std::vector<Gpu> read_gpus(const Options& options, std::chrono::milliseconds timeout);
+// The GPU source the options name: the --from-csv snapshot (with --from-apps-csv), or nvidia-smi.
+GpuSourceSpec gpu_source_spec(const Options& options);
 
-// Reads the GPU table the options name and, at the same time, asks the Docker engine which
-// containers hold GPUs (not for a --from-csv snapshot; a failure there is a warning). With a
-// `lock_dir`, GPUs other launches have reserved count as busy.
-Inventory take_inventory(const Options& options, const std::string& lock_dir);
+// Reads the GPUs from `source` and, at the same time, asks the Docker engine which containers
+// hold GPUs (not for a --from-csv snapshot; a failure there is a warning). With a `lock_dir`,
+// GPUs other launches have reserved count as busy. Warnings are returned, not logged.
+Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source);
+
+// Logs the warnings not in `told` yet, and adds them there: a wait loop says each once.
+void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told);
+
+// The warning for a pick from a snapshot without a process list, or "" when processes were read.
+std::string unchecked_processes_warning(const Inventory& inventory);
 
 // The lock directory, for looking at reservations only: empty, with a warning, when unusable.
 std::string lock_dir_for_reading(const Options& options);

@@ -51,20 +51,33 @@ double score(const Gpu& gpu) {
   return 100.0;
 }
 
-std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds& thresholds,
-                                  const ExternalClaims& claims) {
+namespace {
+
+std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thresholds& thresholds,
+                                       const ExternalClaims& claims, bool processes_known) {
+  // No GPU reporting memory is the device's design (unified memory, GB10), not a glitch of one GPU.
+  const bool memory_unreported = !gpus.empty() && std::all_of(gpus.begin(), gpus.end(), [](const Gpu& g) {
+    return !g.memory_used_mib && !g.memory_total_mib;
+  });
   std::vector<GpuAssessment> assessed;
   assessed.reserve(gpus.size());
   for (const Gpu& gpu : gpus) {
     GpuAssessment a{gpu, false, score(gpu), {}, {}};
+    a.processes_known = processes_known;
     if (gpu.mig_enabled) a.reasons.emplace_back("MIG mode is enabled (not offered as a whole GPU)");
     if (const auto claim = claims.find(gpu.index); claim != claims.end())
       a.reasons.insert(a.reasons.end(), claim->second.begin(), claim->second.end());
     // A process at 0 MiB has just started: the GPU is taken all the same.
     if (!gpu.processes.empty()) a.reasons.push_back(describe_processes(gpu.processes));
+    if (!processes_known) a.notes.emplace_back("processes not checked: the snapshot has no process list");
 
     if (!gpu.memory_used_mib) {
-      a.reasons.emplace_back("memory use unknown");
+      if (memory_unreported && gpu.utilization_percent)
+        a.notes.emplace_back(fmt::format("memory could not be judged, the driver reports none (unified memory): "
+                                         "judged by {}utilization",
+                                         processes_known ? "processes and " : ""));
+      else
+        a.reasons.emplace_back("memory use unknown");
     } else if (thresholds.max_memory.kind == MemoryLimit::Kind::mib) {
       if (*gpu.memory_used_mib > thresholds.max_memory.value)
         a.reasons.push_back(fmt::format("memory used {:g} MiB > limit {:g} MiB", *gpu.memory_used_mib,
@@ -89,6 +102,32 @@ std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds
   return assessed;
 }
 
+// The shortfall when fewer GPUs may ever be handed out than asked for: withheld by the site
+// policy, or MIG-enabled (never handed out whole).
+std::string too_few_offered(const std::vector<GpuAssessment>& assessed, int count, std::size_t offered) {
+  const auto mig = static_cast<std::size_t>(std::count_if(
+      assessed.begin(), assessed.end(), [](const GpuAssessment& a) { return !a.withheld && a.gpu.mig_enabled; }));
+  const std::size_t withheld = assessed.size() - offered - mig;
+  if (mig == 0)
+    return fmt::format("need {} GPUs but this machine has {}, of which the site policy lets gpurun hand out {}", count,
+                       assessed.size(), offered);
+  return fmt::format("need {} GPUs but this machine has {}, of which gpurun can hand out {} ({} {} MIG enabled and {} "
+                     "never handed out whole{})",
+                     count, assessed.size(), offered, mig, mig == 1 ? "has" : "have", mig == 1 ? "is" : "are",
+                     withheld > 0 ? fmt::format("; the site policy withholds {}", withheld) : "");
+}
+
+}  // namespace
+
+std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds& thresholds,
+                                  const ExternalClaims& claims) {
+  return assess_gpus(gpus, thresholds, claims, true);
+}
+
+std::vector<GpuAssessment> assess(const Snapshot& snapshot, const Thresholds& thresholds, const ExternalClaims& claims) {
+  return assess_gpus(snapshot.gpus, thresholds, claims, snapshot.processes_known);
+}
+
 std::vector<GpuAssessment> ranked(std::vector<GpuAssessment> assessed) {
   std::stable_sort(assessed.begin(), assessed.end(), [](const GpuAssessment& a, const GpuAssessment& b) {
     if (a.free != b.free) return a.free;
@@ -97,27 +136,46 @@ std::vector<GpuAssessment> ranked(std::vector<GpuAssessment> assessed) {
   return assessed;
 }
 
-std::vector<GpuAssessment> pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy) {
-  if (count <= 0) throw Error(fmt::format("the number of GPUs must be positive, not {}", count));
-  std::vector<GpuAssessment> candidates;
-  for (const GpuAssessment& a : assessed)
-    if (a.free || (allow_busy && !a.withheld)) candidates.push_back(a);
+const std::vector<GpuAssessment>& PickResult::gpus_or_throw() const& {
+  if (!ok()) throw Error(shortfall);
+  return chosen;
+}
 
-  if (candidates.size() < static_cast<std::size_t>(count)) {
-    if (allow_busy)
-      throw NotEnoughGpus(candidates.size() == assessed.size()
-                              ? fmt::format("need {} GPUs but this machine has {}", count, assessed.size())
-                              : fmt::format("need {} GPUs but this machine has {}, of which the site policy lets gpurun "
-                                            "hand out {}",
-                                            count, assessed.size(), candidates.size()),
-                          candidates.size());
-    throw NotEnoughGpus(too_few_message(assessed, count, candidates.size()), candidates.size());
+std::vector<GpuAssessment> PickResult::gpus_or_throw() && {
+  if (!ok()) throw Error(shortfall);
+  return std::move(chosen);
+}
+
+PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy) {
+  if (count <= 0) throw Error(fmt::format("the number of GPUs must be positive, not {}", count));
+  const auto wanted = static_cast<std::size_t>(count);
+  std::vector<GpuAssessment> candidates;
+  std::size_t offered = 0;  // GPUs gpurun may ever hand out
+  for (const GpuAssessment& a : assessed) {
+    if (a.withheld || a.gpu.mig_enabled) continue;
+    ++offered;
+    if (a.free || allow_busy) candidates.push_back(a);
+  }
+
+  PickResult result;
+  result.available = candidates.size();
+  if (candidates.size() < wanted) {
+    result.waiting_can_help = wanted <= offered;
+    if (wanted > assessed.size())
+      result.shortfall = fmt::format("need {} GPUs but this machine has {} GPU{}", count, assessed.size(),
+                                     assessed.size() == 1 ? "" : "s");
+    else if (wanted > offered)
+      result.shortfall = too_few_offered(assessed, count, offered);
+    else
+      result.shortfall = too_few_message(assessed, count, candidates.size());
+    return result;
   }
   std::sort(candidates.begin(), candidates.end(), ranks_before);
-  candidates.resize(static_cast<std::size_t>(count));
+  candidates.resize(wanted);
   std::sort(candidates.begin(), candidates.end(),
             [](const GpuAssessment& a, const GpuAssessment& b) { return a.gpu.index < b.gpu.index; });
-  return candidates;
+  result.chosen = std::move(candidates);
+  return result;
 }
 
 }  // namespace gpurun

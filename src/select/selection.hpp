@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpu/gpu.hpp"
+#include "gpu/snapshot.hpp"
 #include "util/error.hpp"
 #include "util/units.hpp"
 
@@ -24,30 +25,39 @@ struct GpuAssessment {
   std::vector<std::string> reasons;  // why it is busy; empty when free
   std::vector<std::string> notes;    // facts worth showing that do not make it busy
   bool withheld = false;             // the site policy forbids handing it out, even with allow_busy
+  bool processes_known = true;       // false: no process list was read (a snapshot without one)
 };
 
 // The ranking score: the mean of memory used (% of total) and utilization (%). With one of them
 // unknown, the other alone; with both unknown, 100 (ranked last).
 double score(const Gpu& gpu);
 
-// Assesses every GPU, in the order given.
+// Assesses every GPU, in the order given. Where no GPU reports memory (unified memory, as on
+// GB10), memory is not judged: processes and utilization decide, and a note says so.
 std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds& thresholds,
                                   const ExternalClaims& claims = {});
+// The same for a snapshot's GPUs; without a process list, a note says processes were not checked.
+std::vector<GpuAssessment> assess(const Snapshot& snapshot, const Thresholds& thresholds,
+                                  const ExternalClaims& claims = {});
 
-// The `count` lowest-scoring free GPUs (all GPUs when allow_busy), ties broken by index, returned
-// in ascending index order. Throws Error (exit 125) listing every GPU and why it is not free
-// when too few qualify.
-std::vector<GpuAssessment> pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy);
+// What pick() found: the chosen GPUs, or a shortfall saying why there are too few.
+struct PickResult {
+  std::vector<GpuAssessment> chosen;  // in ascending index order; empty on a shortfall
+  std::size_t available = 0;          // how many GPUs qualified
+  bool waiting_can_help = true;       // false: the machine (or the site policy) has fewer than asked for
+  std::string shortfall;              // what was wrong and what to do; empty when chosen
 
-// pick()'s error when fewer GPUs qualify than asked for (exit 125).
-class NotEnoughGpus : public Error {
- public:
-  NotEnoughGpus(const std::string& message, std::size_t available) : Error(message), available_(available) {}
-  std::size_t available() const { return available_; }
-
- private:
-  std::size_t available_;
+  bool ok() const { return shortfall.empty(); }
+  // The chosen GPUs; on a shortfall, throws Error (exit 125) with its message. A temporary's
+  // are moved out, so that `pick(...).gpus_or_throw()` never leaves a dangling reference.
+  const std::vector<GpuAssessment>& gpus_or_throw() const&;
+  std::vector<GpuAssessment> gpus_or_throw() &&;
 };
+
+// The `count` lowest-scoring free GPUs (all GPUs when allow_busy, except those the site policy
+// withholds and MIG-enabled ones, which are never handed out whole), ties broken by index. A
+// shortfall lists every GPU and why it is not free. Throws Error only for a count below 1.
+PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy);
 
 // All GPUs best first: free before busy, then by score, then index.
 std::vector<GpuAssessment> ranked(std::vector<GpuAssessment> assessed);

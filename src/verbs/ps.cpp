@@ -48,11 +48,12 @@ int run_ps(const Options& options, std::ostream& out) {
   const auto timeout = smi_timeout(options);
   // GPU indices and UUIDs come from nvidia-smi (asked while the engine answers); without it, the
   // devices as docker was told.
-  auto gpus_read = std::async(std::launch::async, read_gpus, std::cref(options), timeout);
+  const auto source = make_gpu_source(gpu_source_spec(options));
+  auto gpus_read = std::async(std::launch::async, [&] { return source->read(timeout); });
   const std::vector<GpuContainer> containers = list_gpu_containers(options.docker, timeout);
   std::vector<Gpu> gpus;
   try {
-    gpus = gpus_read.get();
+    gpus = gpus_read.get().gpus;
   } catch (const Error& e) {
     spdlog::warn("GPUs are shown as docker was told, without nvidia-smi: {}", e.what());
   }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <set>
 #include <ostream>
 #include <thread>
 
@@ -24,13 +25,16 @@ int watch(const Options& options, std::ostream& out) {
   if (!(interval >= 0.1 && interval <= 86400)) throw Error(fmt::format("--watch {:g}: give 0.1 to 86400 seconds", interval));
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   const std::string lock_dir = lock_dir_for_reading(options);
+  const auto source = make_gpu_source(gpu_source_spec(options));
+  std::set<std::string> told;
   for (int frame = 1;; ++frame) {
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(interval * 1000));
-    const Inventory inventory = take_inventory(options, lock_dir);
+    const Inventory inventory = take_inventory(options, lock_dir, *source);
+    warn_once(inventory.warnings, told);
     const std::time_t now = std::time(nullptr);
     std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval, fmt::localtime(now),
                                    terminal ? "  (Ctrl-C to stop)" : "");
-    text += format_watch_table(inventory.assessed, inventory.containers);
+    text += format_watch_table(inventory.assessed, inventory.containers) + format_lost_gpus(inventory.lost);
     out << (terminal ? "\033[H\033[2J" : (frame > 1 ? "\n" : "")) << text << std::flush;
     if (options.watch_count > 0 && frame >= options.watch_count) return 0;
     std::this_thread::sleep_until(next);
@@ -44,11 +48,15 @@ int run_status(const Options& options, std::ostream& out) {
     if (options.json) throw Error("status --watch draws a live view; for JSON, call `gpurun status --json` repeatedly");
     return watch(options, out);
   }
-  const std::vector<GpuAssessment> gpus = take_inventory(options, lock_dir_for_reading(options)).assessed;
+  const auto source = make_gpu_source(gpu_source_spec(options));
+  const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source);
+  std::set<std::string> told;
+  warn_once(inventory.warnings, told);
   if (options.json) {
-    out << status_json(gpus).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    out << status_json(inventory.assessed, inventory.lost).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        << '\n';
   } else {
-    out << format_gpu_table(gpus);
+    out << format_gpu_table(inventory.assessed) << format_lost_gpus(inventory.lost);
   }
   return 0;
 }

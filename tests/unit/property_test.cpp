@@ -273,8 +273,8 @@ TEST(Property, RankingAndPickDoNotDependOnRowOrder) {
     const std::vector<GpuAssessment>* tables[3] = {&in_order, &out_of_order, &reparsed};
     for (std::size_t t = 0; t < 3; ++t) {
       try {
-        picked[t] = indices_of(pick(*tables[t], count, allow_busy));
-      } catch (const NotEnoughGpus&) {
+        picked[t] = indices_of(pick(*tables[t], count, allow_busy).gpus_or_throw());
+      } catch (const Error&) {
       }
     }
     // reparsed has no processes (the CSV carries none): compare it only where none were made.
@@ -301,15 +301,18 @@ TEST(Property, TheChosenAreNeverBusierThanOneLeftOut) {
         std::count_if(assessed.begin(), assessed.end(), [](const GpuAssessment& a) { return a.free; }));
     SCOPED_TRACE("case " + std::to_string(n) + ": pick " + std::to_string(count) + (allow_busy ? " --allow-busy" : ""));
 
-    std::vector<GpuAssessment> chosen;
-    try {
-      chosen = pick(assessed, count, allow_busy);
-    } catch (const NotEnoughGpus& e) {
-      EXPECT_FALSE(allow_busy);
-      EXPECT_LT(free_count, static_cast<std::size_t>(count));
-      EXPECT_EQ(e.available(), free_count);
+    // MIG-enabled GPUs are never handed out whole, not even with --allow-busy.
+    const auto whole_count = static_cast<std::size_t>(
+        std::count_if(assessed.begin(), assessed.end(), [](const GpuAssessment& a) { return !a.gpu.mig_enabled; }));
+    const PickResult result = pick(assessed, count, allow_busy);
+    if (!result.ok()) {
+      EXPECT_TRUE(!allow_busy || whole_count < static_cast<std::size_t>(count));
+      EXPECT_LT(allow_busy ? whole_count : free_count, static_cast<std::size_t>(count));
+      EXPECT_EQ(result.available, allow_busy ? whole_count : free_count);
+      EXPECT_TRUE(result.chosen.empty());
       continue;
     }
+    const std::vector<GpuAssessment>& chosen = result.chosen;
     ++picks;
     ASSERT_EQ(chosen.size(), static_cast<std::size_t>(count));
     EXPECT_TRUE(std::is_sorted(chosen.begin(), chosen.end(),
@@ -321,7 +324,7 @@ TEST(Property, TheChosenAreNeverBusierThanOneLeftOut) {
       }
       for (const GpuAssessment& o : assessed) {
         const bool left_out = std::find(chosen_indices.begin(), chosen_indices.end(), o.gpu.index) == chosen_indices.end();
-        if (!left_out || (!allow_busy && !o.free)) continue;
+        if (!left_out || (!allow_busy && !o.free) || o.gpu.mig_enabled) continue;  // MIG: never handed out whole
         EXPECT_TRUE(ranks_before(c, o)) << "chose GPU " << c.gpu.index << " (score " << c.score << ") over GPU "
                                         << o.gpu.index << " (score " << o.score << ")";
       }
@@ -340,7 +343,9 @@ TEST(Property, ScoresStayWithinZeroToHundredAndBusyHasAReason) {
       EXPECT_GE(a.score, 0.0);
       EXPECT_LE(a.score, 100.0);
       EXPECT_EQ(a.free, a.reasons.empty());
-      if (!a.gpu.processes.empty() || a.gpu.mig_enabled || !a.gpu.memory_used_mib) {
+      // Memory unknown on every GPU (unified memory) is judged by processes and utilization instead.
+      const bool unified = std::none_of(gpus.begin(), gpus.end(), [](const Gpu& g) { return g.memory_used_mib || g.memory_total_mib; });
+      if (!a.gpu.processes.empty() || a.gpu.mig_enabled || (!a.gpu.memory_used_mib && !unified)) {
         EXPECT_FALSE(a.free);
       }
     }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gpu/nvml_api.hpp"
-#include "gpu/smi_query.hpp"
+#include "gpu/gpu_source.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -290,7 +290,9 @@ TEST(NvmlSource, LibraryWithoutNvmlIsRefused) {
 void expect_parity(const std::string& smi_scenario, const std::string& nvml_scenario) {
   const std::string smi_path = std::string(GPURUN_TEST_DATA_DIR) + "/scenarios/" + smi_scenario;
   ASSERT_EQ(::setenv("FAKE_SMI_SCENARIO", smi_path.c_str(), 1), 0);
-  const std::vector<Gpu> from_smi = query_gpus(std::string(GPURUN_FAKES_DIR) + "/nvidia-smi", 10s);
+  GpuSourceSpec spec;
+  spec.nvidia_smi = std::string(GPURUN_FAKES_DIR) + "/nvidia-smi";
+  const std::vector<Gpu> from_smi = make_gpu_source(spec)->read(10s).gpus;
   ::unsetenv("FAKE_SMI_SCENARIO");
   const Snapshot from_nvml = read_with(FAKE_NVML_FULL, nvml_scenario);
   expect_same_gpus(from_smi, from_nvml.gpus);

@@ -135,6 +135,20 @@ const std::map<std::string, std::vector<Gpu>>& gpu_captures() {
        {gpu(0, "GPU-48c93b54-1002-569a-4510-263333d5a637", "NVIDIA GeForce RTX 4090", 1187, 24564, 3),
         gpu(1, "GPU-9c5c2d84-5b4a-f03c-cd34-398c73ac467b", "NVIDIA GeForce RTX 3090", N, 24576, N)}},
       {"header-only.header-units.csv", {}},
+      {"gb10-unified-memory.header-units.csv",
+       {gpu(0, "GPU-7b3e91d0-4c2a-4f85-a6d3-e18c05b9f274", "NVIDIA GB10", N, N, 0)}},
+      {"lost-gpu-among-rows.noheader-nounits.csv",
+       {gpu(0, "GPU-0f3c6a1e-5d2b-4b7e-9a51-3c8e2d7f1a04", "Tesla V100-SXM2-32GB", 4, 32768, 0),
+        gpu(2, "GPU-8b17d2c4-2e9f-4a63-b0d5-7f41c9e6a382", "Tesla V100-SXM2-32GB", 30211, 32768, 97),
+        gpu(3, "GPU-c4a9e07b-61d3-4f2a-8e1c-95b0d7a3f6e2", "Tesla V100-SXM2-32GB", 0, 32768, 0)}},
+      {"inforom-warning.noheader-nounits.csv",
+       {gpu(0, "GPU-5e8a2f71-c34b-4d09-a6e2-1b7f90c3d485", "Quadro P4000", 701, 8105, 0)}},
+      {"driver-610-bare-na-empty.noheader-nounits.csv",
+       {gpu(0, "GPU-a3d6f0b2-7c41-4e85-9b2a-60e1f4c7d938", "NVIDIA RTX PRO 6000 Blackwell Server Edition", 0, 97887, 0),
+        gpu(1, "GPU-6e0b9c47-2f18-4a3d-b7e5-d92c1a08f5b6", "NVIDIA RTX PRO 6000 Blackwell Server Edition", N, 97887, N)}},
+      {"v100-driver-418-no-mig.header-units.csv",
+       {gpu(0, "GPU-1d7e4b90-a2c5-4f38-8e61-c09b3d5f27a4", "Tesla V100-PCIE-16GB", 0, 16160, 0),
+        gpu(1, "GPU-f29c0d81-6b3e-47a5-9d20-5e8a1b4c73f6", "Tesla V100-PCIE-16GB", 15313, 16160, 100)}},
       {"l40s-x4.header-nounits.csv",
        {gpu(0, "GPU-2857f750-99b1-5288-bc67-bffeff94fc59", "NVIDIA L40S", 40793, 46068, 97),
         gpu(1, "GPU-d974e19b-be17-b8b5-2a0e-e94b1ff6ba9f", "NVIDIA L40S", 1, 46068, 0),
@@ -472,6 +486,56 @@ TEST(AttachProcesses, AMissingUuidMatchesNothing) {
   attach_processes(gpus, parse_compute_apps_csv("[N/A], 17, 5\nGPU-b, 18, 6\n"));
   EXPECT_THAT(gpus[0].processes, IsEmpty());
   expect_same_processes(gpus[1].processes, {process("GPU-b", 18, 6)});
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a --query-gpu answer holds besides rows (issue 16).
+
+TEST(GpuTable, ALostGpuLineBetweenRowsIsThatGpuLostTheRestKept) {
+  const GpuTable table = parse_gpu_table(read_capture("lost-gpu-among-rows.noheader-nounits.csv"));
+  ASSERT_EQ(table.lost.size(), 1u);
+  EXPECT_EQ(table.lost[0].pci_bus_id, "0000:34:00.0");
+  EXPECT_EQ(table.lost[0].error, "Unknown Error");
+  EXPECT_THAT(table.gpus, ::testing::SizeIs(3));
+  EXPECT_TRUE(table.warnings.empty());
+}
+
+TEST(GpuTable, LostLinesAsDriversSpellThem) {
+  // With a space before the bus id (NVIDIA/open-gpu-kernel-modules#387), and Windows' "detect".
+  const auto spaced = parse_lost_gpu_line("Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error");
+  ASSERT_TRUE(spaced);
+  EXPECT_EQ(spaced->pci_bus_id, "0000:0B:00.0");
+  const auto windows = parse_lost_gpu_line("Unable to detect the device handle for GPU0000:B1:00.0: Unknown Error\r");
+  ASSERT_TRUE(windows);
+  EXPECT_EQ(windows->pci_bus_id, "0000:B1:00.0");
+  EXPECT_EQ(windows->error, "Unknown Error");
+  EXPECT_FALSE(parse_lost_gpu_line("0, GPU-a, A100, 4, 81920, 0, Disabled"));
+}
+
+TEST(GpuTable, AnInfoRomWarningBeforeTheRowsIsAWarningNotARow) {
+  const GpuTable table = parse_gpu_table(read_capture("inforom-warning.noheader-nounits.csv"));
+  EXPECT_THAT(table.warnings, ::testing::ElementsAre("WARNING: infoROM is corrupted at gpu 0000:B3:00.0"));
+  ASSERT_EQ(table.gpus.size(), 1u);
+  EXPECT_EQ(table.gpus[0].name, "Quadro P4000");
+}
+
+TEST(GpuTable, Driver610BareNaAndEmptyCellsAreMissing) {
+  const GpuTable table = parse_gpu_table(read_capture("driver-610-bare-na-empty.noheader-nounits.csv"));
+  ASSERT_EQ(table.gpus.size(), 2u);
+  EXPECT_EQ(table.gpus[1].memory_used_mib, N);
+  EXPECT_EQ(table.gpus[1].utilization_percent, N);
+  EXPECT_EQ(table.gpus[1].memory_total_mib, 97887.0);
+}
+
+TEST(GpuTable, HeaderlessRowsFollowTheFieldsAskedFor) {
+  // A driver before R450 asked without mig.mode.current answers six columns.
+  constexpr std::array<std::string_view, 6> fields{"index", "uuid", "name", "memory.used", "memory.total", "utilization.gpu"};
+  const GpuTable table = parse_gpu_table("0, GPU-a, Tesla P100-PCIE-16GB, 10, 16280, 3\n", fields);
+  ASSERT_EQ(table.gpus.size(), 1u);
+  EXPECT_EQ(table.gpus[0].memory_total_mib, 16280.0);
+  EXPECT_EQ(table.gpus[0].utilization_percent, 3.0);
+  EXPECT_FALSE(table.gpus[0].mig_enabled);
+  EXPECT_THROW(parse_gpu_table("0, GPU-a, Tesla P100-PCIE-16GB, 10, 16280, 3\n"), Error);  // seven expected
 }
 
 }  // namespace

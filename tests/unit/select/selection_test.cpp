@@ -199,7 +199,7 @@ TEST(Assess, KeepsTheInputOrder) {
 TEST(Pick, TakesTheLowestScoresAndReturnsThemByIndex) {
   const std::vector<GpuAssessment> assessed{assessment(0, 9, true), assessment(1, 2, true), assessment(2, 5, true),
                                             assessment(6, 0.5, true)};
-  const auto chosen = pick(assessed, 2, false);
+  const auto chosen = pick(assessed, 2, false).gpus_or_throw();
   EXPECT_THAT(indices_of(chosen), ElementsAre(1, 6));
   EXPECT_DOUBLE_EQ(chosen[0].score, 2);
   EXPECT_DOUBLE_EQ(chosen[1].score, 0.5);
@@ -208,25 +208,25 @@ TEST(Pick, TakesTheLowestScoresAndReturnsThemByIndex) {
 TEST(Pick, TiesAreBrokenByIndex) {
   const std::vector<GpuAssessment> assessed{assessment(5, 1, true), assessment(7, 1, true), assessment(2, 1, true),
                                             assessment(0, 3, true)};
-  EXPECT_THAT(indices_of(pick(assessed, 2, false)), ElementsAre(2, 5));
-  EXPECT_THAT(indices_of(pick(assessed, 1, false)), ElementsAre(2));
+  EXPECT_THAT(indices_of(pick(assessed, 2, false).gpus_or_throw()), ElementsAre(2, 5));
+  EXPECT_THAT(indices_of(pick(assessed, 1, false).gpus_or_throw()), ElementsAre(2));
 }
 
 TEST(Pick, NeverTakesABusyGpuWithoutAllowBusy) {
   const std::vector<GpuAssessment> assessed{assessment(0, 5, true), assessment(1, 0, false)};
-  EXPECT_THAT(indices_of(pick(assessed, 1, false)), ElementsAre(0));
+  EXPECT_THAT(indices_of(pick(assessed, 1, false).gpus_or_throw()), ElementsAre(0));
 }
 
 TEST(Pick, AllowBusyRanksAllGpusByScore) {
   const std::vector<GpuAssessment> assessed{assessment(0, 90, false), assessment(1, 60, false), assessment(2, 5, true),
                                             assessment(3, 0, false)};
-  EXPECT_THAT(indices_of(pick(assessed, 2, true)), ElementsAre(2, 3));
-  EXPECT_THAT(indices_of(pick(assessed, 3, true)), ElementsAre(1, 2, 3));
-  EXPECT_THAT(indices_of(pick(assessed, 4, true)), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(indices_of(pick(assessed, 2, true).gpus_or_throw()), ElementsAre(2, 3));
+  EXPECT_THAT(indices_of(pick(assessed, 3, true).gpus_or_throw()), ElementsAre(1, 2, 3));
+  EXPECT_THAT(indices_of(pick(assessed, 4, true).gpus_or_throw()), ElementsAre(0, 1, 2, 3));
 }
 
 TEST(Pick, AllowBusyStillNeedsEnoughGpus) {
-  const auto e = test::caught_error([] { pick({assessment(0, 90, false), assessment(1, 5, true)}, 3, true); });
+  const auto e = test::caught_error([] { pick({assessment(0, 90, false), assessment(1, 5, true)}, 3, true).gpus_or_throw(); });
   EXPECT_EQ(e.exit_code, exit_code::failure);
   EXPECT_THAT(e.message, AllOf(HasSubstr("3"), HasSubstr("has 2")));
 }
@@ -238,7 +238,7 @@ TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
   gpus[3].processes.push_back({"GPU-3", 4242, 0.0});
   const auto assessed = assess(gpus, Thresholds{});
 
-  const auto e = test::caught_error([&] { pick(assessed, 2, false); });
+  const auto e = test::caught_error([&] { pick(assessed, 2, false).gpus_or_throw(); });
   EXPECT_EQ(e.exit_code, 125);
   const std::string message = e.message;
   EXPECT_THAT(message, HasSubstr("need 2 free GPUs but 1 of 4 is free"));
@@ -256,7 +256,7 @@ TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
 
 TEST(Pick, NoFreeGpuAtAllIsAnError) {
   const auto e =
-      test::caught_error([] { pick({assessment(0, 90, false, {"utilization 90% > limit 10%"})}, 1, false); });
+      test::caught_error([] { pick({assessment(0, 90, false, {"utilization 90% > limit 10%"})}, 1, false).gpus_or_throw(); });
   EXPECT_EQ(e.exit_code, 125);
   EXPECT_THAT(e.message, AllOf(HasSubstr("0 of 1"), HasSubstr("GPU 0"), HasSubstr("utilization 90% > limit 10%")));
 }
