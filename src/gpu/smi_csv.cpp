@@ -149,6 +149,20 @@ bool is_header(const std::vector<std::string_view>& cells, const std::array<std:
   });
 }
 
+// The columns of `lines`: named by the header line when there is one (its rows start at
+// `first_row` 1), else `defaults` in order.
+struct Columns {
+  ColumnMap map;
+  std::size_t first_row = 0;
+};
+template <std::size_t N>
+Columns columns_of(const std::vector<Line>& lines, std::span<const std::string_view> defaults,
+                   const std::array<std::string_view, N>& known) {
+  if (const auto cells = text::split(lines[0].text, ','); is_header(cells, known))
+    return {ColumnMap::from_header(lines[0], cells), 1};
+  return {ColumnMap::defaults(defaults), 0};
+}
+
 std::size_t required(const ColumnMap& map, const Line& line, std::string_view name) {
   const auto position = map.position(name);
   if (!position) fail(line, fmt::format("the header has no \"{}\" column", name));
@@ -203,12 +217,7 @@ GpuTable parse_gpu_table(std::string_view input, std::span<const std::string_vie
   std::vector<Gpu>& gpus = table.gpus;
   if (lines.empty()) return table;
 
-  std::size_t first_row = 0;
-  ColumnMap map = ColumnMap::defaults(columns);
-  if (const auto cells = text::split(lines[0].text, ','); is_header(cells, kGpuQueryFields)) {
-    map = ColumnMap::from_header(lines[0], cells);
-    first_row = 1;
-  }
+  const auto [map, first_row] = columns_of(lines, columns, kGpuQueryFields);
   const std::size_t index_col = required(map, lines[0], "index");
   const std::size_t used_col = required(map, lines[0], "memory.used");
   const std::size_t total_col = required(map, lines[0], "memory.total");
@@ -245,12 +254,7 @@ std::vector<GpuProcess> parse_compute_apps_csv(std::string_view input) {
   const std::vector<Line> lines = data_lines(input, ignored);
   if (lines.empty()) return processes;
 
-  std::size_t first_row = 0;
-  ColumnMap map = ColumnMap::defaults(kComputeAppFields);
-  if (const auto cells = text::split(lines[0].text, ','); is_header(cells, kComputeAppFields)) {
-    map = ColumnMap::from_header(lines[0], cells);
-    first_row = 1;
-  }
+  const auto [map, first_row] = columns_of(lines, kComputeAppFields, kComputeAppFields);
   const std::size_t uuid_col = required(map, lines[0], "uuid");
   const std::size_t pid_col = required(map, lines[0], "pid");
   const auto memory_col = map.position("used_memory");
