@@ -15,14 +15,14 @@ struct KeyScan {
   std::map<std::string, std::size_t> lines;
   bool has_content = false;  // anything besides blanks and comments
 };
-KeyScan scan_keys(std::string_view text);
+KeyScan scan_keys(std::string_view s);
 
 // "profiles" + "jupyter" -> "profiles/jupyter"; "profiles/jupyter" -> "profiles.jupyter" (dotted).
 std::string join_path(const std::string& parent, std::string_view key);
 std::string dotted(std::string path);
 
 // nlohmann's byte offset (characters read, the offending one included) as line and column.
-std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte);
+std::pair<std::size_t, std::size_t> line_column(std::string_view s, std::size_t byte);
 
 // "syntax error while parsing object - unexpected '}'; ..." out of nlohmann's message.
 std::string parse_detail(const std::string& what);

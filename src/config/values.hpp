@@ -30,9 +30,9 @@ enum class ValueType {
 // "a percentage such as 10 or "10%"": what a value of `type` looks like, for messages.
 std::string_view expectation(ValueType type);
 
-// Why `value` is not a valid value of `type`; nullopt when it is. `flag` names the setting in the
+// Why `j` is not a valid value of `type`; nullopt when it is. `flag` names the setting in the
 // messages of the unit parsers ("--max-memory "lots": ...").
-std::optional<std::string> value_problem(ValueType type, const nlohmann::json& value, std::string_view flag);
+std::optional<std::string> value_problem(ValueType type, const nlohmann::json& j, std::string_view flag);
 
 // A value written as text (a GPURUN_* variable, a flag's argument) as JSON of `type`; left a
 // string when it does not read as one, so that value_problem() says what was expected. Throws
@@ -40,7 +40,7 @@ std::optional<std::string> value_problem(ValueType type, const nlohmann::json& v
 nlohmann::json value_from_text(ValueType type, const std::string& raw, std::string_view where);
 
 // A JSON value for messages: "\"me/x\"", "[1,2]", never longer than one line.
-std::string describe_json(const nlohmann::json& value);
+std::string describe_json(const nlohmann::json& j);
 
 // The typed value of a checked JSON value (value_problem() found nothing).
 Percent percent_value(const nlohmann::json& value, std::string_view flag);

@@ -46,7 +46,8 @@ NvmlProcess decode(const std::byte* record) {
 // (4714.81 MiB) show as "4715 MiB".
 double nvml_mib(unsigned long long bytes) {
   constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
-  return static_cast<double>((bytes + kMiB / 2) / kMiB);
+  const unsigned long long whole_mib = (bytes + kMiB / 2) / kMiB;  // rounded, as nvidia-smi does
+  return static_cast<double>(whole_mib);
 }
 
 nvml::Return read_nvml_processes(const NvmlLibrary& library, nvml::Device device, std::vector<NvmlProcess>& out) {

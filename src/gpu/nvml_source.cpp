@@ -49,12 +49,12 @@ class DeviceReader {
   // Memory used and total, in MiB; v2 when the library has it ("used" without the driver's reserve).
   void memory(nvml::Device device, std::optional<double>& used, std::optional<double>& total) const {
     if (library_.device_get_memory_info_v2 != nullptr) {
-      nvml::Memory_v2 memory{};
-      memory.version = nvml::kMemory_v2Version;
-      const nvml::Return status = library_.device_get_memory_info_v2(device, &memory);
+      nvml::Memory_v2 info{};
+      info.version = nvml::kMemory_v2Version;
+      const nvml::Return status = library_.device_get_memory_info_v2(device, &info);
       if (ok(status, "memory")) {
-        used = nvml_mib(memory.used);
-        total = nvml_mib(memory.total);
+        used = nvml_mib(info.used);
+        total = nvml_mib(info.total);
         return;
       }
       // A library that refuses the struct version (driver 580 answers FUNCTION_NOT_FOUND): v1.
@@ -62,10 +62,10 @@ class DeviceReader {
           status != nvml::kArgumentVersionMismatch)
         return;
     }
-    nvml::Memory memory{};
-    if (ok(library_.device_get_memory_info(device, &memory), "memory")) {
-      used = nvml_mib(memory.used);
-      total = nvml_mib(memory.total);
+    nvml::Memory info{};
+    if (ok(library_.device_get_memory_info(device, &info), "memory")) {
+      used = nvml_mib(info.used);
+      total = nvml_mib(info.total);
     }
   }
 
@@ -77,6 +77,7 @@ class DeviceReader {
       throw GpuLeftOut{fmt::format("GPU {}: NVML says {} listing its processes; left out", index_,
                                    library_.describe(status))};
     std::vector<GpuProcess> processes;
+    processes.reserve(found.size());
     for (const NvmlProcess& process : found) processes.push_back({uuid, process.pid, process.used_memory_mib});
     return processes;
   }
@@ -106,7 +107,7 @@ std::string DeviceReader::profile(nvml::Device mig, const std::string& name) con
     return {};
   // Profiles name memory in whole GB rounded up: 4864 MiB is 1g.5gb, 9984 MiB is 1g.10gb.
   const auto gb = static_cast<unsigned long long>(std::ceil(static_cast<double>(attributes.memorySizeMB) / 1024.0));
-  const std::string gpu_part = fmt::format("{}g.{}gb", attributes.gpuInstanceSliceCount, gb);
+  std::string gpu_part = fmt::format("{}g.{}gb", attributes.gpuInstanceSliceCount, gb);
   if (attributes.computeInstanceSliceCount != 0 && attributes.computeInstanceSliceCount < attributes.gpuInstanceSliceCount)
     return fmt::format("{}c.{}", attributes.computeInstanceSliceCount, gpu_part);
   return gpu_part;

@@ -152,7 +152,7 @@ bool is_header(const std::vector<std::string_view>& cells, const std::array<std:
 // The columns of `lines`: named by the header line when there is one (its rows start at
 // `first_row` 1), else `defaults` in order.
 struct Columns {
-  ColumnMap map;
+  ColumnMap map;  // cppcheck-suppress unusedStructMember ; read through structured bindings
   std::size_t first_row = 0;
 };
 template <std::size_t N>
