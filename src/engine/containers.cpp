@@ -43,6 +43,16 @@ void add_device_list(GpuContainer& container, std::string_view list) {
     if (!text::trim(device).empty()) container.devices.emplace_back(text::trim(device));
 }
 
+// NVIDIA's CDI devices are "nvidia.com/gpu=<index|UUID|index:MIG|all>" (nvidia-ctk's spec).
+constexpr std::string_view kNvidiaCdiPrefix = "nvidia.com/gpu=";
+
+// Adds a CDI device name; false when it is not one of NVIDIA's GPUs.
+bool add_cdi_device(GpuContainer& container, std::string_view name) {
+  if (!name.starts_with(kNvidiaCdiPrefix)) return false;
+  add_device_list(container, name.substr(kNvidiaCdiPrefix.size()));
+  return true;
+}
+
 bool is_gpu_request(const json& request) {
   if (string_at(request, json::json_pointer("/Driver")) == "nvidia") return true;
   const json* capabilities = member(request, "Capabilities");
@@ -50,6 +60,49 @@ bool is_gpu_request(const json& request) {
   return std::any_of(capabilities->begin(), capabilities->end(), [](const json& set) {
     return set.is_array() && std::any_of(set.begin(), set.end(), [](const json& c) { return c == "gpu"; });
   });
+}
+
+// One DeviceRequest: --gpus (Capabilities gpu, or Driver nvidia) or, from docker 25 on,
+// --device nvidia.com/gpu=0 (Driver cdi). True when it asks for NVIDIA GPUs.
+bool add_device_request(GpuContainer& container, const json& request) {
+  const json* ids = member(request, "DeviceIDs");
+  const bool has_ids = ids != nullptr && ids->is_array() && !ids->empty();
+  if (string_at(request, json::json_pointer("/Driver")) == "cdi") {
+    bool gpus = false;
+    if (has_ids)
+      for (const json& id : *ids)
+        if (id.is_string()) gpus = add_cdi_device(container, id.get_ref<const std::string&>()) || gpus;
+    return gpus;
+  }
+  if (!is_gpu_request(request)) return false;
+  const json* count = member(request, "Count");
+  if (has_ids) {
+    for (const json& id : *ids)
+      if (id.is_string()) add_device_list(container, id.get<std::string>());
+  } else if (count != nullptr && count->is_number_integer()) {
+    // --gpus all is Count -1; --gpus N takes the first N GPUs.
+    const auto n = count->get<long long>();
+    if (n < 0) container.all_gpus = true;
+    for (long long i = 0; i < std::min<long long>(n, 4096); ++i) container.devices.push_back(std::to_string(i));
+  }
+  return true;
+}
+
+// One --device mapping: a GPU's device node (/dev/nvidia3) or a CDI name (podman, and compose
+// before 2.30, store `--device nvidia.com/gpu=0` here). True when it is an NVIDIA GPU.
+bool add_device_mapping(GpuContainer& container, const json& mapping) {
+  if (!mapping.is_object()) return false;
+  const std::string path = string_at(mapping, json::json_pointer("/PathOnHost"));
+  if (add_cdi_device(container, path)) return true;
+  constexpr std::string_view node = "/dev/nvidia";
+  if (!path.starts_with(node)) return false;
+  const std::string_view minor = std::string_view(path).substr(node.size());
+  // /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-caps/... are shared by every GPU's user.
+  if (minor.empty() || !std::all_of(minor.begin(), minor.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
+      minor.size() > 6)
+    return false;
+  container.devices.push_back(fmt::format("{}{}", kMinorPrefix, minor));
+  return true;
 }
 
 // What one container holds, from `docker inspect` of it.
@@ -69,28 +122,22 @@ GpuContainer read_container(const json& c) {
   }
   if (container.user.empty()) container.user = string_at(c, json::json_pointer("/Config/User"));
 
-  const json* requests = find_at(c, "/HostConfig/DeviceRequests"_json_pointer);
   bool requests_gpus = false;
-  if (requests != nullptr && requests->is_array()) {
-    for (const json& request : *requests) {
-      if (!request.is_object() || !is_gpu_request(request)) continue;
-      requests_gpus = true;
-      const json* ids = member(request, "DeviceIDs");
-      const json* count = member(request, "Count");
-      if (ids != nullptr && ids->is_array() && !ids->empty()) {
-        for (const json& id : *ids)
-          if (id.is_string()) add_device_list(container, id.get<std::string>());
-      } else if (count != nullptr && count->is_number_integer()) {
-        // --gpus all is Count -1; --gpus N takes the first N GPUs.
-        const auto n = count->get<long long>();
-        if (n < 0) container.all_gpus = true;
-        for (long long i = 0; i < std::min<long long>(n, 4096); ++i) container.devices.push_back(std::to_string(i));
-      }
-    }
-  }
-  // NVIDIA_VISIBLE_DEVICES says which GPUs a container holds only without a --gpus request:
-  // NVIDIA's images set it to "all" in their own environment, and with --gpus docker hands the
-  // runtime the requested devices instead, so "all" there would claim every GPU for nothing.
+  const json* requests = find_at(c, "/HostConfig/DeviceRequests"_json_pointer);
+  if (requests != nullptr && requests->is_array())
+    for (const json& request : *requests)
+      if (request.is_object()) requests_gpus = add_device_request(container, request) || requests_gpus;
+  const json* mappings = find_at(c, "/HostConfig/Devices"_json_pointer);
+  if (mappings != nullptr && mappings->is_array())
+    for (const json& mapping : *mappings) requests_gpus = add_device_mapping(container, mapping) || requests_gpus;
+  // A privileged container sees every device node the host has, every GPU's included.
+  const json* privileged = find_at(c, "/HostConfig/Privileged"_json_pointer);
+  if (privileged != nullptr && privileged->is_boolean() && privileged->get<bool>()) container.all_gpus = true;
+
+  // NVIDIA_VISIBLE_DEVICES says which GPUs a container holds only without a GPU request (the
+  // legacy --runtime=nvidia form): NVIDIA's images set it to "all" in their own environment, and
+  // with --gpus docker hands the runtime the requested devices instead (CDI and device nodes
+  // ignore it), so "all" there would claim every GPU for nothing.
   const json* env = requests_gpus ? nullptr : find_at(c, "/Config/Env"_json_pointer);
   if (env != nullptr && env->is_array()) {
     for (const json& entry : *env) {
@@ -108,6 +155,13 @@ std::string short_error(const ProcessResult& result) {
 }
 
 }  // namespace
+
+std::optional<int> device_minor(std::string_view device) {
+  if (!device.starts_with(kMinorPrefix)) return std::nullopt;
+  const auto minor = text::parse_integer(device.substr(kMinorPrefix.size()));
+  if (!minor || *minor < 0 || *minor > 1000000) return std::nullopt;
+  return static_cast<int>(*minor);
+}
 
 std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json) {
   const json parsed = json::parse(inspect_json, nullptr, false);

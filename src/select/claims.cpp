@@ -11,7 +11,8 @@ std::vector<int> held_gpu_indices(const GpuContainer& container, const std::vect
   for (const Gpu& gpu : gpus) {
     const std::string index = std::to_string(gpu.index);
     const bool named = std::any_of(container.devices.begin(), container.devices.end(), [&](const std::string& d) {
-      return d == index || (!gpu.uuid.empty() && d == gpu.uuid);
+      // A device node's minor number is taken for the index (see device_minor).
+      return d == index || (!gpu.uuid.empty() && d == gpu.uuid) || device_minor(d) == gpu.index;
     });
     if (container.all_gpus || named) held.push_back(gpu.index);
   }

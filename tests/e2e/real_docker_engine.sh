@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test: run gpurun for real against a private, throw-away Docker engine.
 #
-#   bash tests/e2e/real_docker_engine.sh <path-to-gpurun> <path-to-fake-nvidia-smi>
+#   bash tests/e2e/real_docker_engine.sh <path-to-gpurun> <path-to-fake-nvidia-smi> [<path-to-engine_api_probe>]
 #
 # It starts its own containerd + dockerd (vfs storage, no bridge, no iptables) with every
 # socket, state and data directory inside one mktemp directory, so it never touches an
@@ -12,6 +12,9 @@
 #
 # gpurun is then run (first with --dry-run, then for real) against a fake nvidia-smi
 # scenario where only GPUs 2 and 5 are free, and the container reports what it got.
+# With the probe (tests/e2e/engine_api_probe.cpp), containers asking for GPUs in each form this
+# dockerd accepts are then listed through the Engine API and through the CLI, and compared; with
+# ENGINE_QUERY_BENCH set to bench/engine_query_bench's path, that benchmark runs against them.
 #
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (cannot run a Docker engine
 # here: not root, engine packages missing, dockerd does not start). 77 is the CTest
@@ -34,8 +37,8 @@ fail() { failures=$((failures + 1)); say "FAIL: $*"; }
 skip() { say "SKIP: $*"; exit "$SKIP"; }
 die() { say "FAIL: $*"; exit 1; }
 
-if (($# != 2)); then
-  say "usage: $0 <path-to-gpurun> <path-to-fake-nvidia-smi>" >&2
+if (($# != 2 && $# != 3)); then
+  say "usage: $0 <path-to-gpurun> <path-to-fake-nvidia-smi> [<path-to-engine_api_probe>]" >&2
   exit 2
 fi
 
@@ -48,6 +51,11 @@ abspath() { # absolute path of an existing file, without needing realpath(1)
 [[ -f $2 && -x $2 ]] || die "fake nvidia-smi '$2' does not exist or is not executable"
 gpurun=$(abspath "$1") || die "cannot resolve $1"
 fake_smi=$(abspath "$2") || die "cannot resolve $2"
+probe=""
+if (($# == 3)); then
+  [[ -f $3 && -x $3 ]] || die "engine_api_probe '$3' does not exist or is not executable"
+  probe=$(abspath "$3") || die "cannot resolve $3"
+fi
 
 # ---------------------------------------------------------------------------------------
 # Preconditions: things that make this test impossible here are a SKIP, not a FAIL.
@@ -180,10 +188,12 @@ fi
 # Our own (nearly empty) daemon.json, so /etc/docker/daemon.json is never read. dockerd
 # 20.10 also writes an identity key to /etc/docker/key.json unless the (flag-less, config
 # file only) "deprecated-key-path" setting points elsewhere; newer dockerds have no such key.
+# A runtime named "nvidia" (plain runc here) lets the legacy `--runtime=nvidia` form be created.
+runtimes="\"runtimes\": {\"nvidia\": {\"path\": \"$(sys_which runc)\"}}"
 if grep -qa -- 'json:"deprecated-key-path' "$dockerd_bin"; then
-  printf '{"deprecated-key-path": "%s"}\n' "$tmp/key.json" >"$tmp/daemon.json"
+  printf '{"deprecated-key-path": "%s", %s}\n' "$tmp/key.json" "$runtimes" >"$tmp/daemon.json"
 else
-  echo '{}' >"$tmp/daemon.json"
+  printf '{%s}\n' "$runtimes" >"$tmp/daemon.json"
 fi
 dockerd_args=(
   --config-file "$tmp/daemon.json"
@@ -321,7 +331,7 @@ run_gpurun() { # run_gpurun OUT ERR [extra gpurun options...]; returns gpurun's 
   shift 2
   (
     cd "$workdir" &&
-      GPURUN_NVIDIA_SMI=$fake_smi FAKE_SMI_SCENARIO=$scenario \
+      GPURUN_NVIDIA_SMI=$fake_smi FAKE_SMI_SCENARIO=$scenario GPURUN_LOCK_DIR=$tmp/locks \
         timeout -k 5 "$RUN_TIMEOUT" "$gpurun" "$@" --docker "$docker_for_gpurun" --image "$IMAGE" \
         2 -- sh -c "$container_script"
   ) >"$out" 2>"$err" </dev/null
@@ -518,6 +528,64 @@ if [[ $picked == 2 ]]; then
   pass "once $detached is gone, GPU 2 is picked again"
 else
   fail "after removing $detached the pick is '$picked', expected 2"
+fi
+
+# ---------------------------------------------------------------------------------------
+# 4. Every GPU request form this dockerd accepts, asked through the Engine API and through the
+#    CLI: both must name the same holders, each as its form says. (CDI `--device
+#    nvidia.com/gpu=…` needs dockerd 25+, and `--device /dev/nvidiaN` a GPU's device node on the
+#    host: those forms are covered by the unit tests only.)
+# ---------------------------------------------------------------------------------------
+if [[ -n $probe ]]; then
+  gpu3=GPU-e2e00000-0000-0000-0000-000000000003
+  # name|docker run options|the holder line expected|optional (a sandbox may refuse it)
+  forms=(
+    "form-device|--gpus \"device=1,$gpu3\"|1,$gpu3|"
+    "form-device5|--gpus device=5|5|"
+    "form-all|--gpus all|all|"
+    "form-count|--gpus 2|0,1|"
+    "form-count1|--gpus 1|0|"
+    "form-runtime|--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=4|4|"
+    "form-privileged|--privileged|all|optional"
+    "form-none|||"
+  )
+  want=""
+  started=()
+  for form in "${forms[@]}"; do
+    IFS='|' read -r fname fargs fwant foptional <<<"$form"
+    # shellcheck disable=SC2086  # the form's options are words
+    if dk run --detach --name "$fname" $fargs "$IMAGE" sleep 300 >"$tmp/form.out" 2>&1; then
+      started+=("$fname")
+      [[ -n $fwant ]] && want+="$fname"$'\t'"$fwant"$'\n'
+    elif [[ -n $foptional ]] && grep -q 'operation not permitted' "$tmp/form.out"; then
+      say "note: this machine cannot run a $fargs container ($(grep -o 'unable to [^:]*' "$tmp/form.out" | head -n 1)); that form is left out"
+      dk rm -f "$fname" >/dev/null 2>&1
+    else
+      fail "docker run $fargs could not start $fname: $(tail -n 1 "$tmp/form.out")"
+    fi
+  done
+  want=$(printf '%s' "$want" | LC_ALL=C sort)
+  "$probe" api "$docker_cli" >"$tmp/probe-api.out" 2>"$tmp/probe-api.err"
+  api_rc=$?
+  "$probe" cli "$docker_cli" >"$tmp/probe-cli.out" 2>"$tmp/probe-cli.err"
+  cli_rc=$?
+  say "engine query: $(cat "$tmp/probe-api.err"); $(cat "$tmp/probe-cli.err")"
+  api_out=$(LC_ALL=C sort "$tmp/probe-api.out")
+  cli_out=$(LC_ALL=C sort "$tmp/probe-cli.out")
+  if ((api_rc == 0)) && [[ $api_out == "$want" ]]; then
+    pass "the Engine API names every GPU request form's holder as its form says"
+  else
+    fail "the Engine API (exit $api_rc) answered:"$'\n'"$api_out"$'\n'"expected:"$'\n'"$want"
+  fi
+  if ((cli_rc == 0)) && [[ $cli_out == "$api_out" ]]; then
+    pass "the CLI and the Engine API agree on the holders"
+  else
+    fail "the CLI (exit $cli_rc) answered:"$'\n'"$cli_out"$'\n'"the Engine API:"$'\n'"$api_out"
+  fi
+  if [[ -n ${ENGINE_QUERY_BENCH:-} ]]; then
+    BENCH_DOCKER_CLI=$docker_cli "$ENGINE_QUERY_BENCH" || fail "the engine query benchmark failed"
+  fi
+  ((${#started[@]} == 0)) || dk rm -f "${started[@]}" >/dev/null 2>&1
 fi
 
 # ---------------------------------------------------------------------------------------

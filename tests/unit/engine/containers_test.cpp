@@ -88,6 +88,89 @@ TEST(ParseGpuContainers, DeepNestingIsNoStackOverflow) {
   EXPECT_THAT(parse_gpu_containers(R"([{"Config": {"Labels": )" + deep + ", \"Env\": " + deep + "}}]"), IsEmpty());
 }
 
+// docker 25+ (CDI by default from 28.2) stores `--device nvidia.com/gpu=…` as a device request
+// with Driver "cdi", no Count and no Capabilities (docker/cli opts/devices; `docker inspect` of
+// `docker run --device nvidia.com/gpu=0 --device nvidia.com/gpu=GPU-… ubuntu`).
+TEST(ParseGpuContainers, CdiDeviceRequestsNameGpusByIndexUuidOrAll) {
+  const auto containers = parse_gpu_containers(R"([
+    {"Id": "5f0c5e1a6a0a", "Name": "/cdi-two", "Config": {"Image": "ubuntu:24.04", "Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+     "HostConfig": {"Runtime": "runc", "Devices": [], "DeviceRequests": [
+       {"Driver": "cdi", "Count": 0, "DeviceIDs": ["nvidia.com/gpu=0"], "Capabilities": null, "Options": null},
+       {"Driver": "cdi", "Count": 0, "DeviceIDs": ["nvidia.com/gpu=GPU-00000003"], "Capabilities": null, "Options": null}]}},
+    {"Id": "77aa", "Name": "/cdi-all", "Config": {"Image": "ubuntu:24.04"},
+     "HostConfig": {"DeviceRequests": [{"Driver": "cdi", "Count": 0, "DeviceIDs": ["nvidia.com/gpu=all"], "Capabilities": null}]}},
+    {"Id": "88bb", "Name": "/not-nvidia", "Config": {"Image": "intel/oneapi"},
+     "HostConfig": {"DeviceRequests": [{"Driver": "cdi", "DeviceIDs": ["intel.com/gpu=0", "vendor.com/device=nvidia.com/gpu=1"]}]}}
+  ])");
+  ASSERT_EQ(containers.size(), 2U);
+  EXPECT_EQ(containers[0].name, "cdi-two");
+  EXPECT_FALSE(containers[0].all_gpus);  // the image's NVIDIA_VISIBLE_DEVICES=all is not what it holds
+  EXPECT_THAT(containers[0].devices, ElementsAre("0", "GPU-00000003"));
+  EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(0, 3));
+  EXPECT_EQ(containers[1].name, "cdi-all");
+  EXPECT_TRUE(containers[1].all_gpus);
+  EXPECT_THAT(held_gpu_indices(containers[1], four_gpus()), ElementsAre(0, 1, 2, 3));
+}
+
+// `docker run --gpus all` as docker 20.10-28 store it.
+TEST(ParseGpuContainers, GpusAllIsCountMinusOneAndHoldsEveryGpu) {
+  const auto containers = parse_gpu_containers(R"([{"Id": "c0ffee", "Name": "/everything",
+    "Config": {"Image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+    "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": -1, "DeviceIDs": null, "Capabilities": [["gpu"]], "Options": {}}]}}])");
+  ASSERT_EQ(containers.size(), 1U);
+  EXPECT_TRUE(containers[0].all_gpus);
+  EXPECT_THAT(containers[0].devices, IsEmpty());
+  EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(0, 1, 2, 3));
+}
+
+// The legacy form: `docker run --runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=1,2` (nvidia-docker2).
+TEST(ParseGpuContainers, TheNvidiaRuntimeWithNvidiaVisibleDevices) {
+  const auto containers = parse_gpu_containers(R"([{"Id": "0ld", "Name": "/legacy-runtime",
+    "Config": {"Image": "tensorflow/tensorflow:1.15.5-gpu", "Env": ["NVIDIA_VISIBLE_DEVICES=1,2", "PATH=/usr/bin"]},
+    "HostConfig": {"Runtime": "nvidia", "Devices": [], "DeviceRequests": null, "Privileged": false}}])");
+  ASSERT_EQ(containers.size(), 1U);
+  EXPECT_THAT(containers[0].devices, ElementsAre("1", "2"));
+  EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(1, 2));
+}
+
+// `docker run --device /dev/nvidia3 --device /dev/nvidiactl --device /dev/nvidia-uvm …`: the GPU's
+// own node is held; the control nodes every GPU user shares are not GPUs.
+TEST(ParseGpuContainers, DeviceNodesAreRecordedByMinorNumber) {
+  const auto containers = parse_gpu_containers(R"([{"Id": "dev3", "Name": "/node3", "Config": {"Image": "cuda"},
+    "HostConfig": {"DeviceRequests": null, "Devices": [
+      {"PathOnHost": "/dev/nvidia3", "PathInContainer": "/dev/nvidia3", "CgroupPermissions": "rwm"},
+      {"PathOnHost": "/dev/nvidiactl", "PathInContainer": "/dev/nvidiactl", "CgroupPermissions": "rwm"},
+      {"PathOnHost": "/dev/nvidia-uvm", "PathInContainer": "/dev/nvidia-uvm", "CgroupPermissions": "rwm"},
+      {"PathOnHost": "/dev/nvidia-caps/nvidia-cap1", "PathInContainer": "/dev/nvidia-caps/nvidia-cap1", "CgroupPermissions": "rwm"}]}},
+    {"Id": "ctl", "Name": "/ctl-only", "Config": {"Image": "cuda"},
+     "HostConfig": {"Devices": [{"PathOnHost": "/dev/nvidiactl", "PathInContainer": "/dev/nvidiactl", "CgroupPermissions": "rwm"}]}}])");
+  ASSERT_EQ(containers.size(), 1U);
+  EXPECT_THAT(containers[0].devices, ElementsAre("minor:3"));
+  EXPECT_EQ(device_minor(containers[0].devices[0]), 3);
+  EXPECT_EQ(device_minor("3"), std::nullopt);
+  EXPECT_EQ(device_minor("minor:x"), std::nullopt);
+  EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(3));
+}
+
+// podman (and docker compose before 2.30) keep a CDI name given to --device as a device mapping.
+TEST(ParseGpuContainers, CdiNamesAmongDeviceMappings) {
+  const auto containers = parse_gpu_containers(R"([{"Id": "p0d", "Name": "/ollama", "Config": {"Image": "ollama/ollama"},
+    "HostConfig": {"Devices": [{"PathOnHost": "nvidia.com/gpu=1", "PathInContainer": "nvidia.com/gpu=1", "CgroupPermissions": ""}]}}])");
+  ASSERT_EQ(containers.size(), 1U);
+  EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(1));
+}
+
+TEST(ParseGpuContainers, APrivilegedContainerHoldsEveryGpu) {
+  const auto containers = parse_gpu_containers(R"([
+    {"Id": "priv", "Name": "/privileged", "Config": {"Image": "debian:12", "Env": ["NVIDIA_VISIBLE_DEVICES=0"]},
+     "HostConfig": {"Privileged": true, "Devices": [], "DeviceRequests": null}},
+    {"Id": "plain", "Name": "/plain", "Config": {"Image": "debian:12"}, "HostConfig": {"Privileged": false}}])");
+  ASSERT_EQ(containers.size(), 1U);
+  EXPECT_EQ(containers[0].name, "privileged");
+  EXPECT_TRUE(containers[0].all_gpus);
+  EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(0, 1, 2, 3));
+}
+
 TEST(ContainerClaims, NameTheContainerAndWhoRunsItForEachHeldGpu) {
   const auto containers = parse_gpu_containers(R"([{
     "Name": "/bob_gpu1_12345678", "Config": {"Image": "bob/train:1", "Labels": {"gpurun.user": "bob"}},

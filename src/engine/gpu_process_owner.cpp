@@ -1,0 +1,137 @@
+#include "engine/gpu_process_owner.hpp"
+
+#include <pwd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+bool is_hex_id(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// A systemd scope named after a container: "<prefix>-<id>.scope", the prefix naming the engine.
+std::optional<CgroupContainer> from_scope(std::string_view part) {
+  static constexpr std::pair<std::string_view, std::string_view> prefixes[] = {
+      {"docker-", "docker"}, {"libpod-", "podman"}, {"cri-containerd-", "containerd"},
+      {"crio-", "cri-o"},    {"nerdctl-", "containerd"}};
+  if (!part.ends_with(".scope")) return std::nullopt;
+  part.remove_suffix(6);
+  for (const auto& [prefix, engine] : prefixes)
+    if (part.starts_with(prefix) && is_hex_id(part.substr(prefix.size())))
+      return CgroupContainer{std::string(part.substr(prefix.size())), std::string(engine), false, std::nullopt};
+  return std::nullopt;
+}
+
+// The container of one cgroup path, e.g. /system.slice/docker-<id>.scope, /docker/<id>,
+// /kubepods/besteffort/pod<uid>/<id>, /user.slice/user-1000.slice/user@1000.service/...
+std::optional<CgroupContainer> from_path(std::string_view path) {
+  std::optional<unsigned> rootless_uid;
+  bool kubernetes = false;
+  std::string_view parent;
+  for (std::string_view part : text::split(path, '/')) {
+    if (part.starts_with("user@") && part.ends_with(".service")) {
+      const auto uid = text::parse_integer(part.substr(5, part.size() - 5 - 8));
+      if (uid && *uid >= 0 && *uid <= 0xFFFFFFFELL) rootless_uid = static_cast<unsigned>(*uid);
+    }
+    if (part.starts_with("kubepods")) kubernetes = true;
+    std::optional<CgroupContainer> found = from_scope(part);
+    if (!found && is_hex_id(part)) {
+      // cgroupfs driver: /docker/<id>, /libpod_parent/libpod-<id> is a scope above, kubepods' /<id>
+      found = CgroupContainer{std::string(part), parent == "docker" ? "docker" : "", false, std::nullopt};
+    }
+    if (found) {
+      found->kubernetes = kubernetes;
+      found->rootless_uid = rootless_uid;
+      return found;
+    }
+    parent = part;
+  }
+  return std::nullopt;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string login_of(unsigned uid) {
+  const passwd* entry = ::getpwuid(static_cast<uid_t>(uid));
+  return entry != nullptr ? std::string(entry->pw_name) : fmt::format("uid {}", uid);
+}
+
+}  // namespace
+
+std::optional<CgroupContainer> container_from_cgroup(std::string_view cgroup_text) {
+  for (const auto& line : text::non_blank_lines(cgroup_text)) {
+    // "hierarchy-ID:controller-list:cgroup-path" (cgroups(7)); the path may itself hold ':'.
+    const std::string_view l = line.text;
+    const auto first = l.find(':');
+    const auto second = first == std::string_view::npos ? first : l.find(':', first + 1);
+    if (second == std::string_view::npos) continue;
+    if (auto found = from_path(text::trim(l.substr(second + 1)))) return found;
+  }
+  return std::nullopt;
+}
+
+std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root) {
+  const std::string dir = fmt::format("{}/{}", proc_root, pid);
+  std::ifstream status(dir + "/status");
+  if (!status) return std::nullopt;
+  ProcessOwner owner;
+  owner.pid = pid;
+  for (std::string line; std::getline(status, line);) {
+    if (!line.starts_with("Uid:")) continue;
+    // "Uid:\treal\teffective\tsaved\tfilesystem"
+    const auto fields = text::split(text::trim(std::string_view(line).substr(4)), '\t');
+    const auto uid = fields.empty() ? std::nullopt : text::parse_integer(text::trim(fields.front()));
+    if (uid && *uid >= 0 && *uid <= 0xFFFFFFFFLL) owner.uid = static_cast<unsigned>(*uid);
+    break;
+  }
+  owner.container = container_from_cgroup(read_file(dir + "/cgroup"));
+  if (owner.container && owner.container->rootless_uid) owner.user = login_of(*owner.container->rootless_uid);
+  else if (owner.uid) owner.user = login_of(*owner.uid);
+  return owner;
+}
+
+void add_process_holders(std::vector<GpuContainer>& holders, const std::vector<Gpu>& gpus, const std::string& proc_root) {
+  for (const Gpu& gpu : gpus) {
+    const std::string device = gpu.uuid.empty() ? std::to_string(gpu.index) : gpu.uuid;
+    for (const GpuProcess& process : gpu.processes) {
+      const auto owner = process_owner(process.pid, proc_root);
+      if (!owner || !owner->container) continue;
+      const std::string& id = owner->container->id;
+      // The engine's IDs are full ones; a holder added here has its full ID too.
+      auto it = std::find_if(holders.begin(), holders.end(), [&](const GpuContainer& c) {
+        return !c.id.empty() && (id.starts_with(c.id) || c.id.starts_with(id));
+      });
+      if (it == holders.end()) {
+        GpuContainer c;
+        c.id = id;
+        c.name = id.substr(0, 12);
+        c.user = owner->user;
+        c.image = owner->container->engine.empty() ? "container" : owner->container->engine + " container";
+        if (owner->container->rootless_uid) c.image = "rootless " + c.image;
+        c.status = "running";
+        holders.push_back(std::move(c));
+        it = std::prev(holders.end());
+      }
+      if (!it->all_gpus && std::find(it->devices.begin(), it->devices.end(), device) == it->devices.end() &&
+          std::find(it->devices.begin(), it->devices.end(), std::to_string(gpu.index)) == it->devices.end())
+        it->devices.push_back(device);
+    }
+  }
+}
+
+}  // namespace gpurun

@@ -1,0 +1,35 @@
+#pragma once
+// HTTP/1.1 GETs over a unix socket (the Docker Engine API's), with Boost.Beast: one connection
+// kept alive for a series of requests, all of them done by one deadline.
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace gpurun {
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  std::string api_version;  // the API-Version header, where the engine sends one
+};
+
+class UnixHttpClient {
+ public:
+  // Connects lazily, on the first get(). Every request must end by `deadline`.
+  UnixHttpClient(std::string socket_path, std::chrono::steady_clock::time_point deadline);
+  ~UnixHttpClient();
+  UnixHttpClient(const UnixHttpClient&) = delete;
+  UnixHttpClient& operator=(const UnixHttpClient&) = delete;
+
+  // GET `target` ("/v1.43/containers/json"). Throws Error when the socket cannot be reached, the
+  // deadline passes or the answer is not HTTP; any status, 404 included, is returned.
+  HttpResponse get(const std::string& target);
+
+ private:
+  struct State;
+  std::string socket_path_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gpurun
