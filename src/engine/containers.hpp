@@ -26,8 +26,4 @@ struct GpuContainer {
 // Throws Error on text that is not such JSON.
 std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json);
 
-// Asks the engine (`docker ps`, then `docker inspect`), each call killed after `timeout`.
-// Throws Error when the engine cannot be asked.
-std::vector<GpuContainer> list_gpu_containers(const std::string& docker, std::chrono::milliseconds timeout);
-
 }  // namespace gpurun

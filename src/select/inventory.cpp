@@ -31,15 +31,15 @@ std::vector<Gpu> read_gpus(const Options& options, std::chrono::milliseconds tim
   return gpus;
 }
 
-Inventory take_inventory(const Options& options, const std::string& lock_dir) {
+Inventory take_inventory(const Options& options, const std::string& lock_dir, ContainerEngine* engine) {
   const Thresholds thresholds = thresholds_from(options);
   const auto timeout = smi_timeout(options);
 
   Inventory inventory;
   // The engine is asked while nvidia-smi works, so that a launch is not slower for it.
   std::future<std::vector<GpuContainer>> containers;
-  if (!options.from_csv && options.container_awareness)
-    containers = std::async(std::launch::async, list_gpu_containers, options.docker, timeout);
+  if (engine != nullptr && !options.from_csv && options.container_awareness)
+    containers = std::async(std::launch::async, [engine, timeout] { return engine->gpu_holders(timeout); });
 
   const std::vector<Gpu> gpus = read_gpus(options, timeout);
 

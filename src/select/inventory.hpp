@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "engine/containers.hpp"
+#include "engine/container_engine.hpp"
 #include "select/selection.hpp"
 
 namespace gpurun {
@@ -24,10 +24,10 @@ struct Inventory {
 // The GPU table the options name (nvidia-smi, or the --from-csv snapshot), in index order.
 std::vector<Gpu> read_gpus(const Options& options, std::chrono::milliseconds timeout);
 
-// Reads the GPU table the options name and, at the same time, asks the Docker engine which
-// containers hold GPUs (not for a --from-csv snapshot; a failure there is a warning). With a
-// `lock_dir`, GPUs other launches have reserved count as busy.
-Inventory take_inventory(const Options& options, const std::string& lock_dir);
+// Reads the GPU table the options name and, at the same time, asks `engine` which containers
+// hold GPUs (not when it is null, for a --from-csv snapshot or with container awareness off; a
+// failure there is a warning). With a `lock_dir`, GPUs other launches have reserved count as busy.
+Inventory take_inventory(const Options& options, const std::string& lock_dir, ContainerEngine* engine);
 
 // The lock directory, for looking at reservations only: empty, with a warning, when unusable.
 std::string lock_dir_for_reading(const Options& options);

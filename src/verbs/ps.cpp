@@ -49,7 +49,7 @@ int run_ps(const Options& options, std::ostream& out) {
   // GPU indices and UUIDs come from nvidia-smi (asked while the engine answers); without it, the
   // devices as docker was told.
   auto gpus_read = std::async(std::launch::async, read_gpus, std::cref(options), timeout);
-  const std::vector<GpuContainer> containers = list_gpu_containers(options.docker, timeout);
+  const std::vector<GpuContainer> containers = make_container_engine(options.docker)->gpu_holders(timeout);
   std::vector<Gpu> gpus;
   try {
     gpus = gpus_read.get();

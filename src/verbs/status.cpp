@@ -24,9 +24,10 @@ int watch(const Options& options, std::ostream& out) {
   if (!(interval >= 0.1 && interval <= 86400)) throw Error(fmt::format("--watch {:g}: give 0.1 to 86400 seconds", interval));
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   const std::string lock_dir = lock_dir_for_reading(options);
+  const auto engine = make_container_engine(options.docker);
   for (int frame = 1;; ++frame) {
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(interval * 1000));
-    const Inventory inventory = take_inventory(options, lock_dir);
+    const Inventory inventory = take_inventory(options, lock_dir, engine.get());
     const std::time_t now = std::time(nullptr);
     std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval, fmt::localtime(now),
                                    terminal ? "  (Ctrl-C to stop)" : "");
@@ -44,7 +45,8 @@ int run_status(const Options& options, std::ostream& out) {
     if (options.json) throw Error("status --watch draws a live view; for JSON, call `gpurun status --json` repeatedly");
     return watch(options, out);
   }
-  const std::vector<GpuAssessment> gpus = take_inventory(options, lock_dir_for_reading(options)).assessed;
+  const auto engine = make_container_engine(options.docker);
+  const std::vector<GpuAssessment> gpus = take_inventory(options, lock_dir_for_reading(options), engine.get()).assessed;
   if (options.json) {
     out << status_json(gpus).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   } else {
