@@ -16,11 +16,6 @@
 namespace gpurun {
 namespace {
 
-template <std::size_t N>
-std::string field_list(const std::array<std::string_view, N>& fields) {
-  return fmt::format("{}", fmt::join(fields, ","));
-}
-
 std::string hint_for(int exit_code) {
   switch (exit_code) {
     case 2: return " This driver does not know a field gpurun asks for; a newer driver, or --from-csv, is needed.";
@@ -59,11 +54,11 @@ void check(const ProcessResult& result, const ProcessSpec& spec, std::chrono::mi
 }  // namespace
 
 ProcessSpec gpu_query(const std::string& nvidia_smi) {
-  return {{nvidia_smi, "--query-gpu=" + field_list(kGpuQueryFields), "--format=csv,noheader,nounits"}, {}};
+  return {{nvidia_smi, fmt::format("--query-gpu={}", fmt::join(kGpuQueryFields, ",")), "--format=csv,noheader,nounits"}, {}};
 }
 
 ProcessSpec compute_apps_query(const std::string& nvidia_smi) {
-  return {{nvidia_smi, "--query-compute-apps=" + field_list(kComputeAppFields), "--format=csv,noheader,nounits"}, {}};
+  return {{nvidia_smi, fmt::format("--query-compute-apps={}", fmt::join(kComputeAppFields, ",")), "--format=csv,noheader,nounits"}, {}};
 }
 
 std::vector<Gpu> query_gpus(const std::string& nvidia_smi, std::chrono::milliseconds timeout) {

@@ -1,8 +1,10 @@
 #include "select/selection.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <ranges>
 
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -16,10 +18,8 @@ std::optional<double> memory_used_percent(const Gpu& gpu) {
 }
 
 std::string describe_processes(const std::vector<GpuProcess>& processes) {
-  std::string pids;
-  for (const auto& p : processes) pids += fmt::format("{}{}", pids.empty() ? "" : ", ", p.pid);
   return fmt::format("{} compute process{} (pid{} {})", processes.size(), processes.size() == 1 ? "" : "es",
-                     processes.size() == 1 ? "" : "s", pids);
+                     processes.size() == 1 ? "" : "s", fmt::join(processes | std::views::transform(&GpuProcess::pid), ", "));
 }
 
 bool ranks_before(const GpuAssessment& a, const GpuAssessment& b) {
