@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <ranges>
 
 #include "render/table.hpp"
 #include "util/proc_info.hpp"
@@ -105,7 +104,10 @@ std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std
 }
 
 std::string index_list(const std::vector<GpuAssessment>& gpus) {
-  return fmt::format("{}", fmt::join(gpus | std::views::transform([](const GpuAssessment& a) { return a.gpu.index; }), ","));
+  std::vector<int> indices;
+  indices.reserve(gpus.size());
+  for (const auto& a : gpus) indices.push_back(a.gpu.index);
+  return fmt::format("{}", fmt::join(indices, ","));
 }
 
 }  // namespace gpurun

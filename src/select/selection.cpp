@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <ranges>
 
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -18,8 +17,10 @@ std::optional<double> memory_used_percent(const Gpu& gpu) {
 }
 
 std::string describe_processes(const std::vector<GpuProcess>& processes) {
+  std::vector<long> pids;
+  for (const auto& p : processes) pids.push_back(p.pid);
   return fmt::format("{} compute process{} (pid{} {})", processes.size(), processes.size() == 1 ? "" : "es",
-                     processes.size() == 1 ? "" : "s", fmt::join(processes | std::views::transform(&GpuProcess::pid), ", "));
+                     processes.size() == 1 ? "" : "s", fmt::join(pids, ", "));
 }
 
 bool ranks_before(const GpuAssessment& a, const GpuAssessment& b) {

@@ -34,38 +34,35 @@ Pipe make_pipe() {
   return {Fd(fds[0]), Fd(fds[1])};
 }
 
-class FileActions {
+// Owns one posix_spawn object (file actions, attributes) from its init to its destroy.
+template <typename T, int (*init)(T*), int (*destroy)(T*)>
+class SpawnObject {
  public:
-  FileActions() { ::posix_spawn_file_actions_init(&actions_); }
-  ~FileActions() { ::posix_spawn_file_actions_destroy(&actions_); }
-  FileActions(const FileActions&) = delete;
-  FileActions& operator=(const FileActions&) = delete;
-  posix_spawn_file_actions_t* get() { return &actions_; }
+  SpawnObject() { init(&object_); }
+  ~SpawnObject() { destroy(&object_); }
+  SpawnObject(const SpawnObject&) = delete;
+  SpawnObject& operator=(const SpawnObject&) = delete;
+  T* get() { return &object_; }
 
  private:
-  posix_spawn_file_actions_t actions_{};
+  T object_{};
 };
 
-class SpawnAttributes {
+using FileActions =
+    SpawnObject<posix_spawn_file_actions_t, ::posix_spawn_file_actions_init, ::posix_spawn_file_actions_destroy>;
+
+class SpawnAttributes : public SpawnObject<posix_spawnattr_t, ::posix_spawnattr_init, ::posix_spawnattr_destroy> {
  public:
   SpawnAttributes() {
-    ::posix_spawnattr_init(&attributes_);
     // The child starts with default signal handling and an empty mask, whatever gpurun has set.
     sigset_t all;
     sigset_t none;
     sigfillset(&all);
     sigemptyset(&none);
-    ::posix_spawnattr_setsigdefault(&attributes_, &all);
-    ::posix_spawnattr_setsigmask(&attributes_, &none);
-    ::posix_spawnattr_setflags(&attributes_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    ::posix_spawnattr_setsigdefault(get(), &all);
+    ::posix_spawnattr_setsigmask(get(), &none);
+    ::posix_spawnattr_setflags(get(), POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   }
-  ~SpawnAttributes() { ::posix_spawnattr_destroy(&attributes_); }
-  SpawnAttributes(const SpawnAttributes&) = delete;
-  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
-  posix_spawnattr_t* get() { return &attributes_; }
-
- private:
-  posix_spawnattr_t attributes_{};
 };
 
 // The environment for a child: ours with `extra` added or replaced (a later entry wins).
