@@ -18,6 +18,7 @@ std::optional<double> memory_used_percent(const Gpu& gpu) {
 
 std::string describe_processes(const std::vector<GpuProcess>& processes) {
   std::vector<long> pids;
+  pids.reserve(processes.size());
   for (const auto& p : processes) pids.push_back(p.pid);
   return fmt::format("{} compute process{} (pid{} {})", processes.size(), processes.size() == 1 ? "" : "es",
                      processes.size() == 1 ? "" : "s", fmt::join(pids, ", "));

@@ -16,7 +16,6 @@ struct MemoryLimit {
 };
 MemoryLimit parse_memory_limit(std::string_view input);   // throws Error on bad input
 double parse_utilization_limit(std::string_view input);   // "10" or "10%", 0..100; throws Error
-double parse_utilization_limit(std::string_view input);   // "10" or "10%", 0..100; throws Error
 
 // "30" or "30s", "5m", "2h", "1d"; "" (bare --wait) is nullopt: no limit. Throws Error otherwise.
 std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input);
