@@ -3,6 +3,7 @@
 // it runs a job there (the argv of `run`, `stop`, `logs`, `attach`). The docker CLI is the
 // implementation here; the Engine API, podman and Slurm are others. Tests can pass a fake.
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,8 @@ class ContainerEngine {
   virtual std::vector<std::string> logs_argv(const std::string& container) const = 0;
   virtual std::vector<std::string> attach_argv(const std::string& container) const = 0;
 };
+
+// The engine that `client` (--docker) talks to: today always the docker CLI.
+std::unique_ptr<ContainerEngine> make_container_engine(const std::string& client);
 
 }  // namespace gpurun

@@ -7,7 +7,6 @@
 
 #include "engine/docker_command.hpp"
 #include "util/error.hpp"
-#include "util/process.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -149,11 +148,6 @@ GpuContainer read_container(const json& c) {
   return container;
 }
 
-std::string short_error(const ProcessResult& result) {
-  const auto lines = text::non_blank_lines(result.err.empty() ? result.out : result.err);
-  return lines.empty() ? std::string{} : ": " + text::printable(text::trim(lines.front().text), 200);
-}
-
 }  // namespace
 
 std::optional<int> device_minor(std::string_view device) {
@@ -173,25 +167,6 @@ std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json) {
     if (container.all_gpus || !container.devices.empty()) containers.push_back(std::move(container));
   }
   return containers;
-}
-
-std::vector<GpuContainer> list_gpu_containers(const std::string& docker, std::chrono::milliseconds timeout) {
-  // A container that exits between `ps` and `inspect` makes inspect exit 1 while it still
-  // describes the others: its JSON is kept then.
-  const auto ask = [&](std::vector<std::string> argv, bool output_counts_on_failure) {
-    argv.insert(argv.begin(), docker);
-    const ProcessResult result = run_process({argv, {}}, timeout);
-    const bool usable = result.succeeded() || (output_counts_on_failure && result.end == ProcessResult::End::exited &&
-                                               text::trim(result.out).starts_with("["));
-    if (!usable)
-      throw Error(fmt::format("`{} {}` {}{}", docker, argv[1], describe_end(result, timeout), short_error(result)));
-    return result.out;
-  };
-  std::vector<std::string> inspect{"inspect", "--type", "container"};
-  const std::string ids = ask({"ps", "--quiet", "--no-trunc"}, false);  // the lines below point into it
-  for (const auto& line : text::non_blank_lines(ids)) inspect.emplace_back(text::trim(line.text));
-  if (inspect.size() == 3) return {};
-  return parse_gpu_containers(ask(inspect, true));
 }
 
 }  // namespace gpurun

@@ -38,8 +38,4 @@ inline constexpr std::string_view kMinorPrefix = "minor:";
 // N of "minor:N", or nullopt for any other device.
 std::optional<int> device_minor(std::string_view device);
 
-// Asks the engine (`docker ps`, then `docker inspect`), each call killed after `timeout`.
-// Throws Error when the engine cannot be asked.
-std::vector<GpuContainer> list_gpu_containers(const std::string& docker, std::chrono::milliseconds timeout);
-
 }  // namespace gpurun

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -14,10 +15,6 @@
 
 namespace gpurun {
 namespace {
-
-std::string join_indices(const std::vector<int>& indices, std::string_view separator) {
-  return fmt::format("{}", fmt::join(indices, separator));
-}
 
 // A field of docker's --mount value, which docker reads as CSV.
 std::string csv_field(const std::string& field) {
@@ -47,7 +44,7 @@ std::string container_name(std::string_view login, const std::vector<int>& gpu_i
   for (char c : login) name += is_name_char(c) ? c : '_';
   // Docker names must start with a letter or digit.
   if (name.empty() || !(std::isalnum(static_cast<unsigned char>(name.front())) != 0)) name.insert(0, "user");
-  name += "_gpu" + join_indices(gpu_indices, "-");
+  name += fmt::format("_gpu{}", fmt::join(gpu_indices, "-"));
   if (!suffix.empty()) name += fmt::format("_{}", suffix);
   return name;
 }
@@ -81,7 +78,7 @@ LaunchIdentity current_identity() {
 }
 
 std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
-  const std::string indices = join_indices(request.gpu_indices, ",");
+  const std::string indices = fmt::format("{}", fmt::join(request.gpu_indices, ","));
   std::vector<std::string> argv{request.docker, "run", "--rm"};
   if (request.detach) {
     argv.emplace_back("--detach");

@@ -10,12 +10,13 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <ostream>
 #include <set>
 #include <thread>
 
 #include "select/cpu_quota.hpp"
-#include "engine/docker_command.hpp"
+#include "engine/container_engine.hpp"
 #include "util/error.hpp"
 #include "util/exec.hpp"
 #include "select/inventory.hpp"
@@ -60,9 +61,9 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   return request;
 }
 
-// A detached container: docker returns once it runs; say how to reach it.
-int run_detached(const std::vector<std::string>& argv, const std::string& name, const std::string& gpus,
-                 std::ostream& out) {
+// A detached container: the engine's client returns once it runs; say how to reach it.
+int run_detached(const ContainerEngine& engine, const std::vector<std::string>& argv, const std::string& name,
+                 const std::string& gpus, std::ostream& out) {
   const auto timeout = std::chrono::hours(1);  // an image pull can take long
   std::vector<std::string> resolved = argv;
   resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
@@ -70,14 +71,16 @@ int run_detached(const std::vector<std::string>& argv, const std::string& name, 
   std::cerr << result.err;
   if (!result.succeeded()) {
     if (result.end == ProcessResult::End::exited) return result.exit_code;
-    throw Error(fmt::format("docker run {}", describe_end(result, timeout)));
+    throw Error(fmt::format("{} run {}", engine.name(), describe_end(result, timeout)));
   }
   out << name << '\n';
   std::cerr << fmt::format("gpurun: container {} runs detached on GPU{} {}\n"
-                           "  follow its output: docker logs -f {}\n"
-                           "  attach to it:      docker attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
-                           "  stop it:           docker stop {}\n",
-                           name, gpus.find(',') == std::string::npos ? "" : "s", gpus, name, name, name);
+                           "  follow its output: {}\n"
+                           "  attach to it:      {}   (detach again with Ctrl-P Ctrl-Q)\n"
+                           "  stop it:           {}\n",
+                           name, gpus.find(',') == std::string::npos ? "" : "s", gpus,
+                           shell_join(engine.logs_argv(name)), shell_join(engine.attach_argv(name)),
+                           shell_join(engine.stop_argv(name)));
   return 0;
 }
 
@@ -151,7 +154,7 @@ void tell_would_wait(const Options& options, const Inventory& inventory, const P
 // at once (128+N when a signal N ended the wait; 0 for a dry run that would wait), or nullopt
 // when `chosen` holds the GPUs.
 std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir, GpuSource& source,
-                             FileLock& selection, Inventory& inventory, std::vector<GpuAssessment>& chosen) {
+                             ContainerEngine& engine, FileLock& selection, Inventory& inventory, std::vector<GpuAssessment>& chosen) {
   // No limit is a limit of a century: a plain duration (not seconds::max(), which overflows when
   // compared in nanoseconds) also spares GCC's maybe-uninitialized on optionals.
   const std::chrono::seconds wait_limit = options.wait.limit.value_or(std::chrono::hours(24 * 365 * 100));
@@ -171,7 +174,7 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
     const int position = ticket ? ticket->position() : 0;
     if (position == 0) {
       if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
-      inventory = take_inventory(options, lock_dir, source);
+      inventory = take_inventory(options, lock_dir, source, &engine);
       warn_once(inventory.warnings, told);
       if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) warn_once({warning}, told);
       const PickResult result = pick(inventory.assessed, options.gpus, options.allow_busy);
@@ -237,10 +240,11 @@ int run_launch(const Options& options, std::ostream& out) {
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
   const auto source = make_gpu_source(gpu_source_spec(options));
+  const std::unique_ptr<ContainerEngine> engine = make_container_engine(options.docker);
   FileLock selection;
   Inventory inventory;
   std::vector<GpuAssessment> chosen;
-  if (const auto status = pick_gpus(options, lock_dir, *source, selection, inventory, chosen)) return *status;
+  if (const auto status = pick_gpus(options, lock_dir, *source, *engine, selection, inventory, chosen)) return *status;
 
   const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.assessed.size()),
                                  options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);
@@ -253,7 +257,7 @@ int run_launch(const Options& options, std::ostream& out) {
               index_list(chosen), inventory.assessed.size(), cpus.total, cpus.per_gpu);
 
   const DockerRunRequest request = make_request(options, chosen, cpus.total);
-  const std::vector<std::string> argv = build_docker_argv(request);
+  const std::vector<std::string> argv = engine->run_argv(request);
   if (options.dry_run) {
     out << shell_join(argv) << '\n';
     return 0;
@@ -264,7 +268,7 @@ int run_launch(const Options& options, std::ostream& out) {
   for (const auto& a : chosen) chosen_gpus.push_back(a.gpu);
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
-  if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
+  if (options.detach) return run_detached(*engine, argv, request.name, index_list(chosen), out);
   if (report) return run_reported(options, argv, chosen_gpus, cpus.total);
 
   // The docker client inherits the reservations and holds them while the job is attached.

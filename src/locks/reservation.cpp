@@ -42,22 +42,21 @@ std::string unusable_because(const std::string& dir) {
 
 // Opens a lock file without following symlinks or blocking on a planted FIFO. Read-only is
 // enough for flock, and lets every user lock a file another user created.
-int open_lock_file(const std::string& path, std::string& why) {
+Fd open_lock_file(const std::string& path, std::string& why) {
   constexpr int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-  int fd = ::open(path.c_str(), flags);
-  if (fd < 0 && errno == ENOENT) {
-    fd = ::open(path.c_str(), flags | O_CREAT | O_EXCL, 0644);
-    if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), flags);
+  Fd fd(::open(path.c_str(), flags));
+  if (!fd.valid() && errno == ENOENT) {
+    fd.reset(::open(path.c_str(), flags | O_CREAT | O_EXCL, 0644));
+    if (!fd.valid() && errno == EEXIST) fd.reset(::open(path.c_str(), flags));
   }
-  if (fd < 0) {
+  if (!fd.valid()) {
     why = errno == ELOOP ? "it is a symbolic link, which gpurun does not follow" : std::strerror(errno);
-    return -1;
+    return fd;
   }
   struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
     why = "it is not a regular file";
-    ::close(fd);
-    return -1;
+    return Fd();
   }
   return fd;
 }
@@ -93,20 +92,9 @@ std::string lock_holder(int fd) {
 
 }  // namespace
 
-FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-FileLock& FileLock::operator=(FileLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor drops the flock
-}
 void FileLock::keep_across_exec() const {
-  const int flags = ::fcntl(fd_, F_GETFD);
-  if (flags >= 0) ::fcntl(fd_, F_SETFD, flags & ~FD_CLOEXEC);
+  const int flags = ::fcntl(fd_.get(), F_GETFD);
+  if (flags >= 0) ::fcntl(fd_.get(), F_SETFD, flags & ~FD_CLOEXEC);
 }
 
 std::string prepare_lock_dir(const std::string& requested) {

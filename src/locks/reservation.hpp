@@ -7,9 +7,11 @@
 // and the kernel drops them when it exits or crashes: no stale locks to clean up.
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/gpu.hpp"
+#include "util/fd.hpp"
 
 namespace gpurun {
 
@@ -22,23 +24,19 @@ inline constexpr const char* kFallbackLockDir = "/tmp/gpurun-locks";
 // the path is a symbolic link or not a directory.
 std::string prepare_lock_dir(const std::string& requested);
 
-// An open, locked file; unlocked and closed on destruction.
+// An open, locked file; unlocked and closed on destruction (closing the last descriptor drops
+// the flock).
 class FileLock {
  public:
   FileLock() = default;
-  explicit FileLock(int fd) : fd_(fd) {}
-  FileLock(FileLock&& other) noexcept;
-  FileLock& operator=(FileLock&& other) noexcept;
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-  ~FileLock();
-  bool held() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
+  explicit FileLock(Fd fd) : fd_(std::move(fd)) {}
+  bool held() const { return fd_.valid(); }
+  int fd() const { return fd_.get(); }
   // Keeps the descriptor open across exec (the docker client inherits the lock).
   void keep_across_exec() const;
 
  private:
-  int fd_ = -1;
+  Fd fd_;
 };
 
 // Waits (up to `patience`) for the selection lock of `lock_dir`.

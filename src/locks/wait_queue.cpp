@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "util/error.hpp"
+#include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -21,11 +22,8 @@ constexpr std::string_view kTicketPrefix = "ticket-";
 
 // A ticket nobody holds a lock on belongs to a waiter that is gone.
 bool is_live(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);
-  return held;
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  return fd.valid() && ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
 }  // namespace
@@ -36,10 +34,10 @@ WaitTicket::WaitTicket(const std::string& lock_dir) : lock_dir_(lock_dir) {
   name_ = fmt::format("{}{:011}{:09}-{}", kTicketPrefix, now.tv_sec, now.tv_nsec, ::getpid());
   // Locked under a private name, then renamed: nobody can see it unlocked and sweep it.
   const std::string draft = fmt::format("{}/draft-{}", lock_dir_, name_);
-  const int fd = ::open(draft.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(fmt::format("cannot join the wait queue in {}: {}", lock_dir_, std::strerror(errno)));
-  lock_ = FileLock(fd);
-  if (::flock(fd, LOCK_EX) != 0 || ::rename(draft.c_str(), (lock_dir_ + "/" + name_).c_str()) != 0) {
+  Fd fd(::open(draft.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) throw Error(fmt::format("cannot join the wait queue in {}: {}", lock_dir_, std::strerror(errno)));
+  lock_ = FileLock(std::move(fd));
+  if (::flock(lock_.fd(), LOCK_EX) != 0 || ::rename(draft.c_str(), (lock_dir_ + "/" + name_).c_str()) != 0) {
     const int error = errno;
     ::unlink(draft.c_str());
     throw Error(fmt::format("cannot join the wait queue in {}: {}", lock_dir_, std::strerror(error)));

@@ -1,11 +1,13 @@
 #include "render/report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "render/table.hpp"
 #include "util/proc_info.hpp"
 
 namespace gpurun {
@@ -19,23 +21,27 @@ std::string process_count(const GpuAssessment& a) {
   return a.processes_known ? std::to_string(a.gpu.processes.size()) : "?";
 }
 
+// "1024 / 81559 MiB"
+std::string memory_cell(const Gpu& g) {
+  return fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib));
+}
+
 }  // namespace
 
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
-  std::size_t name_width = 4;
-  for (const auto& a : gpus) name_width = std::max(name_width, a.gpu.name.size());
-  std::string table = fmt::format("{:>3}  {:<{}}  {:>19}  {:>4}  {:>5}  {:>5}  {}\n", "GPU", "NAME", name_width,
-                                  "MEMORY USED/TOTAL", "UTIL", "PROCS", "SCORE", "STATE");
+  using Align = Column::Align;
+  Table table({Column::fixed("GPU", Align::right, 3), Column::fitted("NAME"),
+               Column::fixed("MEMORY USED/TOTAL", Align::right, 19), Column::fixed("UTIL", Align::right, 4),
+               Column::fixed("PROCS", Align::right, 5), Column::fixed("SCORE", Align::right, 5), Column::fitted("STATE")});
   for (const auto& a : gpus) {
     const Gpu& g = a.gpu;
     std::string state = a.free ? "free" : fmt::format("busy: {}", fmt::join(a.reasons, "; "));
     if (!a.notes.empty()) state += fmt::format(" ({})", fmt::join(a.notes, "; "));
-    table += fmt::format("{:>3}  {:<{}}  {:>19}  {:>4}  {:>5}  {:>5.1f}  {}\n", g.index, g.name.empty() ? "?" : g.name,
-                         name_width,
-                         fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
-                         or_unknown(g.utilization_percent, "%"), process_count(a), a.score, state);
+    table.add_row({std::to_string(g.index), g.name.empty() ? "?" : g.name, memory_cell(g),
+                   or_unknown(g.utilization_percent, "%"), process_count(a),
+                   fmt::format("{:.1f}", a.score), std::move(state)});
   }
-  return table;
+  return table.str();
 }
 
 std::string format_lost_gpus(const std::vector<LostGpu>& lost) {
@@ -85,18 +91,17 @@ nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen) {
 }
 
 std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers) {
-  std::size_t name_width = 4;
   std::vector<Gpu> plain;
-  for (const auto& a : gpus) {
-    name_width = std::max(name_width, a.gpu.name.size());
-    plain.push_back(a.gpu);
-  }
+  plain.reserve(gpus.size());
+  for (const auto& a : gpus) plain.push_back(a.gpu);
   std::map<int, std::vector<std::string>> held_by;  // GPU index -> the containers holding it, in order
   for (const auto& c : containers)
     for (int index : held_gpu_indices(c, plain))
       held_by[index].push_back(fmt::format("container {}{}", c.name, c.user.empty() ? "" : " (" + c.user + ")"));
-  std::string table = fmt::format("{:>3}  {:<{}}  {:<17}  {:>19}  {:>5}  {}\n", "GPU", "NAME", name_width, "UTILIZATION",
-                                  "MEMORY USED/TOTAL", "PROCS", "HELD BY");
+  using Align = Column::Align;
+  Table table({Column::fixed("GPU", Align::right, 3), Column::fitted("NAME"), Column::fixed("UTILIZATION", Align::left, 17),
+               Column::fixed("MEMORY USED/TOTAL", Align::right, 19), Column::fixed("PROCS", Align::right, 5),
+               Column::fitted("HELD BY")});
   for (const auto& a : gpus) {
     const Gpu& g = a.gpu;
     std::string bar = "[          ]    ?";
@@ -111,17 +116,17 @@ std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std
       holders.push_back(fmt::format("{}{} pid {}", user ? *user + " " : "", command.empty() ? "process" : command, p.pid));
     }
     if (holders.empty()) holders.emplace_back(a.free ? "-" : "busy: " + fmt::format("{}", fmt::join(a.reasons, "; ")));
-    table += fmt::format("{:>3}  {:<{}}  {:<17}  {:>19}  {:>5}  {}\n", g.index, g.name.empty() ? "?" : g.name, name_width,
-                         bar, fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
-                         process_count(a), fmt::format("{}", fmt::join(holders, ", ")));
+    table.add_row({std::to_string(g.index), g.name.empty() ? "?" : g.name, std::move(bar), memory_cell(g),
+                   process_count(a), fmt::format("{}", fmt::join(holders, ", "))});
   }
-  return table;
+  return table.str();
 }
 
 std::string index_list(const std::vector<GpuAssessment>& gpus) {
-  std::string list;
-  for (const auto& a : gpus) list += fmt::format("{}{}", list.empty() ? "" : ",", a.gpu.index);
-  return list;
+  std::vector<int> indices;
+  indices.reserve(gpus.size());
+  for (const auto& a : gpus) indices.push_back(a.gpu.index);
+  return fmt::format("{}", fmt::join(indices, ","));
 }
 
 }  // namespace gpurun

@@ -22,15 +22,16 @@ GpuSourceSpec gpu_source_spec(const Options& options) {
   return {options.nvidia_smi, options.from_csv, options.from_apps_csv};
 }
 
-Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source) {
+Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
+                         ContainerEngine* engine) {
   const Thresholds thresholds = thresholds_from(options);
   const auto timeout = smi_timeout(options);
 
   Inventory inventory;
   // The engine is asked while nvidia-smi works, so that a launch is not slower for it.
   std::future<std::vector<GpuContainer>> containers;
-  if (!options.from_csv && !options.ignore_containers)
-    containers = std::async(std::launch::async, list_gpu_containers, options.docker, timeout);
+  if (engine != nullptr && !options.from_csv && !options.ignore_containers)
+    containers = std::async(std::launch::async, [engine, timeout] { return engine->gpu_holders(timeout); });
 
   const Snapshot snapshot = source.read(timeout);  // GPUs in index order
   const std::vector<Gpu>& gpus = snapshot.gpus;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "engine/containers.hpp"
+#include "engine/container_engine.hpp"
 #include "gpu/gpu_source.hpp"
 #include "select/selection.hpp"
 
@@ -29,10 +29,12 @@ struct Inventory {
 // The GPU source the options name: the --from-csv snapshot (with --from-apps-csv), or nvidia-smi.
 GpuSourceSpec gpu_source_spec(const Options& options);
 
-// Reads the GPUs from `source` and, at the same time, asks the Docker engine which containers
-// hold GPUs (not for a --from-csv snapshot; a failure there is a warning). With a `lock_dir`,
-// GPUs other launches have reserved count as busy. Warnings are returned, not logged.
-Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source);
+// Reads the GPUs from `source` and, at the same time, asks `engine` which containers hold GPUs
+// (not when it is null, for a --from-csv snapshot or with container awareness off; a failure
+// there is a warning). With a `lock_dir`, GPUs other launches have reserved count as busy.
+// Warnings are returned, not logged.
+Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
+                         ContainerEngine* engine);
 
 // Logs the warnings not in `told` yet, and adds them there: a wait loop says each once.
 void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told);

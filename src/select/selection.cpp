@@ -1,6 +1,7 @@
 #include "select/selection.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -16,10 +17,11 @@ std::optional<double> memory_used_percent(const Gpu& gpu) {
 }
 
 std::string describe_processes(const std::vector<GpuProcess>& processes) {
-  std::string pids;
-  for (const auto& p : processes) pids += fmt::format("{}{}", pids.empty() ? "" : ", ", p.pid);
+  std::vector<long> pids;
+  pids.reserve(processes.size());
+  for (const auto& p : processes) pids.push_back(p.pid);
   return fmt::format("{} compute process{} (pid{} {})", processes.size(), processes.size() == 1 ? "" : "es",
-                     processes.size() == 1 ? "" : "s", pids);
+                     processes.size() == 1 ? "" : "s", fmt::join(pids, ", "));
 }
 
 bool ranks_before(const GpuAssessment& a, const GpuAssessment& b) {

@@ -50,13 +50,18 @@ std::string locate_program(const std::string& program) {
 void exec_program(const std::vector<std::string>& argv) {
   if (argv.empty()) throw Error("nothing to execute");
   const std::string path = locate_program(argv.front());
-  std::vector<char*> c_argv;
-  c_argv.reserve(argv.size() + 1);
-  for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
-  c_argv.push_back(nullptr);
+  const std::vector<char*> args = c_argv(argv);
   spdlog::default_logger()->flush();
-  ::execv(path.c_str(), c_argv.data());
+  ::execv(path.c_str(), args.data());
   throw Error(fmt::format("cannot execute {}: {}", argv.front(), std::strerror(errno)), exit_code::cannot_execute);
+}
+
+std::vector<char*> c_argv(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (const auto& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
 }
 
 }  // namespace gpurun

@@ -17,4 +17,8 @@ std::string locate_program(const std::string& program);
 // not found, 126 when it cannot be executed.
 [[noreturn]] void exec_program(const std::vector<std::string>& argv);
 
+// The NULL-terminated char* array that exec and posix_spawn take, pointing into `strings` (which
+// must outlive it); they never write through it.
+std::vector<char*> c_argv(const std::vector<std::string>& strings);
+
 }  // namespace gpurun

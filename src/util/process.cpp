@@ -22,30 +22,6 @@ extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX has 
 namespace gpurun {
 namespace {
 
-// Owns one file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 struct Pipe {
   Fd read_end;
   Fd write_end;
@@ -58,38 +34,35 @@ Pipe make_pipe() {
   return {Fd(fds[0]), Fd(fds[1])};
 }
 
-class FileActions {
+// Owns one posix_spawn object (file actions, attributes) from its init to its destroy.
+template <typename T, int (*init)(T*), int (*destroy)(T*)>
+class SpawnObject {
  public:
-  FileActions() { ::posix_spawn_file_actions_init(&actions_); }
-  ~FileActions() { ::posix_spawn_file_actions_destroy(&actions_); }
-  FileActions(const FileActions&) = delete;
-  FileActions& operator=(const FileActions&) = delete;
-  posix_spawn_file_actions_t* get() { return &actions_; }
+  SpawnObject() { init(&object_); }
+  ~SpawnObject() { destroy(&object_); }
+  SpawnObject(const SpawnObject&) = delete;
+  SpawnObject& operator=(const SpawnObject&) = delete;
+  T* get() { return &object_; }
 
  private:
-  posix_spawn_file_actions_t actions_{};
+  T object_{};
 };
 
-class SpawnAttributes {
+using FileActions =
+    SpawnObject<posix_spawn_file_actions_t, ::posix_spawn_file_actions_init, ::posix_spawn_file_actions_destroy>;
+
+class SpawnAttributes : public SpawnObject<posix_spawnattr_t, ::posix_spawnattr_init, ::posix_spawnattr_destroy> {
  public:
   SpawnAttributes() {
-    ::posix_spawnattr_init(&attributes_);
     // The child starts with default signal handling and an empty mask, whatever gpurun has set.
     sigset_t all;
     sigset_t none;
     sigfillset(&all);
     sigemptyset(&none);
-    ::posix_spawnattr_setsigdefault(&attributes_, &all);
-    ::posix_spawnattr_setsigmask(&attributes_, &none);
-    ::posix_spawnattr_setflags(&attributes_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    ::posix_spawnattr_setsigdefault(get(), &all);
+    ::posix_spawnattr_setsigmask(get(), &none);
+    ::posix_spawnattr_setflags(get(), POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   }
-  ~SpawnAttributes() { ::posix_spawnattr_destroy(&attributes_); }
-  SpawnAttributes(const SpawnAttributes&) = delete;
-  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
-  posix_spawnattr_t* get() { return &attributes_; }
-
- private:
-  posix_spawnattr_t attributes_{};
 };
 
 // The environment for a child: ours with `extra` added or replaced (a later entry wins).
@@ -103,14 +76,6 @@ std::vector<std::string> child_environment(const std::vector<std::pair<std::stri
   }
   for (const auto& [key, value] : overrides) env.push_back(fmt::format("{}={}", key, value));
   return env;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  pointers.reserve(strings.size() + 1);
-  for (auto& s : strings) pointers.push_back(s.data());
-  pointers.push_back(nullptr);
-  return pointers;
 }
 
 struct Running {
@@ -135,15 +100,14 @@ Running spawn(const ProcessSpec& spec, ProcessResult& result) {
   ::posix_spawn_file_actions_adddup2(actions.get(), err.write_end.get(), STDERR_FILENO);
   SpawnAttributes attributes;
 
-  std::vector<std::string> argv_strings = spec.argv;
-  std::vector<char*> argv = c_strings(argv_strings);
+  const std::vector<char*> argv = c_argv(spec.argv);
   // cppcheck-suppress variableScope ; envp points into it until posix_spawnp below
   std::vector<std::string> env_strings;
   std::vector<char*> envp;
   char** env = environ;
   if (!spec.extra_env.empty()) {
     env_strings = child_environment(spec.extra_env);
-    envp = c_strings(env_strings);
+    envp = c_argv(env_strings);
     env = envp.data();
   }
   pid_t pid = -1;
@@ -279,11 +243,11 @@ ChildStream::ChildStream(const ProcessSpec& spec) {
     throw Error(fmt::format("cannot start {}: {}", spec.argv.empty() ? "" : spec.argv.front(), std::strerror(result.spawn_errno)));
   running.err.reset();  // its diagnostics are not needed: a failed stream is restarted
   pid_ = running.pid;
-  out_ = running.out.release();  // still O_CLOEXEC: a job spawned meanwhile never inherits it
+  out_ = std::move(running.out);  // still O_CLOEXEC: a job spawned meanwhile never inherits it
 }
 
 ChildStream::~ChildStream() {
-  if (out_ >= 0) ::close(out_);
+  out_.reset();
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);
     int status = 0;
@@ -292,19 +256,18 @@ ChildStream::~ChildStream() {
 }
 
 bool ChildStream::read(std::string& sink, std::chrono::milliseconds timeout) {
-  if (out_ < 0) return false;
-  pollfd fd{out_, POLLIN, 0};
+  if (!out_.valid()) return false;
+  pollfd fd{out_.get(), POLLIN, 0};
   const int ready = ::poll(&fd, 1, static_cast<int>(timeout.count()));
   if (ready <= 0) return true;  // nothing yet (or EINTR): still running as far as we know
   char buffer[4096];
-  const ssize_t n = ::read(out_, buffer, sizeof buffer);
+  const ssize_t n = ::read(out_.get(), buffer, sizeof buffer);
   if (n > 0) {
     sink.append(buffer, static_cast<std::size_t>(n));
     return true;
   }
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
-  ::close(out_);
-  out_ = -1;
+  out_.reset();
   return false;
 }
 
@@ -319,10 +282,9 @@ pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
   // On a terminal the job becomes its foreground group before it runs, so that it may read
   // the terminal and gets Ctrl-C itself.
   if (::isatty(STDIN_FILENO) != 0) ::posix_spawn_file_actions_addtcsetpgrp_np(actions.get(), STDIN_FILENO);
-  std::vector<std::string> argv_strings = argv;
-  std::vector<char*> c_argv = c_strings(argv_strings);
+  const std::vector<char*> c_args = c_argv(argv);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, path.c_str(), actions.get(), attributes.get(), c_argv.data(), environ);
+  const int rc = ::posix_spawn(&pid, path.c_str(), actions.get(), attributes.get(), c_args.data(), environ);
   if (rc != 0) throw Error(fmt::format("cannot execute {}: {}", argv.front(), std::strerror(rc)), exit_code::cannot_execute);
   return pid;
 }

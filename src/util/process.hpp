@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/fd.hpp"
+
 namespace gpurun {
 
 struct ProcessSpec {
@@ -49,7 +51,7 @@ class ChildStream {
 
  private:
   pid_t pid_ = -1;
-  int out_ = -1;
+  Fd out_;
 };
 
 // Starts argv with our stdin, stdout and stderr, in a process group of its own, with default

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -48,11 +50,25 @@ std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input) 
   return std::chrono::seconds(static_cast<long long>(*value * static_cast<double>(scale)));
 }
 
-std::string format_duration(std::chrono::seconds duration) {
+std::string format_duration(std::chrono::seconds duration, DurationStyle style) {
   const long long s = duration.count();
-  if (s >= 3600) return fmt::format("{}h {:02}m {:02}s", s / 3600, s % 3600 / 60, s % 60);
-  if (s >= 60) return fmt::format("{}m {:02}s", s / 60, s % 60);
-  return fmt::format("{}s", s);
+  if (s < 60) return fmt::format("{}s", s);
+  struct Unit {
+    long long value;
+    char name;
+  };
+  const bool exact = style == DurationStyle::exact;
+  const std::array<Unit, 4> units{{{exact ? 0 : s / 86400, 'd'},
+                                   {exact ? s / 3600 : s % 86400 / 3600, 'h'},
+                                   {s % 3600 / 60, 'm'},
+                                   {s % 60, 's'}}};
+  std::size_t first = 0;  // the largest unit that is not zero
+  while (units[first].value == 0) ++first;
+  const std::size_t end = exact ? units.size() : first + 2;
+  std::string text = fmt::format("{}{}", units[first].value, units[first].name);
+  for (std::size_t i = first + 1; i < end; ++i)
+    text += fmt::format(" {:0{}}{}", units[i].value, exact ? 2 : 1, units[i].name);
+  return text;
 }
 
 }  // namespace gpurun

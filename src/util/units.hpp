@@ -35,7 +35,9 @@ struct WaitLimit {
 // "30" or "30s", "5m", "2h", "1d"; "" (bare --wait) is nullopt: no limit. Throws Error otherwise.
 std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input);
 
-// "1h 02m 05s", "3m 07s", "12s"
-std::string format_duration(std::chrono::seconds duration);
+// How a duration is written: `exact` to the second ("1h 02m 05s", "3m 07s", "12s"; hours do not
+// roll over into days), `brief` in its two largest units ("1d 3h", "1h 2m", "3m 7s", "12s").
+enum class DurationStyle { exact, brief };
+std::string format_duration(std::chrono::seconds duration, DurationStyle style = DurationStyle::exact);
 
 }  // namespace gpurun

@@ -13,7 +13,8 @@ namespace gpurun {
 int run_pick(const Options& options, std::ostream& out) {
   enforce_policy(options);
   const auto source = make_gpu_source(gpu_source_spec(options));
-  const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source);
+  const auto engine = make_container_engine(options.docker);
+  const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source, engine.get());
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) spdlog::warn("{}", warning);

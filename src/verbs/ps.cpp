@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -11,7 +12,9 @@
 
 #include "select/claims.hpp"
 #include "util/error.hpp"
+#include "render/table.hpp"
 #include "select/inventory.hpp"
+#include "util/units.hpp"
 #include "verbs/verbs.hpp"
 
 namespace gpurun {
@@ -28,13 +31,10 @@ std::optional<long long> seconds_since(const std::string& rfc3339) {
   return static_cast<long long>(now - started);
 }
 
-std::string human_duration(std::optional<long long> seconds) {
-  if (!seconds) return "?";
-  const long long s = *seconds;
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}m {}s", s / 60, s % 60);
-  if (s < 86400) return fmt::format("{}h {}m", s / 3600, s % 3600 / 60);
-  return fmt::format("{}d {}h", s / 86400, s % 86400 / 3600);
+// "1h 2m", or "?" where docker's start time cannot be read.
+std::string running_for(const GpuContainer& c) {
+  const auto seconds = seconds_since(c.started_at);
+  return seconds ? format_duration(std::chrono::seconds(*seconds), DurationStyle::brief) : "?";
 }
 
 std::string gpu_list(const GpuContainer& c, const std::vector<Gpu>& gpus) {
@@ -50,7 +50,7 @@ int run_ps(const Options& options, std::ostream& out) {
   // devices as docker was told.
   const auto source = make_gpu_source(gpu_source_spec(options));
   auto gpus_read = std::async(std::launch::async, [&] { return source->read(timeout); });
-  const std::vector<GpuContainer> containers = list_gpu_containers(options.docker, timeout);
+  const std::vector<GpuContainer> containers = make_container_engine(options.docker)->gpu_holders(timeout);
   std::vector<Gpu> gpus;
   try {
     gpus = gpus_read.get().gpus;
@@ -74,18 +74,14 @@ int run_ps(const Options& options, std::ostream& out) {
         << '\n';
     return 0;
   }
-  std::size_t name_width = 4;
-  std::size_t image_width = 5;
-  for (const auto& c : containers) {
-    name_width = std::max(name_width, c.name.size());
-    image_width = std::max(image_width, c.image.size());
-  }
-  out << fmt::format("{:<{}}  {:<10}  {:<12}  {:<{}}  {:>11}  {:<8}  {}\n", "NAME", name_width, "USER", "GPUS",
-                     "IMAGE", image_width, "RUNNING FOR", "STATUS", "GPURUN");
+  using Align = Column::Align;
+  Table table({Column::fitted("NAME"), Column::fixed("USER", Align::left, 10), Column::fixed("GPUS", Align::left, 12),
+               Column::fitted("IMAGE"), Column::fixed("RUNNING FOR", Align::right, 11),
+               Column::fixed("STATUS", Align::left, 8), Column::fitted("GPURUN")});
   for (const auto& c : containers)
-    out << fmt::format("{:<{}}  {:<10}  {:<12}  {:<{}}  {:>11}  {:<8}  {}\n", c.name, name_width,
-                       c.user.empty() ? "?" : c.user, gpu_list(c, gpus), c.image, image_width,
-                       human_duration(seconds_since(c.started_at)), c.status, c.started_by_gpurun ? "yes" : "no");
+    table.add_row({c.name, c.user.empty() ? "?" : c.user, gpu_list(c, gpus), c.image,
+                   running_for(c), c.status, c.started_by_gpurun ? "yes" : "no"});
+  out << table.str();
   return 0;
 }
 

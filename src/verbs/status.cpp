@@ -26,10 +26,11 @@ int watch(const Options& options, std::ostream& out) {
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   const std::string lock_dir = lock_dir_for_reading(options);
   const auto source = make_gpu_source(gpu_source_spec(options));
+  const auto engine = make_container_engine(options.docker);
   std::set<std::string> told;
   for (int frame = 1;; ++frame) {
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(interval * 1000));
-    const Inventory inventory = take_inventory(options, lock_dir, *source);
+    const Inventory inventory = take_inventory(options, lock_dir, *source, engine.get());
     warn_once(inventory.warnings, told);
     const std::time_t now = std::time(nullptr);
     std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval, fmt::localtime(now),
@@ -49,7 +50,8 @@ int run_status(const Options& options, std::ostream& out) {
     return watch(options, out);
   }
   const auto source = make_gpu_source(gpu_source_spec(options));
-  const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source);
+  const auto engine = make_container_engine(options.docker);
+  const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source, engine.get());
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (options.json) {

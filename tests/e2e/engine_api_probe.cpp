@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/docker_api.hpp"
+#include "engine/docker_cli_engine.hpp"
 #include "util/error.hpp"
 
 int main(int argc, char** argv) {
@@ -34,7 +35,7 @@ int main(int argc, char** argv) {
       }
       holders = engine->gpu_holders(timeout);
     } else if (mode == "cli") {
-      holders = gpurun::list_gpu_containers(docker, timeout);
+      holders = gpurun::DockerCliEngine(docker).gpu_holders(timeout);
     } else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;

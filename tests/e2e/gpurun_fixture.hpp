@@ -63,6 +63,9 @@ class GpurunTest : public ::testing::Test {
     for (char** e = environ; *e != nullptr; ++e)
       if (std::string_view(*e).starts_with("GPURUN_")) inherited.emplace_back(std::string_view(*e).substr(0, std::string_view(*e).find('=')));
     for (const auto& name : inherited) ::unsetenv(name.c_str());
+    // No engine socket: the stand-in docker client answers (tests of the Engine API start a real
+    // dockerd of their own, tests/e2e/real_docker_engine.sh).
+    ::setenv("DOCKER_HOST", "unix:///nonexistent/gpurun-e2e-docker.sock", 1);
     char pattern[] = "/tmp/gpurun-e2e-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = pattern;

@@ -46,7 +46,7 @@ class InventoryTest : public ::testing::Test {
 
   Inventory inventory(const std::string& lock_dir = "") {
     const auto source = make_gpu_source(gpu_source_spec(options_));
-    return take_inventory(options_, lock_dir, *source);
+    return take_inventory(options_, lock_dir, *source, nullptr);
   }
 
   test::TempDir dir_{"gpurun-inventory"};

@@ -63,7 +63,7 @@ std::vector<int> indices(const std::vector<GpuAssessment>& gpus) {
 
 TEST(TakeInventory, ReadsTheGivenSourceOnce) {
   FakeGpuSource source(snapshot_of("dgx-a100-80gb-x8.noheader-nounits.csv"));
-  const Inventory inventory = take_inventory(offline(), "", source);
+  const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   EXPECT_EQ(source.reads, 1);
   EXPECT_THAT(indices(inventory.assessed), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
   EXPECT_THAT(indices(pick(inventory.assessed, 2, false).gpus_or_throw()), ElementsAre(2, 7));
@@ -73,7 +73,7 @@ TEST(TakeInventory, TheSitePolicyWithholdsGpus) {
   FakeGpuSource source(snapshot_of("dgx-a100-80gb-x8.noheader-nounits.csv"));
   Options options = offline();
   options.policy.allowed_gpus = std::vector<int>{2, 4};
-  const Inventory inventory = take_inventory(options, "", source);
+  const Inventory inventory = take_inventory(options, "", source, nullptr);
   EXPECT_TRUE(inventory.assessed[7].withheld);
   const PickResult result = pick(inventory.assessed, 3, true);
   EXPECT_FALSE(result.waiting_can_help);
@@ -82,7 +82,7 @@ TEST(TakeInventory, TheSitePolicyWithholdsGpus) {
 
 TEST(TakeInventory, UnifiedMemoryIsJudgedByProcessesAndUtilization) {
   FakeGpuSource source(snapshot_of("gb10-unified-memory.header-units.csv"));
-  const Inventory inventory = take_inventory(offline(), "", source);
+  const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   ASSERT_EQ(inventory.assessed.size(), 1u);
   const GpuAssessment& gb10 = inventory.assessed[0];
   EXPECT_TRUE(gb10.free);
@@ -96,20 +96,20 @@ TEST(TakeInventory, UnifiedMemoryWithAProcessIsBusy) {
   Snapshot s = snapshot_of("gb10-unified-memory.header-units.csv");
   s.gpus[0].processes.push_back({s.gpus[0].uuid, 4242, 1024.0});
   FakeGpuSource source(s);
-  const GpuAssessment gb10 = take_inventory(offline(), "", source).assessed[0];
+  const GpuAssessment gb10 = take_inventory(offline(), "", source, nullptr).assessed[0];
   EXPECT_FALSE(gb10.free);
   EXPECT_THAT(gb10.reasons, ElementsAre("1 compute process (pid 4242)"));
 }
 
 TEST(TakeInventory, MemoryUnknownOnOneGpuOfManyIsStillBusy) {
   FakeGpuSource source(snapshot_of("error-values.noheader-nounits.csv"));
-  const Inventory inventory = take_inventory(offline(), "", source);
+  const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   EXPECT_THAT(inventory.assessed[1].reasons, testing::Contains("memory use unknown"));
 }
 
 TEST(TakeInventory, MoreGpusThanTheMachineHasFailsWithoutWaiting) {
   FakeGpuSource source(snapshot_of("gb10-unified-memory.header-units.csv"));
-  const Inventory inventory = take_inventory(offline(), "", source);
+  const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   for (bool allow_busy : {false, true}) {
     const PickResult result = pick(inventory.assessed, 2, allow_busy);
     EXPECT_FALSE(result.ok());
@@ -120,7 +120,7 @@ TEST(TakeInventory, MoreGpusThanTheMachineHasFailsWithoutWaiting) {
 
 TEST(TakeInventory, AMigGpuIsNeverHandedOutWholeEvenWithAllowBusy) {
   FakeGpuSource source(snapshot_of("a100-40gb-mig.header-units.csv"));
-  const Inventory inventory = take_inventory(offline(), "", source);
+  const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   EXPECT_THAT(indices(pick(inventory.assessed, 3, true).gpus_or_throw()), ElementsAre(0, 2, 3));
   const PickResult all = pick(inventory.assessed, 4, true);
   EXPECT_FALSE(all.waiting_can_help);
@@ -130,7 +130,7 @@ TEST(TakeInventory, AMigGpuIsNeverHandedOutWholeEvenWithAllowBusy) {
 
 TEST(TakeInventory, TooFewFreeIsAShortfallWaitingCanHelp) {
   FakeGpuSource source(snapshot_of("dgx-a100-80gb-x8.noheader-nounits.csv"));
-  const PickResult result = pick(take_inventory(offline(), "", source).assessed, 4, false);
+  const PickResult result = pick(take_inventory(offline(), "", source, nullptr).assessed, 4, false);
   EXPECT_FALSE(result.ok());
   EXPECT_TRUE(result.waiting_can_help);
   EXPECT_EQ(result.available, 3u);
@@ -140,7 +140,7 @@ TEST(TakeInventory, TooFewFreeIsAShortfallWaitingCanHelp) {
 
 TEST(TakeInventory, ASnapshotWithoutProcessesShowsThemAsNotChecked) {
   FakeGpuSource source(snapshot_of("dgx-a100-80gb-x8.noheader-nounits.csv", /*processes_known=*/false));
-  const Inventory inventory = take_inventory(offline(), "", source);
+  const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   EXPECT_FALSE(inventory.processes_known);
   EXPECT_THAT(unchecked_processes_warning(inventory), HasSubstr("processes were not checked"));
   EXPECT_THAT(inventory.assessed[2].notes, testing::Contains("processes not checked: the snapshot has no process list"));
@@ -151,7 +151,7 @@ TEST(TakeInventory, ASnapshotWithoutProcessesShowsThemAsNotChecked) {
 
 TEST(TakeInventory, ProcessesKnownHaveNoWarning) {
   FakeGpuSource source(snapshot_of("dgx-a100-80gb-x8.noheader-nounits.csv"));
-  const Inventory inventory = take_inventory(offline(), "", source);
+  const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   EXPECT_EQ(unchecked_processes_warning(inventory), "");
   EXPECT_TRUE(status_json(inventory.assessed)["gpus"][2]["processes"].is_array());
 }
@@ -160,7 +160,7 @@ TEST(TakeInventory, LostGpusAndWarningsComeThrough) {
   Snapshot s = snapshot_of("lost-gpu-among-rows.noheader-nounits.csv");
   s.warnings.push_back("a warning");
   FakeGpuSource source(s);
-  const Inventory inventory = take_inventory(offline(), "", source);
+  const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   EXPECT_THAT(indices(inventory.assessed), ElementsAre(0, 2, 3));
   ASSERT_EQ(inventory.lost.size(), 1u);
   EXPECT_THAT(inventory.warnings, ElementsAre("a warning"));

@@ -1,0 +1,109 @@
+// Unit tests for the docker-CLI container engine: its argv for run, stop, logs and attach, and
+// its GPU holders as the stand-in docker client (tests/fakes/docker) answers `ps` and `inspect`.
+#include "engine/docker_cli_engine.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace gpurun {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const std::string kFakeDocker = GPURUN_FAKES_DIR "/docker";
+constexpr std::chrono::seconds kTimeout{10};
+
+// Sets an environment variable for one test (the fake docker reads its answers from there).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) { ::setenv(name, value.c_str(), 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+TEST(DockerCliEngine, RunsTheJobWithItsOwnClientAsArgvZero) {
+  DockerRunRequest request;
+  request.docker = "docker";
+  request.image = "img";
+  request.gpu_indices = {2};
+  request.gpu_uuids = {"GPU-2"};
+  request.cpus = 4;
+  request.identity = {1000, 1000, "alice", "/home/alice"};
+  request.name = "job";
+  request.command = {"true"};
+  const DockerCliEngine engine("/opt/docker/bin/docker");
+  std::vector<std::string> expected = build_docker_argv(request);
+  expected.front() = "/opt/docker/bin/docker";
+  EXPECT_EQ(engine.run_argv(request), expected);
+}
+
+TEST(DockerCliEngine, StopsFollowsAndAttachesByName) {
+  const DockerCliEngine engine("docker");
+  EXPECT_EQ(engine.name(), "docker");
+  EXPECT_THAT(engine.stop_argv("job7"), ElementsAre("docker", "stop", "job7"));
+  EXPECT_THAT(engine.logs_argv("job7"), ElementsAre("docker", "logs", "-f", "job7"));
+  EXPECT_THAT(engine.attach_argv("job7"), ElementsAre("docker", "attach", "job7"));
+}
+
+TEST(DockerCliEngine, HoldersAreTheInspectedContainersThatHoldGpus) {
+  const std::string inspect = (std::filesystem::temp_directory_path() / "gpurun_engine_test_inspect.json").string();
+  std::ofstream(inspect) << R"([
+    {"Id": "aaa", "Name": "/alice_gpu1_1a2b3c4d", "Config": {"Image": "me/torch:1", "Labels": {"gpurun.user": "alice"}},
+     "State": {"Status": "running"},
+     "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["1"], "Capabilities": [["gpu"]]}]}},
+    {"Id": "bbb", "Name": "/web", "Config": {"Image": "nginx"}, "HostConfig": {"DeviceRequests": null}}
+  ])";
+  const ScopedEnv ids("FAKE_DOCKER_PS_IDS", "aaa bbb");
+  const ScopedEnv answer("FAKE_DOCKER_INSPECT", inspect);
+  DockerCliEngine engine(kFakeDocker);
+  const std::vector<GpuContainer> holders = engine.gpu_holders(kTimeout);
+  std::remove(inspect.c_str());
+  ASSERT_EQ(holders.size(), 1U);
+  EXPECT_EQ(holders[0].id, "aaa");
+  EXPECT_EQ(holders[0].name, "alice_gpu1_1a2b3c4d");
+  EXPECT_EQ(holders[0].user, "alice");
+  EXPECT_THAT(holders[0].devices, ElementsAre("1"));
+}
+
+TEST(DockerCliEngine, NoRunningContainersHoldNothing) {
+  DockerCliEngine engine(kFakeDocker);
+  EXPECT_THAT(engine.gpu_holders(kTimeout), IsEmpty());
+}
+
+TEST(DockerCliEngine, AnEngineOutOfReachThrowsSayingWhatItAnswered) {
+  const ScopedEnv error("FAKE_DOCKER_PS_ERROR", "Cannot connect to the Docker daemon");
+  DockerCliEngine engine(kFakeDocker);
+  try {
+    engine.gpu_holders(kTimeout);
+    FAIL() << "no Error thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "`" + kFakeDocker + " ps` exited with status 1: Cannot connect to the Docker daemon");
+  }
+}
+
+TEST(ContainerEngineFactory, MakesTheDockerCliEngineForTheClient) {
+  const auto engine = make_container_engine("/usr/local/bin/docker");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->name(), "docker");
+  EXPECT_THAT(engine->stop_argv("x"), ElementsAre("/usr/local/bin/docker", "stop", "x"));
+}
+
+}  // namespace
+}  // namespace gpurun
