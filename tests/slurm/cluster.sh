@@ -7,7 +7,7 @@
 #   tests/slurm/cluster.sh stop DIR    -> stops what `start` started, by pid, and removes DIR
 #
 # Needs root and Debian's slurmctld, slurmd, slurm-client and munge (scripts/install-deps).
-# The cluster uses its own munge socket and its own ports (GPURUN_SLURM_PORT, default 16817, and
+# The cluster uses its own munge socket and its own ports (TEST_SLURM_PORT, default 16817, and
 # the next one), so it never talks to a system Slurm. Exit status of start: 0 up, 1 it did not
 # come up (the log tails say why), 77 it cannot run here (not root, packages missing).
 set -euo pipefail
@@ -24,7 +24,7 @@ start() {
     PATH=/usr/sbin:/usr/bin:/sbin:/bin command -v "$p" >/dev/null ||
       { echo "cluster.sh: $p is not installed (apt-get install slurmctld slurmd slurm-client munge)" >&2; exit 77; }
   done
-  local port=${GPURUN_SLURM_PORT:-16817}
+  local port=${TEST_SLURM_PORT:-16817}
   mkdir -p "$D"/{etc,state,spool,log,run,dev,munge}
   chmod 755 "$D" "$D/munge"  # munged wants every directory above its socket o+x (mktemp makes 0700)
 
