@@ -159,7 +159,7 @@ std::vector<Setting> make_settings() {
        .example = "false", .apply = [](const json& v, Options& o) { o.slurm.gres = v.get<bool>(); }},
       {.key = "slurm_oci_cache", .flag = "--slurm-oci-cache",
        .help = "slurm_container oci: where bundles are built (default ~/.cache/gpurun/oci)", .group = kSlurm,
-       .fallback = "null", .completion = H::directory,
+       .fallback = "null", .example = R"("/scratch/me/gpurun-oci")", .completion = H::directory,
        .apply = [](const json& v, Options& o) { o.slurm.oci_cache = text_or_empty(v); }},
 
       // Job report.
