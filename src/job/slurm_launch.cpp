@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "engine/docker_command.hpp"
+#include "job/slurm_report.hpp"
 #include "select/cpu_quota.hpp"
 #include "select/inventory.hpp"
 #include "slurm/slurm_query.hpp"
@@ -115,8 +116,9 @@ SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::str
 
 int run_slurm_launch(const Options& options, std::ostream& out) {
   if (options.from_csv) throw Error("--from-csv describes one server's GPUs; it cannot go with the Slurm backend");
-  if (options.report || !options.report_json.empty())
-    throw Error("--report is not yet available with the Slurm backend; run `seff JOBID` after the job");
+  const bool report = options.report || !options.report_json.empty();
+  if (report && inside_slurm_step()) return run_step_report(options);  // the inner gpurun, on the node
+  if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   warn_local_only(options);
   const SlurmContainer container = slurm_container_from(options.slurm.container);
   if (container == SlurmContainer::oci)
@@ -125,7 +127,14 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
     spdlog::info("slurm_container none: the image {} is not used; the command runs on the node itself", options.image);
 
   const bool tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
-  const SlurmJob job = slurm_job_from(options, cpus_per_gpu(options), current_identity().workdir, tty);
+  SlurmJob job = slurm_job_from(options, cpus_per_gpu(options), current_identity().workdir, tty);
+  if (report) {
+    // The step runs gpurun itself, which runs the command as its child and samples the step's GPUs.
+    if (container != SlurmContainer::none)
+      throw Error("--report under Slurm needs slurm_container none for now: gpurun must run on the node, "
+                  "outside the container, to sample the step's GPUs");
+    job.command = report_step_command(options, own_path());
+  }
   const std::vector<std::string> argv = options.detach ? build_sbatch_argv(job) : build_srun_argv(job);
   if (options.dry_run) {
     out << shell_join(argv) << '\n';

@@ -7,7 +7,7 @@
 # Checks: --dry-run prints the srun line; the exit status passes through srun; two concurrent
 # 2-GPU jobs get disjoint GPUs while a third waits in Slurm's queue (--wait) and a fourth without
 # --wait fails at once; status and ps show the allocation; -d returns a job id that completes;
-# the pyxis options reach srun (a stand-in SPANK plugin built here records them).
+# --report samples the step's GPUs from inside the allocation; the pyxis options reach srun (a stand-in SPANK plugin built here records them).
 #
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (not root, Slurm not installed,
 # Slurm does not start here). 77 is the CTest SKIP_RETURN_CODE.
@@ -99,6 +99,17 @@ expect_match "-d prints a job id" '^[0-9]+$' "$id"
 grep -q "scancel $id" "$work/detach.err" && pass "-d says how to cancel" || fail "-d hints: $(cat "$work/detach.err")"
 for _ in $(seq 1 100); do [[ -z $(squeue -h -j "$id" 2>/dev/null) ]] && break; sleep 0.1; done
 expect_eq "the batch job's output" "gpus=0,1" "$(cat "$work/gpurun-$id.out" 2>/dev/null)"
+
+# --- --report inside the allocation: gpurun samples the step's GPUs on the node -------------
+# The stand-in nvidia-smi plays GPU 0 at 90 95 100 20 ... % and GPU 1 at 95 %.
+fakes=$(cd "$here/../fakes" && pwd -P)
+FAKE_SMI_SCENARIO=$(cd "$here/../data/scenarios" && pwd -P)/report_trace.json \
+  run --report --report-interval 0.2 --report-json "$work/report.json" --nvidia-smi "$fakes/nvidia-smi" \
+  2 -- sh -c 'sleep 1.2; exit 4' 2>"$work/report.err"
+expect_eq "--report: the job's exit status" 4 "$?"
+expect_match "--report: the summary names the step's GPUs" 'granted +2 GPUs \(0, 1\), 32 CPUs' "$(cat "$work/report.err")"
+expect_match "--report: GPU efficiency in the summary" 'GPU efficiency +[0-9.]+%' "$(cat "$work/report.err")"
+expect_match "--report-json: per-GPU samples" '"index": 1,' "$(cat "$work/report.json" 2>/dev/null)"
 
 # --- pyxis: the container options srun gets (stand-in SPANK plugin) -------------------------
 if cc -Wall -Werror -shared -fPIC -o "$D/pyxis_standin.so" "$here/pyxis_standin.c" 2>"$work/cc.err"; then
