@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "engine/docker_command.hpp"
+#include "job/slurm_oci.hpp"
 #include "job/slurm_report.hpp"
 #include "select/cpu_quota.hpp"
 #include "select/inventory.hpp"
@@ -121,8 +122,6 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   warn_local_only(options);
   const SlurmContainer container = slurm_container_from(options.slurm.container);
-  if (container == SlurmContainer::oci)
-    throw Error("slurm_container oci is not yet supported by gpurun; use pyxis or none");
   if (container == SlurmContainer::none && !options.image.empty())
     spdlog::info("slurm_container none: the image {} is not used; the command runs on the node itself", options.image);
 
@@ -134,6 +133,10 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
       throw Error("--report under Slurm needs slurm_container none for now: gpurun must run on the node, "
                   "outside the container, to sample the step's GPUs");
     job.command = report_step_command(options, own_path());
+  }
+  if (container == SlurmContainer::oci) {
+    job.oci_bundle = "BUNDLE";  // written per job once its GPUs are known: job/slurm_oci.cpp
+    return run_oci_job(options, job, out);
   }
   const std::vector<std::string> argv = options.detach ? build_sbatch_argv(job) : build_srun_argv(job);
   if (options.dry_run) {

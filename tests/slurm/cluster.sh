@@ -78,6 +78,14 @@ CONF
 AutoDetect=off
 Name=gpu File=$D/dev/nvidia[0-3]
 CONF
+  # Slurm's native OCI containers (srun --container=BUNDLE) run with runc, its state under DIR.
+  mkdir -p "$D/runc"
+  cat >"$D/etc/oci.conf" <<CONF
+RunTimeQuery="runc --root=$D/runc state %n.%u.%j.%s.%t"
+RunTimeKill="runc --root=$D/runc kill -a %n.%u.%j.%s.%t"
+RunTimeDelete="runc --root=$D/runc delete --force %n.%u.%j.%s.%t"
+RunTimeRun="runc --root=$D/runc run %n.%u.%j.%s.%t -b %b"
+CONF
   # SPANK plugins the tests add (the pyxis stand-in) go here; srun reads it at every call.
   [[ -f $D/etc/plugstack.conf ]] || : >"$D/etc/plugstack.conf"
 

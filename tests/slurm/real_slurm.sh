@@ -7,7 +7,9 @@
 # Checks: --dry-run prints the srun line; the exit status passes through srun; two concurrent
 # 2-GPU jobs get disjoint GPUs while a third waits in Slurm's queue (--wait) and a fourth without
 # --wait fails at once; status and ps show the allocation; -d returns a job id that completes;
-# --report samples the step's GPUs from inside the allocation; the pyxis options reach srun (a stand-in SPANK plugin built here records them).
+# --report samples the step's GPUs from inside the allocation; the pyxis options reach srun (a
+# stand-in SPANK plugin built here records them); the oci path runs a real container with runc
+# from a bundle gpurun makes of a busybox image, seeing its working directory and only its GPUs.
 #
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (not root, Slurm not installed,
 # Slurm does not start here). 77 is the CTest SKIP_RETURN_CODE.
@@ -127,6 +129,35 @@ env WANDB_MODE=offline" "$(cat "$work/pyxis.record" 2>/dev/null)"
   expect_match "a named volume is refused with a reason" 'no named Docker volumes' "$out"
 else
   fail "cannot build the pyxis stand-in (is libslurm-dev installed?): $(cat "$work/cc.err")"
+fi
+
+# --- oci: Slurm's srun --container with runc, the bundle made by gpurun (skopeo + umoci) from a
+# busybox image; the container sees the working directory, a volume, the env and only its GPUs.
+missing=""
+for p in skopeo umoci runc busybox; do command -v "$p" >/dev/null || missing="$missing $p"; done
+if [[ -n $missing ]]; then
+  fail "the oci check needs:$missing (scripts/install-deps)"
+else
+  image=$D/busybox-image
+  b=$D/image-build
+  { umoci init --layout "$image" && umoci new --image "$image:1" && umoci unpack --image "$image:1" "$b" &&
+    mkdir -p "$b/rootfs/bin" && cp "$(command -v busybox)" "$b/rootfs/bin/" &&
+    for c in sh ls env cat id tr; do ln -s busybox "$b/rootfs/bin/$c"; done &&
+    umoci repack --image "$image:1" "$b"; } >"$work/umoci.log" 2>&1 || fail "cannot build the busybox image: $(cat "$work/umoci.log")"
+  export GPURUN_SLURM_CONTAINER=oci GPURUN_SLURM_OCI_CACHE=$D/oci-cache
+  echo data >"$work/input.txt"
+  mkdir -p "$D/volume" && echo vol >"$D/volume/v.txt"
+  GPURUN_SLURM_CONTAINER=none job holder 3 & holder=$!  # holds GPUs 0,1 while the oci job runs
+  for _ in $(seq 1 50); do [[ -s $work/holder.gpus ]] && break; sleep 0.1; done
+  out=$(GPURUN_SLURM_CONTAINER=oci run --image "oci:$image:1" -e MODE=oci -v "$D/volume:/vol:ro" 2 -- \
+    sh -c 'echo "$(cat input.txt) $(cat /vol/v.txt) $MODE $CUDA_VISIBLE_DEVICES $(ls /dev | grep nvidia | tr "\n" " ")"; exit 5' 2>"$work/oci.err")
+  expect_eq "oci: exit status" 5 "$?"
+  expect_eq "oci: workdir, volume, env, CUDA_VISIBLE_DEVICES and only its GPUs' device nodes" \
+    "data vol oci 2,3 nvidia2 nvidia3 " "$out"
+  wait "$holder"
+  [[ -z $(squeue -h) ]] && pass "oci: the allocation is released" || fail "oci: jobs left: $(squeue -h)"
+  [[ -z $(ls "$D/oci-cache/jobs" 2>/dev/null) ]] && pass "oci: the job's bundle is removed" || fail "oci: bundle left"
+  [[ $out == data* ]] || say "oci stderr: $(cat "$work/oci.err")"
 fi
 
 say "real_slurm: $passes passed, $failures failed"
