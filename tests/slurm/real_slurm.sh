@@ -53,7 +53,8 @@ cd "$work" || exit 1
 unset GPURUN_CONFIG  # the test's settings only
 export XDG_CONFIG_HOME=$D/config
 export GPURUN_BACKEND=slurm GPURUN_SLURM_CONTAINER=none
-run() { timeout 60 "$gpurun" "$@"; }
+# --no-config: whatever the machine's /etc/gpurun or ~/.config say, only the variables here count.
+run() { timeout 60 "$gpurun" --no-config "$@"; }
 
 # --- dry run: the exact srun line, with the partition's fair share (64 CPUs / 4 GPUs = 16) ----
 out=$(run --dry-run 2 -- sh -c 'echo hi')
