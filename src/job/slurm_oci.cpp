@@ -18,6 +18,7 @@
 #include <regex>
 
 #include "engine/docker_command.hpp"
+#include "slurm/slurm_query.hpp"
 #include "util/error.hpp"
 #include "util/process.hpp"
 #include "util/shell_quote.hpp"
@@ -30,9 +31,8 @@ using json = nlohmann::json;
 
 constexpr unsigned kNvidiaMajor = 195;
 
-std::string run_checked(const std::vector<std::string>& argv, std::chrono::milliseconds timeout, std::string* err = nullptr) {
+std::string run_checked(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   const ProcessResult result = run_process({argv, {}}, timeout);
-  if (err != nullptr) *err = result.err;
   if (!result.succeeded())
     throw Error(fmt::format("`{}` {}{}{}", shell_join(argv), describe_end(result, timeout), result.err.empty() ? "" : ": ",
                             result.err.substr(0, 400)));
@@ -57,7 +57,7 @@ fs::path cache_dir(const Options& options) {
 // The image unpacked once into the cache (skopeo copy, then umoci unpack); reused afterwards.
 fs::path image_bundle(const Options& options, const fs::path& cache) {
   const fs::path dir = cache / "images" / cache_key(options.image);
-  const fs::path bundle = dir / "bundle";
+  fs::path bundle = dir / "bundle";
   if (fs::exists(bundle / "config.json")) return bundle;
   fs::create_directories(dir);
   const auto timeout = std::chrono::hours(1);  // a pull can take long
@@ -109,19 +109,7 @@ std::vector<int> scontrol_gpu_indices(const std::string& out) {
   static const std::regex idx(R"(GRES=[^ \n]*gpu[^ \n(]*\(IDX:([0-9,-]+)\))");
   std::smatch match;
   if (!std::regex_search(out, match, idx)) return {};
-  std::vector<int> indices;
-  std::string ranges = match[1];
-  std::size_t at = 0;
-  while (at < ranges.size()) {
-    const std::size_t end = std::min(ranges.find(',', at), ranges.size());
-    const std::string item = ranges.substr(at, end - at);
-    const auto dash = item.find('-');
-    const int first = std::atoi(item.substr(0, dash).c_str());
-    const int last = dash == std::string::npos ? first : std::atoi(item.substr(dash + 1).c_str());
-    for (int i = first; i <= last && i - first < 4096; ++i) indices.push_back(i);
-    at = end + 1;
-  }
-  return indices;
+  return parse_index_ranges(match[1]);
 }
 
 std::string parse_salloc_job_id(const std::string& err) {
@@ -176,7 +164,7 @@ json oci_job_config(json config, const OciJobSpec& spec) {
   return config;
 }
 
-int run_oci_job(const Options& options, SlurmJob job, std::ostream& out) {
+int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) {
   if (options.detach) throw Error("slurm_container oci cannot go with --detach yet: its bundle is written once the GPUs are known");
   if (options.image.empty()) throw Error("slurm_container oci needs an image: pass --image IMAGE");
   // Slurm gives the container neither our environment nor the GPU variables: the command sets them.
@@ -198,7 +186,6 @@ int run_oci_job(const Options& options, SlurmJob job, std::ostream& out) {
   const fs::path cache = cache_dir(options);
   const fs::path image = image_bundle(options, cache);
 
-  std::string salloc_err;
   const auto queue_timeout = std::chrono::hours(24 * 365);
   const ProcessResult allocated = run_process({salloc, {}}, options.wait.enabled ? queue_timeout : std::chrono::minutes(5));
   if (!allocated.succeeded()) {

@@ -35,6 +35,6 @@ std::vector<int> scontrol_gpu_indices(const std::string& out);
 std::string parse_salloc_job_id(const std::string& err);
 
 // Runs the job the OCI way (see above); returns its exit status. With dry_run, prints the steps.
-int run_oci_job(const Options& options, SlurmJob job, std::ostream& out);
+int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out);
 
 }  // namespace gpurun

@@ -6,15 +6,16 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "job/job_report.hpp"
 #include "render/report.hpp"
 #include "select/inventory.hpp"
+#include "slurm/slurm_query.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -25,26 +26,9 @@ std::string variable(const char* name) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
-// "0,2-3" -> {0, 2, 3}
-std::vector<int> index_ranges(const std::string& text) {
-  std::vector<int> indices;
-  std::istringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    const auto dash = item.find('-');
-    try {
-      const int first = std::stoi(item.substr(0, dash));
-      const int last = dash == std::string::npos ? first : std::stoi(item.substr(dash + 1));
-      for (int i = first; i <= last && i - first < 4096; ++i) indices.push_back(i);
-    } catch (const std::exception&) {
-      return {};  // not indices (UUIDs, say): the caller tries the next variable
-    }
-  }
-  return indices;
-}
-
 std::vector<int> step_gpu_indices() {
   for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"})
-    if (auto indices = index_ranges(variable(name)); !indices.empty()) return indices;
+    if (auto indices = parse_index_ranges(variable(name)); !indices.empty()) return indices;
   throw Error("--report inside a Slurm step: Slurm gave the step no GPUs (no SLURM_STEP_GPUS, SLURM_JOB_GPUS "
               "or CUDA_VISIBLE_DEVICES)");
 }
@@ -93,7 +77,7 @@ int run_step_report(const Options& options) {
       report.gpus.push_back(gpu);
     }
   const std::string cpus = variable("SLURM_CPUS_ON_NODE");
-  report.cpus = cpus.empty() ? 0 : std::atoi(cpus.c_str());
+  (void)std::from_chars(cpus.data(), cpus.data() + cpus.size(), report.cpus);  // stays 0 when unset
   SupervisedRun run{options.command, options.nvidia_smi,
                     std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000)))};
   const int status = run_supervised(run, report);

@@ -18,7 +18,7 @@ bool is_env_name(const std::string& name) {
 }
 
 std::string env_name(const std::string& item) {
-  const std::string name = item.substr(0, item.find('='));
+  std::string name = item.substr(0, item.find('='));
   if (!is_env_name(name))
     throw Error(fmt::format("--env \"{}\": \"{}\" is not a variable name, which srun needs", item, name));
   return name;
@@ -123,7 +123,7 @@ std::string pyxis_mount(const std::string& volume) {
 
 std::vector<std::string> build_srun_argv(const SlurmJob& job) {
   std::vector<std::string> argv = env_prefix(job);
-  argv.push_back("srun");
+  argv.emplace_back("srun");
   const auto allocation = allocation_options(job);
   argv.insert(argv.end(), allocation.begin(), allocation.end());
   // Slurm's queue is the wait: srun queues by default, --immediate refuses to.

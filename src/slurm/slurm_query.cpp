@@ -50,6 +50,23 @@ std::string ask(const std::vector<std::string>& argv, std::chrono::milliseconds 
 
 }  // namespace
 
+std::vector<int> parse_index_ranges(const std::string& text) {
+  std::vector<int> indices;
+  for (const std::string& item : split(text, ',')) {
+    const auto dash = item.find('-');
+    const std::string first_text = item.substr(0, dash);
+    const std::string last_text = dash == std::string::npos ? first_text : item.substr(dash + 1);
+    int first = 0, last = 0;
+    const auto a = std::from_chars(first_text.data(), first_text.data() + first_text.size(), first);
+    const auto b = std::from_chars(last_text.data(), last_text.data() + last_text.size(), last);
+    if (a.ec != std::errc() || a.ptr != first_text.data() + first_text.size() || b.ec != std::errc() ||
+        b.ptr != last_text.data() + last_text.size() || first_text.empty() || last < first || last - first > 4096)
+      return {};
+    for (int i = first; i <= last; ++i) indices.push_back(i);
+  }
+  return indices;
+}
+
 int gres_gpu_count(const std::string& gres) {
   int total = 0;
   // Items are separated by ',' outside parentheses: "gpu:2(IDX:0,2),shard:8".

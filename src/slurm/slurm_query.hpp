@@ -7,6 +7,10 @@
 
 namespace gpurun {
 
+// "0,2-3" -> {0, 2, 3}, as Slurm writes index lists (SLURM_STEP_GPUS, IDX:...); empty when the
+// text is not such a list (UUIDs, say).
+std::vector<int> parse_index_ranges(const std::string& text);
+
 // The GPUs in a GRES string: "gpu:4", "gpu:a100:2(S:0-1)", "gpu:2(IDX:0-1),shard:8" -> 4, 2, 2.
 int gres_gpu_count(const std::string& gres);
 

@@ -12,6 +12,15 @@ namespace {
 using ::testing::HasSubstr;
 using test::caught_error;
 
+TEST(IndexRanges, SlurmLists) {
+  EXPECT_EQ(parse_index_ranges("0,2-3"), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(parse_index_ranges("5"), (std::vector<int>{5}));
+  EXPECT_TRUE(parse_index_ranges("").empty());
+  EXPECT_TRUE(parse_index_ranges("GPU-a84bba07").empty());
+  EXPECT_TRUE(parse_index_ranges("3-1").empty());
+  EXPECT_TRUE(parse_index_ranges("1,x").empty());
+}
+
 TEST(GresGpuCount, Forms) {
   EXPECT_EQ(gres_gpu_count("gpu:4"), 4);
   EXPECT_EQ(gres_gpu_count("gpu:a100:2(S:0-1)"), 2);
