@@ -12,6 +12,18 @@
 
 namespace gpurun {
 
+// The Slurm backend's site settings (backend "slurm"; job/slurm_launch.hpp).
+struct SlurmSettings {
+  std::string partition;               // empty: the cluster's default partition
+  std::string account;
+  std::string time_limit;              // as Slurm writes it: "4:00:00", "1-00:00:00"
+  std::string qos;
+  std::vector<std::string> srun_opts;  // more srun/sbatch arguments, verbatim
+  std::string container = "pyxis";     // pyxis | oci | none
+  bool gres = false;                   // spell GPUs --gres=gpu:N instead of --gpus-per-node=N
+  std::string oci_cache;               // where OCI bundles are built; empty: ~/.cache/gpurun/oci
+};
+
 struct Options {
   // Where the GPU table comes from.
   std::string nvidia_smi = "nvidia-smi";
@@ -41,6 +53,10 @@ struct Options {
   bool dry_run = false;
   bool detach = false;
   WaitLimit wait;
+
+  // Where the job runs: "local" (docker on this server) or "slurm" (srun/sbatch on a cluster).
+  std::string backend = "local";
+  SlurmSettings slurm;
 
   // --report: run the job as a child and summarise how well it used its GPUs.
   bool report = false;

@@ -1,8 +1,12 @@
 #include "config/settings.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <initializer_list>
 
 #include "config/options.hpp"
+#include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -18,8 +22,19 @@ constexpr std::string_view kLaunch = "The docker run command";
 constexpr std::string_view kReport = "Job report (--report)";
 constexpr std::string_view kWatch = "status --watch";
 constexpr std::string_view kOutput = "Output";
+constexpr std::string_view kSlurm = "On a Slurm cluster (backend slurm)";
 
 std::vector<std::string> strings(const json& v) { return v.get<std::vector<std::string>>(); }
+
+// A text setting with a fixed set of words: anything else is an error that lists them.
+std::string one_of(const json& v, std::string_view key, std::initializer_list<std::string_view> words) {
+  const std::string word = v.get<std::string>();
+  for (std::string_view w : words)
+    if (word == w) return word;
+  std::string list;
+  for (std::string_view w : words) list += (list.empty() ? "" : ", ") + std::string(w);
+  throw Error(fmt::format("{} \"{}\": expected one of {}", key, word, list));
+}
 
 // Each entry names only the fields it sets; the rest keep Setting's defaults. GCC 12 warns about
 // every designated initializer that leaves a field out, which is the point here.
@@ -114,6 +129,38 @@ std::vector<Setting> make_settings() {
        .help = "pass one more argument to docker run verbatim (repeatable)", .group = kLaunch, .fallback = "[]",
        .example = R"(["--ipc=host"])", .completion = H::word,
        .apply = [](const json& v, Options& o) { o.docker_opts = strings(v); }},
+
+      // Where the job runs.
+      {.key = "backend", .flag = "--backend", .help = "where the job runs: local (docker here) or slurm (srun/sbatch)",
+       .group = kSlurm, .fallback = R"("local")", .example = R"("local")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.backend = one_of(v, "backend", {"local", "slurm"}); }},
+      {.key = "slurm_partition", .flag = "--slurm-partition", .help = "Slurm partition (default: the cluster's)",
+       .group = kSlurm, .fallback = "null", .example = R"("gpu")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.slurm.partition = text_or_empty(v); }},
+      {.key = "slurm_account", .flag = "--slurm-account", .help = "Slurm account to charge", .group = kSlurm,
+       .fallback = "null", .example = R"("mylab")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.slurm.account = text_or_empty(v); }},
+      {.key = "slurm_time", .flag = "--slurm-time", .help = "Slurm time limit, as Slurm writes it (4:00:00, 1-00:00:00)",
+       .group = kSlurm, .fallback = "null", .example = R"("4:00:00")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.slurm.time_limit = text_or_empty(v); }},
+      {.key = "slurm_qos", .flag = "--slurm-qos", .help = "Slurm quality of service", .group = kSlurm,
+       .fallback = "null", .example = R"("normal")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.slurm.qos = text_or_empty(v); }},
+      {.key = "slurm_srun_opts", .type = T::appended_list, .flag = "--slurm-opt",
+       .help = "pass one more argument to srun/sbatch verbatim (repeatable)", .group = kSlurm, .fallback = "[]",
+       .example = R"(["--constraint=h100"])", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.slurm.srun_opts = strings(v); }},
+      {.key = "slurm_container", .flag = "--slurm-container",
+       .help = "how the image runs under Slurm: pyxis, oci (srun --container) or none", .group = kSlurm,
+       .fallback = R"("pyxis")", .example = R"("pyxis")", .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.slurm.container = one_of(v, "slurm_container", {"pyxis", "oci", "none"}); }},
+      {.key = "slurm_gres", .type = T::boolean, .flag = "--slurm-gres",
+       .help = "ask for GPUs as --gres=gpu:N instead of --gpus-per-node=N", .group = kSlurm, .fallback = "false",
+       .example = "false", .apply = [](const json& v, Options& o) { o.slurm.gres = v.get<bool>(); }},
+      {.key = "slurm_oci_cache", .flag = "--slurm-oci-cache",
+       .help = "slurm_container oci: where bundles are built (default ~/.cache/gpurun/oci)", .group = kSlurm,
+       .fallback = "null", .example = R"("/scratch/me/gpurun-oci")", .completion = H::directory,
+       .apply = [](const json& v, Options& o) { o.slurm.oci_cache = text_or_empty(v); }},
 
       // Job report.
       {.key = "report", .type = T::boolean, .flag = "--report",

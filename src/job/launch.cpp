@@ -22,6 +22,7 @@
 #include "select/inventory.hpp"
 #include "config/policy.hpp"
 #include "job/job_report.hpp"
+#include "job/slurm_launch.hpp"
 #include "util/process.hpp"
 #include "render/report.hpp"
 #include "locks/reservation.hpp"
@@ -232,6 +233,7 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 
 int run_launch(const Options& options, std::ostream& out) {
   enforce_policy(options);  // whoever calls the library: the site policy holds
+  if (options.backend == "slurm") return run_slurm_launch(options, out);  // Slurm picks: job/slurm_launch.cpp
   check_image(options.image);  // before asking nvidia-smi anything: fail fast
   const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config/policy.hpp"
+#include "util/error.hpp"
 #include "select/inventory.hpp"
 #include "render/report.hpp"
 #include "verbs/verbs.hpp"
@@ -12,6 +13,9 @@ namespace gpurun {
 
 int run_pick(const Options& options, std::ostream& out) {
   enforce_policy(options);
+  if (options.backend == "slurm")
+    throw Error("pick names GPUs of this server; with the Slurm backend Slurm picks them when the job starts "
+                "(see `gpurun status`)");
   const auto source = make_gpu_source(gpu_source_spec(options));
   const auto engine = make_container_engine(options.docker);
   const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source, engine.get());

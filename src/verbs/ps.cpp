@@ -15,6 +15,7 @@
 #include "render/table.hpp"
 #include "select/inventory.hpp"
 #include "util/units.hpp"
+#include "verbs/slurm_views.hpp"
 #include "verbs/verbs.hpp"
 
 namespace gpurun {
@@ -45,6 +46,7 @@ std::string gpu_list(const GpuContainer& c, const std::vector<Gpu>& gpus) {
 }  // namespace
 
 int run_ps(const Options& options, std::ostream& out) {
+  if (options.backend == "slurm") return run_slurm_ps(options, out);  // the cluster: verbs/slurm_views.cpp
   const auto timeout = smi_timeout(options);
   // GPU indices and UUIDs come from nvidia-smi (asked while the engine answers); without it, the
   // devices as docker was told.

@@ -13,6 +13,7 @@
 #include "util/error.hpp"
 #include "select/inventory.hpp"
 #include "render/report.hpp"
+#include "verbs/slurm_views.hpp"
 #include "verbs/verbs.hpp"
 
 namespace gpurun {
@@ -45,6 +46,7 @@ int watch(const Options& options, std::ostream& out) {
 }  // namespace
 
 int run_status(const Options& options, std::ostream& out) {
+  if (options.backend == "slurm") return run_slurm_status(options, out);  // the cluster: verbs/slurm_views.cpp
   if (options.watch_s) {
     if (options.json) throw Error("status --watch draws a live view; for JSON, call `gpurun status --json` repeatedly");
     return watch(options, out);

@@ -1,0 +1,153 @@
+#include "job/slurm_launch.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <ostream>
+
+#include "engine/docker_command.hpp"
+#include "job/slurm_oci.hpp"
+#include "job/slurm_report.hpp"
+#include "select/cpu_quota.hpp"
+#include "select/inventory.hpp"
+#include "slurm/slurm_query.hpp"
+#include "util/error.hpp"
+#include "util/exec.hpp"
+#include "util/process.hpp"
+#include "util/shell_quote.hpp"
+
+namespace gpurun {
+namespace {
+
+// Settings that steer gpurun's own picking on one server: Slurm picks on a cluster, so each one
+// that is set is named as ignored rather than dropped without a word.
+void warn_local_only(const Options& options) {
+  const Options defaults;
+  std::vector<std::string> ignored;
+  if (options.max_util.value != defaults.max_util.value) ignored.emplace_back("--max-util");
+  if (options.max_memory.kind != defaults.max_memory.kind || options.max_memory.value != defaults.max_memory.value)
+    ignored.emplace_back("--max-memory");
+  if (options.allow_busy) ignored.emplace_back("--allow-busy");
+  if (options.ignore_containers) ignored.emplace_back("--ignore-containers");
+  if (!options.lock_dir.empty()) ignored.emplace_back("--lock-dir");
+  if (options.host_cpus) ignored.emplace_back("--host-cpus");
+  if (ignored.empty()) return;
+  spdlog::warn("{} {} ignored under Slurm: Slurm picks the GPUs and the CPUs per GPU come from the partition",
+               fmt::join(ignored, ", "), ignored.size() == 1 ? "is" : "are");
+}
+
+// The fair share: the partition's CPUs per GPU, within 8..24, unless --cpus-per-gpu says.
+int cpus_per_gpu(const Options& options) {
+  if (options.cpus_per_gpu) return plan_cpus(options.gpus, options.gpus, options.gpus * *options.cpus_per_gpu,
+                                             options.cpus_per_gpu).per_gpu;
+  SlurmPartition partition;
+  try {
+    partition = choose_partition(query_partitions(smi_timeout(options)), options.slurm.partition);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{} (or pass --cpus-per-gpu K to skip asking for the partition's CPUs per GPU)", e.what()));
+  }
+  if (options.gpus > partition.gpus_per_node)
+    throw Error(fmt::format("{} GPUs asked, but the nodes of partition {} have {}: gpurun runs a job on one node",
+                            options.gpus, partition.name, partition.gpus_per_node));
+  const CpuPlan plan = plan_cpus(options.gpus, partition.gpus_per_node, partition.cpus_per_node, std::nullopt);
+  spdlog::debug("partition {}: {} CPUs and {} GPUs per node; {} CPUs per GPU", partition.name,
+                partition.cpus_per_node, partition.gpus_per_node, plan.per_gpu);
+  return std::max(1, plan.total / options.gpus);
+}
+
+// -d: sbatch returns at once with the job id; say how to reach the job.
+int submit(const std::vector<std::string>& argv, const std::string& output, std::ostream& out) {
+  const auto timeout = std::chrono::minutes(2);
+  std::vector<std::string> resolved = argv;
+  resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
+  const ProcessResult result = run_process({resolved, {}}, timeout);
+  std::cerr << result.err;
+  if (!result.succeeded()) {
+    if (result.end == ProcessResult::End::exited) return result.exit_code;
+    throw Error(fmt::format("sbatch {}", describe_end(result, timeout)));
+  }
+  const std::string id = parse_sbatch_job_id(result.out);
+  std::string log = output;
+  if (const auto at = log.find("%j"); at != std::string::npos) log.replace(at, 2, id);
+  out << id << '\n';
+  std::cerr << fmt::format("gpurun: Slurm job {} is queued\n"
+                           "  its state:         squeue -j {}\n"
+                           "  follow its output: tail -f {}\n"
+                           "  attach to it:      sattach {}.0\n"
+                           "  cancel it:         scancel {}\n",
+                           id, id, shell_quote(log), id, id);
+  return 0;
+}
+
+}  // namespace
+
+SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::string& workdir, bool tty) {
+  if (!options.publish.empty())
+    throw Error(fmt::format("--publish {}: Slurm has no port publishing; reach the node's ports directly "
+                            "(e.g. ssh -L) and drop --publish for the Slurm backend",
+                            options.publish.front()));
+  if (!options.docker_opts.empty())
+    throw Error(fmt::format("--docker-opt {}: docker options mean nothing to srun; give srun's own with "
+                            "--slurm-opt (slurm_srun_opts)",
+                            options.docker_opts.front()));
+  SlurmJob job;
+  job.gpus = options.gpus;
+  job.cpus_per_gpu = cpus_per_gpu;
+  job.gres = options.slurm.gres;
+  job.name = options.name.empty() ? "gpurun" : options.name;
+  job.partition = options.slurm.partition;
+  job.account = options.slurm.account;
+  job.time_limit = options.slurm.time_limit;
+  job.qos = options.slurm.qos;
+  job.extra = options.slurm.srun_opts;
+  job.queue = options.wait.enabled;
+  job.queue_limit = options.wait.limit;
+  job.pty = tty && !options.detach;
+  job.container = slurm_container_from(options.slurm.container);
+  job.image = options.image;
+  job.workdir = workdir;
+  job.env = options.env;
+  job.volumes = options.volumes;
+  job.command = options.command;
+  return job;
+}
+
+int run_slurm_launch(const Options& options, std::ostream& out) {
+  if (options.from_csv) throw Error("--from-csv describes one server's GPUs; it cannot go with the Slurm backend");
+  const bool report = options.report || !options.report_json.empty();
+  if (report && inside_slurm_step()) return run_step_report(options);  // the inner gpurun, on the node
+  if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
+  warn_local_only(options);
+  const SlurmContainer container = slurm_container_from(options.slurm.container);
+  if (container == SlurmContainer::none && !options.image.empty())
+    spdlog::info("slurm_container none: the image {} is not used; the command runs on the node itself", options.image);
+
+  const bool tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
+  SlurmJob job = slurm_job_from(options, cpus_per_gpu(options), current_identity().workdir, tty);
+  if (report) {
+    // The step runs gpurun itself, which runs the command as its child and samples the step's GPUs.
+    if (container != SlurmContainer::none)
+      throw Error("--report under Slurm needs slurm_container none for now: gpurun must run on the node, "
+                  "outside the container, to sample the step's GPUs");
+    job.command = report_step_command(options, own_path());
+  }
+  if (container == SlurmContainer::oci) {
+    job.oci_bundle = "BUNDLE";  // written per job once its GPUs are known: job/slurm_oci.cpp
+    return run_oci_job(options, job, out);
+  }
+  const std::vector<std::string> argv = options.detach ? build_sbatch_argv(job) : build_srun_argv(job);
+  if (options.dry_run) {
+    out << shell_join(argv) << '\n';
+    return 0;
+  }
+  if (options.detach) return submit(argv, job.workdir + "/gpurun-%j.out", out);
+  if (!options.wait.enabled)
+    spdlog::debug("srun --immediate: the job fails at once when Slurm has no free GPUs for it (--wait queues it)");
+  out.flush();
+  exec_program(argv);  // srun's exit status is the job's
+}
+
+}  // namespace gpurun

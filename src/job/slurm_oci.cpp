@@ -1,0 +1,230 @@
+#include "job/slurm_oci.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include "engine/docker_command.hpp"
+#include "slurm/slurm_query.hpp"
+#include "util/error.hpp"
+#include "util/process.hpp"
+#include "util/shell_quote.hpp"
+
+namespace gpurun {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr unsigned kNvidiaMajor = 195;
+
+std::string run_checked(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  const ProcessResult result = run_process({argv, {}}, timeout);
+  if (!result.succeeded())
+    throw Error(fmt::format("`{}` {}{}{}", shell_join(argv), describe_end(result, timeout), result.err.empty() ? "" : ": ",
+                            result.err.substr(0, 400)));
+  return result.out;
+}
+
+std::string cache_key(const std::string& image) {
+  std::string key;
+  for (char c : image) key += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-') ? c : '_';
+  return key;
+}
+
+fs::path cache_dir(const Options& options) {
+  if (!options.slurm.oci_cache.empty()) return options.slurm.oci_cache;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && *xdg == '/') return fs::path(xdg) / "gpurun" / "oci";
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0') throw Error("slurm_container oci: no HOME for the bundle cache; set slurm_oci_cache");
+  return fs::path(home) / ".cache" / "gpurun" / "oci";
+}
+
+// The image unpacked once into the cache (skopeo copy, then umoci unpack); reused afterwards.
+fs::path image_bundle(const Options& options, const fs::path& cache) {
+  const fs::path dir = cache / "images" / cache_key(options.image);
+  fs::path bundle = dir / "bundle";
+  if (fs::exists(bundle / "config.json")) return bundle;
+  fs::create_directories(dir);
+  const auto timeout = std::chrono::hours(1);  // a pull can take long
+  spdlog::info("slurm_container oci: building the bundle of {} in {}", options.image, bundle.string());
+  run_checked({"skopeo", "copy", "--quiet", skopeo_source(options.image), "oci:" + (dir / "layout").string() + ":image"}, timeout);
+  std::vector<std::string> unpack{"umoci", "unpack"};
+  if (::geteuid() != 0) unpack.emplace_back("--rootless");
+  unpack.insert(unpack.end(), {"--image", (dir / "layout").string() + ":image", (dir / "unpacking").string()});
+  fs::remove_all(dir / "unpacking");
+  run_checked(unpack, timeout);
+  fs::rename(dir / "unpacking", bundle);  // whole or not at all
+  return bundle;
+}
+
+// srun as our child, in the terminal's foreground; TERM, HUP and INT sent to us go to it.
+volatile sig_atomic_t child_pid = 0;
+extern "C" void forward_signal(int signal) {
+  if (child_pid > 0) ::kill(static_cast<pid_t>(child_pid), signal);
+}
+
+int run_foreground(const std::vector<std::string>& argv) {
+  struct sigaction action {};
+  action.sa_handler = forward_signal;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &action, nullptr);
+  (void)::signal(SIGTTOU, SIG_IGN);
+  const pid_t pid = spawn_foreground_job(argv);
+  child_pid = pid;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  child_pid = 0;
+  if (::isatty(STDIN_FILENO) != 0) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 125;
+}
+
+}  // namespace
+
+std::string skopeo_source(const std::string& image) {
+  for (const char* transport : {"docker://", "oci:", "oci-archive:", "docker-archive:", "dir:", "containers-storage:",
+                                "docker-daemon:"})
+    if (image.rfind(transport, 0) == 0) return image;
+  return "docker://" + image;
+}
+
+std::vector<int> scontrol_gpu_indices(const std::string& out) {
+  static const std::regex idx(R"(GRES=[^ \n]*gpu[^ \n(]*\(IDX:([0-9,-]+)\))");
+  std::smatch match;
+  if (!std::regex_search(out, match, idx)) return {};
+  return parse_index_ranges(match[1]);
+}
+
+std::string parse_salloc_job_id(const std::string& err) {
+  static const std::regex granted(R"(Granted job allocation ([0-9]+))");
+  std::smatch match;
+  if (!std::regex_search(err, match, granted))
+    throw Error(fmt::format("salloc did not say which job it allocated: {}", err.substr(0, 400)));
+  return match[1];
+}
+
+json oci_job_config(json config, const OciJobSpec& spec) {
+  config["process"]["cwd"] = spec.workdir;
+  config["process"]["user"] = {{"uid", spec.uid}, {"gid", spec.gid}};
+  config["process"]["terminal"] = false;  // srun carries the job's stdio
+  json& mounts = config["mounts"];
+  if (!mounts.is_array()) mounts = json::array();
+  const auto bind = [&](const std::string& source, const std::string& destination, bool read_only) {
+    mounts.push_back({{"destination", destination}, {"type", "bind"}, {"source", source},
+                      {"options", {"rbind", read_only ? "ro" : "rw"}}});
+  };
+  bind(spec.workdir, spec.workdir, false);
+  for (const std::string& volume : spec.volumes) {
+    const std::string checked = pyxis_mount(volume);  // the same rules: absolute source, ro/rw only
+    const auto first = checked.find(':');
+    const auto second = checked.find(':', first + 1);
+    bind(checked.substr(0, first), checked.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1),
+         second != std::string::npos && checked.substr(second + 1) == "ro");
+  }
+  json& devices = config["linux"]["devices"];
+  if (!devices.is_array()) devices = json::array();
+  json& allowed = config["linux"]["resources"]["devices"];
+  if (!allowed.is_array()) allowed = json::array({{{"allow", false}, {"access", "rwm"}}});
+  for (int gpu : spec.gpus) {
+    // The node's own numbers where this machine has the node, else NVIDIA's (major 195, minor = index).
+    unsigned major = kNvidiaMajor, minor = static_cast<unsigned>(gpu);
+    const std::string path = fmt::format("/dev/nvidia{}", gpu);
+    if (struct stat st {}; ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
+      major = ::major(st.st_rdev);
+      minor = ::minor(st.st_rdev);
+    }
+    devices.push_back({{"path", path}, {"type", "c"}, {"major", major}, {"minor", minor}, {"fileMode", 0666},
+                       {"uid", 0}, {"gid", 0}});
+    allowed.push_back({{"allow", true}, {"type", "c"}, {"major", major}, {"minor", minor}, {"access", "rwm"}});
+  }
+  for (const char* control : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}) {
+    struct stat st {};
+    if (::stat(control, &st) != 0 || !S_ISCHR(st.st_mode)) continue;
+    const unsigned major = ::major(st.st_rdev), minor = ::minor(st.st_rdev);
+    devices.push_back({{"path", control}, {"type", "c"}, {"major", major}, {"minor", minor}, {"fileMode", 0666}});
+    allowed.push_back({{"allow", true}, {"type", "c"}, {"major", major}, {"minor", minor}, {"access", "rwm"}});
+  }
+  return config;
+}
+
+int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) {
+  if (options.detach) throw Error("slurm_container oci cannot go with --detach yet: its bundle is written once the GPUs are known");
+  if (options.image.empty()) throw Error("slurm_container oci needs an image: pass --image IMAGE");
+  // Slurm gives the container neither our environment nor the GPU variables: the command sets them.
+  const std::vector<std::string> command = job.command;
+  std::vector<std::string> salloc = build_srun_argv(job);  // the allocation options, as srun would take them
+  const auto srun_at = std::find(salloc.begin(), salloc.end(), "srun");
+  salloc.erase(salloc.begin(), srun_at);
+  salloc.front() = "salloc";
+  salloc.insert(salloc.begin() + 1, "--no-shell");
+  salloc.erase(std::remove(salloc.begin(), salloc.end(), "--pty"), salloc.end());
+  salloc.resize(salloc.size() - command.size() - 1);  // minus --container=... and the command
+  if (options.dry_run) {
+    out << shell_join(salloc) << '\n'
+        << "# then: scontrol show job -d JOBID (its GPUs), write BUNDLE/config.json, and\n"
+        << shell_join({"srun", "--jobid=JOBID", "--container=BUNDLE", "env", "CUDA_VISIBLE_DEVICES=GPUS"}) << ' '
+        << shell_join(command) << "\n" << shell_join({"scancel", "JOBID"}) << '\n';
+    return 0;
+  }
+  const fs::path cache = cache_dir(options);
+  const fs::path image = image_bundle(options, cache);
+
+  const auto queue_timeout = std::chrono::hours(24 * 365);
+  const ProcessResult allocated = run_process({salloc, {}}, options.wait.enabled ? queue_timeout : std::chrono::minutes(5));
+  if (!allocated.succeeded()) {
+    std::cerr << allocated.err;
+    return allocated.end == ProcessResult::End::exited ? allocated.exit_code : 125;
+  }
+  const std::string id = parse_salloc_job_id(allocated.err);
+  const fs::path bundle = cache / "jobs" / id;
+  int status = 125;
+  try {
+    const std::vector<int> gpus = scontrol_gpu_indices(run_checked({"scontrol", "show", "job", "-d", id}, std::chrono::seconds(30)));
+    if (gpus.empty()) throw Error(fmt::format("Slurm job {}: scontrol shows no GPU indices (GRES=gpu:N(IDX:...))", id));
+    json config = json::parse(std::ifstream(image / "config.json"));
+    const LaunchIdentity who = current_identity();
+    config = oci_job_config(config, {job.workdir, who.uid, who.gid, job.volumes, gpus});
+    fs::create_directories(bundle);
+    std::ofstream(bundle / "config.json") << config.dump(1) << '\n';
+    // Slurm takes the root file system from BUNDLE/rootfs and refuses a symlink there: a tree of
+    // hard links to the cached one is made per job (quick, and no copy of the files).
+    run_checked({"cp", "-al", (image / "rootfs").string(), (bundle / "rootfs").string()}, std::chrono::minutes(10));
+    std::vector<std::string> argv{"srun", "--jobid=" + id, "--container=" + bundle.string(), "env",
+                                  "CUDA_VISIBLE_DEVICES=" + fmt::format("{}", fmt::join(gpus, ","))};
+    for (const std::string& e : job.env)
+      if (e.find('=') != std::string::npos) argv.push_back(e);
+      else if (const char* v = std::getenv(e.c_str())) argv.push_back(e + "=" + v);
+    argv.insert(argv.end(), command.begin(), command.end());
+    spdlog::debug("{}", shell_join(argv));
+    out.flush();
+    status = run_foreground(argv);
+  } catch (...) {
+    (void)run_process({{"scancel", id}, {}}, std::chrono::seconds(30));
+    std::error_code ignored;
+    fs::remove_all(bundle, ignored);
+    throw;
+  }
+  (void)run_process({{"scancel", id}, {}}, std::chrono::seconds(30));
+  std::error_code ignored;
+  fs::remove_all(bundle, ignored);
+  return status;
+}
+
+}  // namespace gpurun

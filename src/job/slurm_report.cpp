@@ -1,0 +1,95 @@
+#include "job/slurm_report.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "job/job_report.hpp"
+#include "render/report.hpp"
+#include "select/inventory.hpp"
+#include "slurm/slurm_query.hpp"
+#include "util/error.hpp"
+
+namespace gpurun {
+namespace {
+
+std::string variable(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+std::vector<int> step_gpu_indices() {
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"})
+    if (auto indices = parse_index_ranges(variable(name)); !indices.empty()) return indices;
+  throw Error("--report inside a Slurm step: Slurm gave the step no GPUs (no SLURM_STEP_GPUS, SLURM_JOB_GPUS "
+              "or CUDA_VISIBLE_DEVICES)");
+}
+
+}  // namespace
+
+bool inside_slurm_step() { return !variable("SLURM_STEP_ID").empty() && !variable("SLURM_JOB_ID").empty(); }
+
+std::string own_path() {
+  std::string path(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
+  if (n <= 0) throw Error("--report with Slurm: cannot find gpurun's own path (/proc/self/exe) to run it in the step");
+  path.resize(static_cast<std::size_t>(n));
+  return path;
+}
+
+std::vector<std::string> report_step_command(const Options& options, const std::string& self) {
+  // --no-config: the inner gpurun must do what this one decided, whatever the node's files say.
+  std::vector<std::string> argv{self, "--no-config", "--backend", "slurm", "--slurm-container", "none",
+                                "--report", "--nvidia-smi", options.nvidia_smi,
+                                "--report-interval", fmt::format("{:g}", options.report_interval_s),
+                                "--report-threshold", fmt::format("{:g}", options.report_threshold)};
+  if (!options.report_json.empty()) argv.insert(argv.end(), {"--report-json", options.report_json});
+  argv.emplace_back("--");
+  argv.insert(argv.end(), options.command.begin(), options.command.end());
+  return argv;
+}
+
+int run_step_report(const Options& options) {
+  if (options.command.empty()) throw Error("--report inside a Slurm step: no command to run");
+  const std::vector<int> indices = step_gpu_indices();
+  JobReport report;
+  report.threshold_percent = options.report_threshold;
+  // The step's GPUs as nvidia-smi on the node shows them; without it, the indices alone.
+  try {
+    const auto source = make_gpu_source(gpu_source_spec(options));
+    for (const Gpu& g : source->read(smi_timeout(options)).gpus)
+      if (std::find(indices.begin(), indices.end(), g.index) != indices.end()) report.gpus.push_back(g);
+  } catch (const Error& e) {
+    spdlog::warn("--report: cannot read the node's GPUs: {}", e.what());
+  }
+  if (report.gpus.empty())
+    for (int i : indices) {
+      Gpu gpu;
+      gpu.index = i;
+      report.gpus.push_back(gpu);
+    }
+  const std::string cpus = variable("SLURM_CPUS_ON_NODE");
+  (void)std::from_chars(cpus.data(), cpus.data() + cpus.size(), report.cpus);  // stays 0 when unset
+  SupervisedRun run{options.command, options.nvidia_smi,
+                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000)))};
+  const int status = run_supervised(run, report);
+  std::cerr << fmt::format("gpurun: Slurm job {} step {} on {}\n", variable("SLURM_JOB_ID"), variable("SLURM_STEP_ID"),
+                           variable("SLURMD_NODENAME"))
+            << format_job_report(report) << std::flush;
+  if (!options.report_json.empty()) {
+    std::ofstream file(options.report_json);
+    file << job_report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    if (!file) spdlog::error("cannot write the report to {}", options.report_json);
+  }
+  return status;
+}
+
+}  // namespace gpurun

@@ -1,0 +1,166 @@
+#include "slurm/slurm_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "util/error.hpp"
+#include "util/shell_quote.hpp"
+
+namespace gpurun {
+namespace {
+
+bool is_env_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) != 0) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
+}
+
+std::string env_name(const std::string& item) {
+  std::string name = item.substr(0, item.find('='));
+  if (!is_env_name(name))
+    throw Error(fmt::format("--env \"{}\": \"{}\" is not a variable name, which srun needs", item, name));
+  return name;
+}
+
+// `env K=V ...` in front of srun/sbatch: they pass their whole environment on to the job
+// (--export=ALL is Slurm's default), and values may hold the commas --export cannot.
+std::vector<std::string> env_prefix(const SlurmJob& job) {
+  std::vector<std::string> argv;
+  for (const std::string& item : job.env) {
+    env_name(item);
+    if (item.find('=') != std::string::npos) argv.push_back(item);  // a bare KEY is already ours
+  }
+  if (!argv.empty()) argv.insert(argv.begin(), "env");
+  return argv;
+}
+
+// The allocation: the same for srun and sbatch.
+std::vector<std::string> allocation_options(const SlurmJob& job) {
+  std::vector<std::string> argv{"--nodes=1"};
+  argv.push_back(job.gres ? fmt::format("--gres=gpu:{}", job.gpus) : fmt::format("--gpus-per-node={}", job.gpus));
+  argv.push_back(fmt::format("--cpus-per-gpu={}", job.cpus_per_gpu));
+  if (!job.name.empty()) argv.push_back("--job-name=" + job.name);
+  if (!job.partition.empty()) argv.push_back("--partition=" + job.partition);
+  if (!job.account.empty()) argv.push_back("--account=" + job.account);
+  if (!job.time_limit.empty()) argv.push_back("--time=" + job.time_limit);
+  if (!job.qos.empty()) argv.push_back("--qos=" + job.qos);
+  return argv;
+}
+
+// What the step needs to run the command: the container's options, then the command.
+std::vector<std::string> step_tail(const SlurmJob& job) {
+  std::vector<std::string> argv;
+  switch (job.container) {
+    case SlurmContainer::pyxis: {
+      if (job.image.empty()) throw Error("slurm_container pyxis needs an image: pass --image IMAGE");
+      argv.push_back("--container-image=" + pyxis_image(job.image));
+      // The working directory as the local launch mounts it, then the volumes; a comma separates items.
+      std::string mounts = pyxis_mount(job.workdir + ":" + job.workdir);
+      for (const std::string& v : job.volumes) mounts += "," + pyxis_mount(v);
+      argv.push_back("--container-mounts=" + mounts);
+      argv.push_back("--container-workdir=" + job.workdir);
+      // Names whose host value overrides the image's (pyxis takes the values from srun's environment).
+      std::string names;
+      for (const std::string& item : job.env) names += (names.empty() ? "" : ",") + env_name(item);
+      if (!names.empty()) argv.push_back("--container-env=" + names);
+      break;
+    }
+    case SlurmContainer::oci:
+      if (job.oci_bundle.empty()) throw Error("slurm_container oci needs a bundle (internal error: none was built)");
+      argv.push_back("--container=" + job.oci_bundle);
+      break;
+    case SlurmContainer::none:
+      if (!job.volumes.empty())
+        throw Error(fmt::format("--volume {}: with slurm_container none the job runs on the node itself, with "
+                                "nothing to mount into; use slurm_container pyxis or oci, or drop the volume",
+                                job.volumes.front()));
+      break;
+  }
+  if (job.command.empty()) throw Error("no command to run: under Slurm give one after --, e.g. gpurun 2 -- python train.py");
+  argv.insert(argv.end(), job.command.begin(), job.command.end());
+  return argv;
+}
+
+}  // namespace
+
+SlurmContainer slurm_container_from(const std::string& word) {
+  if (word == "pyxis") return SlurmContainer::pyxis;
+  if (word == "oci") return SlurmContainer::oci;
+  if (word == "none") return SlurmContainer::none;
+  throw Error(fmt::format("slurm_container \"{}\": expected pyxis, oci or none", word));
+}
+
+std::string pyxis_image(const std::string& image) {
+  if (image.empty() || image.front() == '/' || image.front() == '.' || image.find('#') != std::string::npos)
+    return image;  // a squashfs file, or already in enroot's syntax
+  const auto slash = image.find('/');
+  if (slash == std::string::npos) return image;
+  const std::string first = image.substr(0, slash);
+  // Docker's rule: the first part names a registry when it has a '.' or a ':' or is localhost.
+  const bool registry = first.find_first_of(".:") != std::string::npos || first == "localhost";
+  return registry ? first + "#" + image.substr(slash + 1) : image;
+}
+
+std::string pyxis_mount(const std::string& volume) {
+  if (volume.find(',') != std::string::npos)
+    throw Error(fmt::format("volume \"{}\" holds a ',', which separates pyxis's --container-mounts items", volume));
+  const auto colon = volume.find(':');
+  const std::string source = volume.substr(0, colon);
+  if (source.empty() || source.front() != '/')
+    throw Error(fmt::format("volume \"{}\": pyxis mounts paths of the node only (no named Docker volumes); "
+                            "give an absolute source path",
+                            volume));
+  if (colon == std::string::npos) return volume + ":" + volume;  // docker's -v /path: the same path inside
+  const std::string rest = volume.substr(colon + 1);
+  const auto flags_at = rest.find(':');
+  const std::string flags = flags_at == std::string::npos ? "" : rest.substr(flags_at + 1);
+  if (!flags.empty() && flags != "ro" && flags != "rw")
+    throw Error(fmt::format("volume \"{}\": pyxis knows the mount flags ro and rw, not \"{}\"", volume, flags));
+  return volume;
+}
+
+std::vector<std::string> build_srun_argv(const SlurmJob& job) {
+  std::vector<std::string> argv = env_prefix(job);
+  argv.emplace_back("srun");
+  const auto allocation = allocation_options(job);
+  argv.insert(argv.end(), allocation.begin(), allocation.end());
+  // Slurm's queue is the wait: srun queues by default, --immediate refuses to.
+  if (!job.queue) argv.emplace_back("--immediate");
+  else if (job.queue_limit) argv.push_back(fmt::format("--immediate={}", std::max<long long>(1, job.queue_limit->count())));
+  if (job.pty) argv.emplace_back("--pty");
+  argv.insert(argv.end(), job.extra.begin(), job.extra.end());
+  const auto tail = step_tail(job);
+  argv.insert(argv.end(), tail.begin(), tail.end());
+  return argv;
+}
+
+std::vector<std::string> build_sbatch_argv(const SlurmJob& job) {
+  if (job.queue_limit)
+    throw Error("--wait with a limit cannot go with --detach under Slurm: sbatch has no --immediate; a batch job "
+                "waits in Slurm's queue until it runs or you `scancel` it. Drop the limit (--wait) or --detach");
+  std::vector<std::string> argv = env_prefix(job);
+  argv.insert(argv.end(), {"sbatch", "--parsable"});
+  const auto allocation = allocation_options(job);
+  argv.insert(argv.end(), allocation.begin(), allocation.end());
+  argv.push_back("--output=" + (job.output.empty() ? job.workdir + "/gpurun-%j.out" : job.output));
+  argv.insert(argv.end(), job.extra.begin(), job.extra.end());
+  // The one shell string of gpurun: sbatch runs --wrap's text with /bin/sh. It is the step's argv
+  // shell-quoted word by word (util/shell_quote), so the shell hands srun exactly that argv.
+  std::vector<std::string> step{"srun"};
+  const auto tail = step_tail(job);
+  step.insert(step.end(), tail.begin(), tail.end());
+  argv.push_back("--wrap=" + shell_join(step));
+  return argv;
+}
+
+std::string parse_sbatch_job_id(const std::string& out) {
+  std::string id = out.substr(0, out.find_first_of(";\n"));
+  while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back())) != 0) id.pop_back();
+  if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
+    throw Error(fmt::format("sbatch answered \"{}\", not a job id", out.substr(0, 200)));
+  return id;
+}
+
+}  // namespace gpurun

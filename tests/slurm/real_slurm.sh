@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# End-to-end test of the Slurm backend against a real single-node Slurm 22.05 with four fake
+# GPUs (tests/slurm/cluster.sh), started here and stopped by pid on the way out.
+#
+#   bash tests/slurm/real_slurm.sh <path-to-gpurun>
+#
+# Checks: --dry-run prints the srun line; the exit status passes through srun; two concurrent
+# 2-GPU jobs get disjoint GPUs while a third waits in Slurm's queue (--wait) and a fourth without
+# --wait fails at once; status and ps show the allocation; -d returns a job id that completes;
+# --report samples the step's GPUs from inside the allocation; the pyxis options reach srun (a
+# stand-in SPANK plugin built here records them); the oci path runs a real container with runc
+# from a bundle gpurun makes of a busybox image, seeing its working directory and only its GPUs.
+#
+# Exit status: 0 all assertions hold, 1 a failure, 77 skipped (not root, Slurm not installed,
+# Slurm does not start here). 77 is the CTest SKIP_RETURN_CODE.
+set -uo pipefail
+
+readonly SKIP=77
+here=$(cd "$(dirname -- "$0")" && pwd -P)
+failures=0
+passes=0
+say() { printf '%s\n' "$*"; }
+pass() { passes=$((passes + 1)); say "PASS: $*"; }
+fail() { failures=$((failures + 1)); say "FAIL: $*"; }
+skip() { say "SKIP: $*"; exit "$SKIP"; }
+expect_eq() { # WHAT EXPECTED ACTUAL
+  if [[ $2 == "$3" ]]; then pass "$1"; else fail "$1: expected [$2], got [$3]"; fi
+}
+expect_match() { # WHAT REGEX ACTUAL
+  if [[ $3 =~ $2 ]]; then pass "$1"; else fail "$1: [$3] does not match [$2]"; fi
+}
+
+(($# == 1)) || { say "usage: $0 <path-to-gpurun>" >&2; exit 2; }
+gpurun=$(cd "$(dirname -- "$1")" && pwd -P)/$(basename -- "$1")
+[[ -x $gpurun ]] || { say "FAIL: $1 is not an executable gpurun"; exit 1; }
+
+[[ $(id -u) -eq 0 ]] || skip "needs root to run slurmd (running as uid $(id -u))"
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+D=$(mktemp -d /tmp/gpurun-slurm-test.XXXXXX)
+trap 'bash "$here/cluster.sh" stop "$D"' EXIT
+# Ports of our own, so that a second run (or a system Slurm on 6817) never answers ours.
+export TEST_SLURM_PORT=${TEST_SLURM_PORT:-$((20000 + ($$ % 10000) * 2))}
+start_out=$(bash "$here/cluster.sh" start "$D" 2>&1)
+case $? in
+  0) ;;
+  77) skip "$start_out" ;;
+  *) say "$start_out"; skip "Slurm did not start on this machine (see above)" ;;
+esac
+export SLURM_CONF=$D/etc/slurm.conf
+work=$D/work
+mkdir -p "$work"
+cd "$work" || exit 1
+unset GPURUN_CONFIG  # the test's settings only
+export XDG_CONFIG_HOME=$D/config
+export GPURUN_BACKEND=slurm GPURUN_SLURM_CONTAINER=none
+# --no-config: whatever the machine's /etc/gpurun or ~/.config say, only the variables here count.
+run() { timeout 60 "$gpurun" --no-config "$@"; }
+
+# --- dry run: the exact srun line, with the partition's fair share (64 CPUs / 4 GPUs = 16) ----
+out=$(run --dry-run 2 -- sh -c 'echo hi')
+expect_eq "dry run prints the srun line" \
+  "srun --nodes=1 --gpus-per-node=2 --cpus-per-gpu=16 --job-name=gpurun --immediate sh -c 'echo hi'" "$out"
+out=$(run --dry-run --wait=90s --slurm-gres --slurm-partition gpu --slurm-time 5 1 -- true)
+expect_eq "dry run: --wait=90s, --gres, partition and time" \
+  "srun --nodes=1 --gres=gpu:1 --cpus-per-gpu=16 --job-name=gpurun --partition=gpu --time=5 --immediate=90 true" "$out"
+
+# --- the exit status passes through srun -----------------------------------------------------
+run 1 -- sh -c 'exit 7' 2>/dev/null
+expect_eq "exit status of the job" 7 "$?"
+
+# --- two concurrent jobs get disjoint GPUs; a third waits; a fourth without --wait fails -----
+job() { run --name "$1" 2 -- sh -c "echo \$SLURM_STEP_GPUS > $work/$1.gpus; sleep $2"; }
+job one 4 & p1=$!
+job two 4 & p2=$!
+for _ in $(seq 1 50); do [[ -s $work/one.gpus && -s $work/two.gpus ]] && break; sleep 0.1; done
+run --wait --name three 2 -- sh -c "echo \$SLURM_STEP_GPUS > $work/three.gpus" 2>"$work/three.err" & p3=$!
+sleep 0.5
+status=$(run status)
+expect_match "status shows all 4 GPUs allocated" $'localhost +gpu\\* +[a-z]+ +4/4 +64/64' "$status"
+ps=$(run ps)
+expect_match "ps shows job one running on 2 GPUs" $'root +one +RUNNING +[0-9:]+ +2 +localhost' "$ps"
+expect_match "ps shows job two running on 2 GPUs" $'root +two +RUNNING +[0-9:]+ +2 +localhost' "$ps"
+expect_match "ps shows job three pending" $'root +three +PENDING +[0-9:]+ +2 +\\(Resources\\)' "$ps"
+json=$(run ps --json)
+expect_match "ps --json lists the jobs" '"name": "three"' "$json"
+[[ -e $work/three.gpus ]] && fail "the third job ran while the GPUs were taken" || pass "the third job waits"
+run 2 -- true 2>"$work/four.err"
+rc=$?
+[[ $rc -ne 0 ]] && pass "without --wait a busy cluster fails at once (rc $rc)" || fail "the fourth job ran"
+wait "$p1" "$p2"
+g1=$(cat "$work/one.gpus" 2>/dev/null) g2=$(cat "$work/two.gpus" 2>/dev/null)
+expect_eq "two concurrent jobs hold disjoint GPUs" "0,1,2,3" "$(printf '%s,%s' "$g1" "$g2" | tr , '\n' | sort -n | paste -sd,)"
+wait "$p3"
+expect_eq "the third job ran once GPUs were free" 0 "$?"
+expect_match "the third job got 2 GPUs" '^[0-3],[0-3]$' "$(cat "$work/three.gpus" 2>/dev/null)"
+grep -q "queued and waiting for resources" "$work/three.err" && pass "srun said the third job was queued" ||
+  fail "srun did not queue the third job: $(cat "$work/three.err")"
+
+# --- -d: sbatch returns a job id that completes ---------------------------------------------
+id=$(run -d 2 -- sh -c 'echo "gpus=$CUDA_VISIBLE_DEVICES"' 2>"$work/detach.err")
+expect_match "-d prints a job id" '^[0-9]+$' "$id"
+grep -q "scancel $id" "$work/detach.err" && pass "-d says how to cancel" || fail "-d hints: $(cat "$work/detach.err")"
+for _ in $(seq 1 100); do [[ -z $(squeue -h -j "$id" 2>/dev/null) ]] && break; sleep 0.1; done
+expect_eq "the batch job's output" "gpus=0,1" "$(cat "$work/gpurun-$id.out" 2>/dev/null)"
+
+# --- --report inside the allocation: gpurun samples the step's GPUs on the node -------------
+# The stand-in nvidia-smi plays GPU 0 at 90 95 100 20 ... % and GPU 1 at 95 %.
+fakes=$(cd "$here/../fakes" && pwd -P)
+FAKE_SMI_SCENARIO=$(cd "$here/../data/scenarios" && pwd -P)/report_trace.json \
+  run --report --report-interval 0.2 --report-json "$work/report.json" --nvidia-smi "$fakes/nvidia-smi" \
+  2 -- sh -c 'sleep 1.2; exit 4' 2>"$work/report.err"
+expect_eq "--report: the job's exit status" 4 "$?"
+expect_match "--report: the summary names the step's GPUs" 'granted +2 GPUs \(0, 1\), 32 CPUs' "$(cat "$work/report.err")"
+expect_match "--report: GPU efficiency in the summary" 'GPU efficiency +[0-9.]+%' "$(cat "$work/report.err")"
+expect_match "--report-json: per-GPU samples" '"index": 1,' "$(cat "$work/report.json" 2>/dev/null)"
+
+# --- pyxis: the container options srun gets (stand-in SPANK plugin) -------------------------
+if cc -Wall -Werror -shared -fPIC -o "$D/pyxis_standin.so" "$here/pyxis_standin.c" 2>"$work/cc.err"; then
+  echo "required $D/pyxis_standin.so $work/pyxis.record" >"$D/etc/plugstack.conf"
+  export GPURUN_SLURM_CONTAINER=pyxis
+  run --image nvcr.io/nvidia/pytorch:24.05-py3 -e WANDB_MODE=offline -v /srv/data:/data:ro 1 -- true
+  expect_eq "pyxis job exit status" 0 "$?"
+  expect_eq "pyxis options as srun passed them" "container-image=nvcr.io#nvidia/pytorch:24.05-py3
+container-mounts=$work:$work,/srv/data:/data:ro
+container-workdir=$work
+container-env=WANDB_MODE
+env WANDB_MODE=offline" "$(cat "$work/pyxis.record" 2>/dev/null)"
+  out=$(run --image busybox -v data:/data 1 -- true 2>&1)
+  expect_eq "a named volume is refused under pyxis (rc)" 125 "$?"
+  expect_match "a named volume is refused with a reason" 'no named Docker volumes' "$out"
+else
+  fail "cannot build the pyxis stand-in (is libslurm-dev installed?): $(cat "$work/cc.err")"
+fi
+
+# --- oci: Slurm's srun --container with runc, the bundle made by gpurun (skopeo + umoci) from a
+# busybox image; the container sees the working directory, a volume, the env and only its GPUs.
+missing=""
+for p in skopeo umoci runc busybox; do command -v "$p" >/dev/null || missing="$missing $p"; done
+if [[ -n $missing ]]; then
+  fail "the oci check needs:$missing (scripts/install-deps)"
+else
+  image=$D/busybox-image
+  b=$D/image-build
+  { umoci init --layout "$image" && umoci new --image "$image:1" && umoci unpack --image "$image:1" "$b" &&
+    mkdir -p "$b/rootfs/bin" && cp "$(command -v busybox)" "$b/rootfs/bin/" &&
+    for c in sh ls env cat id tr; do ln -s busybox "$b/rootfs/bin/$c"; done &&
+    umoci repack --image "$image:1" "$b"; } >"$work/umoci.log" 2>&1 || fail "cannot build the busybox image: $(cat "$work/umoci.log")"
+  export GPURUN_SLURM_CONTAINER=oci GPURUN_SLURM_OCI_CACHE=$D/oci-cache
+  echo data >"$work/input.txt"
+  mkdir -p "$D/volume" && echo vol >"$D/volume/v.txt"
+  GPURUN_SLURM_CONTAINER=none job holder 3 & holder=$!  # holds GPUs 0,1 while the oci job runs
+  for _ in $(seq 1 50); do [[ -s $work/holder.gpus ]] && break; sleep 0.1; done
+  out=$(GPURUN_SLURM_CONTAINER=oci run --image "oci:$image:1" -e MODE=oci -v "$D/volume:/vol:ro" 2 -- \
+    sh -c 'echo "$(cat input.txt) $(cat /vol/v.txt) $MODE $CUDA_VISIBLE_DEVICES $(ls /dev | grep nvidia | tr "\n" " ")"; exit 5' 2>"$work/oci.err")
+  expect_eq "oci: exit status" 5 "$?"
+  expect_eq "oci: workdir, volume, env, CUDA_VISIBLE_DEVICES and only its GPUs' device nodes" \
+    "data vol oci 2,3 nvidia2 nvidia3 " "$out"
+  wait "$holder"
+  [[ -z $(squeue -h) ]] && pass "oci: the allocation is released" || fail "oci: jobs left: $(squeue -h)"
+  [[ -z $(ls "$D/oci-cache/jobs" 2>/dev/null) ]] && pass "oci: the job's bundle is removed" || fail "oci: bundle left"
+  [[ $out == data* ]] || say "oci stderr: $(cat "$work/oci.err")"
+fi
+
+say "real_slurm: $passes passed, $failures failed"
+((failures == 0))

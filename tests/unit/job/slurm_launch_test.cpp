@@ -1,0 +1,115 @@
+// Unit tests for the Slurm launch's pure parts: Options -> SlurmJob, the OCI job's config.json,
+// the answers of salloc and scontrol, and the command the step runs for --report.
+#include "job/slurm_launch.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/settings.hpp"
+#include "job/slurm_oci.hpp"
+#include "job/slurm_report.hpp"
+#include "support/test_support.hpp"
+
+namespace gpurun {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using test::caught_error;
+using json = nlohmann::json;
+
+TEST(SlurmSettings, BackendAndContainerTakeTheirWordsOnly) {
+  Options o;
+  find_setting("backend")->apply(json("slurm"), o);
+  EXPECT_EQ(o.backend, "slurm");
+  EXPECT_THAT(caught_error([&] { find_setting("backend")->apply(json("cluster"), o); }).message,
+              HasSubstr("backend \"cluster\": expected one of local, slurm"));
+  find_setting("slurm_container")->apply(json("oci"), o);
+  EXPECT_EQ(o.slurm.container, "oci");
+  EXPECT_THAT(caught_error([&] { find_setting("slurm_container")->apply(json("docker"), o); }).message,
+              HasSubstr("expected one of pyxis, oci, none"));
+}
+
+TEST(SlurmJobFrom, CarriesTheLaunchOver) {
+  Options o;
+  o.backend = "slurm";
+  o.gpus = 2;
+  o.image = "img";
+  o.env = {"A=1"};
+  o.volumes = {"/d:/d"};
+  o.command = {"python", "t.py"};
+  o.wait.enabled = true;
+  o.slurm.partition = "p";
+  o.slurm.srun_opts = {"--exclusive"};
+  const SlurmJob job = slurm_job_from(o, 16, "/w", true);
+  EXPECT_EQ(job.gpus, 2);
+  EXPECT_EQ(job.cpus_per_gpu, 16);
+  EXPECT_EQ(job.name, "gpurun");
+  EXPECT_EQ(job.partition, "p");
+  EXPECT_TRUE(job.queue);
+  EXPECT_TRUE(job.pty);
+  EXPECT_EQ(job.container, SlurmContainer::pyxis);
+  EXPECT_EQ(job.workdir, "/w");
+  EXPECT_THAT(job.extra, ElementsAre("--exclusive"));
+  EXPECT_THAT(job.command, ElementsAre("python", "t.py"));
+}
+
+TEST(SlurmJobFrom, RefusesWhatSlurmCannotDo) {
+  Options o;
+  o.publish = {"6006:6006"};
+  EXPECT_THAT(caught_error([&] { slurm_job_from(o, 16, "/w", false); }).message, HasSubstr("no port publishing"));
+  o.publish = {};
+  o.docker_opts = {"--ipc=host"};
+  EXPECT_THAT(caught_error([&] { slurm_job_from(o, 16, "/w", false); }).message, HasSubstr("--slurm-opt"));
+}
+
+TEST(OciJobConfig, WorkdirVolumesUserAndOnlyTheJobsGpus) {
+  const json image = json::parse(R"({"process": {"cwd": "/", "user": {"uid": 0, "gid": 0}, "terminal": true},
+    "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
+    "linux": {"resources": {"devices": [{"allow": false, "access": "rwm"}]}}})");
+  const json c = oci_job_config(image, {"/home/ada/p", 1000, 100, {"/data:/in:ro"}, {5, 7}});
+  EXPECT_EQ(c["process"]["cwd"], "/home/ada/p");
+  EXPECT_EQ(c["process"]["user"], json::parse(R"({"uid": 1000, "gid": 100})"));
+  EXPECT_EQ(c["process"]["terminal"], false);
+  ASSERT_EQ(c["mounts"].size(), 3U);
+  EXPECT_EQ(c["mounts"][1], json::parse(R"({"destination": "/home/ada/p", "type": "bind", "source": "/home/ada/p",
+                                           "options": ["rbind", "rw"]})"));
+  EXPECT_EQ(c["mounts"][2], json::parse(R"({"destination": "/in", "type": "bind", "source": "/data",
+                                           "options": ["rbind", "ro"]})"));
+  std::vector<std::string> paths;
+  for (const auto& d : c["linux"]["devices"]) paths.push_back(d["path"]);
+  // The control devices are added only where this machine has them.
+  ASSERT_GE(paths.size(), 2U);
+  EXPECT_EQ(paths[0], "/dev/nvidia5");
+  EXPECT_EQ(paths[1], "/dev/nvidia7");
+  EXPECT_EQ(c["linux"]["resources"]["devices"][0], json::parse(R"({"allow": false, "access": "rwm"})"));
+  EXPECT_EQ(c["linux"]["resources"]["devices"][1]["allow"], true);
+  EXPECT_THAT(caught_error([&] { oci_job_config(image, {"/w", 0, 0, {"named:/x"}, {0}}); }).message,
+              HasSubstr("no named Docker volumes"));
+}
+
+TEST(SlurmAnswers, SallocScontrolAndSkopeo) {
+  EXPECT_EQ(parse_salloc_job_id("salloc: Granted job allocation 42\n"), "42");
+  EXPECT_THAT(caught_error([] { parse_salloc_job_id("salloc: error: busy\n"); }).message, HasSubstr("did not say"));
+  EXPECT_THAT(scontrol_gpu_indices("JOB_GRES=gpu:3\n     Nodes=n1 CPU_IDs=0-31 Mem=0 GRES=gpu:a100:3(IDX:0,2-3)\n"),
+              ElementsAre(0, 2, 3));
+  EXPECT_TRUE(scontrol_gpu_indices("JOB_GRES=(null)\n   Nodes=n1 GRES=\n").empty());
+  EXPECT_EQ(skopeo_source("nvcr.io/nvidia/pytorch:24.05-py3"), "docker://nvcr.io/nvidia/pytorch:24.05-py3");
+  EXPECT_EQ(skopeo_source("oci:/images/bb:1"), "oci:/images/bb:1");
+  EXPECT_EQ(skopeo_source("docker-archive:/tmp/x.tar"), "docker-archive:/tmp/x.tar");
+}
+
+TEST(SlurmReport, TheStepRunsGpurunItself) {
+  Options o;
+  o.nvidia_smi = "/usr/bin/nvidia-smi";
+  o.report_interval_s = 0.5;
+  o.report_json = "/tmp/r.json";
+  o.command = {"python", "t.py"};
+  EXPECT_THAT(report_step_command(o, "/opt/gpurun"),
+              ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "none", "--report",
+                          "--nvidia-smi", "/usr/bin/nvidia-smi", "--report-interval", "0.5", "--report-threshold", "80",
+                          "--report-json", "/tmp/r.json", "--", "python", "t.py"));
+}
+
+}  // namespace
+}  // namespace gpurun

@@ -1,0 +1,139 @@
+// Unit tests for the srun/sbatch argv of the Slurm backend: whole vectors are asserted.
+#include "slurm/slurm_command.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/test_support.hpp"
+#include "util/shell_quote.hpp"
+
+namespace gpurun {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using test::caught_error;
+
+SlurmJob plain_job() {
+  SlurmJob job;
+  job.gpus = 2;
+  job.cpus_per_gpu = 16;
+  job.name = "gpurun";
+  job.workdir = "/home/ada/proj";
+  job.command = {"python", "train.py"};
+  return job;
+}
+
+TEST(SrunArgv, PlainJobFailsAtOnceWithoutWait) {
+  EXPECT_THAT(build_srun_argv(plain_job()),
+              ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16", "--job-name=gpurun",
+                          "--immediate", "python", "train.py"));
+}
+
+TEST(SrunArgv, WaitQueuesAndALimitBecomesImmediateSeconds) {
+  SlurmJob job = plain_job();
+  job.queue = true;
+  EXPECT_THAT(build_srun_argv(job), ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
+                                                "--job-name=gpurun", "python", "train.py"));
+  job.queue_limit = std::chrono::seconds(1800);
+  EXPECT_THAT(build_srun_argv(job), ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
+                                                "--job-name=gpurun", "--immediate=1800", "python", "train.py"));
+}
+
+TEST(SrunArgv, SiteSettingsGresPtyAndExtraOptions) {
+  SlurmJob job = plain_job();
+  job.gres = true;
+  job.partition = "h100";
+  job.account = "lab";
+  job.time_limit = "4:00:00";
+  job.qos = "high";
+  job.pty = true;
+  job.queue = true;
+  job.extra = {"--constraint=nvlink"};
+  EXPECT_THAT(build_srun_argv(job),
+              ElementsAre("srun", "--nodes=1", "--gres=gpu:2", "--cpus-per-gpu=16", "--job-name=gpurun",
+                          "--partition=h100", "--account=lab", "--time=4:00:00", "--qos=high", "--pty",
+                          "--constraint=nvlink", "python", "train.py"));
+}
+
+TEST(SrunArgv, EnvironmentGoesInFrontAndPyxisNamesIt) {
+  SlurmJob job = plain_job();
+  job.container = SlurmContainer::pyxis;
+  job.image = "nvcr.io/nvidia/pytorch:24.05-py3";
+  job.env = {"WANDB_MODE=offline", "HF_TOKEN", "LIST=a,b"};
+  job.volumes = {"/data:/data:ro", "/scratch"};
+  EXPECT_THAT(build_srun_argv(job),
+              ElementsAre("env", "WANDB_MODE=offline", "LIST=a,b", "srun", "--nodes=1", "--gpus-per-node=2",
+                          "--cpus-per-gpu=16", "--job-name=gpurun", "--immediate",
+                          "--container-image=nvcr.io#nvidia/pytorch:24.05-py3",
+                          "--container-mounts=/home/ada/proj:/home/ada/proj,/data:/data:ro,/scratch:/scratch",
+                          "--container-workdir=/home/ada/proj", "--container-env=WANDB_MODE,HF_TOKEN,LIST", "python",
+                          "train.py"));
+}
+
+TEST(SrunArgv, OciRunsTheBundle) {
+  SlurmJob job = plain_job();
+  job.container = SlurmContainer::oci;
+  job.oci_bundle = "/home/ada/.cache/gpurun/oci/abc";
+  EXPECT_THAT(build_srun_argv(job),
+              ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16", "--job-name=gpurun",
+                          "--immediate", "--container=/home/ada/.cache/gpurun/oci/abc", "python", "train.py"));
+}
+
+TEST(SrunArgv, WhatCannotBeMappedIsRefused) {
+  SlurmJob job = plain_job();
+  job.volumes = {"/data:/data"};
+  EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("slurm_container none"));
+  job.container = SlurmContainer::pyxis;
+  EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("needs an image"));
+  job.image = "busybox";
+  job.volumes = {"cache:/cache"};
+  EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("no named Docker volumes"));
+  job.volumes = {"/a,b:/c"};
+  EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("holds a ','"));
+  job.volumes = {"/a:/b:z"};
+  EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("not \"z\""));
+  job.volumes = {};
+  job.env = {"1BAD=x"};
+  EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("not a variable name"));
+  job.env = {};
+  job.command = {};
+  EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("no command"));
+}
+
+TEST(SbatchArgv, WrapsTheStepShellQuotedSoTheShellGivesSrunTheSameArgv) {
+  SlurmJob job = plain_job();
+  job.queue = true;
+  job.command = {"sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES\" it's"};
+  const auto argv = build_sbatch_argv(job);
+  EXPECT_THAT(argv, ElementsAre("sbatch", "--parsable", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
+                                "--job-name=gpurun", "--output=/home/ada/proj/gpurun-%j.out",
+                                "--wrap=" + shell_join({"srun", "sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES\" it's"})));
+  EXPECT_EQ(argv.back(), R"(--wrap=srun sh -c 'echo "$CUDA_VISIBLE_DEVICES" it'\''s')");
+}
+
+TEST(SbatchArgv, AWaitLimitIsRefused) {
+  SlurmJob job = plain_job();
+  job.queue = true;
+  job.queue_limit = std::chrono::seconds(60);
+  EXPECT_THAT(caught_error([&] { build_sbatch_argv(job); }).message, HasSubstr("sbatch has no --immediate"));
+}
+
+TEST(PyxisImage, RegistryIsSeparatedByHash) {
+  EXPECT_EQ(pyxis_image("nvcr.io/nvidia/pytorch:24.05-py3"), "nvcr.io#nvidia/pytorch:24.05-py3");
+  EXPECT_EQ(pyxis_image("localhost:5000/me/x"), "localhost:5000#me/x");
+  EXPECT_EQ(pyxis_image("localhost/x"), "localhost#x");
+  EXPECT_EQ(pyxis_image("pytorch/pytorch:latest"), "pytorch/pytorch:latest");  // Docker Hub
+  EXPECT_EQ(pyxis_image("ubuntu"), "ubuntu");
+  EXPECT_EQ(pyxis_image("/images/pytorch.sqsh"), "/images/pytorch.sqsh");
+  EXPECT_EQ(pyxis_image("nvcr.io#nvidia/pytorch"), "nvcr.io#nvidia/pytorch");
+}
+
+TEST(SbatchJobId, ParsableAnswer) {
+  EXPECT_EQ(parse_sbatch_job_id("1234\n"), "1234");
+  EXPECT_EQ(parse_sbatch_job_id("77;cluster2\n"), "77");
+  EXPECT_THAT(caught_error([] { parse_sbatch_job_id("Submitted batch job 5\n"); }).message, HasSubstr("not a job id"));
+}
+
+}  // namespace
+}  // namespace gpurun
