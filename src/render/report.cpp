@@ -64,10 +64,13 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
           {"notes", a.notes}};
 }
 
-nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost) {
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost,
+                                   const std::string& source) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& a : gpus) list.push_back(gpu_json(a));
-  nlohmann::ordered_json json{{"gpus", list}};
+  nlohmann::ordered_json json;
+  if (!source.empty()) json["source"] = source;
+  json["gpus"] = list;
   if (!lost.empty()) {
     nlohmann::ordered_json lost_list = nlohmann::ordered_json::array();
     for (const LostGpu& l : lost) lost_list.push_back({{"pci_bus_id", l.pci_bus_id}, {"error", l.error}});

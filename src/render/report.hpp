@@ -25,8 +25,10 @@ std::string format_lost_gpus(const std::vector<LostGpu>& lost);
 
 // "processes" is null when no process list was read.
 nlohmann::ordered_json gpu_json(const GpuAssessment& a);
-// {"gpus": [gpu_json...]}, and "lost": [{"pci_bus_id", "error"}...] when a GPU was lost.
-nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost = {});
+// {"gpus": [gpu_json...]}, "lost": [{"pci_bus_id", "error"}...] when a GPU was lost, and
+// "source" (which GPU source answered) when given.
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost = {},
+                                   const std::string& source = "");
 // {"indices": [2, 5], "gpus": [gpu_json...]}
 nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen);
 

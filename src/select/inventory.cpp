@@ -19,7 +19,7 @@ Thresholds thresholds_from(const Options& options) { return {options.max_util.va
 std::chrono::milliseconds smi_timeout(const Options& options) { return options.smi_timeout; }
 
 GpuSourceSpec gpu_source_spec(const Options& options) {
-  return {options.nvidia_smi, options.from_csv, options.from_apps_csv};
+  return {options.nvidia_smi, options.from_csv, options.from_apps_csv, options.gpu_source, options.nvml_library};
 }
 
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source) {
@@ -37,6 +37,7 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   inventory.lost = snapshot.lost;
   inventory.warnings = snapshot.warnings;
   inventory.processes_known = snapshot.processes_known;
+  inventory.source = snapshot.source;
 
   ExternalClaims claims;
   if (containers.valid()) {

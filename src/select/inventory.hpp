@@ -24,6 +24,7 @@ struct Inventory {
   std::vector<LostGpu> lost;              // GPUs the driver named but could not reach
   std::vector<std::string> warnings;      // the GPU source's (a lost GPU, a corrupted infoROM)
   bool processes_known = true;            // false: a snapshot without a process list
+  std::string source;                     // which GPU source answered: "nvml", "nvidia-smi", "snapshot FILE"
 };
 
 // The GPU source the options name: the --from-csv snapshot (with --from-apps-csv), or nvidia-smi.
