@@ -208,13 +208,15 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
 }
 
 // --report: the job runs as our child; afterwards, how well it used its GPUs.
-int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<Gpu>& chosen, int cpus) {
+int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<Gpu>& chosen, int cpus,
+                 const std::string& source) {
   JobReport report;
   report.cpus = cpus;
   report.threshold_percent = options.report_threshold;
   report.gpus = chosen;
   SupervisedRun run{argv, options.nvidia_smi,
-                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000)))};
+                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000))),
+                    source == "nvml", options.nvml_library};
   const int status = run_supervised(run, report);
   std::cerr << format_job_report(report) << std::flush;
   if (!options.report_json.empty()) {
@@ -265,7 +267,7 @@ int run_launch(const Options& options, std::ostream& out) {
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
   if (options.detach) return run_detached(argv, request.name, index_list(chosen), out);
-  if (report) return run_reported(options, argv, chosen_gpus, cpus.total);
+  if (report) return run_reported(options, argv, chosen_gpus, cpus.total, inventory.source);
 
   // The docker client inherits the reservations and holds them while the job is attached.
   for (const FileLock& lock : reservations) lock.keep_across_exec();

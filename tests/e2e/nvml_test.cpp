@@ -101,6 +101,30 @@ TEST_F(NvmlTest, AutoFallsBackToNvidiaSmiSilently) {
   EXPECT_THAT(verbose.err, HasSubstr("NVML not used: NVML (" FAKE_NVML_FULL ") did not initialise: Driver Not Loaded"));
 }
 
+TEST_F(NvmlTest, AReportedRunSamplesThroughNvmlAndSpawnsNoNvidiaSmi) {
+  Env env = nvml("sampled.json");
+  // An nvidia-smi that leaves a trace if anything runs it.
+  const std::string smi_calls = dir() + "/smi-calls";
+  const std::string smi = dir() + "/nvidia-smi";
+  std::ofstream(smi) << "#!/bin/sh\necho \"$*\" >> '" << smi_calls << "'\nexit 1\n";
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  env.emplace_back("GPURUN_NVIDIA_SMI", smi);
+  env.emplace_back("FAKE_DOCKER_SLEEP", "1");
+  const std::string json_path = dir() + "/report.json";
+  const Outcome run = gpurun({"--report", "--report-interval", "0.1", "--report-json", json_path, "--host-cpus", "64",
+                              "--ignore-containers", "--allow-busy", "--image", "img", "2", "train"},
+                             env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(smi_calls)) << read_file(smi_calls);
+  const auto json = nlohmann::json::parse(read_file(json_path));
+  ASSERT_EQ(json["gpus"].size(), 2u);
+  EXPECT_EQ(json["gpus"][0]["index"], 0);
+  EXPECT_GE(json["gpus"][0]["samples"].get<int>(), 5);
+  EXPECT_EQ(json["gpus"][0]["util_p95"], 50);   // the driver's samples, 30 and 50 in turn
+  EXPECT_EQ(json["gpus"][0]["mem_peak_mib"], 1000.0);
+  EXPECT_EQ(json["gpus"][1]["util_mean"], 55.0);  // no samples: the current rate
+}
+
 TEST_F(NvmlTest, AnUnknownSourceIsRefused) {
   const Outcome run = gpurun({"pick", "--gpu-source", "nvsmi"}, fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 125);
