@@ -42,7 +42,7 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   request.docker = options.docker;
   request.image = options.image;
   for (const auto& a : chosen) {
-    request.gpu_indices.push_back(a.gpu.index);
+    request.gpu_indices.push_back(a.gpu.mig ? a.gpu.mig->gpu_index : a.gpu.index);  // a MIG unit: its GPU's
     request.gpu_uuids.push_back(a.gpu.uuid);
   }
   request.cpus = cpus;
@@ -174,7 +174,7 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
       inventory = take_inventory(options, lock_dir, source);
       warn_once(inventory.warnings, told);
       if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) warn_once({warning}, told);
-      const PickResult result = pick(inventory.assessed, options.gpus, options.allow_busy);
+      const PickResult result = pick_units(options, inventory);
       if (result.ok()) {
         chosen = result.chosen;
         return std::nullopt;  // leaving the queue (the ticket's destructor) lets the next waiter try
@@ -235,6 +235,7 @@ int run_launch(const Options& options, std::ostream& out) {
   const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
+  if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");
 
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);

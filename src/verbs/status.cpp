@@ -54,11 +54,11 @@ int run_status(const Options& options, std::ostream& out) {
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (options.json) {
-    out << status_json(inventory.assessed, inventory.lost, inventory.source).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    out << status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
         << '\n';
   } else {
     spdlog::info("GPU source: {}", inventory.source);  // on stderr: the table stays the same whichever answered
-    out << format_gpu_table(inventory.assessed) << format_lost_gpus(inventory.lost);
+    out << format_gpu_table(inventory.assessed, inventory.mig_units) << format_lost_gpus(inventory.lost);
   }
   return 0;
 }
