@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <regex>
+
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -39,6 +41,12 @@ CommandLine split_command_line(const std::vector<std::string>& args,
       line.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
+    if (word == "--mig" && i + 1 < args.size() && is_mig_profile(args[i + 1])) {
+      // --mig takes its value after '=' (bare, it means any profile), yet a profile after it can
+      // be nothing but its value: `gpurun --mig 1g.10gb 1 -- python train.py`.
+      line.options.push_back("--mig=" + args[++i]);
+      continue;
+    }
     if (is_option(word)) {
       line.options.push_back(word);
       if (values_consumed(word, takes_value) == 1 && i + 1 < args.size()) line.options.push_back(args[++i]);
@@ -59,6 +67,11 @@ CommandLine split_command_line(const std::vector<std::string>& args,
     throw Error(fmt::format("gpurun {} takes no command, but got \"{}\"; to run a program, leave out \"{}\"",
                             line.verb, text::printable(line.command.front()), line.verb));
   return line;
+}
+
+bool is_mig_profile(std::string_view word) {
+  static const std::regex profile(R"((\d+c\.)?\d+g\.\d+gb(\+[a-z0-9]+)*)");
+  return std::regex_match(word.begin(), word.end(), profile);
 }
 
 int parse_gpu_count(const std::string& word) {

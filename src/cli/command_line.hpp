@@ -24,6 +24,9 @@ CommandLine split_command_line(const std::vector<std::string>& args,
                                const std::function<bool(std::string_view)>& takes_value,
                                const std::function<bool(std::string_view)>& is_verb);
 
+// Whether `word` names a MIG profile: "1g.10gb", "3g.40gb", "1c.3g.40gb", "1g.10gb+me".
+bool is_mig_profile(std::string_view word);
+
 // N as a number: a positive whole number; throws gpurun::Error with a usage hint otherwise.
 int parse_gpu_count(const std::string& word);
 

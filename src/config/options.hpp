@@ -30,12 +30,16 @@ struct Options {
   std::chrono::milliseconds smi_timeout{10'000};  // every child gpurun asks, nvidia-smi and docker
   std::optional<std::string> from_csv;            // a recorded --query-gpu snapshot ("-" for stdin)
   std::optional<std::string> from_apps_csv;       // with it, a recorded --query-compute-apps snapshot
+  std::string gpu_source = "auto";                // "auto", "nvml" or "nvidia-smi"
+  std::string nvml_library;                       // "": libnvidia-ml.so.1 on the loader's path
 
   // What counts as free, and how many to take.
   int gpus = 1;
   Percent max_util{10.0};
   MemoryLimit max_memory{MemoryLimit::Kind::percent, 10.0};
   bool allow_busy = false;
+  std::optional<std::string> mig;  // --mig: MIG instances are the units; "any" or a profile ("1g.10gb")
+  bool mig_allow_larger = false;   // a larger profile may serve a --mig PROFILE request
   bool ignore_containers = false;  // do not ask the engine which containers hold GPUs
   std::string lock_dir;            // reservations; empty: the default place
 

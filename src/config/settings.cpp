@@ -46,6 +46,18 @@ std::vector<Setting> make_settings() {
       {.key = "nvidia_smi", .flag = "--nvidia-smi", .help = "nvidia-smi program to run", .group = kSource,
        .fallback = R"("nvidia-smi")", .example = R"("nvidia-smi")", .completion = H::program, .program = true,
        .apply = [](const json& v, Options& o) { o.nvidia_smi = v.get<std::string>(); }},
+      {.key = "gpu_source", .flag = "--gpu-source",
+       .help = "where GPU data comes from: auto (NVML when it loads, else nvidia-smi), nvml or nvidia-smi",
+       .group = kSource, .fallback = R"("auto")", .example = R"("auto")", .completion = H::word,
+       .apply = [](const json& v, Options& o) {
+         o.gpu_source = v.get<std::string>();
+         if (o.gpu_source != "auto" && o.gpu_source != "nvml" && o.gpu_source != "nvidia-smi")
+           throw Error(fmt::format("gpu_source \"{}\": expected auto, nvml or nvidia-smi", o.gpu_source));
+       }},
+      {.key = "nvml_library", .flag = "--nvml-library", .help = "the NVML library to load (default libnvidia-ml.so.1 on the loader's path)",
+       .group = kSource, .fallback = "null", .example = R"("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")",
+       .completion = H::file, .program = true,
+       .apply = [](const json& v, Options& o) { o.nvml_library = text_or_empty(v); }},
       {.key = "smi_timeout", .type = T::seconds, .flag = "--smi-timeout",
        .help = "seconds nvidia-smi (and the engine) may take before it is killed (default 10)", .group = kSource,
        .fallback = "10", .example = "10", .completion = H::word,
@@ -72,6 +84,16 @@ std::vector<Setting> make_settings() {
        .help = "rank all GPUs, busy ones too, and take the lowest scores", .group = kSelection,
        .fallback = "false", .example = "false",
        .apply = [](const json& v, Options& o) { o.allow_busy = v.get<bool>(); }},
+      {.key = "mig", .flag = "--mig", .bare_value = "any",
+       .help = "hand out MIG instances instead of GPUs: --mig (any profile) or --mig PROFILE (1g.10gb); needs NVML",
+       .group = kSelection, .fallback = "null", .example = R"("1g.10gb")", .completion = H::optional_word,
+       .apply = [](const json& v, Options& o) {
+         o.mig = v.is_null() || text_or_empty(v).empty() ? std::nullopt : std::optional(text_or_empty(v));
+       }},
+      {.key = "mig_allow_larger", .type = T::boolean, .flag = "--mig-allow-larger",
+       .help = "with --mig PROFILE: a larger instance may serve when too few of that profile are free",
+       .group = kSelection, .fallback = "false", .example = "false",
+       .apply = [](const json& v, Options& o) { o.mig_allow_larger = v.get<bool>(); }},
       {.key = "ignore_containers", .type = T::boolean, .flag = "--ignore-containers",
        .help = "do not ask the Docker engine which containers hold GPUs", .group = kSelection,
        .fallback = "false", .example = "false",

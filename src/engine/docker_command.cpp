@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -79,6 +81,10 @@ LaunchIdentity current_identity() {
 
 std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   const std::string indices = fmt::format("{}", fmt::join(request.gpu_indices, ","));
+  // A MIG instance has no index of its own: the NVIDIA runtime takes it by its MIG UUID.
+  const bool mig = std::any_of(request.gpu_uuids.begin(), request.gpu_uuids.end(),
+                               [](const std::string& uuid) { return uuid.starts_with("MIG-"); });
+  const std::string devices = mig ? fmt::format("{}", fmt::join(request.gpu_uuids, ",")) : indices;
   std::vector<std::string> argv{request.docker, "run", "--rm"};
   if (request.detach) {
     argv.emplace_back("--detach");
@@ -92,7 +98,7 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                                     : request.name,
                // The quotes belong to the value: without them docker reads "device=2,5" as
                // "device=2" plus a count and fails with "cannot set both Count and DeviceIDs".
-               "--gpus", "\"device=" + indices + "\"",
+               "--gpus", "\"device=" + devices + "\"",
                "--cpus", std::to_string(request.cpus),
                "--user", fmt::format("{}:{}", request.identity.uid, request.identity.gid)});
   add_bind_mount(argv, request.identity.workdir);

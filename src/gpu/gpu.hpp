@@ -14,6 +14,14 @@ struct GpuProcess {
   std::optional<double> used_memory_mib;
 };
 
+// Where a MIG instance handed out as a unit of its own lives (--mig).
+struct MigPlace {
+  int gpu_index = 0;  // the parent GPU
+  int gpu_instance_id = 0;
+  int compute_instance_id = 0;
+  std::string profile;  // "1g.10gb"
+};
+
 struct Gpu {
   int index = 0;
   std::string uuid;
@@ -23,6 +31,7 @@ struct Gpu {
   std::optional<double> utilization_percent;
   bool mig_enabled = false;
   std::vector<GpuProcess> processes;
+  std::optional<MigPlace> mig;  // set: a MIG instance as a unit (index: its place among the units)
 };
 
 // A GPU the driver could not reach, named only by its PCI bus id, as nvidia-smi reports it between

@@ -1,20 +1,25 @@
 #pragma once
-// Samples the job's GPUs from one long-lived `nvidia-smi --query-gpu=... -lms N -i IDS` stream
-// on a thread of its own (never one process per sample), restarting the stream if it dies.
+// Samples the job's GPUs on a thread of its own, from a GpuSampler: one long-lived nvidia-smi
+// stream (never one process per sample), or NVML in process.
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gpu/gpu_sampler.hpp"
 #include "gpu/utilization_stats.hpp"
 
 namespace gpurun {
 
 class GpuMonitor {
  public:
+  // Samples `indices` from `sampler`; samples of other GPUs are ignored.
+  GpuMonitor(std::unique_ptr<GpuSampler> sampler, std::vector<int> indices);
+  // The nvidia-smi stream.
   GpuMonitor(std::string nvidia_smi, std::vector<int> indices, std::chrono::milliseconds interval);
   GpuMonitor(const GpuMonitor&) = delete;
   GpuMonitor& operator=(const GpuMonitor&) = delete;
@@ -24,12 +29,7 @@ class GpuMonitor {
   std::map<int, UtilizationStats> stop();
 
  private:
-  void run();
-  void consume(std::string& pending);
-
-  std::string nvidia_smi_;
-  std::vector<int> indices_;
-  std::chrono::milliseconds interval_;
+  std::unique_ptr<GpuSampler> sampler_;
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
   std::map<int, UtilizationStats> stats_;

@@ -30,6 +30,8 @@ struct SupervisedRun {
   std::vector<std::string> argv;        // the docker run command
   std::string nvidia_smi;
   std::chrono::milliseconds interval{1000};
+  bool nvml = false;         // sample through NVML (the launch read its GPUs there): no nvidia-smi
+  std::string nvml_library;  // "": libnvidia-ml.so.1
 };
 
 // Runs argv as a child in the foreground of the terminal, forwarding SIGINT, SIGTERM, SIGHUP,

@@ -44,7 +44,7 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   request.docker = options.docker;
   request.image = options.image;
   for (const auto& a : chosen) {
-    request.gpu_indices.push_back(a.gpu.index);
+    request.gpu_indices.push_back(a.gpu.mig ? a.gpu.mig->gpu_index : a.gpu.index);  // a MIG unit: its GPU's
     request.gpu_uuids.push_back(a.gpu.uuid);
   }
   request.cpus = cpus;
@@ -178,7 +178,7 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
       inventory = take_inventory(options, lock_dir, source, &engine);
       warn_once(inventory.warnings, told);
       if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) warn_once({warning}, told);
-      const PickResult result = pick(inventory.assessed, options.gpus, options.allow_busy);
+      const PickResult result = pick_units(options, inventory);
       if (result.ok()) {
         chosen = result.chosen;
         return std::nullopt;  // leaving the queue (the ticket's destructor) lets the next waiter try
@@ -212,13 +212,15 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
 }
 
 // --report: the job runs as our child; afterwards, how well it used its GPUs.
-int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<Gpu>& chosen, int cpus) {
+int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<Gpu>& chosen, int cpus,
+                 const std::string& source) {
   JobReport report;
   report.cpus = cpus;
   report.threshold_percent = options.report_threshold;
   report.gpus = chosen;
   SupervisedRun run{argv, options.nvidia_smi,
-                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000)))};
+                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000))),
+                    source == "nvml", options.nvml_library};
   const int status = run_supervised(run, report);
   std::cerr << format_job_report(report) << std::flush;
   if (!options.report_json.empty()) {
@@ -238,6 +240,7 @@ int run_launch(const Options& options, std::ostream& out) {
   const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
+  if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");
 
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
@@ -271,7 +274,7 @@ int run_launch(const Options& options, std::ostream& out) {
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
   if (options.detach) return run_detached(*engine, argv, request.name, index_list(chosen), out);
-  if (report) return run_reported(options, argv, chosen_gpus, cpus.total);
+  if (report) return run_reported(options, argv, chosen_gpus, cpus.total, inventory.source);
 
   // The docker client inherits the reservations and holds them while the job is attached.
   for (const FileLock& lock : reservations) lock.keep_across_exec();

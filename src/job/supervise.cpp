@@ -63,7 +63,9 @@ int run_supervised(const SupervisedRun& run, JobReport& report) {
   const BlockedSignals blocked;  // before the monitor's thread starts, so it inherits the mask
   std::vector<int> indices;
   for (const Gpu& g : report.gpus) indices.push_back(g.index);
-  GpuMonitor monitor(run.nvidia_smi, indices, run.interval);
+  GpuMonitor monitor(run.nvml ? make_nvml_sampler(run.nvml_library, indices, run.interval)
+                              : make_smi_stream_sampler(run.nvidia_smi, indices, run.interval),
+                     indices);
   const TerminalOwner terminal;
 
   const auto started = std::chrono::steady_clock::now();

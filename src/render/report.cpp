@@ -8,6 +8,7 @@
 #include <map>
 
 #include "render/table.hpp"
+#include "select/mig_units.hpp"
 #include "util/proc_info.hpp"
 
 namespace gpurun {
@@ -44,6 +45,31 @@ std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
   return table.str();
 }
 
+std::string format_gpu_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuAssessment>& mig_units) {
+  const std::string plain = format_gpu_table(gpus);
+  if (mig_units.empty()) return plain;
+  std::string table;
+  std::size_t start = 0;
+  for (std::size_t row = 0; start < plain.size(); ++row) {  // row 0 is the header
+    const std::size_t end = plain.find('\n', start) + 1;
+    table += plain.substr(start, end - start);
+    start = end;
+    if (row == 0 || row > gpus.size()) continue;
+    for (const GpuAssessment& unit : mig_units) {
+      const MigPlace& place = *unit.gpu.mig;
+      if (place.gpu_index != gpus[row - 1].gpu.index) continue;
+      const Gpu& g = unit.gpu;
+      table += fmt::format("       MIG {:<8} GI {:<2} CI {:<2} {:>19}  {}  {} proc{}  {}  {}\n",
+                           place.profile.empty() ? "?" : place.profile, place.gpu_instance_id,
+                           place.compute_instance_id,
+                           fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
+                           kMigUtilizationNote, process_count(unit), unit.processes_known && g.processes.size() == 1 ? "" : "s",
+                           unit.free ? "free" : fmt::format("busy: {}", fmt::join(unit.reasons, "; ")), g.uuid);
+    }
+  }
+  return table;
+}
+
 std::string format_lost_gpus(const std::vector<LostGpu>& lost) {
   std::string lines;
   for (const LostGpu& l : lost)
@@ -70,14 +96,44 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
           {"notes", a.notes}};
 }
 
-nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost) {
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost,
+                                   const std::string& source) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& a : gpus) list.push_back(gpu_json(a));
-  nlohmann::ordered_json json{{"gpus", list}};
+  nlohmann::ordered_json json;
+  if (!source.empty()) json["source"] = source;
+  json["gpus"] = list;
   if (!lost.empty()) {
     nlohmann::ordered_json lost_list = nlohmann::ordered_json::array();
     for (const LostGpu& l : lost) lost_list.push_back({{"pci_bus_id", l.pci_bus_id}, {"error", l.error}});
     json["lost"] = lost_list;
+  }
+  return json;
+}
+
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost,
+                                   const std::string& source, const std::vector<GpuAssessment>& mig_units) {
+  nlohmann::ordered_json json = status_json(gpus, lost, source);
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (!gpus[i].gpu.mig_enabled) continue;
+    nlohmann::ordered_json instances = nlohmann::ordered_json::array();
+    for (const GpuAssessment& unit : mig_units) {
+      if (unit.gpu.mig->gpu_index != gpus[i].gpu.index) continue;
+      nlohmann::ordered_json processes = nlohmann::ordered_json::array();
+      for (const auto& p : unit.gpu.processes)
+        processes.push_back({{"pid", p.pid}, {"used_memory_mib", or_null(p.used_memory_mib)}});
+      instances.push_back({{"uuid", unit.gpu.uuid},
+                           {"profile", unit.gpu.mig->profile},
+                           {"gpu_instance_id", unit.gpu.mig->gpu_instance_id},
+                           {"compute_instance_id", unit.gpu.mig->compute_instance_id},
+                           {"memory_used_mib", or_null(unit.gpu.memory_used_mib)},
+                           {"memory_total_mib", or_null(unit.gpu.memory_total_mib)},
+                           {"utilization_percent", nullptr},  // NVML has none per instance
+                           {"processes", processes},
+                           {"free", unit.free},
+                           {"reasons", unit.reasons}});
+    }
+    json["gpus"][i]["mig_instances"] = instances;
   }
   return json;
 }

@@ -20,13 +20,23 @@ nlohmann::ordered_json or_null(const std::optional<T>& value) {
 // One row per GPU, in the order given, under a header line; ends with a newline.
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus);
 
+// The same with each MIG GPU's instances (`mig_units`) listed under its row: profile, GPU and
+// compute instance ids, memory, processes, state and MIG UUID; utilization said to be n/a.
+std::string format_gpu_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuAssessment>& mig_units);
+
 // Lines after the GPU table naming each GPU the driver could not reach; "" when none.
 std::string format_lost_gpus(const std::vector<LostGpu>& lost);
 
 // "processes" is null when no process list was read.
 nlohmann::ordered_json gpu_json(const GpuAssessment& a);
-// {"gpus": [gpu_json...]}, and "lost": [{"pci_bus_id", "error"}...] when a GPU was lost.
-nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost = {});
+// {"gpus": [gpu_json...]}, "lost": [{"pci_bus_id", "error"}...] when a GPU was lost, and
+// "source" (which GPU source answered) when given.
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost = {},
+                                   const std::string& source = "");
+// status_json with "mig_instances" on each MIG GPU: [{uuid, profile, gpu_instance_id,
+// compute_instance_id, memory..., utilization_percent: null, processes, free, reasons}].
+nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost,
+                                   const std::string& source, const std::vector<GpuAssessment>& mig_units);
 // {"indices": [2, 5], "gpus": [gpu_json...]}
 nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen);
 

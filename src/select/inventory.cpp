@@ -9,17 +9,41 @@
 #include <future>
 
 #include "select/claims.hpp"
+#include "select/mig_units.hpp"
 #include "util/error.hpp"
 #include "locks/reservation.hpp"
 
 namespace gpurun {
+namespace {
+
+// The snapshot's MIG instances as units, assessed as GPUs are: free when no process runs on it
+// and its memory is below the limit, and not reserved or held by a container (by MIG UUID).
+std::vector<GpuAssessment> assess_mig_units(const Options& options, const Snapshot& snapshot,
+                                            const std::vector<GpuContainer>& containers, const std::string& lock_dir) {
+  const std::vector<Gpu> units = mig_units(snapshot);
+  if (units.empty()) return {};
+  ExternalClaims claims = container_claims(containers, units);
+  if (!lock_dir.empty()) add_claims(claims, reserved_gpus(lock_dir, units));
+  for (const Gpu& unit : units)
+    if (!gpu_allowed(options.policy, unit.mig->gpu_index))
+      claims[unit.index].insert(claims[unit.index].begin(), gpu_not_allowed_reason(options.policy));
+  std::vector<GpuAssessment> assessed = assess(units, thresholds_from(options), claims);
+  for (GpuAssessment& a : assessed) {
+    a.withheld = !gpu_allowed(options.policy, a.gpu.mig->gpu_index);
+    for (std::string& note : a.notes)
+      if (note.starts_with("utilization unknown")) note = kMigUtilizationNote;
+  }
+  return assessed;
+}
+
+}  // namespace
 
 Thresholds thresholds_from(const Options& options) { return {options.max_util.value, options.max_memory}; }
 
 std::chrono::milliseconds smi_timeout(const Options& options) { return options.smi_timeout; }
 
 GpuSourceSpec gpu_source_spec(const Options& options) {
-  return {options.nvidia_smi, options.from_csv, options.from_apps_csv};
+  return {options.nvidia_smi, options.from_csv, options.from_apps_csv, options.gpu_source, options.nvml_library};
 }
 
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
@@ -38,6 +62,7 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   inventory.lost = snapshot.lost;
   inventory.warnings = snapshot.warnings;
   inventory.processes_known = snapshot.processes_known;
+  inventory.source = snapshot.source;
 
   ExternalClaims claims;
   if (containers.valid()) {
@@ -57,7 +82,18 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   }
   inventory.assessed = assess(snapshot, thresholds, claims);  // in the order of `gpus`
   for (std::size_t i = 0; i < gpus.size(); ++i) inventory.assessed[i].withheld = withheld[i];
+  inventory.mig_units = assess_mig_units(options, snapshot, inventory.containers, lock_dir);
   return inventory;
+}
+
+PickResult pick_units(const Options& options, const Inventory& inventory) {
+  if (!options.mig) return pick(inventory.assessed, options.gpus, options.allow_busy);
+  if (inventory.source != "nvml")
+    throw Error(fmt::format("--mig needs NVML as the GPU source, but {} answered: MIG instances and their processes "
+                            "are read through NVML. Use --gpu-source nvml (or auto where the driver's "
+                            "libnvidia-ml.so.1 loads), or leave out --mig",
+                            inventory.source));
+  return pick_mig(inventory.mig_units, options.gpus, *options.mig, options.mig_allow_larger, options.allow_busy);
 }
 
 void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told) {

@@ -24,6 +24,8 @@ struct Inventory {
   std::vector<LostGpu> lost;              // GPUs the driver named but could not reach
   std::vector<std::string> warnings;      // the GPU source's (a lost GPU, a corrupted infoROM)
   bool processes_known = true;            // false: a snapshot without a process list
+  std::string source;                     // which GPU source answered: "nvml", "nvidia-smi", "snapshot FILE"
+  std::vector<GpuAssessment> mig_units;   // the MIG instances as units (mig_units.hpp), assessed
 };
 
 // The GPU source the options name: the --from-csv snapshot (with --from-apps-csv), or nvidia-smi.
@@ -35,6 +37,10 @@ GpuSourceSpec gpu_source_spec(const Options& options);
 // Warnings are returned, not logged.
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
                          ContainerEngine* engine);
+
+// What the options ask for: `options.gpus` GPUs, or with --mig that many MIG instances. Throws
+// Error (exit 125) for --mig when the source is not NVML (MIG instances need it).
+PickResult pick_units(const Options& options, const Inventory& inventory);
 
 // Logs the warnings not in `told` yet, and adds them there: a wait loop says each once.
 void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told);

@@ -1,6 +1,7 @@
 #include <set>
 #include <ostream>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "config/policy.hpp"
@@ -22,7 +23,22 @@ int run_pick(const Options& options, std::ostream& out) {
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) spdlog::warn("{}", warning);
-  const std::vector<GpuAssessment> chosen = pick(inventory.assessed, options.gpus, options.allow_busy).gpus_or_throw();
+  const std::vector<GpuAssessment> chosen = pick_units(options, inventory).gpus_or_throw();
+  if (options.mig) {
+    // MIG instances are named by UUID in CUDA_VISIBLE_DEVICES, and a CUDA process sees one.
+    if (chosen.size() > 1)
+      spdlog::info("CUDA uses one MIG instance per process: give each process one of these UUIDs in CUDA_VISIBLE_DEVICES");
+    std::vector<std::string> uuids;
+    for (const auto& a : chosen) uuids.push_back(a.gpu.uuid);
+    if (options.json) {
+      nlohmann::ordered_json json = pick_json(chosen);
+      json["uuids"] = uuids;
+      out << json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    } else {
+      out << fmt::format("{}", fmt::join(uuids, ",")) << '\n';
+    }
+    return 0;
+  }
   if (options.json) {
     out << pick_json(chosen).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else {

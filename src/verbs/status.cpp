@@ -2,6 +2,7 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cmath>
@@ -57,10 +58,11 @@ int run_status(const Options& options, std::ostream& out) {
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (options.json) {
-    out << status_json(inventory.assessed, inventory.lost).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    out << status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
         << '\n';
   } else {
-    out << format_gpu_table(inventory.assessed) << format_lost_gpus(inventory.lost);
+    spdlog::info("GPU source: {}", inventory.source);  // on stderr: the table stays the same whichever answered
+    out << format_gpu_table(inventory.assessed, inventory.mig_units) << format_lost_gpus(inventory.lost);
   }
   return 0;
 }

@@ -74,7 +74,9 @@ class GpurunTest : public ::testing::Test {
 
   // Stand-ins for nvidia-smi (answering from `scenario_name`) and docker (recording its argv).
   Env fakes(const std::string& scenario_name, int docker_exit = 0) const {
-    return {{"GPURUN_NVIDIA_SMI", fake("nvidia-smi")},
+    // The source is pinned: on a host with a driver, `auto` would ask the real NVML instead.
+    return {{"GPURUN_GPU_SOURCE", "nvidia-smi"},
+            {"GPURUN_NVIDIA_SMI", fake("nvidia-smi")},
             {"FAKE_SMI_SCENARIO", scenario(scenario_name)},
             {"GPURUN_DOCKER", fake("docker")},
             {"FAKE_DOCKER_ARGV", argv_file()},

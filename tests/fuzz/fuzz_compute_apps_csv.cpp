@@ -18,9 +18,9 @@ namespace {
 // Two GPUs whose UUIDs appear in the seed corpus, and one without a UUID.
 std::vector<gpurun::Gpu> machine() {
   std::vector<gpurun::Gpu> gpus(3);
-  gpus[0] = {0, "GPU-d840f893-7c94-aa59-1567-6489f4dd37dd", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}};
-  gpus[1] = {1, "GPU-6714c899-a1a8-0818-470b-7a5f11fa781a", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}};
-  gpus[2] = {2, "", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}};
+  gpus[0] = {0, "GPU-d840f893-7c94-aa59-1567-6489f4dd37dd", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}, std::nullopt};
+  gpus[1] = {1, "GPU-6714c899-a1a8-0818-470b-7a5f11fa781a", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}, std::nullopt};
+  gpus[2] = {2, "", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}, std::nullopt};
   return gpus;
 }
 

@@ -18,6 +18,8 @@
 //              "errors": {"nvmlDeviceGetMemoryInfo": "GPU_IS_LOST"},   one call fails with it
 //              "insufficient_size_calls": 2,        the first N process calls answer INSUFFICIENT_SIZE
 //                                                   even with room (processes started meanwhile)
+//              "samples": [30, 50],                 nvmlDeviceGetSamples: each call gives the next
+//                                                   value, stamped now (none: NOT_FOUND, no samples)
 //              "max_mig_devices": 7,
 //              "mig_devices": [{"slot": 0, "uuid": "MIG-...", "name": "... MIG 3g.40gb",
 //                               "gpu_instance_id": 1, "compute_instance_id": 0,
@@ -26,6 +28,7 @@
 //                               "errors": {...}}]}]}
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +76,8 @@ struct Device {
   unsigned gpu_instance_id = kNoInstance, compute_instance_id = kNoInstance, gi_slices = 0, ci_slices = 0;
   Device* parent = nullptr;
   unsigned max_mig_devices = 0;
+  std::vector<unsigned> samples;  // utilization samples, handed out one per call, in a cycle
+  std::size_t next_sample = 0;
   std::map<unsigned, std::unique_ptr<Device>> mig_devices;  // by slot
 
   Return error(const char* call) const {
@@ -123,6 +128,7 @@ std::unique_ptr<Device> read_gpu(const nlohmann::json& in) {
   if (in.contains("handle_error")) gpu->handle_error = code(in.at("handle_error"));
   gpu->insufficient_size_calls = in.value("insufficient_size_calls", 0);
   gpu->max_mig_devices = in.value("max_mig_devices", 0U);
+  gpu->samples = in.value("samples", std::vector<unsigned>{});
   for (const auto& m : in.value("mig_devices", nlohmann::json::array())) {
     auto mig = std::make_unique<Device>();
     read_common(*mig, m);
@@ -410,6 +416,35 @@ EXPORT Return nvmlDeviceGetAttributes_v2(void* handle, FakeAttributes* attribute
   attributes->gpuInstanceSliceCount = d->gi_slices;
   attributes->computeInstanceSliceCount = d->ci_slices;
   attributes->memorySizeMB = d->total / kMiB;
+  return 0;
+}
+#endif
+
+#if FAKE_NVML_HAS_OPTIONAL
+struct FakeSample {
+  unsigned long long timeStamp;
+  unsigned long long value;  // nvmlValue_t; uiVal in its low half (little-endian)
+};
+
+// One new utilization sample per call, stamped with the CPU clock in microseconds as NVML's are.
+EXPORT Return nvmlDeviceGetSamples(void* handle, unsigned type, unsigned long long last_seen, unsigned* value_type,
+                                   unsigned* count, FakeSample* samples) {
+  FAKE_NVML_DEVICE_CALL(handle, "nvmlDeviceGetSamples");
+  if (count == nullptr || value_type == nullptr || type != 1) return 2;
+  Device* d = as_device(handle);
+  if (d->samples.empty()) return 6;
+  *value_type = 1;  // NVML_VALUE_TYPE_UNSIGNED_INT
+  if (samples == nullptr) {
+    *count = 1;
+    return 0;
+  }
+  if (*count < 1) return 7;
+  const auto now = static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  if (now <= last_seen) return 6;
+  samples[0].timeStamp = now;
+  samples[0].value = d->samples[d->next_sample++ % d->samples.size()];
+  *count = 1;
   return 0;
 }
 #endif

@@ -136,3 +136,31 @@ TEST(SplitAndParse, NegativeCountIsRejectedByParseGpuCount) {
 
 }  // namespace
 }  // namespace gpurun::cli
+
+namespace gpurun::cli {
+namespace {
+
+TEST(SplitCommandLine, AMigProfileAfterMigIsItsValueNotN) {
+  const CommandLine line = split_command_line({"--mig", "1g.10gb", "1", "--", "python", "train.py"},
+                                              [](std::string_view) { return false; },
+                                              [](std::string_view) { return false; });
+  EXPECT_EQ(line.options, (std::vector<std::string>{"--mig=1g.10gb"}));
+  EXPECT_EQ(line.count, "1");
+  EXPECT_EQ(line.command, (std::vector<std::string>{"python", "train.py"}));
+  // A bare --mig before N leaves N alone; the job's own words are never touched.
+  const CommandLine bare = split_command_line({"--mig", "2", "train", "--mig", "1g.10gb"},
+                                              [](std::string_view) { return false; },
+                                              [](std::string_view) { return false; });
+  EXPECT_EQ(bare.options, (std::vector<std::string>{"--mig"}));
+  EXPECT_EQ(bare.count, "2");
+  EXPECT_EQ(bare.command, (std::vector<std::string>{"train", "--mig", "1g.10gb"}));
+}
+
+TEST(IsMigProfile, NamesOfProfiles) {
+  for (const char* yes : {"1g.10gb", "3g.40gb", "7g.80gb", "1c.3g.40gb", "1g.10gb+me", "1g.20gb+gfx"})
+    EXPECT_TRUE(is_mig_profile(yes)) << yes;
+  for (const char* no : {"1", "train.py", "g.10gb", "1g10gb", "--mig"}) EXPECT_FALSE(is_mig_profile(no)) << no;
+}
+
+}  // namespace
+}  // namespace gpurun::cli

@@ -182,10 +182,10 @@ TEST(CsvSnapshotSource, ALostGpuInASnapshotIsKept) {
 }
 
 TEST(MakeGpuSource, PicksTheSourceTheSpecNames) {
-  EXPECT_EQ(make_gpu_source({"nvidia-smi", std::nullopt, std::nullopt})->name(), "nvidia-smi");
-  EXPECT_EQ(make_gpu_source({"nvidia-smi", "some.csv", std::nullopt})->name(), "snapshot some.csv");
-  EXPECT_THROW(make_gpu_source({"nvidia-smi", std::nullopt, "apps.csv"}), Error);
-  EXPECT_THROW(make_gpu_source({"nvidia-smi", "-", "-"}), Error);
+  EXPECT_EQ(make_gpu_source({"nvidia-smi", std::nullopt, std::nullopt, "nvidia-smi", ""})->name(), "nvidia-smi");
+  EXPECT_EQ(make_gpu_source({"nvidia-smi", "some.csv", std::nullopt, "nvidia-smi", ""})->name(), "snapshot some.csv");
+  EXPECT_THROW(make_gpu_source({"nvidia-smi", std::nullopt, "apps.csv", "nvidia-smi", ""}), Error);
+  EXPECT_THROW(make_gpu_source({"nvidia-smi", "-", "-", "nvidia-smi", ""}), Error);
 }
 
 }  // namespace

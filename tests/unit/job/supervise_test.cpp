@@ -28,7 +28,7 @@ class Supervise : public ::testing::Test {
  protected:
   // A silent stream for the monitor: the job is too short to be sampled.
   SupervisedRun run_of(std::vector<std::string> argv) const {
-    return {std::move(argv), test::write_script(dir_ / "nvidia-smi", "exec sleep 30"), 1000ms};
+    return {std::move(argv), test::write_script(dir_ / "nvidia-smi", "exec sleep 30"), 1000ms, false, ""};
   }
 
   test::TempDir dir_{"gpurun-supervise"};
