@@ -41,6 +41,7 @@ struct Options {
   bool dry_run = false;
   bool detach = false;
   WaitLimit wait;
+  bool numa_affinity = true;      // --cpuset-cpus/--cpuset-mems of the chosen GPUs' NUMA nodes
 
   // --report: run the job as a child and summarise how well it used its GPUs.
   bool report = false;
@@ -54,6 +55,7 @@ struct Options {
 
   // Output.
   bool json = false;
+  bool topology = false;          // status: the link matrix between the GPUs
 
   // The site policy of the system file, which the library enforces (config/policy.hpp), and
   // where each item of the list settings came from, for its messages.

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "select/cpu_quota.hpp"
+#include "select/placement.hpp"
 #include "engine/docker_command.hpp"
 #include "util/error.hpp"
 #include "util/exec.hpp"
@@ -46,6 +47,12 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
     request.gpu_uuids.push_back(a.gpu.uuid);
   }
   request.cpus = cpus;
+  if (options.numa_affinity) {
+    if (const auto place = cpu_placement(chosen)) {
+      request.cpuset_cpus = place->cpus;
+      request.cpuset_mems = place->mems;
+    }
+  }
   request.identity = current_identity();
   request.tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   request.detach = options.detach;
@@ -174,7 +181,8 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
       inventory = take_inventory(options, lock_dir, source);
       warn_once(inventory.warnings, told);
       if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) warn_once({warning}, told);
-      const PickResult result = pick(inventory.assessed, options.gpus, options.allow_busy);
+      const PickResult result =
+          pick(inventory.assessed, options.gpus, options.allow_busy, placement_hints(options, inventory));
       if (result.ok()) {
         chosen = result.chosen;
         return std::nullopt;  // leaving the queue (the ticket's destructor) lets the next waiter try

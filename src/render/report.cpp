@@ -24,16 +24,20 @@ std::string process_count(const GpuAssessment& a) {
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
   std::size_t name_width = 4;
   for (const auto& a : gpus) name_width = std::max(name_width, a.gpu.name.size());
-  std::string table = fmt::format("{:>3}  {:<{}}  {:>19}  {:>4}  {:>5}  {:>5}  {}\n", "GPU", "NAME", name_width,
-                                  "MEMORY USED/TOTAL", "UTIL", "PROCS", "SCORE", "STATE");
+  // The NUMA column only where sysfs placed a GPU: elsewhere the table stays as it was.
+  const bool numa = std::any_of(gpus.begin(), gpus.end(), [](const GpuAssessment& a) { return a.gpu.numa_node.has_value(); });
+  const auto numa_cell = [&](const std::string& cell) { return numa ? fmt::format("{:>4}  ", cell) : std::string(); };
+  std::string table = fmt::format("{:>3}  {:<{}}  {:>19}  {:>4}  {:>5}  {}{:>5}  {}\n", "GPU", "NAME", name_width,
+                                  "MEMORY USED/TOTAL", "UTIL", "PROCS", numa_cell("NUMA"), "SCORE", "STATE");
   for (const auto& a : gpus) {
     const Gpu& g = a.gpu;
     std::string state = a.free ? "free" : fmt::format("busy: {}", fmt::join(a.reasons, "; "));
     if (!a.notes.empty()) state += fmt::format(" ({})", fmt::join(a.notes, "; "));
-    table += fmt::format("{:>3}  {:<{}}  {:>19}  {:>4}  {:>5}  {:>5.1f}  {}\n", g.index, g.name.empty() ? "?" : g.name,
+    table += fmt::format("{:>3}  {:<{}}  {:>19}  {:>4}  {:>5}  {}{:>5.1f}  {}\n", g.index, g.name.empty() ? "?" : g.name,
                          name_width,
                          fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
-                         or_unknown(g.utilization_percent, "%"), process_count(a), a.score, state);
+                         or_unknown(g.utilization_percent, "%"), process_count(a),
+                         numa_cell(g.numa_node ? std::to_string(*g.numa_node) : "-"), a.score, state);
   }
   return table;
 }
@@ -50,7 +54,7 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const auto& p : a.gpu.processes) processes.push_back({{"pid", p.pid}, {"used_memory_mib", or_null(p.used_memory_mib)}});
   if (!a.processes_known) processes = nullptr;
-  return {{"index", a.gpu.index},
+  nlohmann::ordered_json json{{"index", a.gpu.index},
           {"uuid", a.gpu.uuid},
           {"name", a.gpu.name},
           {"memory_used_mib", or_null(a.gpu.memory_used_mib)},
@@ -62,6 +66,11 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
           {"free", a.free},
           {"reasons", a.reasons},
           {"notes", a.notes}};
+  // Where the GPU sits, only where known (the keys above stay as they were everywhere else).
+  if (!a.gpu.pci_bus_id.empty()) json["pci_bus_id"] = a.gpu.pci_bus_id;
+  if (a.gpu.numa_node) json["numa_node"] = *a.gpu.numa_node;
+  if (!a.gpu.local_cpus.empty()) json["local_cpus"] = a.gpu.local_cpus;
+  return json;
 }
 
 nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost) {

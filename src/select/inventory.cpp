@@ -8,6 +8,7 @@
 #include <cmath>
 #include <future>
 
+#include "gpu/topology.hpp"
 #include "select/claims.hpp"
 #include "util/error.hpp"
 #include "locks/reservation.hpp"
@@ -22,6 +23,20 @@ GpuSourceSpec gpu_source_spec(const Options& options) {
   return {options.nvidia_smi, options.from_csv, options.from_apps_csv};
 }
 
+namespace {
+
+// Where each GPU sits on this host (sysfs), and the links the source knows; not for a snapshot,
+// which may come from another machine.
+void place_gpus(const Options& options, Snapshot& snapshot, Inventory& inventory) {
+  inventory.links = snapshot.links;
+  if (options.from_csv) return;
+  const std::string root = sysfs_root();
+  inventory.topology_readable = pci_sysfs_readable(root);
+  if (inventory.topology_readable) locate_gpus(snapshot.gpus, root);
+}
+
+}  // namespace
+
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source) {
   const Thresholds thresholds = thresholds_from(options);
   const auto timeout = smi_timeout(options);
@@ -32,7 +47,8 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   if (!options.from_csv && !options.ignore_containers)
     containers = std::async(std::launch::async, list_gpu_containers, options.docker, timeout);
 
-  const Snapshot snapshot = source.read(timeout);  // GPUs in index order
+  Snapshot snapshot = source.read(timeout);  // GPUs in index order
+  place_gpus(options, snapshot, inventory);
   const std::vector<Gpu>& gpus = snapshot.gpus;
   inventory.lost = snapshot.lost;
   inventory.warnings = snapshot.warnings;
@@ -57,6 +73,18 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   inventory.assessed = assess(snapshot, thresholds, claims);  // in the order of `gpus`
   for (std::size_t i = 0; i < gpus.size(); ++i) inventory.assessed[i].withheld = withheld[i];
   return inventory;
+}
+
+std::vector<GpuLink> gpu_links(const Options& options, const Inventory& inventory) {
+  if (!inventory.links.empty() || !inventory.topology_readable) return inventory.links;
+  return read_gpu_links(options.nvidia_smi, smi_timeout(options));
+}
+
+PlacementHints placement_hints(const Options& options, const Inventory& inventory) {
+  PlacementHints hints;
+  if (inventory.links.empty() && !inventory.topology_readable) return hints;
+  hints.links = [&options, &inventory] { return gpu_links(options, inventory); };
+  return hints;
 }
 
 void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told) {

@@ -9,6 +9,7 @@
 #include "config/options.hpp"
 #include "engine/containers.hpp"
 #include "gpu/gpu_source.hpp"
+#include "select/placement.hpp"
 #include "select/selection.hpp"
 
 namespace gpurun {
@@ -24,6 +25,8 @@ struct Inventory {
   std::vector<LostGpu> lost;              // GPUs the driver named but could not reach
   std::vector<std::string> warnings;      // the GPU source's (a lost GPU, a corrupted infoROM)
   bool processes_known = true;            // false: a snapshot without a process list
+  bool topology_readable = false;         // sysfs places GPUs on this host (never for a snapshot)
+  std::vector<GpuLink> links;             // the links the GPU source knows; empty: ask gpu_links()
 };
 
 // The GPU source the options name: the --from-csv snapshot (with --from-apps-csv), or nvidia-smi.
@@ -33,6 +36,14 @@ GpuSourceSpec gpu_source_spec(const Options& options);
 // hold GPUs (not for a --from-csv snapshot; a failure there is a warning). With a `lock_dir`,
 // GPUs other launches have reserved count as busy. Warnings are returned, not logged.
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source);
+
+// The links between the GPUs: the source's, else (where sysfs shows this is the GPUs' host)
+// `nvidia-smi topo -m`'s; empty when unknown.
+std::vector<GpuLink> gpu_links(const Options& options, const Inventory& inventory);
+
+// What pick() may ask about the topology: the links, asked only when needed. Refers to
+// `options` and `inventory`, which must outlive it.
+PlacementHints placement_hints(const Options& options, const Inventory& inventory);
 
 // Logs the warnings not in `told` yet, and adds them there: a wait loop says each once.
 void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told);

@@ -17,7 +17,8 @@ int run_pick(const Options& options, std::ostream& out) {
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) spdlog::warn("{}", warning);
-  const std::vector<GpuAssessment> chosen = pick(inventory.assessed, options.gpus, options.allow_busy).gpus_or_throw();
+  const std::vector<GpuAssessment> chosen =
+      pick(inventory.assessed, options.gpus, options.allow_busy, placement_hints(options, inventory)).gpus_or_throw();
   if (options.json) {
     out << pick_json(chosen).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else {

@@ -13,6 +13,7 @@
 #include "util/error.hpp"
 #include "select/inventory.hpp"
 #include "render/report.hpp"
+#include "render/topology.hpp"
 #include "verbs/verbs.hpp"
 
 namespace gpurun {
@@ -48,6 +49,8 @@ int run_status(const Options& options, std::ostream& out) {
     if (options.json) throw Error("status --watch draws a live view; for JSON, call `gpurun status --json` repeatedly");
     return watch(options, out);
   }
+  if (options.topology && options.json)
+    throw Error("status --topology prints a matrix; for JSON, `status --json` has each GPU's NUMA node");
   const auto source = make_gpu_source(gpu_source_spec(options));
   const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source);
   std::set<std::string> told;
@@ -57,6 +60,9 @@ int run_status(const Options& options, std::ostream& out) {
         << '\n';
   } else {
     out << format_gpu_table(inventory.assessed) << format_lost_gpus(inventory.lost);
+  }
+  if (options.topology) {
+    out << '\n' << format_topology(inventory.assessed, gpu_links(options, inventory));
   }
   return 0;
 }
