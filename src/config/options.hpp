@@ -57,6 +57,7 @@ struct Options {
   bool dry_run = false;
   bool detach = false;
   WaitLimit wait;
+  bool numa_affinity = true;      // --cpuset-cpus/--cpuset-mems of the chosen GPUs' NUMA nodes
 
   // Where the job runs: "local" (docker on this server) or "slurm" (srun/sbatch on a cluster).
   std::string backend = "local";
@@ -74,6 +75,7 @@ struct Options {
 
   // Output.
   bool json = false;
+  bool topology = false;          // status: the link matrix between the GPUs
 
   // The site policy of the system file, which the library enforces (config/policy.hpp), and
   // where each item of the list settings came from, for its messages.

@@ -124,6 +124,11 @@ std::vector<Setting> make_settings() {
       {.key = "detach", .type = T::boolean, .flag = "--detach", .short_flag = "-d",
        .help = "run the container in the background; print its name", .group = kLaunch, .fallback = "false",
        .example = "false", .apply = [](const json& v, Options& o) { o.detach = v.get<bool>(); }},
+      {.key = "numa_affinity", .type = T::boolean, .flag = "--numa-affinity",
+       .help = "give the container the CPUs and memory of its GPUs' NUMA nodes (--numa-affinity=false: "
+               "any CPU)",
+       .group = kLaunch, .fallback = "true", .example = "true",
+       .apply = [](const json& v, Options& o) { o.numa_affinity = v.get<bool>(); }},
       {.key = "cpus_per_gpu", .type = T::count, .flag = "--cpus-per-gpu",
        .help = "CPUs per GPU, 8..24 (default: host CPUs / GPUs, within 8..24)", .group = kLaunch,
        .fallback = "null", .example = "16", .completion = H::word,
@@ -212,6 +217,10 @@ std::vector<Setting> make_settings() {
       {.key = "json", .type = T::boolean, .scope = Scope::invocation, .flag = "--json",
        .help = "machine-readable output for pick, status, ps and config", .group = kOutput, .fallback = "false",
        .apply = [](const json& v, Options& o) { o.json = v.get<bool>(); }},
+
+      {.key = "topology", .type = T::boolean, .scope = Scope::invocation, .flag = "--topology",
+       .help = "status: show the links between the GPUs and their NUMA nodes", .group = kOutput,
+       .fallback = "false", .apply = [](const json& v, Options& o) { o.topology = v.get<bool>(); }},
 
       // Site policy: the system file only (config/policy.hpp).
       {.key = "allowed_gpus", .type = T::gpu_indices, .scope = Scope::policy, .help = "GPUs gpurun may hand out",

@@ -99,8 +99,11 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                // The quotes belong to the value: without them docker reads "device=2,5" as
                // "device=2" plus a count and fails with "cannot set both Count and DeviceIDs".
                "--gpus", "\"device=" + devices + "\"",
-               "--cpus", std::to_string(request.cpus),
-               "--user", fmt::format("{}:{}", request.identity.uid, request.identity.gid)});
+               "--cpus", std::to_string(request.cpus)});
+  // The GPUs' own NUMA nodes: --cpus stays the quota, within these CPUs.
+  if (!request.cpuset_cpus.empty()) argv.insert(argv.end(), {"--cpuset-cpus", request.cpuset_cpus});
+  if (!request.cpuset_mems.empty()) argv.insert(argv.end(), {"--cpuset-mems", request.cpuset_mems});
+  argv.insert(argv.end(), {"--user", fmt::format("{}:{}", request.identity.uid, request.identity.gid)});
   add_bind_mount(argv, request.identity.workdir);
   argv.insert(argv.end(), {"--workdir", request.identity.workdir,
                            // NVIDIA's recommended settings for deep-learning containers.

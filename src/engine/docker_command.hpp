@@ -21,6 +21,8 @@ struct DockerRunRequest {
   std::vector<int> gpu_indices;         // ascending
   std::vector<std::string> gpu_uuids;   // same order as gpu_indices
   int cpus = 0;
+  std::string cpuset_cpus;              // --cpuset-cpus "48-63,176-191"; empty: none
+  std::string cpuset_mems;              // --cpuset-mems "3"; empty: none
   LaunchIdentity identity;
   bool tty = false;                     // add --tty (stdin and stdout are terminals)
   bool detach = false;                  // --detach instead of --interactive/--tty

@@ -32,6 +32,11 @@ struct Gpu {
   bool mig_enabled = false;
   std::vector<GpuProcess> processes;
   std::optional<MigPlace> mig;  // set: a MIG instance as a unit (index: its place among the units)
+  // Where it sits on the host (gpu/topology.hpp): empty where the source or sysfs does not say.
+  std::string pci_bus_id;          // as the source printed it: "00000000:07:00.0"
+  std::optional<int> numa_node;    // sysfs numa_node; none on single-node hosts (-1 there)
+  std::string local_cpus;          // sysfs local_cpulist: "48-63,176-191"
+  std::optional<int> socket;       // physical package of its local CPUs
 };
 
 // A GPU the driver could not reach, named only by its PCI bus id, as nvidia-smi reports it between

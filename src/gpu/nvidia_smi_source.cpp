@@ -9,6 +9,7 @@
 
 #include "gpu/smi_csv.hpp"
 #include "gpu/smi_query.hpp"
+#include "gpu/topology.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -16,7 +17,14 @@ namespace gpurun {
 namespace {
 
 // Fields gpurun can do without: a driver that does not know one is asked again without it.
-constexpr std::array<std::string_view, 3> kOptionalFields{"name", "utilization.gpu", "mig.mode.current"};
+constexpr std::array<std::string_view, 4> kOptionalFields{"name", "utilization.gpu", "mig.mode.current", "pci.bus_id"};
+
+// The GPU query's fields: the bus id only where sysfs can place a GPU by it (gpu/topology.hpp).
+std::vector<std::string_view> query_fields() {
+  std::vector<std::string_view> fields(kGpuQueryFields.begin(), kGpuQueryFields.end());
+  if (pci_sysfs_readable(sysfs_root())) fields.push_back(kPciBusIdField);
+  return fields;
+}
 
 std::string hint_for(int exit_code) {
   switch (exit_code) {
@@ -95,7 +103,7 @@ void add_unique(std::vector<std::string>& list, std::string item) {
 }  // namespace
 
 NvidiaSmiSource::NvidiaSmiSource(std::string program)
-    : program_(std::move(program)), fields_(kGpuQueryFields.begin(), kGpuQueryFields.end()) {}
+    : program_(std::move(program)), fields_(query_fields()) {}
 
 Snapshot NvidiaSmiSource::read(std::chrono::milliseconds timeout) {
   std::vector<ProcessSpec> specs{gpu_query(program_, fields_), compute_apps_query(program_)};

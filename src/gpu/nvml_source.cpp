@@ -187,6 +187,9 @@ Snapshot NvmlSource::read(std::chrono::milliseconds /*timeout*/) {
       if (reader.ok(nvml.device_get_utilization_rates(device, &utilization), "utilization"))
         gpu.utilization_percent = utilization.gpu;  // NOT_SUPPORTED on MIG GPUs: missing
       gpu.mig_enabled = reader.mig_enabled(device);
+      nvml::PciInfo pci{};  // the bus id places the GPU on the host (gpu/topology.hpp)
+      if (reader.ok(nvml.device_get_pci_info(device, &pci), "PCI bus id"))
+        gpu.pci_bus_id = std::string(pci.busId, strnlen(pci.busId, sizeof pci.busId));
       if (gpu.mig_enabled) {
         // The parent's own list needs privileges in MIG mode; its instances' lists do not.
         std::vector<MigInstance> instances = reader.mig_instances(device, snapshot.warnings);

@@ -225,6 +225,7 @@ GpuTable parse_gpu_table(std::string_view input, std::span<const std::string_vie
   const auto name_col = map.position("name");
   const auto util_col = map.position("utilization.gpu");
   const auto mig_col = map.position("mig.mode.current");
+  const auto bus_col = map.position(kPciBusIdField);
 
   std::set<long long> indices;
   for (std::size_t i = first_row; i < lines.size(); ++i) {
@@ -243,6 +244,7 @@ GpuTable parse_gpu_table(std::string_view input, std::span<const std::string_vie
     gpu.memory_total_mib = parse_memory(line, "memory.total", cells[total_col], map.unit(total_col));
     if (util_col) gpu.utilization_percent = parse_percent(line, "utilization.gpu", cells[*util_col]);
     if (mig_col) gpu.mig_enabled = text::to_lower(text::trim(cells[*mig_col])) == "enabled";
+    if (bus_col) gpu.pci_bus_id = text::printable(parse_string(cells[*bus_col]), 64);
     gpus.push_back(std::move(gpu));
   }
   return table;

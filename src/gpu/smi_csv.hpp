@@ -16,6 +16,9 @@ namespace gpurun {
 inline constexpr std::array<std::string_view, 7> kGpuQueryFields{
     "index", "uuid", "name", "memory.used", "memory.total", "utilization.gpu", "mig.mode.current"};
 
+// Asked too where sysfs can place GPUs by it (an optional field: drivers that refuse it go without).
+inline constexpr std::string_view kPciBusIdField = "pci.bus_id";
+
 // The --query-compute-apps fields gpurun asks for, in this order.
 inline constexpr std::array<std::string_view, 3> kComputeAppFields{"gpu_uuid", "pid", "used_memory"};
 

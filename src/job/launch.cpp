@@ -17,6 +17,8 @@
 
 #include "select/cpu_quota.hpp"
 #include "engine/container_engine.hpp"
+#include "select/placement.hpp"
+#include "engine/docker_command.hpp"
 #include "util/error.hpp"
 #include "util/exec.hpp"
 #include "select/inventory.hpp"
@@ -48,6 +50,12 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
     request.gpu_uuids.push_back(a.gpu.uuid);
   }
   request.cpus = cpus;
+  if (options.numa_affinity) {
+    if (const auto place = cpu_placement(chosen)) {
+      request.cpuset_cpus = place->cpus;
+      request.cpuset_mems = place->mems;
+    }
+  }
   request.identity = current_identity();
   request.tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   request.detach = options.detach;

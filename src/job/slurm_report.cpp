@@ -51,6 +51,8 @@ std::vector<std::string> report_step_command(const Options& options, const std::
                                 "--report", "--nvidia-smi", options.nvidia_smi,
                                 "--report-interval", fmt::format("{:g}", options.report_interval_s),
                                 "--report-threshold", fmt::format("{:g}", options.report_threshold)};
+  argv.insert(argv.end(), {"--gpu-source", options.gpu_source});
+  if (!options.nvml_library.empty()) argv.insert(argv.end(), {"--nvml-library", options.nvml_library});
   if (!options.report_json.empty()) argv.insert(argv.end(), {"--report-json", options.report_json});
   argv.emplace_back("--");
   argv.insert(argv.end(), options.command.begin(), options.command.end());
@@ -62,9 +64,11 @@ int run_step_report(const Options& options) {
   const std::vector<int> indices = step_gpu_indices();
   JobReport report;
   report.threshold_percent = options.report_threshold;
-  // The step's GPUs as nvidia-smi on the node shows them; without it, the indices alone.
+  // The step's GPUs as the node's GPU source shows them; without it, the indices alone.
+  std::string source_name;
   try {
     const auto source = make_gpu_source(gpu_source_spec(options));
+    source_name = source->name();
     for (const Gpu& g : source->read(smi_timeout(options)).gpus)
       if (std::find(indices.begin(), indices.end(), g.index) != indices.end()) report.gpus.push_back(g);
   } catch (const Error& e) {
@@ -79,7 +83,8 @@ int run_step_report(const Options& options) {
   const std::string cpus = variable("SLURM_CPUS_ON_NODE");
   (void)std::from_chars(cpus.data(), cpus.data() + cpus.size(), report.cpus);  // stays 0 when unset
   SupervisedRun run{options.command, options.nvidia_smi,
-                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000)))};
+                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000))),
+                    source_name == "nvml", options.nvml_library};
   const int status = run_supervised(run, report);
   std::cerr << fmt::format("gpurun: Slurm job {} step {} on {}\n", variable("SLURM_JOB_ID"), variable("SLURM_STEP_ID"),
                            variable("SLURMD_NODENAME"))

@@ -31,16 +31,25 @@ std::string memory_cell(const Gpu& g) {
 
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
   using Align = Column::Align;
-  Table table({Column::fixed("GPU", Align::right, 3), Column::fitted("NAME"),
-               Column::fixed("MEMORY USED/TOTAL", Align::right, 19), Column::fixed("UTIL", Align::right, 4),
-               Column::fixed("PROCS", Align::right, 5), Column::fixed("SCORE", Align::right, 5), Column::fitted("STATE")});
+  // The NUMA column only where sysfs placed a GPU: elsewhere the table stays as it was.
+  const bool numa = std::any_of(gpus.begin(), gpus.end(), [](const GpuAssessment& a) { return a.gpu.numa_node.has_value(); });
+  std::vector<Column> columns{Column::fixed("GPU", Align::right, 3), Column::fitted("NAME"),
+                              Column::fixed("MEMORY USED/TOTAL", Align::right, 19), Column::fixed("UTIL", Align::right, 4),
+                              Column::fixed("PROCS", Align::right, 5)};
+  if (numa) columns.push_back(Column::fixed("NUMA", Align::right, 4));
+  columns.push_back(Column::fixed("SCORE", Align::right, 5));
+  columns.push_back(Column::fitted("STATE"));
+  Table table(std::move(columns));
   for (const auto& a : gpus) {
     const Gpu& g = a.gpu;
     std::string state = a.free ? "free" : fmt::format("busy: {}", fmt::join(a.reasons, "; "));
     if (!a.notes.empty()) state += fmt::format(" ({})", fmt::join(a.notes, "; "));
-    table.add_row({std::to_string(g.index), g.name.empty() ? "?" : g.name, memory_cell(g),
-                   or_unknown(g.utilization_percent, "%"), process_count(a),
-                   fmt::format("{:.1f}", a.score), std::move(state)});
+    std::vector<std::string> row{std::to_string(g.index), g.name.empty() ? "?" : g.name, memory_cell(g),
+                                 or_unknown(g.utilization_percent, "%"), process_count(a)};
+    if (numa) row.push_back(g.numa_node ? std::to_string(*g.numa_node) : "-");
+    row.push_back(fmt::format("{:.1f}", a.score));
+    row.push_back(std::move(state));
+    table.add_row(std::move(row));
   }
   return table.str();
 }
@@ -82,7 +91,7 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const auto& p : a.gpu.processes) processes.push_back({{"pid", p.pid}, {"used_memory_mib", or_null(p.used_memory_mib)}});
   if (!a.processes_known) processes = nullptr;
-  return {{"index", a.gpu.index},
+  nlohmann::ordered_json json{{"index", a.gpu.index},
           {"uuid", a.gpu.uuid},
           {"name", a.gpu.name},
           {"memory_used_mib", or_null(a.gpu.memory_used_mib)},
@@ -94,6 +103,11 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
           {"free", a.free},
           {"reasons", a.reasons},
           {"notes", a.notes}};
+  // Where the GPU sits, only where known (the keys above stay as they were everywhere else).
+  if (!a.gpu.pci_bus_id.empty()) json["pci_bus_id"] = a.gpu.pci_bus_id;
+  if (a.gpu.numa_node) json["numa_node"] = *a.gpu.numa_node;
+  if (!a.gpu.local_cpus.empty()) json["local_cpus"] = a.gpu.local_cpus;
+  return json;
 }
 
 nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const std::vector<LostGpu>& lost,

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <future>
 
+#include "gpu/topology.hpp"
 #include "select/claims.hpp"
 #include "select/mig_units.hpp"
 #include "util/error.hpp"
@@ -46,6 +47,20 @@ GpuSourceSpec gpu_source_spec(const Options& options) {
   return {options.nvidia_smi, options.from_csv, options.from_apps_csv, options.gpu_source, options.nvml_library};
 }
 
+namespace {
+
+// Where each GPU sits on this host (sysfs), and the links the source knows; not for a snapshot,
+// which may come from another machine.
+void place_gpus(const Options& options, Snapshot& snapshot, Inventory& inventory) {
+  inventory.links = snapshot.links;
+  if (options.from_csv) return;
+  const std::string root = sysfs_root();
+  inventory.topology_readable = pci_sysfs_readable(root);
+  if (inventory.topology_readable) locate_gpus(snapshot.gpus, root);
+}
+
+}  // namespace
+
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
                          ContainerEngine* engine) {
   const Thresholds thresholds = thresholds_from(options);
@@ -57,7 +72,8 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   if (engine != nullptr && !options.from_csv && !options.ignore_containers)
     containers = std::async(std::launch::async, [engine, timeout] { return engine->gpu_holders(timeout); });
 
-  const Snapshot snapshot = source.read(timeout);  // GPUs in index order
+  Snapshot snapshot = source.read(timeout);  // GPUs in index order
+  place_gpus(options, snapshot, inventory);
   const std::vector<Gpu>& gpus = snapshot.gpus;
   inventory.lost = snapshot.lost;
   inventory.warnings = snapshot.warnings;
@@ -86,8 +102,20 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   return inventory;
 }
 
+std::vector<GpuLink> gpu_links(const Options& options, const Inventory& inventory) {
+  if (!inventory.links.empty() || !inventory.topology_readable) return inventory.links;
+  return read_gpu_links(options.nvidia_smi, smi_timeout(options));
+}
+
+PlacementHints placement_hints(const Options& options, const Inventory& inventory) {
+  PlacementHints hints;
+  if (inventory.links.empty() && !inventory.topology_readable) return hints;
+  hints.links = [&options, &inventory] { return gpu_links(options, inventory); };
+  return hints;
+}
+
 PickResult pick_units(const Options& options, const Inventory& inventory) {
-  if (!options.mig) return pick(inventory.assessed, options.gpus, options.allow_busy);
+  if (!options.mig) return pick(inventory.assessed, options.gpus, options.allow_busy, placement_hints(options, inventory));
   if (inventory.source != "nvml")
     throw Error(fmt::format("--mig needs NVML as the GPU source, but {} answered: MIG instances and their processes "
                             "are read through NVML. Use --gpu-source nvml (or auto where the driver's "

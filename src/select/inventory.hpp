@@ -9,6 +9,7 @@
 #include "config/options.hpp"
 #include "engine/container_engine.hpp"
 #include "gpu/gpu_source.hpp"
+#include "select/placement.hpp"
 #include "select/selection.hpp"
 
 namespace gpurun {
@@ -26,6 +27,8 @@ struct Inventory {
   bool processes_known = true;            // false: a snapshot without a process list
   std::string source;                     // which GPU source answered: "nvml", "nvidia-smi", "snapshot FILE"
   std::vector<GpuAssessment> mig_units;   // the MIG instances as units (mig_units.hpp), assessed
+  bool topology_readable = false;         // sysfs places GPUs on this host (never for a snapshot)
+  std::vector<GpuLink> links;             // the links the GPU source knows; empty: ask gpu_links()
 };
 
 // The GPU source the options name: the --from-csv snapshot (with --from-apps-csv), or nvidia-smi.
@@ -41,6 +44,14 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
 // What the options ask for: `options.gpus` GPUs, or with --mig that many MIG instances. Throws
 // Error (exit 125) for --mig when the source is not NVML (MIG instances need it).
 PickResult pick_units(const Options& options, const Inventory& inventory);
+
+// The links between the GPUs: the source's, else (where sysfs shows this is the GPUs' host)
+// `nvidia-smi topo -m`'s; empty when unknown.
+std::vector<GpuLink> gpu_links(const Options& options, const Inventory& inventory);
+
+// What pick() may ask about the topology: the links, asked only when needed. Refers to
+// `options` and `inventory`, which must outlive it.
+PlacementHints placement_hints(const Options& options, const Inventory& inventory);
 
 // Logs the warnings not in `told` yet, and adds them there: a wait loop says each once.
 void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "select/placement.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -149,6 +150,10 @@ std::vector<GpuAssessment> PickResult::gpus_or_throw() && {
 }
 
 PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy) {
+  return pick(assessed, count, allow_busy, PlacementHints{});
+}
+
+PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy, const PlacementHints& hints) {
   if (count <= 0) throw Error(fmt::format("the number of GPUs must be positive, not {}", count));
   const auto wanted = static_cast<std::size_t>(count);
   std::vector<GpuAssessment> candidates;
@@ -173,7 +178,7 @@ PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allo
     return result;
   }
   std::sort(candidates.begin(), candidates.end(), ranks_before);
-  candidates.resize(wanted);
+  candidates = choose_gpu_set(candidates, wanted, hints);
   std::sort(candidates.begin(), candidates.end(),
             [](const GpuAssessment& a, const GpuAssessment& b) { return a.gpu.index < b.gpu.index; });
   result.chosen = std::move(candidates);

@@ -54,10 +54,15 @@ struct PickResult {
   std::vector<GpuAssessment> gpus_or_throw() &&;
 };
 
+struct PlacementHints;  // select/placement.hpp
+
 // The `count` lowest-scoring free GPUs (all GPUs when allow_busy, except those the site policy
 // withholds and MIG-enabled ones, which are never handed out whole), ties broken by index. A
 // shortfall lists every GPU and why it is not free. Throws Error only for a count below 1.
 PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy);
+// The same, where the topology is known (the GPUs' NUMA nodes, links in `hints`): among equally
+// free sets, the one select/placement.hpp prefers.
+PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy, const PlacementHints& hints);
 
 // All GPUs best first: free before busy, then by score, then index.
 std::vector<GpuAssessment> ranked(std::vector<GpuAssessment> assessed);

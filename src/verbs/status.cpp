@@ -15,6 +15,7 @@
 #include "select/inventory.hpp"
 #include "render/report.hpp"
 #include "verbs/slurm_views.hpp"
+#include "render/topology.hpp"
 #include "verbs/verbs.hpp"
 
 namespace gpurun {
@@ -52,6 +53,8 @@ int run_status(const Options& options, std::ostream& out) {
     if (options.json) throw Error("status --watch draws a live view; for JSON, call `gpurun status --json` repeatedly");
     return watch(options, out);
   }
+  if (options.topology && options.json)
+    throw Error("status --topology prints a matrix; for JSON, `status --json` has each GPU's NUMA node");
   const auto source = make_gpu_source(gpu_source_spec(options));
   const auto engine = make_container_engine(options.docker);
   const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source, engine.get());
@@ -63,6 +66,9 @@ int run_status(const Options& options, std::ostream& out) {
   } else {
     spdlog::info("GPU source: {}", inventory.source);  // on stderr: the table stays the same whichever answered
     out << format_gpu_table(inventory.assessed, inventory.mig_units) << format_lost_gpus(inventory.lost);
+  }
+  if (options.topology) {
+    out << '\n' << format_topology(inventory.assessed, gpu_links(options, inventory));
   }
   return 0;
 }

@@ -69,6 +69,8 @@ class GpurunTest : public ::testing::Test {
     char pattern[] = "/tmp/gpurun-e2e-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = pattern;
+    // No host topology unless a test builds one (tests/support/fake_sysfs.hpp): never this machine's /sys.
+    ::setenv("GPURUN_SYSFS_ROOT", (dir_ + "/no-sysfs").c_str(), 1);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuzz_common.hpp"
@@ -16,12 +17,20 @@
 namespace {
 
 // Two GPUs whose UUIDs appear in the seed corpus, and one without a UUID.
+gpurun::Gpu a100(int index, std::string uuid) {
+  gpurun::Gpu gpu;
+  gpu.index = index;
+  gpu.uuid = std::move(uuid);
+  gpu.name = "NVIDIA A100-SXM4-80GB";
+  gpu.memory_used_mib = 4.0;
+  gpu.memory_total_mib = 81920.0;
+  gpu.utilization_percent = 0.0;
+  return gpu;
+}
+
 std::vector<gpurun::Gpu> machine() {
-  std::vector<gpurun::Gpu> gpus(3);
-  gpus[0] = {0, "GPU-d840f893-7c94-aa59-1567-6489f4dd37dd", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}, std::nullopt};
-  gpus[1] = {1, "GPU-6714c899-a1a8-0818-470b-7a5f11fa781a", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}, std::nullopt};
-  gpus[2] = {2, "", "NVIDIA A100-SXM4-80GB", 4.0, 81920.0, 0.0, false, {}, std::nullopt};
-  return gpus;
+  return {a100(0, "GPU-d840f893-7c94-aa59-1567-6489f4dd37dd"), a100(1, "GPU-6714c899-a1a8-0818-470b-7a5f11fa781a"),
+          a100(2, "")};
 }
 
 }  // namespace

@@ -9,6 +9,13 @@ namespace gpurun::test {
 
 namespace fs = std::filesystem;
 
+namespace {
+// Tests see no host topology unless they build one: sysfs is read under a root that does not
+// exist, so this machine's own /sys never changes what gpurun asks or picks (gpu/topology.hpp).
+// A test that wants one sets GPURUN_SYSFS_ROOT itself (EnvGuard).
+const bool kNoHostSysfs = ::setenv("GPURUN_SYSFS_ROOT", "/nonexistent/gpurun-tests-sysfs", 0) == 0;
+}  // namespace
+
 TempDir::TempDir(std::string_view label) {
   std::string pattern = (fs::path(::testing::TempDir()) / (std::string(label) + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory " + pattern);

@@ -209,5 +209,20 @@ TEST(CurrentIdentity, IsThisProcessesUserAndDirectory) {
   EXPECT_EQ(identity.workdir, std::filesystem::current_path().string());
 }
 
+TEST(BuildDockerArgv, CpusetOfTheGpusNodesFollowsTheQuota) {
+  DockerRunRequest r = representative_request();
+  r.cpuset_cpus = "16-31,48-63,144-159,176-191";
+  r.cpuset_mems = "1,3";
+  const std::vector<std::string> argv = build_docker_argv(r);
+  const auto cpus = std::find(argv.begin(), argv.end(), "--cpus");
+  ASSERT_NE(cpus, argv.end());
+  EXPECT_EQ(std::vector<std::string>(cpus, cpus + 7),
+            (std::vector<std::string>{"--cpus", "32", "--cpuset-cpus", "16-31,48-63,144-159,176-191", "--cpuset-mems", "1,3",
+                                      "--user"}));
+  r.cpuset_cpus.clear();
+  r.cpuset_mems.clear();
+  EXPECT_EQ(build_docker_argv(r), build_docker_argv(representative_request()));
+}
+
 }  // namespace
 }  // namespace gpurun

@@ -108,7 +108,7 @@ TEST(SlurmReport, TheStepRunsGpurunItself) {
   EXPECT_THAT(report_step_command(o, "/opt/gpurun"),
               ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "none", "--report",
                           "--nvidia-smi", "/usr/bin/nvidia-smi", "--report-interval", "0.5", "--report-threshold", "80",
-                          "--report-json", "/tmp/r.json", "--", "python", "t.py"));
+                          "--gpu-source", "auto", "--report-json", "/tmp/r.json", "--", "python", "t.py"));
 }
 
 }  // namespace
