@@ -1,6 +1,7 @@
 #include "cli/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@
 
 #include "cli/command_line.hpp"
 #include "render/completion.hpp"
+#include "config/caller.hpp"
 #include "config/config.hpp"
 #include "config/settings.hpp"
 #include "config/values.hpp"
@@ -183,6 +185,9 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   in.extra_files = b.config_files;
   in.no_config = b.no_config;
   in.environment = gpurun_environment(environ);
+  // Under sudo: act for the caller from here on, before any file of theirs is read.
+  in.caller = sudo_caller(::geteuid(), environ);
+  if (in.caller) act_for(*in.caller);
   if (!b.profile.empty()) in.profile = b.profile;
   in.flags = given_flags(app, b, Scope::option);
   in.invocation = given_flags(app, b, Scope::invocation);

@@ -2,6 +2,7 @@
 
 #include "util/error.hpp"
 #include "util/exec.hpp"
+#include "util/privileges.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -122,6 +123,7 @@ struct Running {
 
 // Starts one child with stdin from /dev/null and stdout/stderr into pipes.
 Running spawn(const ProcessSpec& spec, ProcessResult& result) {
+  const AsRoot root;  // the programs gpurun runs are the admin's choice: under sudo they run as root
   Running running;
   if (spec.argv.empty()) {
     result.spawn_errno = EINVAL;
@@ -309,6 +311,7 @@ bool ChildStream::read(std::string& sink, std::chrono::milliseconds timeout) {
 }
 
 pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
+  const AsRoot root;  // the docker client needs root under sudo
   const std::string path = locate_program(argv.front());
   SpawnAttributes attributes;
   ::posix_spawnattr_setpgroup(attributes.get(), 0);  // its own group: terminal signals reach it alone

@@ -1,0 +1,43 @@
+#pragma once
+// Acting for another user (gpurun under sudo). The process keeps real and saved uid 0 but runs
+// with the caller's effective uid, gid and groups, so that every file it opens, reads, writes or
+// resolves is checked by the kernel with the caller's rights: a file the caller cannot read cannot
+// be read (nor echoed in an error) by mistake. Only the few things that need root raise it for
+// their scope (AsRoot): spawning and exec'ing the programs the admin chose, the lock directory,
+// the system file.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace gpurun {
+
+struct UserIds {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups, as getgrouplist() gives them
+};
+
+// Switches the effective ids to `ids` (from root; real and saved uid stay 0). Throws Error when
+// the kernel refuses. Called once, before any file of the caller is touched.
+void act_as(const UserIds& ids);
+
+// Whether act_as() is in force: real uid 0, effective uid another.
+bool acting_for_caller();
+
+// The ids act_as() took on (empty ids when not acting for a caller).
+const UserIds& caller_ids();
+
+// Root for the scope of this object when acting for a caller; nothing otherwise.
+class AsRoot {
+ public:
+  AsRoot();
+  ~AsRoot();
+  AsRoot(const AsRoot&) = delete;
+  AsRoot& operator=(const AsRoot&) = delete;
+
+ private:
+  bool raised_ = false;
+};
+
+}  // namespace gpurun
