@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "util/error.hpp"
+#include "util/privileges.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -31,6 +32,7 @@ bool is_live(const std::string& path) {
 }  // namespace
 
 WaitTicket::WaitTicket(const std::string& lock_dir) : lock_dir_(lock_dir) {
+  const AsRoot root;  // under sudo the queue lives in the root-owned lock directory
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   name_ = fmt::format("{}{:011}{:09}-{}", kTicketPrefix, now.tv_sec, now.tv_nsec, ::getpid());
@@ -46,9 +48,13 @@ WaitTicket::WaitTicket(const std::string& lock_dir) : lock_dir_(lock_dir) {
   }
 }
 
-WaitTicket::~WaitTicket() { ::unlink((lock_dir_ + "/" + name_).c_str()); }
+WaitTicket::~WaitTicket() {
+  const AsRoot root;
+  ::unlink((lock_dir_ + "/" + name_).c_str());
+}
 
 int WaitTicket::position() const {
+  const AsRoot root;
   int ahead = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(lock_dir_, error)) {

@@ -43,12 +43,12 @@ void act_as(const UserIds& ids) {
   taken() = ids;
 }
 
-bool acting_for_caller() { return ::getuid() == 0 && ::geteuid() != 0; }
+bool acting_for_caller() { return taken().uid != 0; }
 
 const UserIds& caller_ids() { return taken(); }
 
 AsRoot::AsRoot() {
-  if (!acting_for_caller()) return;
+  if (!acting_for_caller() || ::geteuid() == 0) return;  // not under sudo, or raised already
   // Back to root: uid first (the group calls need it), then root's own gid and groups.
   if (::seteuid(0) != 0 || ::setegid(0) != 0 || ::setgroups(root_groups().size(), root_groups().data()) != 0)
     fail("take on root's rights again");

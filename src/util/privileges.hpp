@@ -22,7 +22,7 @@ struct UserIds {
 // the kernel refuses. Called once, before any file of the caller is touched.
 void act_as(const UserIds& ids);
 
-// Whether act_as() is in force: real uid 0, effective uid another.
+// Whether act_as() was called: gpurun acts for a caller (also while an AsRoot is in scope).
 bool acting_for_caller();
 
 // The ids act_as() took on (empty ids when not acting for a caller).
