@@ -57,6 +57,14 @@ std::string resolve_as_caller(const std::string& path, const std::string& what) 
   if (fd < 0)
     refuse(fmt::format("{} \"{}\": {} (checked with your rights; docker would mount it as root)", what,
                        text::printable(path), std::strerror(errno)));
+  // The mount's own root must be one the caller may use: search a directory, read a file.
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || ::faccessat(fd, "", S_ISDIR(info.st_mode) ? X_OK : R_OK, AT_EACCESS | AT_EMPTY_PATH) != 0) {
+    const int error = errno;
+    ::close(fd);
+    refuse(fmt::format("{} \"{}\": {} (checked with your rights; docker would mount it as root)", what,
+                       text::printable(path), std::strerror(error)));
+  }
   std::string real(4096, '\0');
   const std::string link = fmt::format("/proc/self/fd/{}", fd);
   const ssize_t n = ::readlink(link.c_str(), real.data(), real.size());

@@ -2,9 +2,10 @@
 // Acting for another user (gpurun under sudo). The process keeps real and saved uid 0 but runs
 // with the caller's effective uid, gid and groups, so that every file it opens, reads, writes or
 // resolves is checked by the kernel with the caller's rights: a file the caller cannot read cannot
-// be read (nor echoed in an error) by mistake. Only the few things that need root raise it for
-// their scope (AsRoot): spawning and exec'ing the programs the admin chose, the lock directory,
-// the system file.
+// be read (nor echoed in an error) by mistake. Only what needs root gets it: the children gpurun
+// spawns take the real ids, root's (POSIX_SPAWN_RESETIDS, util/process.cpp), and AsRoot raises the
+// whole process for a short scope (exec'ing docker, the lock directory, the system file). Since
+// credentials are per process, AsRoot is for moments no other thread reads a caller's file.
 #include <sys/types.h>
 
 #include <string>

@@ -82,7 +82,10 @@ class SpawnAttributes {
     sigemptyset(&none);
     ::posix_spawnattr_setsigdefault(&attributes_, &all);
     ::posix_spawnattr_setsigmask(&attributes_, &none);
-    ::posix_spawnattr_setflags(&attributes_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    // Under sudo (util/privileges.hpp) the child takes the real ids, root's: the programs gpurun
+    // runs came from the admin's file only. Per child, so no other thread's rights change.
+    const short reset = acting_for_caller() ? POSIX_SPAWN_RESETIDS : 0;
+    ::posix_spawnattr_setflags(&attributes_, static_cast<short>(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | reset));
   }
   ~SpawnAttributes() { ::posix_spawnattr_destroy(&attributes_); }
   SpawnAttributes(const SpawnAttributes&) = delete;
@@ -123,7 +126,6 @@ struct Running {
 
 // Starts one child with stdin from /dev/null and stdout/stderr into pipes.
 Running spawn(const ProcessSpec& spec, ProcessResult& result) {
-  const AsRoot root;  // the programs gpurun runs are the admin's choice: under sudo they run as root
   Running running;
   if (spec.argv.empty()) {
     result.spawn_errno = EINVAL;
@@ -311,7 +313,6 @@ bool ChildStream::read(std::string& sink, std::chrono::milliseconds timeout) {
 }
 
 pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
-  const AsRoot root;  // the docker client needs root under sudo
   const std::string path = locate_program(argv.front());
   SpawnAttributes attributes;
   ::posix_spawnattr_setpgroup(attributes.get(), 0);  // its own group: terminal signals reach it alone
