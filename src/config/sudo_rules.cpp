@@ -180,7 +180,9 @@ std::vector<DockerArg> caller_docker_args(const std::vector<std::string>& words)
                          "of the options)",
                          text::printable(w)));
     DockerArg& last = args.back();
-    if (!last.value && !docker_boolean(last.name)) {
+    // "-e" alone reads as an empty value; its value is the next word, as for "--env".
+    const bool bare_short = last.value && last.value->empty() && !w.starts_with("--") && w.find('=') == std::string::npos;
+    if ((!last.value || bare_short) && !docker_boolean(last.name)) {
       if (i + 1 >= words.size())
         refuse(fmt::format("--docker-opt \"{}\": it needs a value (docker would take the image for it)", text::printable(w)));
       last.value = words[++i];
