@@ -1,6 +1,7 @@
 #include "cli/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@
 
 #include "cli/command_line.hpp"
 #include "render/completion.hpp"
+#include "config/caller.hpp"
 #include "config/config.hpp"
 #include "config/settings.hpp"
 #include "config/values.hpp"
@@ -34,6 +36,9 @@ const std::vector<CompletionVerb>& verbs() {
       {"ps", "list the running containers that hold GPUs, whoever started them", {}, false},
       {"config", "show every setting and where it comes from; `config init` writes a starter user file", {"init"}, false},
       {"completion", "print the bash or zsh completion script: `completion bash`", {"bash", "zsh"}, false},
+      {"logs", "follow the output of a container gpurun started (under sudo: one of yours)", {}, false},
+      {"attach", "attach to a container gpurun started (under sudo: one of yours)", {}, false},
+      {"stop", "stop a container gpurun started (under sudo: one of yours)", {}, false},
   };
   return list;
 }
@@ -162,7 +167,8 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     b.words["watch"] = *line.count;
     line.count.reset();
   }
-  if ((line.verb == "config" && line.count == "init") || line.verb == "completion") {
+  if ((line.verb == "config" && line.count == "init") || line.verb == "completion" || line.verb == "logs" ||
+      line.verb == "attach" || line.verb == "stop") {
     parsed.subverb = line.count.value_or("");
     line.count.reset();
   }
@@ -183,6 +189,9 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   in.extra_files = b.config_files;
   in.no_config = b.no_config;
   in.environment = gpurun_environment(environ);
+  // Under sudo: act for the caller from here on, before any file of theirs is read.
+  in.caller = sudo_caller(::geteuid(), environ);
+  if (in.caller) act_for(*in.caller);
   if (!b.profile.empty()) in.profile = b.profile;
   in.flags = given_flags(app, b, Scope::option);
   in.invocation = given_flags(app, b, Scope::invocation);
@@ -253,6 +262,8 @@ int main(int argc, char** argv) {
     if (parsed.verb == "pick") return run_pick(parsed.options, std::cout);
     if (parsed.verb == "status") return run_status(parsed.options, std::cout);
     if (parsed.verb == "ps") return run_ps(parsed.options, std::cout);
+    if (parsed.verb == "logs" || parsed.verb == "attach" || parsed.verb == "stop")
+      return run_manage(parsed.verb, parsed.subverb, parsed.options);
     return run_launch(parsed.options, std::cout);
   } catch (const Error& e) {
     report_error(e.what());

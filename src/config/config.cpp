@@ -8,9 +8,11 @@
 
 #include "config/config_file.hpp"
 #include "config/settings.hpp"
+#include "config/sudo_rules.hpp"
 #include "config/suggest.hpp"
 #include "config/values.hpp"
 #include "util/error.hpp"
+#include "util/privileges.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -20,6 +22,7 @@ using json = nlohmann::json;
 using Kind = ConfigSource::Kind;
 
 void set_value(Config& config, const Setting& info, const json& value, const ConfigSource& source) {
+  if (config.caller) check_root_only(info, source, config.system_file);
   ConfigValue& slot = config.values[std::string(info.key)];
   if (value.is_null()) {
     slot = {info.default_value(), source, {}};
@@ -52,6 +55,9 @@ void load_policy(Config& config, const ParsedFile& system) {
     if (key == "allowed_gpus") policy.allowed_gpus = value.get<std::vector<int>>();
     if (key == "max_gpus_per_launch") policy.max_gpus_per_launch = value.get<int>();
     if (key == "refused_docker_options") policy.refused_docker_options = value.get<std::vector<std::string>>();
+    if (key == "allowed_images") policy.allowed_images = value.get<std::vector<std::string>>();
+    if (key == "allowed_docker_options") policy.allowed_docker_options = value.get<std::vector<std::string>>();
+    if (key == "admin_group") policy.admin_group = value.get<std::string>();
   }
 }
 
@@ -131,6 +137,8 @@ const ConfigValue& Config::at(std::string_view key) const {
 
 Config load_config(const ConfigInputs& inputs) {
   Config config;
+  config.caller = inputs.caller;
+  config.system_file = inputs.system_file;
   for (const Setting& s : settings())
     if (s.scope == Scope::option) config.values[std::string(s.key)] = {s.default_value(), {}, {}};
 
@@ -139,29 +147,38 @@ Config load_config(const ConfigInputs& inputs) {
   const auto note = [&](Kind layer, const std::string& path, ConfigFile::State state) {
     config.files.push_back({layer, path, state});
   };
-  if (auto system = load_file(inputs.system_file, Kind::system, false)) {
+  // Under sudo the admin's file always counts: --no-config cannot drop what it sets.
+  const bool ignore_system = inputs.no_config && !inputs.caller;
+  std::optional<ParsedFile> system;
+  {
+    const AsRoot root;  // the admin's file, whoever may read it
+    system = load_file(inputs.system_file, Kind::system, false);
+  }
+  if (system) {
     load_policy(config, *system);
-    note(Kind::system, inputs.system_file, inputs.no_config ? ConfigFile::State::ignored : ConfigFile::State::loaded);
-    if (!inputs.no_config) files.push_back(std::move(*system));
+    note(Kind::system, inputs.system_file, ignore_system ? ConfigFile::State::ignored : ConfigFile::State::loaded);
+    if (!ignore_system) files.push_back(std::move(*system));
   } else {
     note(Kind::system, inputs.system_file, ConfigFile::State::not_found);
   }
 
-  if (inputs.user_file) {
+  const std::optional<std::string> user_file = inputs.caller ? caller_config_path(*inputs.caller) : inputs.user_file;
+  if (user_file) {
     if (inputs.no_config) {
-      note(Kind::user, *inputs.user_file, ConfigFile::State::ignored);
-    } else if (auto user = load_file(*inputs.user_file, Kind::user, false)) {
-      note(Kind::user, *inputs.user_file, ConfigFile::State::loaded);
+      note(Kind::user, *user_file, ConfigFile::State::ignored);
+    } else if (auto user = load_file(*user_file, Kind::user, false)) {
+      note(Kind::user, *user_file, ConfigFile::State::loaded);
       files.push_back(std::move(*user));
     } else {
-      note(Kind::user, *inputs.user_file, ConfigFile::State::not_found);
+      note(Kind::user, *user_file, ConfigFile::State::not_found);
     }
   }
 
   if (!inputs.no_config && !inputs.cwd.empty()) {
     if (const auto project = find_project_file(inputs.cwd)) {
       if (const auto file = read_text(*project, false)) {
-        if (const auto why = untrusted(file->st, inputs.user_id.value_or(::geteuid()))) {
+        const uid_t owner = inputs.caller ? inputs.caller->ids.uid : inputs.user_id.value_or(::geteuid());
+        if (const auto why = untrusted(file->st, owner)) {
           config.warnings.push_back(fmt::format("ignoring {}: {}", *project, *why));
           note(Kind::project, *project, ConfigFile::State::untrusted);
         } else {
@@ -202,6 +219,7 @@ void apply_to(const Config& config, Options& options) {
   for (const auto& [key, value] : config.invocation) find_setting(key)->apply(value, options);
   options.policy = config.policy;
   options.origins = item_origins(config);
+  options.caller = config.caller;
 }
 
 ItemOrigins item_origins(const Config& config) {

@@ -16,6 +16,10 @@
 //  - A found .gpurun.json owned by another user (not root) or writable by anyone is skipped with a
 //    warning, and may not set docker or nvidia_smi (a cloned repository could run any program).
 //  - dry_run, json, from_csv and verbosity are per invocation: flags only, no config keys.
+//  - Under sudo (ConfigInputs::caller): the user file is the caller's own, files are read with the
+//    caller's rights, the system file always counts (also with --no-config), and the settings
+//    marked root_only (docker, nvidia_smi, lock_dir) come from the system file only: any other
+//    layer setting one is an error (config/sudo_rules.hpp).
 //  - GPURUN_<KEY>: booleans 1/0/true/false/yes/no/on/off; lists a JSON array, anything else is
 //    one item (never split on spaces); an empty variable counts as unset.
 #include <sys/types.h>
@@ -28,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/caller.hpp"
 #include "config/inputs.hpp"
 #include "config/options.hpp"
 #include "config/policy.hpp"
@@ -74,6 +79,8 @@ struct Config {
   std::vector<ConfigFile> files;
   std::vector<std::string> warnings;  // for the CLI to log: skipped files, unknown GPURUN_* variables
   std::vector<std::pair<std::string, nlohmann::json>> invocation;  // ConfigInputs::invocation, checked
+  std::optional<Caller> caller;  // ConfigInputs::caller
+  std::string system_file;       // ConfigInputs::system_file
 
   const ConfigValue& at(std::string_view key) const;  // throws Error for a key that does not exist
 };
@@ -90,6 +97,8 @@ struct ConfigInputs {
   std::vector<std::pair<std::string, nlohmann::json>> invocation;  // the per-invocation ones (--dry-run, --json)
   std::optional<std::string> profile;     // -P/--profile; when absent, GPURUN_PROFILE is used
   std::optional<uid_t> user_id;           // who may own a found .gpurun.json; nullopt: geteuid()
+  std::optional<Caller> caller;           // under sudo (config/caller.hpp): the caller's own user file
+                                          // instead of user_file, and config/sudo_rules.hpp holds
 };
 
 // Loads, checks and merges every layer. Throws Error (exit 125) naming file, line and key for a

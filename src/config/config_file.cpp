@@ -85,7 +85,7 @@ void check_policy_key(const ParsedFile& f, const Setting& info, const json& valu
                              "project file cannot set them");
   const std::string key(info.key);
   if (const auto problem = value_problem(info.type, value, info.flag)) throw f.error(key, *problem);
-  if (key == "refused_docker_options")
+  if (key == "refused_docker_options" || key == "allowed_docker_options")
     for (const json& rule : value)
       if (const auto problem = rule_problem(rule.get<std::string>())) throw f.error(key, *problem);
 }

@@ -60,6 +60,10 @@ std::string config_report_table(const Config& config) {
         value = *config.policy.max_gpus_per_launch;
       if (k.name == "refused_docker_options" && it != config.policy.sources.end())
         value = config.policy.refused_docker_options;
+      if (k.name == "allowed_images" && config.policy.allowed_images) value = *config.policy.allowed_images;
+      if (k.name == "allowed_docker_options" && it != config.policy.sources.end())
+        value = config.policy.allowed_docker_options;
+      if (k.name == "admin_group" && it != config.policy.sources.end()) value = config.policy.admin_group;
       rows.push_back({k.name, value.is_null() ? "(not set)" : value.dump(),
                       it == config.policy.sources.end() ? "site policy" : "site policy, " + it->second.describe()});
     } else {
@@ -121,6 +125,9 @@ json config_report_json(const Config& config) {
   rule("allowed_gpus", p.allowed_gpus ? json(*p.allowed_gpus) : json(nullptr));
   rule("max_gpus_per_launch", p.max_gpus_per_launch ? json(*p.max_gpus_per_launch) : json(nullptr));
   rule("refused_docker_options", p.refused_docker_options);
+  rule("allowed_images", p.allowed_images ? json(*p.allowed_images) : json(nullptr));
+  rule("allowed_docker_options", p.allowed_docker_options);
+  rule("admin_group", p.admin_group);
 
   json profiles = json::object();
   for (const auto& [name, where] : config.profiles) {

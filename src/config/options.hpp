@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/caller.hpp"
 #include "config/policy.hpp"
 #include "util/units.hpp"
 
@@ -81,6 +82,9 @@ struct Options {
   // where each item of the list settings came from, for its messages.
   SitePolicy policy;
   ItemOrigins origins;
+
+  // Under sudo, the user gpurun acts for (config/caller.hpp); nullopt otherwise.
+  std::optional<Caller> caller;
 };
 
 }  // namespace gpurun

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <fnmatch.h>
 
 #include <algorithm>
 #include <sstream>
@@ -60,6 +61,22 @@ std::string origin_of(const ItemOrigins& origins, const std::string& key, const 
 
 }  // namespace
 
+bool rule_matches(const std::string& rule, const DockerArg& arg) {
+  const std::optional<DockerArg> parsed = parse_rule(rule);
+  return parsed && refuses(*parsed, arg);
+}
+
+bool gpu_selecting_env(std::string_view item) {
+  const std::string name = text::to_upper(item.substr(0, item.find('=')));
+  return name.starts_with("NVIDIA_") && (name.ends_with("_DEVICES") || name == "NVIDIA_IMEX_CHANNELS");
+}
+
+bool image_allowed(const SitePolicy& policy, const std::string& image) {
+  if (!policy.allowed_images) return true;
+  return std::any_of(policy.allowed_images->begin(), policy.allowed_images->end(),
+                     [&](const std::string& pattern) { return ::fnmatch(pattern.c_str(), image.c_str(), 0) == 0; });
+}
+
 std::optional<std::string> rule_problem(const std::string& rule) {
   if (parse_rule(rule)) return std::nullopt;
   return fmt::format("\"{}\" is not one docker option; write it as \"--privileged\", \"--pid=host\" or "
@@ -107,6 +124,13 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
   add_list(options.volumes, "volume", "volumes");
   add_list(options.publish, "publish", "publish");
 
+  // Everywhere, sudo or not: the reservation says which GPUs the job gets, nothing else.
+  for (const Given& g : given)
+    if (g.arg.name == "env" && gpu_selecting_env(g.arg.value.value_or("")))
+      throw Error(fmt::format("docker option \"{}\"{} is refused: it would give the job GPUs outside its reservation "
+                              "(gpurun passes the reserved GPUs with --gpus)",
+                              text::printable(g.arg.text), origin_of(origins, g.key, g.item)));
+
   for (const std::string& rule_text : policy.refused_docker_options) {
     const std::optional<DockerArg> rule = parse_rule(rule_text);
     if (!rule) continue;  // the system file's check refused such a rule already
@@ -121,6 +145,10 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
 
 void enforce_policy(const Options& options) {
   check_gpu_count(options.policy, options.gpus);
+  if (!options.image.empty() && !image_allowed(options.policy, options.image))
+    throw Error(fmt::format("image \"{}\" is not allowed by the site policy \"allowed_images\" in {} ({})",
+                            text::printable(options.image), location(options.policy, "allowed_images"),
+                            fmt::join(*options.policy.allowed_images, ", ")));
   check_docker_options(options.policy, options.origins, options);
 }
 

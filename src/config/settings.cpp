@@ -45,7 +45,7 @@ std::vector<Setting> make_settings() {
       // Where GPU data comes from.
       {.key = "nvidia_smi", .flag = "--nvidia-smi", .help = "nvidia-smi program to run", .group = kSource,
        .fallback = R"("nvidia-smi")", .example = R"("nvidia-smi")", .completion = H::program, .program = true,
-       .apply = [](const json& v, Options& o) { o.nvidia_smi = v.get<std::string>(); }},
+       .root_only = true, .apply = [](const json& v, Options& o) { o.nvidia_smi = v.get<std::string>(); }},
       {.key = "gpu_source", .flag = "--gpu-source",
        .help = "where GPU data comes from: auto (NVML when it loads, else nvidia-smi), nvml or nvidia-smi",
        .group = kSource, .fallback = R"("auto")", .example = R"("auto")", .completion = H::word,
@@ -56,7 +56,7 @@ std::vector<Setting> make_settings() {
        }},
       {.key = "nvml_library", .flag = "--nvml-library", .help = "the NVML library to load (default libnvidia-ml.so.1 on the loader's path)",
        .group = kSource, .fallback = "null", .example = R"("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")",
-       .completion = H::file, .program = true,
+       .completion = H::file, .program = true, .root_only = true,
        .apply = [](const json& v, Options& o) { o.nvml_library = text_or_empty(v); }},
       {.key = "smi_timeout", .type = T::seconds, .flag = "--smi-timeout",
        .help = "seconds nvidia-smi (and the engine) may take before it is killed (default 10)", .group = kSource,
@@ -100,7 +100,7 @@ std::vector<Setting> make_settings() {
        .apply = [](const json& v, Options& o) { o.ignore_containers = v.get<bool>(); }},
       {.key = "lock_dir", .flag = "--lock-dir", .help = "directory of the GPU reservations (default /run/lock/gpurun)",
        .group = kSelection, .fallback = "null", .example = R"("/run/lock/gpurun")", .completion = H::directory,
-       .apply = [](const json& v, Options& o) { o.lock_dir = text_or_empty(v); }},
+       .root_only = true, .apply = [](const json& v, Options& o) { o.lock_dir = text_or_empty(v); }},
 
       // The docker run command.
       {.key = "image", .flag = "--image", .help = "image to run", .group = kLaunch, .fallback = "null",
@@ -113,7 +113,7 @@ std::vector<Setting> make_settings() {
        .apply = [](const json& v, Options& o) { o.command = strings(v); }},
       {.key = "docker", .flag = "--docker", .help = "docker client to exec", .group = kLaunch,
        .fallback = R"("docker")", .example = R"("docker")", .completion = H::program, .program = true,
-       .apply = [](const json& v, Options& o) { o.docker = v.get<std::string>(); }},
+       .root_only = true, .apply = [](const json& v, Options& o) { o.docker = v.get<std::string>(); }},
       {.key = "dry_run", .type = T::boolean, .scope = Scope::invocation, .flag = "--dry-run",
        .help = "print the docker command instead of running it", .group = kLaunch, .fallback = "false",
        .apply = [](const json& v, Options& o) { o.dry_run = v.get<bool>(); }},
@@ -229,6 +229,14 @@ std::vector<Setting> make_settings() {
        .help = "most GPUs one launch may take", .fallback = "null"},
       {.key = "refused_docker_options", .type = T::list, .scope = Scope::policy,
        .help = "docker options that are refused", .fallback = "null"},
+      {.key = "allowed_images", .type = T::list, .scope = Scope::policy,
+       .help = "image patterns a launch may run (shell wildcards: \"nvcr.io/nvidia/*\")", .fallback = "null"},
+      {.key = "allowed_docker_options", .type = T::list, .scope = Scope::policy,
+       .help = "under sudo: docker options allowed beyond the built-in list (\"--ulimit\", \"--network=mynet\")",
+       .fallback = "null"},
+      {.key = "admin_group", .scope = Scope::policy,
+       .help = "under sudo: members of this group may stop, attach to and read the logs of any gpurun container",
+       .fallback = "null"},
   };
 }
 #pragma GCC diagnostic pop

@@ -46,6 +46,7 @@ struct Setting {
   std::string_view example;     // the starter file's example value, as JSON; "" for none
   CompletionHint completion = CompletionHint::none;
   bool program = false;         // names a program gpurun runs: never from a project's file
+  bool root_only = false;       // under sudo, only the system file sets it (config/sudo_rules.hpp)
   void (*apply)(const nlohmann::json& value, Options& options) = nullptr;  // stores the typed value
 
   std::string env() const;                // "GPURUN_MAX_UTIL"; "" when no variable sets it

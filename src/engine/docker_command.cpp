@@ -104,7 +104,13 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   if (!request.cpuset_cpus.empty()) argv.insert(argv.end(), {"--cpuset-cpus", request.cpuset_cpus});
   if (!request.cpuset_mems.empty()) argv.insert(argv.end(), {"--cpuset-mems", request.cpuset_mems});
   argv.insert(argv.end(), {"--user", fmt::format("{}:{}", request.identity.uid, request.identity.gid)});
-  add_bind_mount(argv, request.identity.workdir);
+  const std::string& workdir_source =
+      request.identity.workdir_source.empty() ? request.identity.workdir : request.identity.workdir_source;
+  if (workdir_source == request.identity.workdir)
+    add_bind_mount(argv, request.identity.workdir);
+  else
+    argv.insert(argv.end(), {"--mount", "type=bind," + csv_field("source=" + workdir_source) + "," +
+                                            csv_field("target=" + request.identity.workdir)});
   argv.insert(argv.end(), {"--workdir", request.identity.workdir,
                            // NVIDIA's recommended settings for deep-learning containers.
                            "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864",
@@ -112,6 +118,13 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                            "--label", fmt::format("{}={}", kLabelUser, request.identity.login),
                            "--label", fmt::format("{}={}", kLabelGpus, indices),
                            "--label", fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ","))});
+  for (unsigned group : request.identity.groups)
+    if (group != request.identity.gid) argv.insert(argv.end(), {"--group-add", std::to_string(group)});
+  if (request.for_caller)
+    argv.insert(argv.end(), {"--security-opt", "no-new-privileges", "--label",
+                             fmt::format("{}={}", kLabelUid, request.identity.uid),
+                             // An image's own ENV cannot widen what the runtime hands out.
+                             "--env", "NVIDIA_VISIBLE_DEVICES=" + indices});
   for (const auto& e : request.env) argv.insert(argv.end(), {"--env", e});
   for (const auto& v : request.volumes) argv.insert(argv.end(), {"--volume", v});
   for (const auto& p : request.publish) argv.insert(argv.end(), {"--publish", p});

@@ -12,6 +12,8 @@ struct LaunchIdentity {
   unsigned gid = 0;
   std::string login;       // login name; starts the container name (servers' naming rule)
   std::string workdir;     // mounted at the same path and used as the working directory
+  std::string workdir_source;     // the host path mounted there; empty: workdir itself
+  std::vector<unsigned> groups;   // supplementary groups to add (--group-add); set under sudo only
 };
 LaunchIdentity current_identity();
 
@@ -33,6 +35,8 @@ struct DockerRunRequest {
   std::vector<std::string> publish;     // -p/--publish
   std::vector<std::string> docker_opts; // --docker-opt, verbatim
   std::vector<std::string> command;     // after the image; empty: the image's own command
+  bool for_caller = false;              // under sudo: --security-opt no-new-privileges, the uid label,
+                                        // NVIDIA_VISIBLE_DEVICES pinned to the reserved GPUs
 };
 
 std::vector<std::string> build_docker_argv(const DockerRunRequest& request);
@@ -47,5 +51,6 @@ std::string random_suffix();
 inline constexpr std::string_view kLabelUser = "gpurun.user";
 inline constexpr std::string_view kLabelGpus = "gpurun.gpus";
 inline constexpr std::string_view kLabelGpuUuids = "gpurun.gpu-uuids";
+inline constexpr std::string_view kLabelUid = "gpurun.uid";  // under sudo: the caller's uid
 
 }  // namespace gpurun

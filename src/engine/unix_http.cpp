@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "util/error.hpp"
+#include "util/privileges.hpp"
 
 namespace gpurun {
 
@@ -73,6 +74,9 @@ HttpResponse UnixHttpClient::get(const std::string& target) {
   if (s.connected) {
     write();
   } else {
+    // Under sudo the engine's socket is root's (docker group at most): connect as root, and only
+    // that. asio calls connect(2) right here, so the raised rights end with this scope.
+    const AsRoot as_root;
     s.socket.async_connect(asio::local::stream_protocol::endpoint(socket_path_), [&](error_code ec) {
       if (ec) result = ec;
       else {

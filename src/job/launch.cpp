@@ -23,6 +23,8 @@
 #include "util/exec.hpp"
 #include "select/inventory.hpp"
 #include "config/policy.hpp"
+#include "config/sudo_rules.hpp"
+#include "job/caller_mounts.hpp"
 #include "job/job_report.hpp"
 #include "job/slurm_launch.hpp"
 #include "util/process.hpp"
@@ -41,6 +43,19 @@ void check_image(const std::string& image) {
   if (image.front() == '-') throw Error(fmt::format("--image \"{}\" starts with '-': that is not an image name", image));
 }
 
+// Under sudo the container runs as the caller, with the mounts checked as the caller.
+void act_for_caller(const Options& options, const CallerMounts& mounts, DockerRunRequest& request) {
+  const Caller& caller = *options.caller;
+  request.identity.uid = caller.ids.uid;
+  request.identity.gid = caller.ids.gid;
+  request.identity.login = caller.login;
+  request.identity.groups.assign(caller.ids.groups.begin(), caller.ids.groups.end());
+  request.identity.workdir_source = mounts.workdir_source;
+  request.volumes = mounts.volumes;
+  request.docker_opts = mounts.docker_opts;
+  request.for_caller = true;
+}
+
 DockerRunRequest make_request(const Options& options, const std::vector<GpuAssessment>& chosen, int cpus) {
   DockerRunRequest request;
   request.docker = options.docker;
@@ -57,6 +72,7 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
     }
   }
   request.identity = current_identity();
+  if (options.caller) request.identity.login = options.caller->login;  // names the container below
   request.tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   request.detach = options.detach;
   request.name = options.name.empty()
@@ -67,12 +83,13 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   request.publish = options.publish;
   request.docker_opts = options.docker_opts;
   request.command = options.command;
+  if (options.caller) act_for_caller(options, check_caller_mounts(options, request.identity.workdir), request);
   return request;
 }
 
 // A detached container: the engine's client returns once it runs; say how to reach it.
 int run_detached(const ContainerEngine& engine, const std::vector<std::string>& argv, const std::string& name,
-                 const std::string& gpus, std::ostream& out) {
+                 const std::string& gpus, bool for_caller, std::ostream& out) {
   const auto timeout = std::chrono::hours(1);  // an image pull can take long
   std::vector<std::string> resolved = argv;
   resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
@@ -83,13 +100,15 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
     throw Error(fmt::format("{} run {}", engine.name(), describe_end(result, timeout)));
   }
   out << name << '\n';
+  // Under sudo the caller has no docker access: gpurun's own verbs act on their containers.
   std::cerr << fmt::format("gpurun: container {} runs detached on GPU{} {}\n"
                            "  follow its output: {}\n"
                            "  attach to it:      {}   (detach again with Ctrl-P Ctrl-Q)\n"
                            "  stop it:           {}\n",
                            name, gpus.find(',') == std::string::npos ? "" : "s", gpus,
-                           shell_join(engine.logs_argv(name)), shell_join(engine.attach_argv(name)),
-                           shell_join(engine.stop_argv(name)));
+                           for_caller ? "sudo gpurun logs " + name : shell_join(engine.logs_argv(name)),
+                           for_caller ? "sudo gpurun attach " + name : shell_join(engine.attach_argv(name)),
+                           for_caller ? "sudo gpurun stop " + name : shell_join(engine.stop_argv(name)));
   return 0;
 }
 
@@ -243,7 +262,9 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 
 int run_launch(const Options& options, std::ostream& out) {
   enforce_policy(options);  // whoever calls the library: the site policy holds
+  enforce_caller_rules(options, options.dry_run);  // under sudo: config/sudo_rules.hpp
   if (options.backend == "slurm") return run_slurm_launch(options, out);  // Slurm picks: job/slurm_launch.cpp
+  if (options.caller) check_caller_mounts(options, current_identity().workdir);  // fail before taking GPUs
   check_image(options.image);  // before asking nvidia-smi anything: fail fast
   const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
@@ -281,7 +302,7 @@ int run_launch(const Options& options, std::ostream& out) {
   for (const auto& a : chosen) chosen_gpus.push_back(a.gpu);
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
-  if (options.detach) return run_detached(*engine, argv, request.name, index_list(chosen), out);
+  if (options.detach) return run_detached(*engine, argv, request.name, index_list(chosen), request.for_caller, out);
   if (report) return run_reported(options, argv, chosen_gpus, cpus.total, inventory.source);
 
   // The docker client inherits the reservations and holds them while the job is attached.

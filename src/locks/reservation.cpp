@@ -16,19 +16,25 @@
 #include <utility>
 
 #include "util/error.hpp"
+#include "util/privileges.hpp"
 #include "util/proc_info.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
 namespace {
 
+// Under sudo (acting for a caller) reservations are root's alone: a directory only root may
+// write, files only root may open, so that nobody holds a GPU except through gpurun.
+bool root_only_locks() { return acting_for_caller(); }
+
 // Why `dir` cannot serve as the lock directory; empty when it can (it is created if missing).
 std::string unusable_because(const std::string& dir) {
   struct stat info {};
+  const mode_t mode = root_only_locks() ? 0755 : 01777;
   if (::lstat(dir.c_str(), &info) != 0) {
     if (errno != ENOENT) return std::strerror(errno);
-    if (::mkdir(dir.c_str(), 01777) == 0) {
-      ::chmod(dir.c_str(), 01777);  // mkdir's mode went through the umask
+    if (::mkdir(dir.c_str(), mode) == 0) {
+      ::chmod(dir.c_str(), mode);  // mkdir's mode went through the umask
     } else if (errno != EEXIST) {
       return fmt::format("cannot create it: {}", std::strerror(errno));
     }
@@ -36,6 +42,9 @@ std::string unusable_because(const std::string& dir) {
   }
   if (S_ISLNK(info.st_mode)) return "it is a symbolic link, which gpurun does not follow";
   if (!S_ISDIR(info.st_mode)) return "it is not a directory";
+  if (root_only_locks() && (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH)) != 0))
+    return "under sudo the reservations must live in a directory only root may write (chown root and chmod 755 "
+           "it, or set \"lock_dir\" in /etc/gpurun/config.json to one such as /run/gpurun)";
   if (::access(dir.c_str(), W_OK | X_OK) != 0) return fmt::format("it is not writable: {}", std::strerror(errno));
   return {};
 }
@@ -46,7 +55,7 @@ Fd open_lock_file(const std::string& path, std::string& why) {
   constexpr int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
   Fd fd(::open(path.c_str(), flags));
   if (!fd.valid() && errno == ENOENT) {
-    fd.reset(::open(path.c_str(), flags | O_CREAT | O_EXCL, 0644));
+    fd.reset(::open(path.c_str(), flags | O_CREAT | O_EXCL, root_only_locks() ? 0600 : 0644));
     if (!fd.valid() && errno == EEXIST) fd.reset(::open(path.c_str(), flags));
   }
   if (!fd.valid()) {
@@ -98,6 +107,7 @@ void FileLock::keep_across_exec() const {
 }
 
 std::string prepare_lock_dir(const std::string& requested) {
+  const AsRoot root;  // under sudo: root's directory (see root_only_locks)
   if (!requested.empty()) {
     const std::string why = unusable_because(requested);
     if (!why.empty()) throw Error(fmt::format("lock directory {} cannot be used: {}", requested, why));
@@ -120,6 +130,7 @@ std::string reservation_file(const std::string& lock_dir, const Gpu& gpu) {
 }
 
 FileLock lock_selection(const std::string& lock_dir, std::chrono::milliseconds patience) {
+  const AsRoot root;
   const std::string path = lock_dir + "/select.lock";
   std::string why;
   FileLock lock(open_lock_file(path, why));
@@ -137,6 +148,7 @@ FileLock lock_selection(const std::string& lock_dir, std::chrono::milliseconds p
 }
 
 ExternalClaims reserved_gpus(const std::string& lock_dir, const std::vector<Gpu>& gpus) {
+  const AsRoot root;
   ExternalClaims claims;
   for (const Gpu& gpu : gpus) {
     std::string why;
@@ -153,6 +165,7 @@ ExternalClaims reserved_gpus(const std::string& lock_dir, const std::vector<Gpu>
 }
 
 std::vector<FileLock> reserve_gpus(const std::string& lock_dir, const std::vector<Gpu>& gpus) {
+  const AsRoot root;
   std::vector<FileLock> locks;
   for (const Gpu& gpu : gpus) {
     std::string why;

@@ -13,6 +13,7 @@
 
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/privileges.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -29,6 +30,7 @@ bool is_live(const std::string& path) {
 }  // namespace
 
 WaitTicket::WaitTicket(const std::string& lock_dir) : lock_dir_(lock_dir) {
+  const AsRoot root;  // under sudo the queue lives in the root-owned lock directory
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   name_ = fmt::format("{}{:011}{:09}-{}", kTicketPrefix, now.tv_sec, now.tv_nsec, ::getpid());
@@ -44,9 +46,13 @@ WaitTicket::WaitTicket(const std::string& lock_dir) : lock_dir_(lock_dir) {
   }
 }
 
-WaitTicket::~WaitTicket() { ::unlink((lock_dir_ + "/" + name_).c_str()); }
+WaitTicket::~WaitTicket() {
+  const AsRoot root;
+  ::unlink((lock_dir_ + "/" + name_).c_str());
+}
 
 int WaitTicket::position() const {
+  const AsRoot root;
   int ahead = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(lock_dir_, error)) {

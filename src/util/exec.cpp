@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "util/error.hpp"
+#include "util/privileges.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -49,6 +50,7 @@ std::string locate_program(const std::string& program) {
 
 void exec_program(const std::vector<std::string>& argv) {
   if (argv.empty()) throw Error("nothing to execute");
+  const AsRoot root;  // under sudo the docker client runs as root; it came from the admin's file only
   const std::string path = locate_program(argv.front());
   const std::vector<char*> args = c_argv(argv);
   spdlog::default_logger()->flush();

@@ -2,6 +2,7 @@
 
 #include "util/error.hpp"
 #include "util/exec.hpp"
+#include "util/privileges.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -61,7 +62,10 @@ class SpawnAttributes : public SpawnObject<posix_spawnattr_t, ::posix_spawnattr_
     sigemptyset(&none);
     ::posix_spawnattr_setsigdefault(get(), &all);
     ::posix_spawnattr_setsigmask(get(), &none);
-    ::posix_spawnattr_setflags(get(), POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    // Under sudo (util/privileges.hpp) the child takes the real ids, root's: the programs gpurun
+    // runs came from the admin's file only. Per child, so no other thread's rights change.
+    const short reset = acting_for_caller() ? POSIX_SPAWN_RESETIDS : 0;
+    ::posix_spawnattr_setflags(get(), static_cast<short>(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | reset));
   }
 };
 

@@ -21,8 +21,10 @@ int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool
                  : config_report_table(config));
     return 0;
   }
-  if (!inputs.user_file) throw Error("cannot tell where the user config goes: set HOME or XDG_CONFIG_HOME");
-  const std::filesystem::path path = *inputs.user_file;
+  // Under sudo: the caller's own file, written with the caller's rights (util/privileges.hpp).
+  const auto user_file = inputs.caller ? std::optional(caller_config_path(*inputs.caller)) : inputs.user_file;
+  if (!user_file) throw Error("cannot tell where the user config goes: set HOME or XDG_CONFIG_HOME");
+  const std::filesystem::path path = *user_file;
   std::error_code error;
   std::filesystem::create_directories(path.parent_path(), error);
   // O_EXCL: an existing file is never overwritten, not even one created a moment ago.

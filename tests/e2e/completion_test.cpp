@@ -96,7 +96,7 @@ TEST_F(CompletionTest, ProfilesListsEveryProfileOfTheFilesSeenHere) {
 TEST_F(CompletionTest, BashOffersVerbsOptionsAndWhatFollowsAVerb) {
   for (const std::string mode : {"full", "plain"}) {
     SCOPED_TRACE(mode);
-    EXPECT_THAT(bash("gpurun ", mode), ElementsAre("completion", "config", "pick", "ps", "status"));
+    EXPECT_THAT(bash("gpurun ", mode), ElementsAre("attach", "completion", "config", "logs", "pick", "ps", "status", "stop"));
     EXPECT_THAT(bash("gpurun --dry", mode), ElementsAre("--dry-run"));
     EXPECT_THAT(bash("gpurun -", mode), Contains("--profile"));
     EXPECT_THAT(bash("gpurun config ", mode), ElementsAre("init"));
@@ -144,7 +144,7 @@ TEST_F(CompletionTest, BashCompletesAnAliasOnceToldTo) {
 }
 
 TEST_F(CompletionTest, ZshOffersVerbsOptionsProfilesAndTheJobsCommand) {
-  EXPECT_THAT(zsh("gpurun "), ElementsAre("completion", "config", "pick", "ps", "status"));
+  EXPECT_THAT(zsh("gpurun "), ElementsAre("attach", "completion", "config", "logs", "pick", "ps", "status", "stop"));
   EXPECT_THAT(zsh("gpurun --dry"), ElementsAre("--dry-run"));
   EXPECT_THAT(zsh("gpurun config "), ElementsAre("init"));
   EXPECT_THAT(zsh("gpurun completion "), ElementsAre("bash", "zsh"));

@@ -29,7 +29,7 @@ DockerRunRequest representative_request() {
   r.gpu_indices = {3, 6};
   r.gpu_uuids = {"GPU-183e1898-729a-7413-4031-7428fade2c2f", "GPU-5ed111c7-33e3-e3dc-484e-1a81a32f79de"};
   r.cpus = 32;
-  r.identity = {1000, 1000, "alice", "/home/a/proj"};
+  r.identity = {1000, 1000, "alice", "/home/a/proj", {}, {}};
   r.name_suffix = "0123abcd";
   r.env = {"FOO=1", "WANDB_MODE=offline"};
   r.volumes = {"/data:/data:ro"};
@@ -115,7 +115,7 @@ TEST(BuildDockerArgv, MinimalRequestEndsWithTheImage) {
   r.gpu_indices = {1};
   r.gpu_uuids = {"GPU-1"};
   r.cpus = 8;
-  r.identity = {0, 0, "root", "/root"};
+  r.identity = {0, 0, "root", "/root", {}, {}};
   r.name_suffix = "ffffffff";
   EXPECT_THAT(
       build_docker_argv(r),

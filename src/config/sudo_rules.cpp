@@ -1,0 +1,220 @@
+#include "config/sudo_rules.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "config/options.hpp"
+#include "config/policy.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+using Value = std::optional<std::string>;
+
+bool one_of(const Value& v, std::initializer_list<std::string_view> words) {
+  return v && std::find(words.begin(), words.end(), *v) != words.end();
+}
+bool ipc_ok(const Value& v) { return one_of(v, {"private", "shareable", "none"}); }
+bool network_ok(const Value& v) { return one_of(v, {"none", "bridge", "default"}); }
+bool label_ok(const Value& v) { return v && !v->starts_with("gpurun."); }  // gpurun's labels say who owns it
+bool security_ok(const Value& v) { return one_of(v, {"no-new-privileges", "no-new-privileges=true", "no-new-privileges:true"}); }
+bool mount_ok(const Value& v) {  // bind mounts are checked as the caller (job/caller_mounts.hpp); tmpfs is private
+  if (!v || v->find('"') != std::string::npos) return false;
+  bool typed = false;
+  for (std::string_view field : text::split(*v, ',')) {
+    if (field.starts_with("type=") && field != "type=bind" && field != "type=tmpfs") return false;
+    if (field.starts_with("volume-")) return false;
+    typed = typed || field.starts_with("type=");
+  }
+  return typed;
+}
+bool not_false(const Value& v) { return docker_bool(v).value_or(true); }  // --rm=false would leave it behind
+
+[[noreturn]] void refuse(const std::string& what) { throw Error("not allowed under sudo: " + what); }
+
+}  // namespace
+
+const std::vector<DockerOptionRule>& sudo_docker_rules() {
+  static const std::vector<DockerOptionRule> rules{
+      // What a training job needs.
+      {"env", true, "environment variables (not NVIDIA_*_DEVICES, refused everywhere)"},
+      {"volume", true, "bind mounts of paths the caller may reach, checked as the caller; no named volumes"},
+      {"mount", true, "type=bind (checked as the caller) or type=tmpfs, given; no named volumes, no quotes", mount_ok},
+      {"tmpfs", true, "a private tmpfs"},
+      {"publish", true, "ports; host ports below 1024 are refused"},
+      {"expose", true, "ports"},
+      {"publish-all", true, "random host ports"},
+      {"shm-size", true, "the container's own /dev/shm"},
+      {"workdir", true, "inside the container"},
+      {"entrypoint", true, "inside the container"},
+      {"ipc", true, "private, shareable or none", ipc_ok},
+      {"network", true, "none, bridge or default", network_ok},
+      {"label", true, "not gpurun.* (they say who owns the container)", label_ok},
+      {"hostname", true, "inside the container"},
+      {"domainname", true, "inside the container"},
+      {"add-host", true, "the container's /etc/hosts"},
+      {"dns", true, "the container's resolver"},
+      {"dns-search", true, "the container's resolver"},
+      {"dns-option", true, "the container's resolver"},
+      {"memory", true, "limits only lower"},
+      {"memory-reservation", true, "limits only lower"},
+      {"memory-swap", true, "limits only lower"},
+      {"pids-limit", true, "limits only lower"},
+      {"cap-drop", true, "drops only"},
+      {"security-opt", true, "only no-new-privileges, which gpurun adds anyway", security_ok},
+      {"read-only", true, "the container's root file system"},
+      {"init", true, "an init process in the container"},
+      {"rm", true, "not --rm=false", not_false},
+      {"interactive", true, "stdin"},
+      {"tty", true, "a terminal"},
+      {"sig-proxy", true, "signals to the job"},
+      {"detach-keys", true, "keys"},
+      {"stop-signal", true, "how docker stops it"},
+      {"stop-timeout", true, "how docker stops it"},
+      {"health-cmd", true, "health checks"},
+      {"health-interval", true, "health checks"},
+      {"health-retries", true, "health checks"},
+      {"health-timeout", true, "health checks"},
+      {"health-start-period", true, "health checks"},
+      {"no-healthcheck", true, "health checks"},
+      {"pull", true, "when to pull the image"},
+      {"platform", true, "the image's platform"},
+      {"quiet", true, "pull output"},
+      // Refused, with what each would give the caller.
+      {"privileged", false, "every device and capability: root on the host"},
+      {"cap-add", false, "capabilities beyond docker's default set"},
+      {"device", false, "host devices, other GPUs among them"},
+      {"device-cgroup-rule", false, "access to host devices"},
+      {"device-read-bps", false, "host device names"},
+      {"device-write-bps", false, "host device names"},
+      {"gpus", false, "GPUs outside the reservation (gpurun sets --gpus itself)"},
+      {"runtime", false, "another runtime, which may expose every GPU"},
+      {"user", false, "another uid, root among them (gpurun sets --user to the caller)"},
+      {"group-add", false, "another group's files (gpurun adds the caller's own groups)"},
+      {"userns", false, "the host's user namespace settings"},
+      {"pid", false, "the host's or another container's processes"},
+      {"uts", false, "the host's host name"},
+      {"cgroupns", false, "the host's cgroup namespace"},
+      {"cgroup-parent", false, "escaping the engine's resource limits"},
+      {"volumes-from", false, "another user's container's volumes"},
+      {"link", false, "another user's container"},
+      {"volume-driver", false, "a volume plugin running as root"},
+      {"sysctl", false, "kernel settings"},
+      {"ulimit", false, "limits above the host's (the admin can allow it)"},
+      {"oom-kill-disable", false, "the host's protection against running out of memory"},
+      {"oom-score-adj", false, "the host's protection against running out of memory"},
+      {"cpus", false, "more CPUs than gpurun's quota"},
+      {"cpuset-cpus", false, "CPUs outside gpurun's quota"},
+      {"cpuset-mems", false, "NUMA placement outside gpurun's"},
+      {"cpu-shares", false, "a larger CPU share"},
+      {"cpu-quota", false, "more CPU than gpurun's quota"},
+      {"cpu-period", false, "more CPU than gpurun's quota"},
+      {"cpu-rt-runtime", false, "real-time scheduling"},
+      {"cpu-rt-period", false, "real-time scheduling"},
+      {"blkio-weight", false, "a larger share of the host's disks"},
+      {"storage-opt", false, "the engine's storage settings"},
+      {"isolation", false, "the engine's isolation"},
+      {"restart", false, "a container that outlives its reservation"},
+      {"detach", false, "a container that outlives its reservation (use gpurun --detach)"},
+      {"name", false, "a second name (use gpurun --name)"},
+      {"cidfile", false, "a file the docker client writes as root"},
+      {"env-file", false, "a file the docker client reads as root (use -e)"},
+      {"label-file", false, "a file the docker client reads as root (use --label)"},
+      {"log-driver", false, "where the engine writes the container's output, as root"},
+      {"log-opt", false, "where the engine writes the container's output, as root"},
+      {"use-api-socket", false, "the engine's socket: root on the host"},
+      {"annotation", false, "runtime settings"},
+  };
+  return rules;
+}
+
+void check_root_only(const Setting& setting, const ConfigSource& source, const std::string& system_file) {
+  if (!setting.root_only) return;
+  const bool admin = source.kind == ConfigSource::Kind::system || source.kind == ConfigSource::Kind::defaults ||
+                     (source.kind == ConfigSource::Kind::profile && source.where == system_file);
+  if (admin) return;
+  refuse(fmt::format("{} sets \"{}\"; under sudo it comes only from the system file {}, which the admin writes",
+                     source.describe(), setting.key, system_file));
+}
+
+std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& admin_allowed) {
+  for (const std::string& rule : admin_allowed)
+    if (rule_matches(rule, arg)) return {};
+  const auto& rules = sudo_docker_rules();
+  const auto it = std::find_if(rules.begin(), rules.end(), [&](const DockerOptionRule& r) { return r.name == arg.name; });
+  if (it == rules.end())
+    return fmt::format("docker option \"{}\" is not on the list of options allowed under sudo (the admin can add it "
+                       "to \"allowed_docker_options\" in /etc/gpurun/config.json)",
+                       text::printable(arg.text));
+  if (!it->allowed) return fmt::format("docker option \"{}\": it would give {}", text::printable(arg.text), it->why);
+  if (it->value_ok != nullptr && !it->value_ok(arg.value))
+    return fmt::format("docker option \"{}\": allowed only as {}", text::printable(arg.text), it->why);
+  return {};
+}
+
+namespace {
+
+// The host port of a -p value ("8080:80", "127.0.0.1:8080:80/tcp", "80"): 0 when docker picks it.
+long host_port(const std::string& value) {
+  const std::string spec = value.substr(0, value.find('/'));
+  const auto parts = text::split(spec, ':');
+  if (parts.size() < 2) return 0;
+  const std::string host(parts[parts.size() - 2]);
+  const std::string first = host.substr(0, host.find('-'));
+  const auto port = text::parse_integer(first);
+  return port ? static_cast<long>(*port) : 0;
+}
+
+}  // namespace
+
+std::vector<DockerArg> caller_docker_args(const std::vector<std::string>& words) {
+  std::vector<DockerArg> out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    std::vector<DockerArg> args = w.starts_with("-") && w != "-" && w != "--" ? docker_args({w}) : std::vector<DockerArg>{};
+    if (args.empty())
+      refuse(fmt::format("--docker-opt \"{}\": not a docker option (docker would read it as the image or the end "
+                         "of the options)",
+                         text::printable(w)));
+    DockerArg& last = args.back();
+    // "-e" alone reads as an empty value; its value is the next word, as for "--env".
+    const bool bare_short = last.value && last.value->empty() && !w.starts_with("--") && w.find('=') == std::string::npos;
+    if ((!last.value || bare_short) && !docker_boolean(last.name)) {
+      if (i + 1 >= words.size())
+        refuse(fmt::format("--docker-opt \"{}\": it needs a value (docker would take the image for it)", text::printable(w)));
+      last.value = words[++i];
+      last.text += " " + *last.value;
+    }
+    for (DockerArg& arg : args) out.push_back(std::move(arg));
+  }
+  return out;
+}
+
+std::string canonical(const DockerArg& arg) { return "--" + arg.name + (arg.value ? "=" + *arg.value : ""); }
+
+void enforce_caller_rules(const Options& options, bool dry_run) {
+  if (!options.caller) return;
+  // srun/sbatch as root would run the caller's job as root on the cluster; Slurm already knows users.
+  if (options.backend == "slurm")
+    refuse("backend slurm: a Slurm job started under sudo would run as root; run gpurun without sudo for "
+           "the cluster (Slurm runs the job as you)");
+  if (options.from_csv && !dry_run)
+    refuse("--from-csv for a launch: under sudo a launch reads the GPUs from nvidia-smi (use --from-csv with "
+           "status, pick or --dry-run)");
+  const std::vector<DockerArg> args = caller_docker_args(options.docker_opts);
+  for (const DockerArg& arg : args)
+    if (const std::string why = sudo_refusal(arg, options.policy.allowed_docker_options); !why.empty()) refuse(why);
+  for (const std::string& p : options.publish)
+    if (const long port = host_port(p); port > 0 && port < 1024)
+      refuse(fmt::format("--publish \"{}\": host ports below 1024 belong to the host's services",
+                         text::printable(p)));
+  for (const DockerArg& arg : args)
+    if (arg.name == "publish" && arg.value && host_port(*arg.value) > 0 && host_port(*arg.value) < 1024)
+      refuse(fmt::format("docker option \"{}\": host ports below 1024 belong to the host's services",
+                         text::printable(arg.text)));
+}
+
+}  // namespace gpurun

@@ -1,0 +1,47 @@
+#include "engine/ownership.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/docker_command.hpp"
+#include "util/error.hpp"
+#include "util/process.hpp"
+#include "util/text.hpp"
+
+namespace gpurun {
+
+std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_json) {
+  using json = nlohmann::json;
+  const json parsed = json::parse(inspect_json, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_array()) throw Error("docker inspect did not answer with a JSON array");
+  if (parsed.empty() || !parsed[0].is_object()) return std::nullopt;
+  ContainerOwner owner;
+  owner.id = parsed[0].value("Id", "");
+  const json labels = parsed[0].contains("Config") && parsed[0]["Config"].is_object()
+                          ? parsed[0]["Config"].value("Labels", json::object())
+                          : json::object();
+  if (!labels.is_object()) return owner;
+  const auto label = [&](std::string_view key) {
+    const auto it = labels.find(std::string(key));
+    return it != labels.end() && it->is_string() ? std::optional(it->get<std::string>()) : std::nullopt;
+  };
+  owner.started_by_gpurun = label(kLabelUser).has_value() && label(kLabelGpus).has_value();
+  owner.user = label(kLabelUser).value_or("");
+  if (const auto uid = label(kLabelUid))
+    if (const auto n = text::parse_integer(*uid); n && *n >= 0) owner.uid = static_cast<unsigned>(*n);
+  return owner;
+}
+
+std::optional<ContainerOwner> container_owner(const std::string& docker, const std::string& name,
+                                              std::chrono::milliseconds timeout) {
+  const ProcessResult result = run_process({{docker, "inspect", "--type", "container", "--", name}, {}}, timeout);
+  if (result.end == ProcessResult::End::exited && result.exit_code == 1 && result.out.find('{') == std::string::npos)
+    return std::nullopt;  // "No such container"
+  if (!result.succeeded())
+    throw Error(fmt::format("cannot ask {} about container {}: {}", docker, text::printable(name),
+                            describe_end(result, timeout)));
+  return parse_container_owner(result.out);
+}
+
+}  // namespace gpurun

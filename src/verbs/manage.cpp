@@ -1,0 +1,49 @@
+// `gpurun logs|attach|stop NAME`: a caller under sudo has no docker access of their own, so
+// gpurun acts on the containers it started for them, and on no others (root and the members of
+// the policy's admin_group: on any container gpurun started).
+#include <grp.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "engine/ownership.hpp"
+#include "util/error.hpp"
+#include "util/exec.hpp"
+#include "util/text.hpp"
+#include "verbs/verbs.hpp"
+
+namespace gpurun {
+namespace {
+
+bool in_admin_group(const Caller& caller, const std::string& group) {
+  if (group.empty()) return false;
+  const struct group* entry = ::getgrnam(group.c_str());
+  if (entry == nullptr) return false;
+  return std::find(caller.ids.groups.begin(), caller.ids.groups.end(), entry->gr_gid) != caller.ids.groups.end() ||
+         caller.ids.gid == entry->gr_gid;
+}
+
+bool owns(const Caller& caller, const ContainerOwner& owner) {
+  return owner.uid ? *owner.uid == caller.ids.uid : owner.user == caller.login;
+}
+
+}  // namespace
+
+int run_manage(const std::string& verb, const std::string& name, const Options& options) {
+  if (name.empty() || name.front() == '-')
+    throw Error(fmt::format("gpurun {} needs a container name: gpurun {} NAME (gpurun ps lists them)", verb, verb));
+  const std::string shown = text::printable(name);
+  const auto owner = container_owner(options.docker, name, options.smi_timeout);
+  if (!owner || !owner->started_by_gpurun)
+    throw Error(fmt::format("no container \"{}\" that gpurun started (gpurun ps lists them)", shown));
+  if (options.caller && !owns(*options.caller, *owner) && !in_admin_group(*options.caller, options.policy.admin_group))
+    throw Error(fmt::format("not allowed under sudo: container \"{}\" belongs to {}, not to you ({})", shown,
+                            owner->user.empty() ? "someone else" : text::printable(owner->user), options.caller->login));
+  std::vector<std::string> argv{options.docker, verb};
+  if (verb == "logs") argv.emplace_back("--follow");
+  argv.insert(argv.end(), {"--", owner->id.empty() ? name : owner->id});  // the id: the name may move meanwhile
+  exec_program(argv);
+}
+
+}  // namespace gpurun

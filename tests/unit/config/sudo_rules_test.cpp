@@ -1,0 +1,199 @@
+// The rules for a caller under sudo (config/sudo_rules.hpp, config/caller.hpp): who the caller
+// is, root-only settings, the docker option allowlist in every spelling docker accepts.
+#include "config/sudo_rules.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "config/caller.hpp"
+#include "config/config.hpp"
+#include "config/options.hpp"
+#include "config/policy.hpp"
+#include "support/test_support.hpp"
+
+namespace gpurun {
+namespace {
+
+using ::testing::HasSubstr;
+
+Options caller_options(std::vector<std::string> docker_opts) {
+  Options o;
+  o.caller = Caller{{1000, 1000, {1000}}, "alice", "/home/alice"};
+  o.docker_opts = std::move(docker_opts);
+  return o;
+}
+
+std::string refusal(std::vector<std::string> docker_opts) {
+  const auto e = test::caught_error([&] { enforce_caller_rules(caller_options(std::move(docker_opts)), false); });
+  EXPECT_EQ(e.exit_code, 125);
+  return e.message;
+}
+
+TEST(SudoCaller, OnlyRootWithSudoUidOfAnotherUserActsForACaller) {
+  const char* with_root[] = {"SUDO_UID=0", "SUDO_GID=0", "SUDO_USER=root", nullptr};
+  const char* with_user[] = {"SUDO_UID=0", nullptr};
+  EXPECT_FALSE(sudo_caller(0, with_root));
+  EXPECT_FALSE(sudo_caller(1000, with_root));  // not root: nothing to act for
+  const char* none[] = {"HOME=/root", nullptr};
+  EXPECT_FALSE(sudo_caller(0, none));
+  EXPECT_FALSE(sudo_caller(0, with_user));
+  const char* bad[] = {"SUDO_UID=12x", "SUDO_GID=5", nullptr};
+  EXPECT_THAT(test::caught_error([&] { sudo_caller(0, bad); }).message, HasSubstr("SUDO_UID is \"12x\""));
+}
+
+TEST(SudoCaller, TheCallersConfigIsInTheirHomeNotRoots) {
+  const Caller c{{1000, 1000, {}}, "alice", "/home/alice"};
+  EXPECT_EQ(caller_config_path(c), "/home/alice/.config/gpurun/config.json");
+}
+
+TEST(SudoRules, RootOnlySettingsComeFromTheSystemFileOnly) {
+  const Setting& docker = *find_setting("docker");
+  const std::string sys = "/etc/gpurun/config.json";
+  check_root_only(docker, {ConfigSource::Kind::system, sys, 2, {}}, sys);
+  check_root_only(docker, {ConfigSource::Kind::profile, sys, 4, "p"}, sys);
+  for (const auto kind : {ConfigSource::Kind::user, ConfigSource::Kind::project, ConfigSource::Kind::extra_file,
+                          ConfigSource::Kind::environment, ConfigSource::Kind::flag}) {
+    const auto e = test::caught_error([&] { check_root_only(docker, {kind, "x", 0, {}}, sys); });
+    EXPECT_THAT(e.message, HasSubstr("not allowed under sudo: ")) << kind_name(kind);
+    EXPECT_EQ(e.exit_code, 125);
+  }
+  for (const char* key : {"nvidia_smi", "lock_dir", "nvml_library"}) EXPECT_TRUE(find_setting(key)->root_only) << key;
+  // Whatever names a program, a library or a socket gpurun uses is the admin's to choose.
+  for (const Setting& s : settings())
+    if (s.program) EXPECT_TRUE(s.root_only) << s.key;
+  check_root_only(*find_setting("image"), {ConfigSource::Kind::flag, "--image", 0, {}}, sys);  // not root-only
+}
+
+TEST(SudoRules, LoadConfigRefusesAFlagSettingDockerUnderSudo) {
+  test::TempDir dir;
+  ConfigInputs in;
+  in.system_file = dir / "none.json";
+  in.caller = Caller{{1000, 1000, {}}, "alice", dir.str()};
+  in.flags = {{"docker", "/bin/sh"}};
+  const auto e = test::caught_error([&] { load_config(in); });
+  EXPECT_EQ(e.message, "not allowed under sudo: flag --docker sets \"docker\"; under sudo it comes only from the "
+                       "system file " + dir / "none.json" + ", which the admin writes");
+}
+
+TEST(SudoRules, EverySpellingOfARefusedOptionIsRefusedNamingIt) {
+  for (const std::vector<std::string>& words : std::vector<std::vector<std::string>>{
+           {"--privileged"}, {"--privileged=true"}, {"-it", "--privileged"}, {"--pid=host"}, {"--pid", "host"},
+           {"--cidfile=/etc/x"}, {"--cidfile", "/etc/x"}, {"--user", "0"}, {"-u0"}, {"-u", "0"}, {"-u=0"},
+           {"-itu0"}, {"--cap-add=SYS_ADMIN"}, {"--device", "/dev/nvidia3"}, {"--gpus=all"}, {"--runtime=nvidia"},
+           {"--volumes-from", "bob_job"}, {"--network=host"}, {"--net=host"}, {"--ipc=host"}, {"--ipc", "container:x"},
+           {"--env-file", "/etc/shadow"}, {"-d"}, {"--restart=always"}, {"--security-opt", "seccomp=unconfined"},
+           {"--label", "gpurun.user=bob"}, {"--rm=false"}, {"--mount", "type=volume,src=shared,dst=/d"},
+           {"--mount", "src=/x,dst=/y"}, {"--mount", "\"type=bind\",src=/x,dst=/y"}}) {
+    const std::string message = refusal(words);
+    EXPECT_THAT(message, HasSubstr("not allowed under sudo: ")) << words.front();
+  }
+}
+
+TEST(SudoRules, WordsDockerWouldTakeForTheImageAreRefused) {
+  EXPECT_THAT(refusal({"alpine"}), HasSubstr("not a docker option"));
+  EXPECT_THAT(refusal({"--"}), HasSubstr("not a docker option"));
+  EXPECT_THAT(refusal({"--env"}), HasSubstr("needs a value"));
+  EXPECT_THAT(refusal({"-e"}), HasSubstr("needs a value"));
+}
+
+TEST(SudoRules, WhatATrainingJobNeedsPasses) {
+  enforce_caller_rules(caller_options({"--shm-size=8g", "--ipc=private", "-e", "A=1", "--workdir", "/w", "--entrypoint=",
+                                       "--init", "-it", "--mount", "type=tmpfs,dst=/scratch", "--network", "none",
+                                       "--label", "team=ml", "--cap-drop=ALL", "--security-opt=no-new-privileges",
+                                       "-p", "8080:80", "--mount", "dst=/d,type=bind,src=/data"}),
+                       false);
+}
+
+TEST(SudoRules, TheAdminsAllowListExtendsTheBuiltInOne) {
+  Options o = caller_options({"--ulimit", "nofile=1024"});
+  EXPECT_THAT(test::caught_error([&] { enforce_caller_rules(o, false); }).message, HasSubstr("--ulimit"));
+  o.policy.allowed_docker_options = {"--ulimit"};
+  enforce_caller_rules(o, false);
+}
+
+TEST(SudoRules, LowHostPortsAndSnapshotsForALaunchAreRefused) {
+  Options o = caller_options({});
+  o.publish = {"127.0.0.1:22:22"};
+  EXPECT_THAT(test::caught_error([&] { enforce_caller_rules(o, false); }).message, HasSubstr("below 1024"));
+  o.publish = {"2222:22"};
+  o.from_csv = "snap.csv";
+  EXPECT_THAT(test::caught_error([&] { enforce_caller_rules(o, false); }).message, HasSubstr("--from-csv"));
+  enforce_caller_rules(o, true);  // a dry run may read a snapshot
+}
+
+TEST(SudoRules, SlurmJobsAreNotStartedAsRoot) {
+  Options o = caller_options({});
+  o.backend = "slurm";
+  const auto e = test::caught_error([&] { enforce_caller_rules(o, true); });
+  EXPECT_EQ(e.message, "not allowed under sudo: backend slurm: a Slurm job started under sudo would run as root; "
+                       "run gpurun without sudo for the cluster (Slurm runs the job as you)");
+  EXPECT_EQ(e.exit_code, 125);
+}
+
+TEST(SudoRules, WithoutSudoNothingIsChecked) {
+  Options o;
+  o.docker_opts = {"--privileged"};
+  enforce_caller_rules(o, false);
+}
+
+TEST(SudoRules, TheCanonicalSpellingIsDockersLongOne) {
+  const auto args = caller_docker_args({"-itv", "/a:/b", "--mount", "type=bind,src=/x,dst=/y"});
+  std::vector<std::string> words;
+  for (const DockerArg& a : args) words.push_back(canonical(a));
+  EXPECT_THAT(words, ::testing::ElementsAre("--interactive", "--tty", "--volume=/a:/b", "--mount=type=bind,src=/x,dst=/y"));
+}
+
+// Property: --mount's verdict does not depend on the order of its keys, nor on the spelling of
+// the option (--mount=v, --mount v).
+TEST(SudoRules, MountKeyOrderAndSpellingDoNotChangeTheVerdict) {
+  for (const auto& [fields, allowed] : std::vector<std::pair<std::vector<std::string>, bool>>{
+           {{"type=bind", "src=/data", "dst=/d"}, true},
+           {{"type=tmpfs", "dst=/t", "tmpfs-size=1g"}, true},
+           {{"type=volume", "src=shared", "dst=/d"}, false},
+           {{"src=/data", "dst=/d", "readonly"}, false},  // no type: a named volume to docker
+           {{"type=bind", "src=/data", "dst=/d", "volume-nocopy"}, false}}) {
+    std::vector<std::string> order = fields;
+    std::sort(order.begin(), order.end());
+    do {
+      std::string value;
+      for (const std::string& f : order) value += (value.empty() ? "" : ",") + f;
+      for (const std::vector<std::string>& words :
+           std::vector<std::vector<std::string>>{{"--mount", value}, {"--mount=" + value}}) {
+        Options o = caller_options(words);
+        if (allowed) {
+          enforce_caller_rules(o, false);
+        } else {
+          EXPECT_THAT(test::caught_error([&] { enforce_caller_rules(o, false); }).message, HasSubstr("--mount"))
+              << value;
+        }
+      }
+    } while (std::next_permutation(order.begin(), order.end()));
+  }
+}
+
+TEST(Policy, GpuSelectingVariablesAreRefusedEverywhere) {
+  for (const char* item : {"NVIDIA_VISIBLE_DEVICES=all", "nvidia_visible_devices=0", "NVIDIA_VISIBLE_DEVICES",
+                           "NVIDIA_MIG_CONFIG_DEVICES=all", "NVIDIA_IMEX_CHANNELS=0"})
+    EXPECT_TRUE(gpu_selecting_env(item)) << item;
+  for (const char* item : {"CUDA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=all", "A=NVIDIA_VISIBLE_DEVICES"})
+    EXPECT_FALSE(gpu_selecting_env(item)) << item;
+  Options o;  // no caller: sudo or not
+  o.docker_opts = {"-eNVIDIA_VISIBLE_DEVICES=all"};
+  EXPECT_THAT(test::caught_error([&] { enforce_policy(o); }).message, HasSubstr("outside its reservation"));
+  o.docker_opts = {};
+  o.env = {"NVIDIA_VISIBLE_DEVICES=3"};
+  EXPECT_THAT(test::caught_error([&] { enforce_policy(o); }).message, HasSubstr("outside its reservation"));
+}
+
+TEST(Policy, AllowedImagesAreShellWildcards) {
+  SitePolicy p;
+  EXPECT_TRUE(image_allowed(p, "anything"));
+  p.allowed_images = std::vector<std::string>{"nvcr.io/nvidia/*"};
+  EXPECT_TRUE(image_allowed(p, "nvcr.io/nvidia/pytorch:24.05-py3"));
+  EXPECT_FALSE(image_allowed(p, "docker.io/evil/nvcr.io/nvidia/x"));
+}
+
+}  // namespace
+}  // namespace gpurun
