@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpu/topology.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -83,6 +84,12 @@ std::optional<CgroupContainer> container_from_cgroup(std::string_view cgroup_tex
     if (auto found = from_path(text::trim(l.substr(second + 1)))) return found;
   }
   return std::nullopt;
+}
+
+std::string host_proc_root() {
+  std::string root = sysfs_root();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root == "/" ? "/proc" : root + "/proc";
 }
 
 std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root) {
