@@ -46,6 +46,9 @@ struct Options {
 
   // The docker run command.
   std::string docker = "docker";
+  std::string engine = "auto";       // "auto", "docker" or "podman"
+  std::string podman = "podman";     // the podman client (engine podman)
+  std::string gpu_request = "auto";  // "auto", "gpus", "cdi" or "runtime" (engine/gpu_request.hpp)
   std::string image;
   std::optional<int> cpus_per_gpu;
   std::optional<int> host_cpus;

@@ -95,7 +95,8 @@ std::vector<Setting> make_settings() {
        .group = kSelection, .fallback = "false", .example = "false",
        .apply = [](const json& v, Options& o) { o.mig_allow_larger = v.get<bool>(); }},
       {.key = "ignore_containers", .type = T::boolean, .flag = "--ignore-containers",
-       .help = "do not ask the Docker engine which containers hold GPUs", .group = kSelection,
+       .help = "do not ask the container engine which containers hold GPUs, nor trace GPU processes to theirs",
+       .group = kSelection,
        .fallback = "false", .example = "false",
        .apply = [](const json& v, Options& o) { o.ignore_containers = v.get<bool>(); }},
       {.key = "lock_dir", .flag = "--lock-dir", .help = "directory of the GPU reservations (default /run/lock/gpurun)",
@@ -114,6 +115,21 @@ std::vector<Setting> make_settings() {
       {.key = "docker", .flag = "--docker", .help = "docker client to exec", .group = kLaunch,
        .fallback = R"("docker")", .example = R"("docker")", .completion = H::program, .program = true,
        .root_only = true, .apply = [](const json& v, Options& o) { o.docker = v.get<std::string>(); }},
+      {.key = "engine", .flag = "--engine",
+       .help = "container engine: auto (docker when its client is found, else podman), docker or podman",
+       .group = kLaunch, .fallback = R"("auto")", .example = R"("auto")", .completion = H::word,
+       .root_only = true,  // it chooses the program root runs under sudo
+       .apply = [](const json& v, Options& o) { o.engine = one_of(v, "engine", {"auto", "docker", "podman"}); }},
+      {.key = "podman", .flag = "--podman", .help = "podman client to exec (engine podman)", .group = kLaunch,
+       .fallback = R"("podman")", .example = R"("podman")", .completion = H::program, .program = true,
+       .root_only = true, .apply = [](const json& v, Options& o) { o.podman = v.get<std::string>(); }},
+      {.key = "gpu_request", .flag = "--gpu-request",
+       .help = "how the container asks for its GPUs: auto (CDI where the engine has it, else --gpus), gpus, "
+               "cdi (--device nvidia.com/gpu=UUID) or runtime (--runtime=nvidia, NVIDIA_VISIBLE_DEVICES)",
+       .group = kLaunch, .fallback = R"("auto")", .example = R"("auto")", .completion = H::word,
+       .apply = [](const json& v, Options& o) {
+         o.gpu_request = one_of(v, "gpu_request", {"auto", "gpus", "cdi", "runtime"});
+       }},
       {.key = "dry_run", .type = T::boolean, .scope = Scope::invocation, .flag = "--dry-run",
        .help = "print the docker command instead of running it", .group = kLaunch, .fallback = "false",
        .apply = [](const json& v, Options& o) { o.dry_run = v.get<bool>(); }},

@@ -1,7 +1,11 @@
 #include "engine/container_engine.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "engine/docker_api.hpp"
 #include "engine/docker_cli_engine.hpp"
+#include "engine/podman_engine.hpp"
+#include "util/exec.hpp"
 
 namespace gpurun {
 
@@ -11,6 +15,21 @@ std::unique_ptr<ContainerEngine> make_container_engine(const std::string& client
   std::string why_not;
   if (auto api = make_docker_api_engine(client, why_not)) return api;
   return std::make_unique<DockerCliEngine>(client);
+}
+
+std::unique_ptr<ContainerEngine> make_container_engine(const EngineSpec& spec) {
+  // A docker setting that names podman (the old way to use it) means the podman engine.
+  const std::string_view docker_base = std::string_view(spec.docker).substr(spec.docker.rfind('/') + 1);
+  if (spec.engine == "podman") return make_podman_engine(spec.podman);
+  if (spec.engine == "docker" || docker_base.starts_with("podman"))
+    return docker_base.starts_with("podman") ? make_podman_engine(spec.docker) : make_container_engine(spec.docker);
+  // auto: docker where its client is found or was named (the docker setting changed), else
+  // podman where its is; else docker, whose absence the launch then reports.
+  int error = 0;
+  if (spec.docker != "docker" || !find_program(spec.docker, error).empty() || find_program(spec.podman, error).empty())
+    return make_container_engine(spec.docker);
+  spdlog::debug("{} not found, {} is: using podman", spec.docker, spec.podman);
+  return make_podman_engine(spec.podman);
 }
 
 }  // namespace gpurun

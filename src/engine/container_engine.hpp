@@ -9,6 +9,7 @@
 
 #include "engine/containers.hpp"
 #include "engine/docker_command.hpp"
+#include "engine/gpu_request.hpp"
 
 namespace gpurun {
 
@@ -24,6 +25,9 @@ class ContainerEngine {
   // The running containers that hold GPUs, whoever started them. Throws Error when the engine
   // cannot be asked.
   virtual std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) = 0;
+  // Whether the engine resolves CDI devices (--device nvidia.com/gpu=UUID), and why we think so.
+  // Never throws: an engine that cannot be asked has no CDI we know of.
+  virtual CdiSupport cdi_support(std::chrono::milliseconds timeout) = 0;
   // The argv that runs the job (argv[0] is the client program).
   virtual std::vector<std::string> run_argv(const DockerRunRequest& request) const = 0;
   // The argv that stops, follows the logs of, or attaches to a container.
@@ -32,7 +36,17 @@ class ContainerEngine {
   virtual std::vector<std::string> attach_argv(const std::string& container) const = 0;
 };
 
-// The engine that `client` (--docker) talks to: today always the docker CLI.
+// The docker engine that `client` (--docker) talks to: the Engine API over its socket where it
+// applies, else the CLI.
 std::unique_ptr<ContainerEngine> make_container_engine(const std::string& client);
+
+// Which engine, and its clients: the engine, docker and podman settings.
+struct EngineSpec {
+  // auto (docker when its client is found or the docker setting names one, else podman), docker, podman
+  std::string engine = "auto";
+  std::string docker = "docker";
+  std::string podman = "podman";
+};
+std::unique_ptr<ContainerEngine> make_container_engine(const EngineSpec& spec);
 
 }  // namespace gpurun

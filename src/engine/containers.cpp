@@ -145,6 +145,12 @@ GpuContainer read_container(const json& c) {
       if (e.starts_with("NVIDIA_VISIBLE_DEVICES=")) add_device_list(container, std::string_view(e).substr(23));
     }
   }
+  // Podman resolves CDI names when it creates a container: its inspect shows the spec's device
+  // nodes, not nvidia.com/gpu=UUID. A container gpurun started says in its label what it got.
+  if (!container.all_gpus && container.devices.empty() && labels != nullptr && labels->is_object()) {
+    const auto uuids = labels->find(std::string(kLabelGpuUuids));
+    if (uuids != labels->end() && uuids->is_string()) add_device_list(container, uuids->get_ref<const std::string&>());
+  }
   return container;
 }
 

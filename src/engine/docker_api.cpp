@@ -70,12 +70,16 @@ bool plain_id(std::string_view id) {
 
 class DockerApiEngine final : public ContainerEngine {
  public:
-  DockerApiEngine(std::string docker_cli, std::string socket_path)
-      : docker_(std::move(docker_cli)), socket_(std::move(socket_path)) {}
+  DockerApiEngine(std::string docker_cli, std::string socket_path, std::string name)
+      : docker_(std::move(docker_cli)), socket_(std::move(socket_path)), name_(std::move(name)) {}
 
-  std::string name() const override { return "docker"; }
+  std::string name() const override { return name_; }
   std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) override {
     return docker_api_gpu_holders(socket_, timeout);
+  }
+  CdiSupport cdi_support(std::chrono::milliseconds timeout) override {
+    if (name_ == "podman") return {true, "podman always resolves CDI devices"};
+    return docker_api_cdi_support(socket_, timeout);
   }
   std::vector<std::string> run_argv(const DockerRunRequest& request) const override {
     DockerRunRequest r = request;
@@ -95,6 +99,7 @@ class DockerApiEngine final : public ContainerEngine {
  private:
   std::string docker_;
   std::string socket_;
+  std::string name_;
 };
 
 }  // namespace
@@ -159,8 +164,22 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
   return parse_gpu_containers(inspected);
 }
 
-std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& docker_cli, const std::string& socket_path) {
-  return std::make_unique<DockerApiEngine>(docker_cli, socket_path);
+CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout) {
+  try {
+    UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout);
+    const HttpResponse info = client.get("/info");
+    if (info.status != 200) return {false, fmt::format("the engine's /info answered HTTP {}", info.status)};
+    const json answer = json::parse(info.body, nullptr, false);
+    const json dirs = answer.is_object() && answer.contains("CDISpecDirs") ? answer["CDISpecDirs"] : json();
+    return cdi_from_spec_dirs(dirs.dump(), "the engine's /info");
+  } catch (const std::exception& e) {
+    return {false, fmt::format("the engine's /info could not be asked ({})", e.what())};
+  }
+}
+
+std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& docker_cli, const std::string& socket_path,
+                                                           const std::string& name) {
+  return std::make_unique<DockerApiEngine>(docker_cli, socket_path, name);
 }
 
 std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docker_cli, std::string& why_not) {

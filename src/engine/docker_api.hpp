@@ -42,12 +42,17 @@ std::string docker_api_version(std::string_view engine_version);
 // when the engine cannot be asked.
 std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout);
 
+// Whether the engine at `socket_path` has CDI: its /info's CDISpecDirs (docker 25+). Never throws.
+CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout);
+
 // The docker engine asked through its socket, run through `docker_cli` (argv[0] of the argvs).
 // Null, with `why_not` said (and logged at --verbose), where the socket does not apply: a
 // tcp/ssh DOCKER_HOST, a docker context, a client that is not docker's (podman), no socket
 // there or none this user may open. The caller then uses the docker CLI.
 std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docker_cli, std::string& why_not);
-// The same at a known socket (podman's Docker-compatible one, a test's private dockerd).
-std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& docker_cli, const std::string& socket_path);
+// The same at a known socket (podman's Docker-compatible one, with `name` "podman"; a test's
+// private dockerd).
+std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& docker_cli, const std::string& socket_path,
+                                                           const std::string& name = "docker");
 
 }  // namespace gpurun

@@ -35,6 +35,18 @@ std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds
   return parse_gpu_containers(ask(inspect, true));
 }
 
+CdiSupport DockerCliEngine::cdi_support(std::chrono::milliseconds timeout) {
+  if (name_ == "podman") return {true, "podman always resolves CDI devices"};
+  try {
+    const ProcessResult result = run_process({{client_, "info", "--format", "{{json .CDISpecDirs}}"}, {}}, timeout);
+    // A docker before 25 knows no such field: its template fails, and it has no CDI.
+    if (!result.succeeded()) return {false, fmt::format("`{} info` names no CDI spec directory", client_)};
+    return cdi_from_spec_dirs(text::trim(result.out), fmt::format("`{} info`", client_));
+  } catch (const Error& e) {
+    return {false, fmt::format("`{} info` could not be run ({})", client_, e.what())};
+  }
+}
+
 std::vector<std::string> DockerCliEngine::run_argv(const DockerRunRequest& request) const {
   std::vector<std::string> argv = build_docker_argv(request);
   argv.front() = client_;

@@ -12,10 +12,14 @@ namespace gpurun {
 
 class DockerCliEngine final : public ContainerEngine {
  public:
-  // `client`: the program (--docker), looked up on PATH when it has no '/'.
-  explicit DockerCliEngine(std::string client) : client_(std::move(client)) {}
+  // `client`: the program (--docker, or --podman with `name` "podman"), looked up on PATH when
+  // it has no '/'.
+  explicit DockerCliEngine(std::string client, std::string name = "docker")
+      : client_(std::move(client)), name_(std::move(name)) {}
 
-  std::string name() const override { return "docker"; }
+  std::string name() const override { return name_; }
+  // Podman: always. Docker: `docker info --format '{{json .CDISpecDirs}}'`.
+  CdiSupport cdi_support(std::chrono::milliseconds timeout) override;
   // `docker ps`, then `docker inspect` of what it lists, each killed after `timeout`.
   std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) override;
   std::vector<std::string> run_argv(const DockerRunRequest& request) const override;
@@ -25,6 +29,7 @@ class DockerCliEngine final : public ContainerEngine {
 
  private:
   std::string client_;
+  std::string name_;
 };
 
 }  // namespace gpurun

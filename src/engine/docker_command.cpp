@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 
+#include "engine/gpu_request.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -81,10 +82,6 @@ LaunchIdentity current_identity() {
 
 std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   const std::string indices = fmt::format("{}", fmt::join(request.gpu_indices, ","));
-  // A MIG instance has no index of its own: the NVIDIA runtime takes it by its MIG UUID.
-  const bool mig = std::any_of(request.gpu_uuids.begin(), request.gpu_uuids.end(),
-                               [](const std::string& uuid) { return uuid.starts_with("MIG-"); });
-  const std::string devices = mig ? fmt::format("{}", fmt::join(request.gpu_uuids, ",")) : indices;
   std::vector<std::string> argv{request.docker, "run", "--rm"};
   if (request.detach) {
     argv.emplace_back("--detach");
@@ -95,11 +92,10 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   argv.insert(argv.end(),
               {"--name",
                request.name.empty() ? container_name(request.identity.login, request.gpu_indices, request.name_suffix)
-                                    : request.name,
-               // The quotes belong to the value: without them docker reads "device=2,5" as
-               // "device=2" plus a count and fails with "cannot set both Count and DeviceIDs".
-               "--gpus", "\"device=" + devices + "\"",
-               "--cpus", std::to_string(request.cpus)});
+                                    : request.name});
+  const auto gpus = gpu_request_args(request.gpu_request, request.gpu_indices, request.gpu_uuids);
+  argv.insert(argv.end(), gpus.begin(), gpus.end());
+  argv.insert(argv.end(), {"--cpus", std::to_string(request.cpus)});
   // The GPUs' own NUMA nodes: --cpus stays the quota, within these CPUs.
   if (!request.cpuset_cpus.empty()) argv.insert(argv.end(), {"--cpuset-cpus", request.cpuset_cpus});
   if (!request.cpuset_mems.empty()) argv.insert(argv.end(), {"--cpuset-mems", request.cpuset_mems});
@@ -120,11 +116,14 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                            "--label", fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ","))});
   for (unsigned group : request.identity.groups)
     if (group != request.identity.gid) argv.insert(argv.end(), {"--group-add", std::to_string(group)});
-  if (request.for_caller)
+  if (request.for_caller) {
     argv.insert(argv.end(), {"--security-opt", "no-new-privileges", "--label",
-                             fmt::format("{}={}", kLabelUid, request.identity.uid),
-                             // An image's own ENV cannot widen what the runtime hands out.
-                             "--env", "NVIDIA_VISIBLE_DEVICES=" + indices});
+                             fmt::format("{}={}", kLabelUid, request.identity.uid)});
+    // An image's own ENV cannot widen what the runtime hands out (the runtime form sets it already).
+    if (request.gpu_request != GpuRequestForm::runtime)
+      argv.insert(argv.end(), {"--env", "NVIDIA_VISIBLE_DEVICES=" +
+                                            visible_devices(request.gpu_request, request.gpu_indices, request.gpu_uuids)});
+  }
   for (const auto& e : request.env) argv.insert(argv.end(), {"--env", e});
   for (const auto& v : request.volumes) argv.insert(argv.end(), {"--volume", v});
   for (const auto& p : request.publish) argv.insert(argv.end(), {"--publish", p});

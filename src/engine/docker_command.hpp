@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/gpu_request.hpp"
+
 namespace gpurun {
 
 // Who launches, and from where; read from the process by current_identity().
@@ -22,6 +24,7 @@ struct DockerRunRequest {
   std::string image;
   std::vector<int> gpu_indices;         // ascending
   std::vector<std::string> gpu_uuids;   // same order as gpu_indices
+  GpuRequestForm gpu_request = GpuRequestForm::gpus;  // how the GPUs are asked for (gpu_request.hpp)
   int cpus = 0;
   std::string cpuset_cpus;              // --cpuset-cpus "48-63,176-191"; empty: none
   std::string cpuset_mems;              // --cpuset-mems "3"; empty: none

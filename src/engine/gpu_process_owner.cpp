@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpu/topology.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -19,13 +20,14 @@ bool is_hex_id(std::string_view s) {
          });
 }
 
-// A systemd scope named after a container: "<prefix>-<id>.scope", the prefix naming the engine.
+// A cgroup named after a container: "<prefix>-<id>[.scope]", the prefix naming the engine.
 std::optional<CgroupContainer> from_scope(std::string_view part) {
   static constexpr std::pair<std::string_view, std::string_view> prefixes[] = {
       {"docker-", "docker"}, {"libpod-", "podman"}, {"cri-containerd-", "containerd"},
       {"crio-", "cri-o"},    {"nerdctl-", "containerd"}};
-  if (!part.ends_with(".scope")) return std::nullopt;
-  part.remove_suffix(6);
+  // systemd's cgroup driver names scopes "<prefix>-<id>.scope"; podman's cgroupfs driver the
+  // same without ".scope" (/libpod_parent/libpod-<id>).
+  if (part.ends_with(".scope")) part.remove_suffix(6);
   for (const auto& [prefix, engine] : prefixes)
     if (part.starts_with(prefix) && is_hex_id(part.substr(prefix.size())))
       return CgroupContainer{std::string(part.substr(prefix.size())), std::string(engine), false, std::nullopt};
@@ -83,6 +85,12 @@ std::optional<CgroupContainer> container_from_cgroup(std::string_view cgroup_tex
     if (auto found = from_path(text::trim(l.substr(second + 1)))) return found;
   }
   return std::nullopt;
+}
+
+std::string host_proc_root() {
+  std::string root = sysfs_root();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root == "/" ? "/proc" : root + "/proc";
 }
 
 std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root) {

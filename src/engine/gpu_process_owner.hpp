@@ -34,6 +34,10 @@ struct ProcessOwner {
   std::optional<CgroupContainer> container;
 };
 
+// Where /proc is read: under $GPURUN_SYSFS_ROOT like sysfs (tests build a fake tree there), else
+// "/proc".
+std::string host_proc_root();
+
 // What /proc (or `proc_root`, a fake tree in tests) says about `pid`; nullopt when the process
 // is gone or hidden from us (hidepid).
 std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root = "/proc");

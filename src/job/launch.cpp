@@ -19,6 +19,7 @@
 #include "engine/container_engine.hpp"
 #include "select/placement.hpp"
 #include "engine/docker_command.hpp"
+#include "engine/gpu_request.hpp"
 #include "util/error.hpp"
 #include "util/exec.hpp"
 #include "select/inventory.hpp"
@@ -85,6 +86,21 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   request.command = options.command;
   if (options.caller) act_for_caller(options, check_caller_mounts(options, request.identity.workdir), request);
   return request;
+}
+
+// How the container asks for its GPUs (the gpu_request setting); said at `level` (a dry run's).
+GpuRequestForm gpu_request_form(const Options& options, ContainerEngine& engine, const DockerRunRequest& request,
+                                spdlog::level::level_enum level) {
+  // Only auto asks the engine (a millisecond through its socket).
+  const CdiSupport cdi = options.gpu_request == "auto" ? engine.cdi_support(smi_timeout(options)) : CdiSupport{};
+  const GpuRequestChoice choice = choose_gpu_request(options.gpu_request, engine.name(), cdi);
+  spdlog::log(level, "GPUs requested as {} ({})", form_name(choice.form), choice.why);
+  if (choice.form != GpuRequestForm::gpus)
+    for (std::size_t i = 0; i < request.gpu_uuids.size(); ++i)
+      if (request.gpu_uuids[i].empty())
+        spdlog::warn("GPU {} has no UUID in the GPU data: it is named by its index, which can change at boot",
+                     request.gpu_indices[i]);
+  return choice.form;
 }
 
 // A detached container: the engine's client returns once it runs; say how to reach it.
@@ -274,7 +290,7 @@ int run_launch(const Options& options, std::ostream& out) {
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
   const auto source = make_gpu_source(gpu_source_spec(options));
-  const std::unique_ptr<ContainerEngine> engine = make_container_engine(options.docker);
+  const std::unique_ptr<ContainerEngine> engine = make_container_engine(engine_spec(options));
   FileLock selection;
   Inventory inventory;
   std::vector<GpuAssessment> chosen;
@@ -290,7 +306,8 @@ int run_launch(const Options& options, std::ostream& out) {
   spdlog::log(ranking_level, "picked GPU{} {} of {}; --cpus {} ({} per GPU)", chosen.size() == 1 ? "" : "s",
               index_list(chosen), inventory.assessed.size(), cpus.total, cpus.per_gpu);
 
-  const DockerRunRequest request = make_request(options, chosen, cpus.total);
+  DockerRunRequest request = make_request(options, chosen, cpus.total);
+  request.gpu_request = gpu_request_form(options, *engine, request, ranking_level);
   const std::vector<std::string> argv = engine->run_argv(request);
   if (options.dry_run) {
     out << shell_join(argv) << '\n';

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <future>
 
+#include "engine/gpu_process_owner.hpp"
 #include "gpu/topology.hpp"
 #include "select/claims.hpp"
 #include "select/mig_units.hpp"
@@ -47,6 +48,8 @@ GpuSourceSpec gpu_source_spec(const Options& options) {
   return {options.nvidia_smi, options.from_csv, options.from_apps_csv, options.gpu_source, options.nvml_library};
 }
 
+EngineSpec engine_spec(const Options& options) { return {options.engine, options.docker, options.podman}; }
+
 namespace {
 
 // Where each GPU sits on this host (sysfs), and the links the source knows; not for a snapshot,
@@ -84,11 +87,15 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   if (containers.valid()) {
     try {
       inventory.containers = containers.get();
-      add_claims(claims, container_claims(inventory.containers, gpus));
     } catch (const std::exception& e) {
-      spdlog::warn("cannot ask the Docker engine which containers hold GPUs, going by nvidia-smi alone: {}", e.what());
+      spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by nvidia-smi alone: {}",
+                   engine->name() == "podman" ? "Podman" : "Docker", e.what());
     }
   }
+  // The GPU processes' own containers: those of engines not asked (rootless ones, other users').
+  // Not for a snapshot, whose PIDs are of another moment or machine.
+  if (!options.from_csv && !options.ignore_containers) add_process_holders(inventory.containers, gpus, host_proc_root());
+  add_claims(claims, container_claims(inventory.containers, gpus));
   if (!lock_dir.empty()) add_claims(claims, reserved_gpus(lock_dir, gpus));
   std::vector<bool> withheld(gpus.size(), false);  // by the site policy's allowed_gpus
   for (std::size_t i = 0; i < gpus.size(); ++i) {

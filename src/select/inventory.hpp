@@ -34,6 +34,9 @@ struct Inventory {
 // The GPU source the options name: the --from-csv snapshot (with --from-apps-csv), or nvidia-smi.
 GpuSourceSpec gpu_source_spec(const Options& options);
 
+// The container engine the options name (engine, docker, podman).
+EngineSpec engine_spec(const Options& options);
+
 // Reads the GPUs from `source` and, at the same time, asks `engine` which containers hold GPUs
 // (not when it is null, for a --from-csv snapshot or with container awareness off; a failure
 // there is a warning). With a `lock_dir`, GPUs other launches have reserved count as busy.

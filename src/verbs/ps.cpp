@@ -10,6 +10,7 @@
 #include <future>
 #include <ostream>
 
+#include "engine/gpu_process_owner.hpp"
 #include "select/claims.hpp"
 #include "util/error.hpp"
 #include "render/table.hpp"
@@ -52,13 +53,15 @@ int run_ps(const Options& options, std::ostream& out) {
   // devices as docker was told.
   const auto source = make_gpu_source(gpu_source_spec(options));
   auto gpus_read = std::async(std::launch::async, [&] { return source->read(timeout); });
-  const std::vector<GpuContainer> containers = make_container_engine(options.docker)->gpu_holders(timeout);
+  std::vector<GpuContainer> containers = make_container_engine(engine_spec(options))->gpu_holders(timeout);
   std::vector<Gpu> gpus;
   try {
     gpus = gpus_read.get().gpus;
   } catch (const Error& e) {
     spdlog::warn("GPUs are shown as docker was told, without nvidia-smi: {}", e.what());
   }
+  // Containers the engine cannot show (a rootless engine's, another user's), from the GPU processes.
+  if (!options.from_csv) add_process_holders(containers, gpus, host_proc_root());
 
   if (options.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();

@@ -29,7 +29,7 @@ int watch(const Options& options, std::ostream& out) {
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   const std::string lock_dir = lock_dir_for_reading(options);
   const auto source = make_gpu_source(gpu_source_spec(options));
-  const auto engine = make_container_engine(options.docker);
+  const auto engine = make_container_engine(engine_spec(options));
   std::set<std::string> told;
   for (int frame = 1;; ++frame) {
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(interval * 1000));
@@ -56,7 +56,7 @@ int run_status(const Options& options, std::ostream& out) {
   if (options.topology && options.json)
     throw Error("status --topology prints a matrix; for JSON, `status --json` has each GPU's NUMA node");
   const auto source = make_gpu_source(gpu_source_spec(options));
-  const auto engine = make_container_engine(options.docker);
+  const auto engine = make_container_engine(engine_spec(options));
   const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source, engine.get());
   std::set<std::string> told;
   warn_once(inventory.warnings, told);

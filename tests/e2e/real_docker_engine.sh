@@ -14,7 +14,8 @@
 # scenario where only GPUs 2 and 5 are free, and the container reports what it got.
 # With the probe (tests/e2e/engine_api_probe.cpp), containers asking for GPUs in each form this
 # dockerd accepts are then listed through the Engine API and through the CLI, and compared; with
-# ENGINE_QUERY_BENCH set to bench/engine_query_bench's path, that benchmark runs against them.
+# ENGINE_QUERY_BENCH set to bench/engine_query_bench's path, that benchmark runs against them;
+# with ENGINE_AWARENESS_BENCH set to bench/compare_engine_awareness.sh, that one.
 #
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (cannot run a Docker engine
 # here: not root, engine packages missing, dockerd does not start). 77 is the CTest
@@ -584,6 +585,9 @@ if [[ -n $probe ]]; then
   fi
   if [[ -n ${ENGINE_QUERY_BENCH:-} ]]; then
     BENCH_DOCKER_CLI=$docker_cli "$ENGINE_QUERY_BENCH" || fail "the engine query benchmark failed"
+  fi
+  if [[ -n ${ENGINE_AWARENESS_BENCH:-} ]]; then
+    bash "$ENGINE_AWARENESS_BENCH" "$gpurun" || fail "the container-awareness benchmark failed"
   fi
   ((${#started[@]} == 0)) || dk rm -f "${started[@]}" >/dev/null 2>&1
 fi

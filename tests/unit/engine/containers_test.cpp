@@ -160,6 +160,18 @@ TEST(ParseGpuContainers, CdiNamesAmongDeviceMappings) {
   EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(1));
 }
 
+// Podman 4 resolves a CDI device at creation: its inspect shows the spec's device node (here a
+// stand-in's /dev/null), so a container gpurun started is read by its label.
+TEST(ParseGpuContainers, AResolvedCdiDeviceIsReadFromGpurunsLabel) {
+  const auto containers = parse_gpu_containers(R"([{"Id": "p0d", "Name": "alice_gpu2_1", "Config": {"Image": "img",
+    "Labels": {"gpurun.user": "alice", "gpurun.gpus": "2", "gpurun.gpu-uuids": "GPU-00000002"}},
+    "HostConfig": {"Devices": [{"PathOnHost": "/dev/null", "PathInContainer": "/dev/nvidia2", "CgroupPermissions": ""}]}},
+    {"Id": "n0", "Name": "plain", "Config": {"Image": "img", "Labels": {"gpurun.user": "bob"}}, "HostConfig": {}}])");
+  ASSERT_EQ(containers.size(), 1U);
+  EXPECT_THAT(containers[0].devices, ElementsAre("GPU-00000002"));
+  EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(2));
+}
+
 TEST(ParseGpuContainers, APrivilegedContainerHoldsEveryGpu) {
   const auto containers = parse_gpu_containers(R"([
     {"Id": "priv", "Name": "/privileged", "Config": {"Image": "debian:12", "Env": ["NVIDIA_VISIBLE_DEVICES=0"]},

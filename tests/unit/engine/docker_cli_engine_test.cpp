@@ -105,5 +105,27 @@ TEST(ContainerEngineFactory, MakesTheDockerCliEngineForTheClient) {
   EXPECT_THAT(engine->stop_argv("x"), ElementsAre("/usr/local/bin/docker", "stop", "x"));
 }
 
+TEST(DockerCliEngine, CdiAsDockerInfoSaysIt) {
+  DockerCliEngine engine(kFakeDocker);
+  EXPECT_FALSE(engine.cdi_support(kTimeout).available);  // the stand-in's default: null
+  ScopedEnv dirs("FAKE_DOCKER_CDI_SPEC_DIRS", R"(["/etc/cdi","/var/run/cdi"])");
+  const CdiSupport cdi = engine.cdi_support(kTimeout);
+  EXPECT_TRUE(cdi.available);
+  EXPECT_EQ(cdi.why, "`" + kFakeDocker + " info` lists CDI spec directories /etc/cdi, /var/run/cdi");
+}
+
+TEST(DockerCliEngine, AClientThatCannotBeRunHasNoCdi) {
+  DockerCliEngine engine("/nonexistent/docker");
+  EXPECT_FALSE(engine.cdi_support(kTimeout).available);
+}
+
+TEST(DockerCliEngine, PodmansCliAlwaysHasCdiAndIsNamedSo) {
+  DockerCliEngine engine("/nonexistent/podman", "podman");
+  EXPECT_EQ(engine.name(), "podman");
+  const CdiSupport cdi = engine.cdi_support(kTimeout);
+  EXPECT_TRUE(cdi.available);
+  EXPECT_EQ(cdi.why, "podman always resolves CDI devices");
+}
+
 }  // namespace
 }  // namespace gpurun

@@ -57,6 +57,15 @@ TEST(ContainerFromCgroup, RootfulPodmanOnCgroupV1) {
   EXPECT_FALSE(c->rootless_uid);
 }
 
+// Podman's cgroupfs driver (no systemd): the cgroup is named like the scope, without ".scope".
+TEST(ContainerFromCgroup, PodmanWithTheCgroupfsDriver) {
+  const auto c = container_from_cgroup("9:name=systemd:/libpod_parent/libpod-" + kId + "\n0::/libpod_parent/libpod-" + kId + "\n");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->id, kId);
+  EXPECT_EQ(c->engine, "podman");
+  EXPECT_FALSE(container_from_cgroup("0::/libpod_parent/conmon\n"));
+}
+
 TEST(ContainerFromCgroup, RootlessEnginesRunUnderTheirUsersManager) {
   const auto podman = container_from_cgroup("0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + kId +
                                             ".scope/container\n");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/test_support.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -31,6 +32,7 @@ class FakeEngine final : public ContainerEngine {
     if (unreachable) throw Error("the fake engine is out of reach");
     return holders;
   }
+  CdiSupport cdi_support(std::chrono::milliseconds /*timeout*/) override { return {false, "fake"}; }
   std::vector<std::string> run_argv(const DockerRunRequest& /*request*/) const override { return {"fake", "run"}; }
   std::vector<std::string> stop_argv(const std::string& c) const override { return {"fake", "stop", c}; }
   std::vector<std::string> logs_argv(const std::string& c) const override { return {"fake", "logs", c}; }
@@ -98,6 +100,47 @@ TEST_F(TakeInventoryFromEngine, AnEngineOutOfReachIsAWarningNotAFailure) {
   EXPECT_EQ(engine.asked, 1);
   EXPECT_THAT(inventory.containers, IsEmpty());
   EXPECT_THAT(free_indices(inventory), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// A GPU process in another user's rootless podman container (one no engine we ask can show): its
+// /proc/PID/cgroup, in a fake /proc under GPURUN_SYSFS_ROOT, names the container and its user.
+TEST_F(TakeInventoryFromEngine, AGpuProcessInARootlessContainerMakesItsGpuBusyAndNamesTheUser) {
+  const std::string id(64, 'c');
+  test::TempDir root("gpurun-proc");
+  test::write_file(root.path() / "proc/4242/status", "Name:\tpython3\nUid:\t4100000\t4100000\t4100000\t4100000\n");
+  test::write_file(root.path() / "proc/4242/cgroup",
+                   "0::/user.slice/user-3999999.slice/user@3999999.service/user.slice/libpod-" + id + ".scope/container\n");
+  test::write_file(root.path() / "scenario.json", R"({"gpus": [
+    {"index": 0, "uuid": "GPU-0", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0},
+    {"index": 1, "uuid": "GPU-1", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0},
+    {"index": 2, "uuid": "GPU-2", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0}],
+    "processes": [{"gpu_uuid": "GPU-2", "pid": 4242, "process_name": "python3", "used_memory": 2}]})");
+  test::EnvGuard scenario("FAKE_SMI_SCENARIO", root / "scenario.json");
+  test::EnvGuard proc("GPURUN_SYSFS_ROOT", root.str());
+  engine.holders.clear();
+
+  const Inventory inventory = inventory_with(&engine);
+  ASSERT_EQ(inventory.containers.size(), 1U);
+  EXPECT_EQ(inventory.containers[0].id, id);
+  EXPECT_EQ(inventory.containers[0].user, "uid 3999999");
+  EXPECT_THAT(inventory.containers[0].devices, ElementsAre("GPU-2"));
+  EXPECT_FALSE(inventory.assessed[2].free);
+  EXPECT_THAT(inventory.assessed[2].reasons,
+              ::testing::Contains("in use by container cccccccccccc (uid 3999999, rootless podman container)"));
+  EXPECT_THAT(free_indices(inventory), ElementsAre(0, 1));
+}
+
+TEST_F(TakeInventoryFromEngine, ContainerAwarenessOffLooksAtNoProcessEither) {
+  test::TempDir root("gpurun-proc");
+  test::write_file(root.path() / "proc/4242/status", "Uid:\t0\t0\t0\t0\n");
+  test::write_file(root.path() / "proc/4242/cgroup", "0::/system.slice/docker-" + std::string(64, 'd') + ".scope\n");
+  test::write_file(root.path() / "scenario.json", R"({"gpus": [
+    {"index": 0, "uuid": "GPU-0", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0}],
+    "processes": [{"gpu_uuid": "GPU-0", "pid": 4242, "process_name": "python3", "used_memory": 2}]})");
+  test::EnvGuard scenario("FAKE_SMI_SCENARIO", root / "scenario.json");
+  test::EnvGuard proc("GPURUN_SYSFS_ROOT", root.str());
+  options.ignore_containers = true;
+  EXPECT_THAT(inventory_with(&engine).containers, IsEmpty());
 }
 
 }  // namespace
