@@ -25,7 +25,8 @@ struct SlurmSettings {
   std::string oci_cache;               // where OCI bundles are built; empty: ~/.cache/gpurun/oci
 };
 
-struct Options {
+// Grouped by topic for readers, not by size: there is one per process.
+struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   // Where the GPU table comes from.
   std::string nvidia_smi = "nvidia-smi";
   std::chrono::milliseconds smi_timeout{10'000};  // every child gpurun asks, nvidia-smi and docker

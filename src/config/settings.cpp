@@ -28,7 +28,7 @@ std::vector<std::string> strings(const json& v) { return v.get<std::vector<std::
 
 // A text setting with a fixed set of words: anything else is an error that lists them.
 std::string one_of(const json& v, std::string_view key, std::initializer_list<std::string_view> words) {
-  const std::string word = v.get<std::string>();
+  std::string word = v.get<std::string>();
   for (std::string_view w : words)
     if (word == w) return word;
   std::string list;

@@ -2,7 +2,7 @@
 
 namespace gpurun {
 
-GpuMonitor::GpuMonitor(std::unique_ptr<GpuSampler> sampler, std::vector<int> indices) : sampler_(std::move(sampler)) {
+GpuMonitor::GpuMonitor(std::unique_ptr<GpuSampler> sampler, const std::vector<int>& indices) : sampler_(std::move(sampler)) {
   for (int index : indices) stats_[index];
   thread_ = std::thread([this] {
     sampler_->run(stopping_, [this](int index, std::optional<double> utilization, std::optional<double> memory) {
@@ -12,7 +12,7 @@ GpuMonitor::GpuMonitor(std::unique_ptr<GpuSampler> sampler, std::vector<int> ind
   });
 }
 
-GpuMonitor::GpuMonitor(std::string nvidia_smi, std::vector<int> indices, std::chrono::milliseconds interval)
+GpuMonitor::GpuMonitor(std::string nvidia_smi, const std::vector<int>& indices, std::chrono::milliseconds interval)
     : GpuMonitor(make_smi_stream_sampler(std::move(nvidia_smi), indices, interval), indices) {}
 
 GpuMonitor::~GpuMonitor() { stop(); }

@@ -18,9 +18,9 @@ namespace gpurun {
 class GpuMonitor {
  public:
   // Samples `indices` from `sampler`; samples of other GPUs are ignored.
-  GpuMonitor(std::unique_ptr<GpuSampler> sampler, std::vector<int> indices);
+  GpuMonitor(std::unique_ptr<GpuSampler> sampler, const std::vector<int>& indices);
   // The nvidia-smi stream.
-  GpuMonitor(std::string nvidia_smi, std::vector<int> indices, std::chrono::milliseconds interval);
+  GpuMonitor(std::string nvidia_smi, const std::vector<int>& indices, std::chrono::milliseconds interval);
   GpuMonitor(const GpuMonitor&) = delete;
   GpuMonitor& operator=(const GpuMonitor&) = delete;
   ~GpuMonitor();

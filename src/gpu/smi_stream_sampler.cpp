@@ -32,6 +32,7 @@ class SmiStreamSampler : public GpuSampler {
       } catch (const Error& e) {
         spdlog::debug("monitor: {}", e.what());
       }
+      // cppcheck-suppress oppositeInnerCondition ; `stopping` is atomic: another thread sets it
       if (stopping) break;
       spdlog::debug("monitor: nvidia-smi stream ended; restarting");
       for (int i = 0; i < 10 && !stopping; ++i) std::this_thread::sleep_for(poll);

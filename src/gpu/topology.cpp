@@ -160,6 +160,7 @@ std::vector<GpuLink> parse_topo_matrix(std::string_view output) {
     }
   }
   std::vector<GpuLink> links;
+  links.reserve(kinds.size());
   for (const auto& [pair, kind] : kinds) links.push_back({pair.first, pair.second, kind});
   return links;
 }

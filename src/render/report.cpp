@@ -55,7 +55,7 @@ std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
 }
 
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuAssessment>& mig_units) {
-  const std::string plain = format_gpu_table(gpus);
+  std::string plain = format_gpu_table(gpus);
   if (mig_units.empty()) return plain;
   std::string table;
   std::size_t start = 0;

@@ -64,6 +64,7 @@ PickResult pick_mig(const std::vector<GpuAssessment>& units, int count, const st
   }
   // The smallest sizes first: a request is served by the requested profile while enough are free.
   std::vector<std::pair<int, int>> sizes;
+  sizes.reserve(serving.size());
   for (const GpuAssessment& unit : serving) sizes.push_back(size_of(unit.gpu.mig->profile));
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());

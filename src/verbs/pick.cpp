@@ -29,6 +29,7 @@ int run_pick(const Options& options, std::ostream& out) {
     if (chosen.size() > 1)
       spdlog::info("CUDA uses one MIG instance per process: give each process one of these UUIDs in CUDA_VISIBLE_DEVICES");
     std::vector<std::string> uuids;
+    uuids.reserve(chosen.size());
     for (const auto& a : chosen) uuids.push_back(a.gpu.uuid);
     if (options.json) {
       nlohmann::ordered_json json = pick_json(chosen);
