@@ -5,14 +5,16 @@
 // mounts, the working directory included, is therefore opened with the caller's rights (gpurun
 // runs with their effective ids, util/privileges.hpp): search permission on every directory on
 // the way, symlinks followed as the caller. Docker is then given the resolved real path, never
-// the path as written, and no named volume (they are shared by every user of the engine).
-// docs/sudo.md explains what this does and does not cover (a path swapped after the check).
+// the path as written, and no named volume (they are shared by every user of the engine). For
+// the launch itself each source is pinned (job/mount_pins.hpp), so that a path swapped after the
+// check cannot change what docker mounts. docs/sudo.md explains what this covers.
 #include <string>
 #include <vector>
 
 namespace gpurun {
 
 struct Options;
+class MountPins;
 
 struct CallerMounts {
   std::vector<std::string> volumes;      // Options::volumes, each with its real host path
@@ -21,10 +23,12 @@ struct CallerMounts {
 };
 
 // Checks and resolves every mount of `options` and the working directory `workdir`. Throws
-// Error (125) "not allowed under sudo: ..." naming the mount, without reading any file.
-CallerMounts check_caller_mounts(const Options& options, const std::string& workdir);
+// Error (125) "not allowed under sudo: ..." naming the mount, without reading any file. With
+// `pins`, each source is the pin of what was checked instead of its real path.
+CallerMounts check_caller_mounts(const Options& options, const std::string& workdir, MountPins* pins = nullptr);
 
 // The real path of `path` as its caller resolves it, or Error; `what` names it in the message.
-std::string resolve_as_caller(const std::string& path, const std::string& what);
+// With `pins`: the pin of the object opened (a root-only path) instead.
+std::string resolve_as_caller(const std::string& path, const std::string& what, MountPins* pins = nullptr);
 
 }  // namespace gpurun

@@ -26,6 +26,7 @@
 #include "config/policy.hpp"
 #include "config/sudo_rules.hpp"
 #include "job/caller_mounts.hpp"
+#include "job/mount_pins.hpp"
 #include "job/job_report.hpp"
 #include "job/slurm_launch.hpp"
 #include "util/process.hpp"
@@ -308,10 +309,19 @@ int run_launch(const Options& options, std::ostream& out) {
 
   DockerRunRequest request = make_request(options, chosen, cpus.total);
   request.gpu_request = gpu_request_form(options, *engine, request, ranking_level);
-  const std::vector<std::string> argv = engine->run_argv(request);
+  std::vector<std::string> argv = engine->run_argv(request);
   if (options.dry_run) {
     out << shell_join(argv) << '\n';
     return 0;
+  }
+  // Under sudo docker mounts pins of what was checked, never a path the caller could swap.
+  MountPins pins;
+  if (request.for_caller) {
+    const CallerMounts pinned = check_caller_mounts(options, request.identity.workdir, &pins);
+    request.volumes = pinned.volumes;
+    request.docker_opts = pinned.docker_opts;
+    request.identity.workdir_source = pinned.workdir_source;
+    argv = engine->run_argv(request);
   }
 
   std::vector<Gpu> chosen_gpus;
@@ -325,6 +335,7 @@ int run_launch(const Options& options, std::ostream& out) {
   // The docker client inherits the reservations and holds them while the job is attached.
   for (const FileLock& lock : reservations) lock.keep_across_exec();
   out.flush();
+  pins.release_after_exec();
   exec_program(argv);
 }
 

@@ -117,8 +117,16 @@ EOF
 install -m 755 "$2" "$tmp/nvidia-smi"
 # The admin names the engine in the program they configure: under sudo gpurun drops the caller's
 # DOCKER_* variables (the rule below keeps them, as a careless site might, to prove it).
-printf '#!/bin/sh\nDOCKER_HOST=%s DOCKER_CONFIG=%s exec %s "$@"\n' "$DOCKER_HOST" "$DOCKER_CONFIG" "$docker_prog" \
-  >"$tmp/docker-for-root" && chmod 755 "$tmp/docker-for-root"
+# When $tmp/swap names "SOURCE TARGET", it also swaps SOURCE for a symlink to TARGET right before
+# `docker run`: the worst moment a caller racing gpurun could hit (test 4).
+cat >"$tmp/docker-for-root" <<EOF
+#!/bin/sh
+if [ "\$1" = run ] && [ -f $tmp/swap ]; then
+  read -r src dst <$tmp/swap && rm -f $tmp/swap && mv "\$src" "\$src.old" && ln -s "\$dst" "\$src"
+fi
+DOCKER_HOST=$DOCKER_HOST DOCKER_CONFIG=$DOCKER_CONFIG exec $docker_prog "\$@"
+EOF
+chmod 755 "$tmp/docker-for-root"
 printf '{"docker": "%s", "nvidia_smi": "%s", "lock_dir": "%s/locks", "ignore_containers": false}\n' \
   "$tmp/docker-for-root" "$tmp/nvidia-smi" "$tmp" >/etc/gpurun/config.json
 cat >"$tmp/sudoers" <<EOF
@@ -162,6 +170,22 @@ as $A "$home_a/work" stop "$name"
 rc=$?
 ((rc == 0)) && pass "$A stops their own container" || fail "$A stop: rc $rc $(cat "$tmp/err")"
 for ((i = 0; i < 100; i++)); do [[ -z $(dk ps -aq) ]] && break; sleep 0.1; done  # --rm: gone soon after
+
+# 4 first (it needs no container left from 2): a mount source swapped after the check.
+# The target is open itself but under a directory only root may search: the caller cannot reach
+# it, a container given it as its mount root could.
+mkdir -m 700 "$tmp/private" && mkdir -m 755 "$tmp/private/open" && echo SECRET >"$tmp/private/open/file"
+chmod 644 "$tmp/private/open/file"
+runuser -u $A -- sh -c "mkdir $home_a/work/data && echo mine >$home_a/work/data/file"
+echo "$home_a/work/data $tmp/private/open" >"$tmp/swap"
+as $A "$home_a/work" -v "$home_a/work/data:/data" --image $IMAGE 1 -- cat /data/file
+rc=$?
+if ((rc == 0)) && [[ $(cat "$tmp/out") == mine && -L $home_a/work/data ]]; then
+  pass "a mount source swapped for a symlink after the check: docker mounted what was checked"
+else fail "swapped mount: rc $rc, out '$(cat "$tmp/out")', $(cat "$tmp/err")"; fi
+for ((i = 0; i < 50; i++)); do [[ -z $(ls -A /run/gpurun/pins 2>/dev/null) ]] && break; sleep 0.1; done
+[[ -z $(ls -A /run/gpurun/pins 2>/dev/null) ]] && pass "pins removed once the client ended" ||
+  fail "pins left: $(ls -lR /run/gpurun/pins)"
 
 # 3. Refusals: 125, "not allowed under sudo" (or the refusal named), no container started.
 printf '{"docker": "/bin/sh"}\n' >"$tmp/evil.json" && chmod 644 "$tmp/evil.json"
