@@ -16,6 +16,7 @@ int gpu_csv(const std::uint8_t* data, std::size_t size);
 int compute_apps_csv(const std::uint8_t* data, std::size_t size);
 int docker_inspect(const std::uint8_t* data, std::size_t size);
 int config(const std::uint8_t* data, std::size_t size);
+int sudo_docker_opts(const std::uint8_t* data, std::size_t size);
 }  // namespace gpurun::fuzz
 
 namespace {
@@ -59,5 +60,6 @@ TEST(FuzzReplay, DockerInspectCorpusAndRegressions) {
   replay("fuzz_docker_inspect", gpurun::fuzz::docker_inspect, 5);
 }
 TEST(FuzzReplay, ConfigCorpusAndRegressions) { replay("fuzz_config", gpurun::fuzz::config, 10); }
+TEST(FuzzReplay, SudoDockerOptsCorpus) { replay("fuzz_sudo_docker_opts", gpurun::fuzz::sudo_docker_opts, 10); }
 
 }  // namespace
