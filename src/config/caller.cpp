@@ -10,22 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "config/inputs.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
 namespace {
-
-std::map<std::string, std::string> sudo_variables(const char* const* envp) {
-  std::map<std::string, std::string> found;
-  for (; envp != nullptr && *envp != nullptr; ++envp) {
-    const std::string_view entry(*envp);
-    const std::size_t eq = entry.find('=');
-    if (entry.starts_with("SUDO_") && eq != std::string_view::npos)
-      found.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
-  }
-  return found;
-}
 
 unsigned id_of(const std::map<std::string, std::string>& vars, const std::string& name) {
   const auto it = vars.find(name);
@@ -69,7 +59,7 @@ void scrub_environment_for_root() {
 
 std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp) {
   if (euid != 0) return std::nullopt;
-  const auto vars = sudo_variables(envp);
+  const auto vars = environment_with_prefix(envp, "SUDO_");
   if (!vars.contains("SUDO_UID")) return std::nullopt;
   const uid_t uid = id_of(vars, "SUDO_UID");
   if (uid == 0) return std::nullopt;  // root using sudo is root

@@ -28,15 +28,19 @@ std::optional<std::string> find_project_file(const std::string& cwd) {
   }
 }
 
-std::map<std::string, std::string> gpurun_environment(const char* const* envp) {
+std::map<std::string, std::string> environment_with_prefix(const char* const* envp, std::string_view prefix) {
   std::map<std::string, std::string> found;
   for (; envp != nullptr && *envp != nullptr; ++envp) {
     const std::string_view entry(*envp);
     const std::size_t eq = entry.find('=');
-    if (entry.starts_with("GPURUN_") && eq != std::string_view::npos)
+    if (entry.starts_with(prefix) && eq != std::string_view::npos)
       found.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
   }
   return found;
+}
+
+std::map<std::string, std::string> gpurun_environment(const char* const* envp) {
+  return environment_with_prefix(envp, "GPURUN_");
 }
 
 }  // namespace gpurun

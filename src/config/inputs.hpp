@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace gpurun {
 
@@ -12,6 +13,8 @@ std::optional<std::string> default_user_config_path(const std::optional<std::str
                                                     const std::optional<std::string>& home);
 // The nearest .gpurun.json in `cwd` or one of its parents; nullopt when there is none.
 std::optional<std::string> find_project_file(const std::string& cwd);
+// The variables of an environ-style array whose names start with `prefix` ("SUDO_").
+std::map<std::string, std::string> environment_with_prefix(const char* const* envp, std::string_view prefix);
 // The GPURUN_* variables of an environ-style array.
 std::map<std::string, std::string> gpurun_environment(const char* const* envp);
 

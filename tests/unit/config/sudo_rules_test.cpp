@@ -20,7 +20,12 @@ using ::testing::HasSubstr;
 
 Options caller_options(std::vector<std::string> docker_opts) {
   Options o;
-  o.caller = Caller{{1000, 1000, {1000}}, "alice", "/home/alice"};
+  Caller& alice = o.caller.emplace();  // (assigning a Caller{...} trips g++ 12's -Wmaybe-uninitialized at -O3)
+  alice.ids.uid = 1000;
+  alice.ids.gid = 1000;
+  alice.ids.groups = {1000};
+  alice.login = "alice";
+  alice.home = "/home/alice";
   o.docker_opts = std::move(docker_opts);
   return o;
 }
@@ -62,7 +67,9 @@ TEST(SudoRules, RootOnlySettingsComeFromTheSystemFileOnly) {
   for (const char* key : {"nvidia_smi", "lock_dir", "nvml_library"}) EXPECT_TRUE(find_setting(key)->root_only) << key;
   // Whatever names a program, a library or a socket gpurun uses is the admin's to choose.
   for (const Setting& s : settings())
-    if (s.program) EXPECT_TRUE(s.root_only) << s.key;
+    if (s.program) {
+      EXPECT_TRUE(s.root_only) << s.key;
+    }
   check_root_only(*find_setting("image"), {ConfigSource::Kind::flag, "--image", 0, {}}, sys);  // not root-only
 }
 
