@@ -13,6 +13,7 @@
 #include "config/settings.hpp"
 #include "config/suggest.hpp"
 #include "config/values.hpp"
+#include "util/fd.hpp"
 #include "util/text.hpp"
 
 namespace gpurun {
@@ -105,13 +106,13 @@ void check_file(const ParsedFile& f) {
 }  // namespace
 
 std::optional<FileText> read_text(const std::string& path, bool must_exist) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0 && errno == ENOENT && !must_exist) return std::nullopt;
-  if (fd < 0 && errno == ENOENT) throw Error(fmt::format("configuration file {} does not exist", path));
-  if (fd < 0) throw Error(fmt::format("cannot read configuration file {}: {}", path, std::strerror(errno)));
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid() && errno == ENOENT && !must_exist) return std::nullopt;
+  if (!fd.valid() && errno == ENOENT) throw Error(fmt::format("configuration file {} does not exist", path));
+  if (!fd.valid()) throw Error(fmt::format("cannot read configuration file {}: {}", path, std::strerror(errno)));
   FileText file;
   std::string problem;
-  if (::fstat(fd, &file.st) != 0) {
+  if (::fstat(fd.get(), &file.st) != 0) {
     problem = std::strerror(errno);
   } else if (S_ISDIR(file.st.st_mode)) {
     problem = "it is a directory";
@@ -120,10 +121,9 @@ std::optional<FileText> read_text(const std::string& path, bool must_exist) {
   } else {
     char buffer[8192];
     ssize_t n = 0;
-    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) file.text.append(buffer, static_cast<std::size_t>(n));
+    while ((n = ::read(fd.get(), buffer, sizeof buffer)) > 0) file.text.append(buffer, static_cast<std::size_t>(n));
     if (n < 0) problem = std::strerror(errno);
   }
-  ::close(fd);
   if (!problem.empty()) throw Error(fmt::format("cannot read configuration file {}: {}", path, problem));
   return file;
 }

@@ -28,6 +28,7 @@
 #include "job/caller_mounts.hpp"
 #include "job/mount_pins.hpp"
 #include "job/job_report.hpp"
+#include "job/supervise.hpp"
 #include "job/slurm_launch.hpp"
 #include "util/process.hpp"
 #include "render/report.hpp"

@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "job/job_report.hpp"
+#include "job/supervise.hpp"
 #include "render/report.hpp"
 #include "select/inventory.hpp"
 #include "slurm/slurm_query.hpp"

@@ -1,4 +1,6 @@
 // --report's job control: the job runs as gpurun's child while its GPUs are sampled.
+#include "job/supervise.hpp"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -6,7 +8,6 @@
 #include <cerrno>
 
 #include "gpu/gpu_monitor.hpp"
-#include "job/job_report.hpp"
 #include "util/process.hpp"
 
 namespace gpurun {

@@ -12,6 +12,7 @@
 #include "config/starter.hpp"
 #include "verbs/verbs.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 
 namespace gpurun {
 
@@ -28,14 +29,14 @@ int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool
   std::error_code error;
   std::filesystem::create_directories(path.parent_path(), error);
   // O_EXCL: an existing file is never overwritten, not even one created a moment ago.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
     if (errno == EEXIST) throw Error(fmt::format("{} exists already; gpurun config init never overwrites it", path.string()));
     throw Error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   }
   const std::string text = starter_user_config();
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
+  const bool written = ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  fd.reset();
   if (!written) throw Error(fmt::format("cannot write {}", path.string()));
   out << path.string() << '\n';
   return 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "job/job_report.hpp"
+#include "job/supervise.hpp"
 #include "support/test_support.hpp"
 #include "util/error.hpp"
 
