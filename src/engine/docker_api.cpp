@@ -23,6 +23,10 @@ namespace {
 
 using nlohmann::json;
 
+// Inspects asked at once, each on a connection of its own, so that the engine's answers overlap;
+// each connection costs a connect, and a GPU server runs few containers.
+constexpr std::size_t kInspectConnections = 4;
+
 std::optional<std::string> env_value(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::optional<std::string>(value) : std::nullopt;
@@ -149,12 +153,16 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
   const json containers = json::parse(list.body, nullptr, false);
   if (!containers.is_array()) throw Error(fmt::format("the Docker engine at {} answered the container list with no JSON array", socket_path));
 
-  // The inspect answers, one JSON array as `docker inspect` prints them, for parse_gpu_containers.
-  std::string inspected = "[";
+  // Each container's inspect answer, up to kInspectConnections asked at once; one JSON array of
+  // them, as `docker inspect` prints it, for parse_gpu_containers.
+  std::vector<std::string> targets;
   for (const json& c : containers) {
     const json* id = c.is_object() && c.contains("Id") ? &c["Id"] : nullptr;
     if (id == nullptr || !id->is_string() || !plain_id(id->get_ref<const std::string&>())) continue;
-    const HttpResponse one = client.get(fmt::format("{}/containers/{}/json", prefix, id->get_ref<const std::string&>()));
+    targets.push_back(fmt::format("{}/containers/{}/json", prefix, id->get_ref<const std::string&>()));
+  }
+  std::string inspected = "[";
+  for (const HttpResponse& one : client.get_all(targets, kInspectConnections)) {
     if (one.status == 404) continue;  // gone since the list
     if (one.status != 200) throw refused("to inspect a container", one);
     if (inspected.size() > 1) inspected += ',';

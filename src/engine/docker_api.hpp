@@ -37,8 +37,8 @@ std::optional<std::string> docker_socket_path(const DockerClientEnvironment& env
 std::string docker_api_version(std::string_view engine_version);
 
 // Every running container that holds a GPU, through the API at `socket_path`: /_ping, the
-// container list, then each container's inspect answer (read by parse_gpu_containers). All of
-// it done within `timeout`; a container gone between list and inspect is left out. Throws Error
+// container list, then each container's inspect answer (a few asked at once; read by
+// parse_gpu_containers). All of it done within `timeout`; a container gone between list and inspect is left out. Throws Error
 // when the engine cannot be asked.
 std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout);
 

@@ -1,9 +1,11 @@
 #pragma once
-// HTTP/1.1 GETs over a unix socket (the Docker Engine API's), with Boost.Beast: one connection
-// kept alive for a series of requests, all of them done by one deadline.
+// HTTP/1.1 GETs over a unix socket (the Docker Engine API's), with Boost.Beast: connections kept
+// alive for a series of requests, all of them done by one deadline.
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gpurun {
 
@@ -24,6 +26,11 @@ class UnixHttpClient {
   // GET `target` ("/v1.43/containers/json"). Throws Error when the socket cannot be reached, the
   // deadline passes or the answer is not HTTP; any status, 404 included, is returned.
   HttpResponse get(const std::string& target);
+
+  // GET every target, up to `connections` at a time (the first one is get()'s connection, kept
+  // alive), on one thread; the answers in the order of `targets`. Errors as get()'s: the first
+  // failure ends them all.
+  std::vector<HttpResponse> get_all(const std::vector<std::string>& targets, std::size_t connections);
 
  private:
   struct State;

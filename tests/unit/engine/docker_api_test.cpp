@@ -3,23 +3,19 @@
 #include "engine/docker_api.hpp"
 
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "stand_in_engine.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
@@ -28,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 TEST(DockerSocketPath, TheDefaultSocketWithoutDockerHostOrContext) {
   std::string why;
@@ -80,91 +77,12 @@ TEST(DockerApiVersion, TheLowerOfTheEnginesAndOurs) {
   EXPECT_EQ(docker_api_version("v1"), "");
 }
 
-// A stand-in engine: answers GETs on one keep-alive connection at a time from a table.
-class FakeEngine {
- public:
-  struct Answer {
-    int status = 200;
-    std::string body;
-  };
-  explicit FakeEngine(std::map<std::string, Answer> answers, bool silent = false)
-      : answers_(std::move(answers)), silent_(silent) {
-    std::string pattern = (fs::path(::testing::TempDir()) / "gpurun-engine-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    dir_ = pattern;
-    path_ = dir_ + "/d.sock";
-    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    path_.copy(address.sun_path, sizeof address.sun_path - 1);
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(listener_, 4) != 0)
-      throw std::runtime_error("bind/listen");
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~FakeEngine() {
-    stop_ = true;
-    ::shutdown(listener_, SHUT_RDWR);
-    ::close(listener_);
-    thread_.join();
-    fs::remove_all(dir_);
-  }
-  const std::string& path() const { return path_; }
-  std::vector<std::string> requests() {
-    std::lock_guard lock(mutex_);
-    return requests_;
-  }
-
- private:
-  void serve() {
-    while (!stop_) {
-      const int connection = ::accept(listener_, nullptr, nullptr);
-      if (connection < 0) return;
-      std::string pending;
-      char buffer[4096];
-      for (;;) {
-        const auto end = pending.find("\r\n\r\n");
-        if (end == std::string::npos) {
-          const ssize_t n = ::read(connection, buffer, sizeof buffer);
-          if (n <= 0) break;
-          pending.append(buffer, static_cast<std::size_t>(n));
-          continue;
-        }
-        const std::string head = pending.substr(0, end);
-        pending.erase(0, end + 4);
-        const std::string line = head.substr(0, head.find("\r\n"));
-        {
-          std::lock_guard lock(mutex_);
-          requests_.push_back(line);
-        }
-        if (silent_) continue;
-        const std::string target = line.substr(4, line.rfind(' ') - 4);
-        const auto it = answers_.find(target);
-        const Answer answer = it != answers_.end() ? it->second : Answer{404, R"({"message":"page not found"})"};
-        const std::string response = "HTTP/1.1 " + std::to_string(answer.status) +
-                                     " X\r\nApi-Version: 1.41\r\nContent-Type: application/json\r\nContent-Length: " +
-                                     std::to_string(answer.body.size()) + "\r\n\r\n" + answer.body;
-        if (::write(connection, response.data(), response.size()) < 0) break;
-      }
-      ::close(connection);
-    }
-  }
-
-  std::map<std::string, Answer> answers_;
-  bool silent_;
-  std::string dir_, path_;
-  int listener_ = -1;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  std::mutex mutex_;
-  std::vector<std::string> requests_;
-};
-
 const std::string kA = "aaaa000000000000000000000000000000000000000000000000000000000001";
 const std::string kB = "bbbb000000000000000000000000000000000000000000000000000000000002";
 const std::string kC = "cccc000000000000000000000000000000000000000000000000000000000003";
 
 TEST(DockerApiGpuHolders, ListsThenInspectsEachRunningContainerInTheNegotiatedVersion) {
-  FakeEngine engine({
+  StandInEngine engine({
       {"/_ping", {200, "OK"}},
       {"/v1.41/containers/json", {200, R"([{"Id": ")" + kA + R"(", "Names": ["/gpu-job"]}, {"Id": ")" + kB +
                                              R"("}, {"Id": ")" + kC + R"("}, {"Id": "../../x"}])"}},
@@ -178,19 +96,56 @@ TEST(DockerApiGpuHolders, ListsThenInspectsEachRunningContainerInTheNegotiatedVe
   ASSERT_EQ(holders.size(), 1U);
   EXPECT_EQ(holders[0].name, "gpu-job");
   EXPECT_THAT(holders[0].devices, ElementsAre("2"));
-  EXPECT_THAT(engine.requests(),
-              ElementsAre("GET /_ping HTTP/1.1", "GET /v1.41/containers/json HTTP/1.1",
-                          "GET /v1.41/containers/" + kA + "/json HTTP/1.1", "GET /v1.41/containers/" + kB + "/json HTTP/1.1",
-                          "GET /v1.41/containers/" + kC + "/json HTTP/1.1"));
+  // The inspects are asked at once, so in any order after the list.
+  const auto requests = engine.requests();
+  ASSERT_EQ(requests.size(), 5U);
+  EXPECT_THAT(std::vector(requests.begin(), requests.begin() + 2),
+              ElementsAre("GET /_ping HTTP/1.1", "GET /v1.41/containers/json HTTP/1.1"));
+  EXPECT_THAT(std::vector(requests.begin() + 2, requests.end()),
+              UnorderedElementsAre("GET /v1.41/containers/" + kA + "/json HTTP/1.1",
+                                   "GET /v1.41/containers/" + kB + "/json HTTP/1.1",
+                                   "GET /v1.41/containers/" + kC + "/json HTTP/1.1"));
+}
+
+TEST(DockerApiGpuHolders, InspectsAtOnceAndKeepsTheListsOrder) {
+  const auto gpu_job = [](const std::string& id, const std::string& name, const std::string& device) {
+    return R"({"Id": ")" + id + R"(", "Name": "/)" + name + R"(", "HostConfig": {"DeviceRequests": [
+        {"Driver": "", "Count": 0, "DeviceIDs": [")" + device + R"("], "Capabilities": [["gpu"]]}]}})";
+  };
+  StandInEngine engine({
+      {"/_ping", {200, "OK"}},
+      {"/v1.41/containers/json", {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}, {"Id": ")" + kC + R"("}])"}},
+      // The first answers last; kB is gone (404) between list and inspect.
+      {"/v1.41/containers/" + kA + "/json", {200, gpu_job(kA, "first", "0"), std::chrono::milliseconds(150)}},
+      {"/v1.41/containers/" + kC + "/json", {200, gpu_job(kC, "third", "3")}},
+  });
+  const auto holders = docker_api_gpu_holders(engine.path(), std::chrono::seconds(5));
+  ASSERT_EQ(holders.size(), 2U);
+  EXPECT_EQ(holders[0].name, "first");
+  EXPECT_EQ(holders[1].name, "third");
+  EXPECT_THAT(holders[1].devices, ElementsAre("3"));
+  EXPECT_EQ(engine.connections(), 3U);  // the list's, then one more per inspect asked at once
+}
+
+TEST(DockerApiGpuHolders, AnInspectRefusedIsAnError) {
+  StandInEngine engine({
+      {"/_ping", {200, "OK"}},
+      {"/v1.41/containers/json", {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}])"}},
+      {"/v1.41/containers/" + kA + "/json", {200, R"({"Id": ")" + kA + R"("})"}},
+      {"/v1.41/containers/" + kB + "/json", {500, R"({"message":"inspect failed"})"}},
+  });
+  EXPECT_THAT([&] { docker_api_gpu_holders(engine.path(), std::chrono::seconds(5)); },
+              ::testing::ThrowsMessage<Error>("the Docker engine at " + engine.path() +
+                                              " refused to inspect a container (HTTP 500): inspect failed"));
 }
 
 TEST(DockerApiGpuHolders, NoContainersIsNoHolders) {
-  FakeEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {200, "[]"}}});
+  StandInEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {200, "[]"}}});
   EXPECT_TRUE(docker_api_gpu_holders(engine.path(), std::chrono::seconds(5)).empty());
 }
 
 TEST(DockerApiGpuHolders, TheEnginesRefusalIsAnError) {
-  FakeEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {500, R"({"message":"database is locked"})"}}});
+  StandInEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {500, R"({"message":"database is locked"})"}}});
   try {
     docker_api_gpu_holders(engine.path(), std::chrono::seconds(5));
     FAIL() << "no error";
@@ -201,7 +156,7 @@ TEST(DockerApiGpuHolders, TheEnginesRefusalIsAnError) {
 }
 
 TEST(DockerApiGpuHolders, AnEngineThatDoesNotAnswerTimesOut) {
-  FakeEngine engine({}, /*silent=*/true);
+  StandInEngine engine({}, /*silent=*/true);
   const auto start = std::chrono::steady_clock::now();
   try {
     docker_api_gpu_holders(engine.path(), std::chrono::milliseconds(200));
@@ -231,7 +186,7 @@ TEST(DockerApiEngine, PodmansClientAndAMissingSocketAreLeftToTheCli) {
 }
 
 TEST(DockerApiEngine, AsksTheSocketAndRunsTheDockerCli) {
-  FakeEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {200, "[]"}}});
+  StandInEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {200, "[]"}}});
   ::setenv("DOCKER_HOST", ("unix://" + engine.path()).c_str(), 1);
   std::string why;
   const auto api = make_docker_api_engine("/usr/bin/docker", why);

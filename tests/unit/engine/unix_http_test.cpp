@@ -1,0 +1,73 @@
+// Unit tests for the unix-socket HTTP client's concurrent GETs, against a stand-in engine.
+#include "engine/unix_http.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "stand_in_engine.hpp"
+#include "util/error.hpp"
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+
+std::vector<std::string> bodies(const std::vector<HttpResponse>& answers) {
+  std::vector<std::string> out;
+  for (const HttpResponse& a : answers) out.push_back(std::to_string(a.status) + " " + a.body);
+  return out;
+}
+
+TEST(UnixHttpGetAll, AnswersInTheOrderAskedWhateverOrderTheyCome) {
+  StandInEngine engine({{"/a", {200, "A", 200ms}}, {"/b", {200, "B", 100ms}}, {"/d", {200, "D"}}, {"/e", {200, "E"}},
+                        {"/f", {200, "F"}}});
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
+  // "/c" is not there: its 404 is an answer like any other.
+  const auto answers = client.get_all({"/a", "/b", "/c", "/d", "/e", "/f"}, 4);
+  EXPECT_THAT(bodies(answers), ElementsAre("200 A", "200 B", R"(404 {"message":"page not found"})", "200 D", "200 E", "200 F"));
+  EXPECT_EQ(answers[0].api_version, "1.41");
+  EXPECT_EQ(engine.connections(), 4U);  // no more than asked, kept alive for the rest
+}
+
+TEST(UnixHttpGetAll, AskedAtOnceTheyTakeAboutTheLongestNotTheSum) {
+  StandInEngine engine({{"/a", {200, "A", 300ms}}, {"/b", {200, "B", 300ms}}, {"/c", {200, "C", 300ms}},
+                        {"/d", {200, "D", 300ms}}});
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(bodies(client.get_all({"/a", "/b", "/c", "/d"}, 4)), ElementsAre("200 A", "200 B", "200 C", "200 D"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms);  // one after another: 1200 ms
+}
+
+TEST(UnixHttpGetAll, TheFirstConnectionIsGetsAndStaysInUse) {
+  StandInEngine engine({{"/_ping", {200, "OK"}}, {"/a", {200, "A"}}, {"/b", {200, "B"}}});
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
+  EXPECT_EQ(client.get("/_ping").body, "OK");
+  EXPECT_THAT(bodies(client.get_all({"/a", "/b"}, 4)), ElementsAre("200 A", "200 B"));
+  EXPECT_THAT(bodies(client.get_all({}, 4)), ElementsAre());
+  EXPECT_EQ(client.get("/a").body, "A");
+  EXPECT_EQ(engine.connections(), 2U);
+}
+
+TEST(UnixHttpGetAll, OneSlowAnswerPastTheDeadlineEndsThemAll) {
+  StandInEngine engine({{"/a", {200, "A"}}, {"/slow", {200, "S", 1000ms}}, {"/b", {200, "B"}}});
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 200ms);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT([&] { client.get_all({"/a", "/slow", "/b"}, 4); },
+              ::testing::ThrowsMessage<Error>("the Docker engine at " + engine.path() + " did not answer in time"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 800ms);
+}
+
+TEST(UnixHttpGetAll, NoSocketIsAnError) {
+  UnixHttpClient client("/nonexistent/gpurun/d.sock", std::chrono::steady_clock::now() + 1s);
+  EXPECT_THAT([&] { client.get_all({"/a", "/b"}, 4); },
+              ::testing::ThrowsMessage<Error>(
+                  "the Docker engine at /nonexistent/gpurun/d.sock cannot be reached: No such file or directory"));
+}
+
+}  // namespace
+}  // namespace gpurun
