@@ -77,9 +77,11 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
   std::vector<std::optional<Exchange>> exchanges(lanes);
   std::size_t next = 0;
   std::size_t answered = 0;
-  struct Failure {
+  struct Failure {  // (read through the optional below, which cppcheck does not follow)
+    // cppcheck-suppress unusedStructMember
     std::string target;
     error_code error;
+    // cppcheck-suppress unusedStructMember
     bool connected;
   };
   std::optional<Failure> failure;

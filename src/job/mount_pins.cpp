@@ -76,7 +76,7 @@ std::string MountPins::pin(int fd) {
   }
   struct stat info {};
   if (::fstat(fd, &info) != 0) fail("a mount source");
-  const std::string point = fmt::format("{}/{}", dir_, points_.size());
+  std::string point = fmt::format("{}/{}", dir_, points_.size());
   if (S_ISDIR(info.st_mode)) {
     if (::mkdir(point.c_str(), 0700) != 0) fail(point);
   } else {
@@ -103,7 +103,7 @@ void MountPins::release_after_exec() {
   // The watcher: out of the terminal's session and signals, holding none of our descriptors
   // (a reservation's lock or a pipe a caller reads must end with the client, not with us).
   ::setsid();
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(signal, SIG_IGN);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) (void)::signal(signal, SIG_IGN);
   const int null = ::open("/dev/null", O_RDWR);
   for (int target : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) ::dup2(null, target);
   ::close_range(3, ~0U, 0);
