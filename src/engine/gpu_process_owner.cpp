@@ -68,6 +68,51 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// A numeric field of /proc/PID/status ("Uid:\treal\t...", "PPid:\tN"): its first value.
+std::optional<long long> status_field(const std::string& status, std::string_view key) {
+  for (const auto& line : text::non_blank_lines(status)) {
+    if (!line.text.starts_with(key)) continue;
+    const auto fields = text::split(text::trim(line.text.substr(key.size())), '\t');
+    return fields.empty() ? std::nullopt : text::parse_integer(text::trim(fields.front()));
+  }
+  return std::nullopt;
+}
+
+// The container ID in conmon's argv ("-c <id>", "--cid <id>" or "--cid=<id>"), where `cmdline`
+// (/proc/PID/cmdline: NUL-separated) is conmon's.
+std::optional<std::string> conmon_container_id(const std::string& cmdline) {
+  const auto args = text::split(cmdline, '\0');
+  if (args.empty() || !(args.front() == "conmon" || args.front().ends_with("/conmon"))) return std::nullopt;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    std::string_view id;
+    if ((args[i] == "-c" || args[i] == "--cid") && i + 1 < args.size()) id = args[i + 1];
+    else if (args[i].starts_with("--cid=")) id = args[i].substr(6);
+    if (is_hex_id(id)) return std::string(id);
+  }
+  return std::nullopt;
+}
+
+// A podman container whose cgroup does not name it: rootless podman on cgroup v1 (or with
+// --cgroups=disabled) leaves it in its user's cgroup. Its processes descend from the conmon that
+// monitors it, whose argv names the container; a conmon run by an ordinary user is that user's
+// rootless podman's.
+std::optional<CgroupContainer> container_from_conmon(long pid, const std::string& proc_root) {
+  constexpr int max_depth = 32;  // a GPU process sits a few forks below its container's init
+  auto parent = status_field(read_file(fmt::format("{}/{}/status", proc_root, pid)), "PPid:");
+  for (int depth = 0; depth < max_depth && parent && *parent > 1; ++depth) {
+    const std::string dir = fmt::format("{}/{}", proc_root, *parent);
+    const std::string status = read_file(dir + "/status");
+    if (const auto id = conmon_container_id(read_file(dir + "/cmdline"))) {
+      CgroupContainer found{*id, "podman", false, std::nullopt};
+      const auto uid = status_field(status, "Uid:");
+      if (uid && *uid > 0 && *uid <= 0xFFFFFFFELL) found.rootless_uid = static_cast<unsigned>(*uid);
+      return found;
+    }
+    parent = status_field(status, "PPid:");
+  }
+  return std::nullopt;
+}
+
 std::string login_of(unsigned uid) {
   const passwd* entry = ::getpwuid(static_cast<uid_t>(uid));
   return entry != nullptr ? std::string(entry->pw_name) : fmt::format("uid {}", uid);
@@ -99,15 +144,13 @@ std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root
   if (!status) return std::nullopt;
   ProcessOwner owner;
   owner.pid = pid;
-  for (std::string line; std::getline(status, line);) {
-    if (!line.starts_with("Uid:")) continue;
-    // "Uid:\treal\teffective\tsaved\tfilesystem"
-    const auto fields = text::split(text::trim(std::string_view(line).substr(4)), '\t');
-    const auto uid = fields.empty() ? std::nullopt : text::parse_integer(text::trim(fields.front()));
-    if (uid && *uid >= 0 && *uid <= 0xFFFFFFFFLL) owner.uid = static_cast<unsigned>(*uid);
-    break;
-  }
+  std::stringstream text;
+  text << status.rdbuf();
+  // "Uid:\treal\teffective\tsaved\tfilesystem"
+  const auto uid = status_field(text.str(), "Uid:");
+  if (uid && *uid >= 0 && *uid <= 0xFFFFFFFFLL) owner.uid = static_cast<unsigned>(*uid);
   owner.container = container_from_cgroup(read_file(dir + "/cgroup"));
+  if (!owner.container) owner.container = container_from_conmon(pid, proc_root);
   if (owner.container && owner.container->rootless_uid) owner.user = login_of(*owner.container->rootless_uid);
   else if (owner.uid) owner.user = login_of(*owner.uid);
   return owner;

@@ -17,7 +17,8 @@ struct CgroupContainer {
   std::string id;       // the container's full ID (64 hex digits)
   std::string engine;   // "docker", "podman", "containerd", "cri-o", or "" when the path does not say
   bool kubernetes = false;              // under kubepods
-  std::optional<unsigned> rootless_uid; // under user@UID.service: that user's own engine runs it
+  // Under user@UID.service, or monitored by a conmon that UID runs: that user's own engine runs it.
+  std::optional<unsigned> rootless_uid;
 };
 
 // Reads /proc/PID/cgroup text (cgroup v2's "0::/path", v1's "N:controllers:/path"); nullopt
@@ -39,7 +40,8 @@ struct ProcessOwner {
 std::string host_proc_root();
 
 // What /proc (or `proc_root`, a fake tree in tests) says about `pid`; nullopt when the process
-// is gone or hidden from us (hidepid).
+// is gone or hidden from us (hidepid). Where its cgroup names no container (rootless podman on
+// cgroup v1 leaves its containers in the user's cgroup), the conmon among its ancestors does.
 std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root = "/proc");
 
 // The containers that hold GPUs as their processes show, added to `holders` (the engine's own

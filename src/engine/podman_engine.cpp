@@ -39,8 +39,10 @@ std::optional<std::string> podman_socket_path(const PodmanEnvironment& env) {
 std::unique_ptr<ContainerEngine> make_podman_engine(const std::string& podman_cli) {
   if (const auto socket = podman_socket_path(PodmanEnvironment::from_process())) {
     struct stat st {};
-    if (::stat(socket->c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && ::access(socket->c_str(), R_OK | W_OK) == 0)
+    if (::stat(socket->c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && ::access(socket->c_str(), R_OK | W_OK) == 0) {
+      spdlog::debug("asking podman's API at {}", *socket);
       return make_docker_api_engine_at(podman_cli, *socket, "podman");
+    }
     spdlog::debug("asking {} (the CLI), not podman's API: no socket of ours at {} (systemctl{} start podman.socket)",
                   podman_cli, *socket, ::geteuid() == 0 ? "" : " --user");
   }

@@ -12,8 +12,8 @@
 # own) and through its CLI see that container; a container of another podman (another storage
 # root: an engine gpurun does not ask) whose process the stand-in nvidia-smi reports on a GPU
 # makes that GPU busy, traced through /proc/PID/cgroup.
-# Rootless podman needs a user session (systemd's user@UID.service, newuidmap) that this test
-# does not create; it is covered by unit tests of the cgroup paths.
+# Rootless podman, run by a user of its own, is tests/e2e/real_podman_rootless.sh
+# (e2e.real_podman_rootless).
 #
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (not root, podman or a static
 # busybox missing, podman cannot run a container here).

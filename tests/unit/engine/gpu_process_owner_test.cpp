@@ -9,6 +9,9 @@
 //    1:name=systemd:/machine.slice/libpod-<id>.scope/init.scope (containers/podman#10602).
 //  - cgroup v2, rootless podman: 0::/user.slice/user-1000.slice/user@1000.service/user.slice/
 //    libpod-<id>.scope/container (containers/podman#8290: crun's "<scope>/container").
+//  - cgroup v1, rootless podman 4.3 with the cgroupfs driver (captured on this project's CI VM,
+//    tests/e2e/real_podman_rootless.sh): no cgroup of its own, the container's processes stay in
+//    the user's ("9:name=systemd:/" ... "0::/"); their parent is conmon, "-c <id>" in its argv.
 //  - Kubernetes: kubepods-…-pod<uid>.slice/cri-containerd-<id>.scope (systemd driver) and
 //    /kubepods/besteffort/pod<uid>/<id> (cgroupfs driver), kubernetes.io "cgroup drivers".
 #include "engine/gpu_process_owner.hpp"
@@ -25,6 +28,7 @@ namespace gpurun {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::string_literals;  // argv with NULs
 using ::testing::ElementsAre;
 
 const std::string kId = "2521e906f0a0c758c3a7dc4fd68c197e32e96abb4b36807d0b0ede6d014a7c24";
@@ -129,8 +133,70 @@ class ProcessOwnerInFakeProc : public ::testing::Test {
         << "\nPPid:\t1\nUid:\t" << uid << "\t" << uid << "\t" << uid << "\t" << uid << "\nGid:\t0\t0\t0\t0\n";
     std::ofstream(fs::path(root_) / std::to_string(pid) / "cgroup") << cgroup;
   }
+  // A process whose parent is `ppid`, with argv `cmdline` (NUL-separated, as /proc shows it).
+  void add_child(long pid, long ppid, const std::string& uid, const std::string& cgroup, const std::string& cmdline) {
+    add(pid, uid, cgroup);
+    std::ofstream(fs::path(root_) / std::to_string(pid) / "status")
+        << "Name:\tx\nPid:\t" << pid << "\nPPid:\t" << ppid << "\nUid:\t" << uid << "\t" << uid << "\t" << uid
+        << "\t" << uid << "\n";
+    std::ofstream(fs::path(root_) / std::to_string(pid) / "cmdline") << cmdline;
+  }
   std::string root_;
 };
+
+// What /proc/PID/cgroup holds for a rootless podman container on a cgroup v1 host (podman 4.3,
+// --cgroup-manager=cgroupfs, no systemd user session): the user's own cgroups, nothing podman's.
+const std::string kRootlessV1Cgroup =
+    "9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n4:memory:/\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::/\n";
+// Its conmon's argv as podman 4.3 starts it (shortened after the container's name).
+std::string conmon_argv(const std::string& id) {
+  return "/usr/bin/conmon\0--api-version\0" "1\0-c\0"s + id + "\0-u\0"s + id +
+         "\0-r\0/usr/bin/runc\0-b\0/home/gpurun-e2e-rl/.local/share/containers/storage/vfs-containers/"s + id +
+         "/userdata\0-n\0rl\0--exit-dir\0/tmp/rt/libpod/tmp/exits\0"s;
+}
+
+TEST_F(ProcessOwnerInFakeProc, RootlessPodmanOnCgroupV1IsFoundThroughItsConmon) {
+  EXPECT_FALSE(container_from_cgroup(kRootlessV1Cgroup));
+  add_child(17272, 1, "1001", kRootlessV1Cgroup, conmon_argv(kId));            // conmon, the user's
+  add_child(17281, 17272, "1001", kRootlessV1Cgroup, "sleep\0" "300\0"s);  // the container's init
+  add_child(17300, 17281, "1001", kRootlessV1Cgroup, "python3\0train.py\0"s);  // its GPU process
+  for (long pid : {17281L, 17300L}) {
+    const auto owner = process_owner(pid, root_);
+    ASSERT_TRUE(owner);
+    ASSERT_TRUE(owner->container) << pid;
+    EXPECT_EQ(owner->container->id, kId);
+    EXPECT_EQ(owner->container->engine, "podman");
+    EXPECT_EQ(owner->container->rootless_uid, 1001U);
+    EXPECT_EQ(owner->uid, 1001U);
+  }
+  // conmon itself, and a process of no container (its parent is no conmon), are in none.
+  add_child(17400, 17272, "1001", kRootlessV1Cgroup, "bash\0");
+  add_child(17401, 17400, "1001", kRootlessV1Cgroup, "python3\0");
+  const auto conmon = process_owner(17272, root_);
+  ASSERT_TRUE(conmon);
+  EXPECT_FALSE(conmon->container);
+  add_child(17500, 1, "1001", kRootlessV1Cgroup, "bash\0");
+  add_child(17501, 17500, "1001", kRootlessV1Cgroup, "python3\0");
+  const auto outside = process_owner(17501, root_);
+  ASSERT_TRUE(outside);
+  EXPECT_FALSE(outside->container);
+}
+
+TEST_F(ProcessOwnerInFakeProc, ARootConmonIsRootfulPodmansAndOnlyAConmonNamesAContainer) {
+  add_child(300, 1, "0", "0::/\n", "conmon\0--cid="s + kId2 + "\0"s);
+  add_child(301, 300, "0", "0::/\n", "sleep\0");
+  const auto rootful = process_owner(301, root_);
+  ASSERT_TRUE(rootful && rootful->container);
+  EXPECT_EQ(rootful->container->id, kId2);
+  EXPECT_FALSE(rootful->container->rootless_uid);
+  EXPECT_EQ(rootful->user, "root");
+  // Something else whose argv holds "-c <hex id>" is no conmon.
+  add_child(400, 1, "0", "0::/\n", "/usr/bin/notconmon\0-c\0"s + kId + "\0"s);
+  add_child(401, 400, "0", "0::/\n", "sleep\0");
+  const auto other = process_owner(401, root_);
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->container);
+}
 
 TEST_F(ProcessOwnerInFakeProc, TheOwnerIsTheProcesssUserOutsideARootlessEngine) {
   add(4242, "0", "0::/system.slice/docker-" + kId + ".scope\n");
