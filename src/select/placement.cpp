@@ -28,15 +28,15 @@ std::size_t sets_capped(std::size_t n, std::size_t k) {
 // Every `k`-subset of `pool`, each joined to `fixed`.
 std::vector<Set> all_sets(const Set& fixed, const Set& pool, std::size_t k) {
   std::vector<Set> sets;
-  std::vector<bool> pick(pool.size(), false);
-  std::fill(pick.begin(), pick.begin() + static_cast<std::ptrdiff_t>(k), true);
+  std::vector<bool> taken(pool.size(), false);
+  std::fill(taken.begin(), taken.begin() + static_cast<std::ptrdiff_t>(k), true);
   do {
     Set set = fixed;
     for (std::size_t i = 0; i < pool.size(); ++i)
-      if (pick[i]) set.push_back(pool[i]);
+      if (taken[i]) set.push_back(pool[i]);
     std::sort(set.begin(), set.end());
     sets.push_back(std::move(set));
-  } while (std::prev_permutation(pick.begin(), pick.end()));
+  } while (std::prev_permutation(taken.begin(), taken.end()));
   return sets;
 }
 

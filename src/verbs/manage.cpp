@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "engine/ownership.hpp"
 #include "util/error.hpp"
@@ -18,10 +19,12 @@ namespace {
 
 bool in_admin_group(const Caller& caller, const std::string& group) {
   if (group.empty()) return false;
-  const struct group* entry = ::getgrnam(group.c_str());
-  if (entry == nullptr) return false;
-  return std::find(caller.ids.groups.begin(), caller.ids.groups.end(), entry->gr_gid) != caller.ids.groups.end() ||
-         caller.ids.gid == entry->gr_gid;
+  struct group entry {};
+  struct group* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) return false;
+  return std::find(caller.ids.groups.begin(), caller.ids.groups.end(), entry.gr_gid) != caller.ids.groups.end() ||
+         caller.ids.gid == entry.gr_gid;
 }
 
 bool owns(const Caller& caller, const ContainerOwner& owner) {
