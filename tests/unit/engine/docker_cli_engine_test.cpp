@@ -44,7 +44,7 @@ TEST(DockerCliEngine, RunsTheJobWithItsOwnClientAsArgvZero) {
   request.gpu_indices = {2};
   request.gpu_uuids = {"GPU-2"};
   request.cpus = 4;
-  request.identity = {1000, 1000, "alice", "/home/alice"};
+  request.identity = {.uid = 1000, .gid = 1000, .login = "alice", .workdir = "/home/alice", .workdir_source = {}, .groups = {}};
   request.name = "job";
   request.command = {"true"};
   const DockerCliEngine engine("/opt/docker/bin/docker");

@@ -51,7 +51,7 @@ TEST(BuildDockerArgv, TheGpuFormTakesTheGpusPlaceBeforeCpus) {
   r.gpu_indices = {3, 6};
   r.gpu_uuids = {kUuid3, kUuid6};
   r.cpus = 8;
-  r.identity = {1000, 1000, "alice", "/w"};
+  r.identity = {.uid = 1000, .gid = 1000, .login = "alice", .workdir = "/w", .workdir_source = {}, .groups = {}};
   r.name = "job";
   r.gpu_request = GpuRequestForm::cdi;
   const auto argv = build_docker_argv(r);
