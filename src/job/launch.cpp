@@ -59,7 +59,10 @@ void act_for_caller(const Options& options, const CallerMounts& mounts, DockerRu
   request.for_caller = true;
 }
 
-DockerRunRequest make_request(const Options& options, const std::vector<GpuAssessment>& chosen, int cpus) {
+// Under sudo the mounts are the caller's, checked as the caller; with `pins` (a real launch, not
+// a dry run) docker gets pins of what was checked, never a path the caller could swap.
+DockerRunRequest make_request(const Options& options, const std::vector<GpuAssessment>& chosen, int cpus,
+                              MountPins* pins) {
   DockerRunRequest request;
   request.docker = options.docker;
   request.image = options.image;
@@ -86,7 +89,7 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   request.publish = options.publish;
   request.docker_opts = options.docker_opts;
   request.command = options.command;
-  if (options.caller) act_for_caller(options, check_caller_mounts(options, request.identity.workdir), request);
+  if (options.caller) act_for_caller(options, check_caller_mounts(options, request.identity.workdir, pins), request);
   return request;
 }
 
@@ -308,21 +311,13 @@ int run_launch(const Options& options, std::ostream& out) {
   spdlog::log(ranking_level, "picked GPU{} {} of {}; --cpus {} ({} per GPU)", chosen.size() == 1 ? "" : "s",
               index_list(chosen), inventory.assessed.size(), cpus.total, cpus.per_gpu);
 
-  DockerRunRequest request = make_request(options, chosen, cpus.total);
+  MountPins pins;
+  DockerRunRequest request = make_request(options, chosen, cpus.total, options.dry_run ? nullptr : &pins);
   request.gpu_request = gpu_request_form(options, *engine, request, ranking_level);
-  std::vector<std::string> argv = engine->run_argv(request);
+  const std::vector<std::string> argv = engine->run_argv(request);
   if (options.dry_run) {
     out << shell_join(argv) << '\n';
     return 0;
-  }
-  // Under sudo docker mounts pins of what was checked, never a path the caller could swap.
-  MountPins pins;
-  if (request.for_caller) {
-    const CallerMounts pinned = check_caller_mounts(options, request.identity.workdir, &pins);
-    request.volumes = pinned.volumes;
-    request.docker_opts = pinned.docker_opts;
-    request.identity.workdir_source = pinned.workdir_source;
-    argv = engine->run_argv(request);
   }
 
   std::vector<Gpu> chosen_gpus;
