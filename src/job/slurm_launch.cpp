@@ -13,6 +13,7 @@
 #include "job/slurm_report.hpp"
 #include "select/cpu_quota.hpp"
 #include "select/inventory.hpp"
+#include "slurm/slurm_environment.hpp"
 #include "slurm/slurm_query.hpp"
 #include "util/error.hpp"
 #include "util/exec.hpp"
@@ -82,6 +83,21 @@ int submit(const std::vector<std::string>& argv, const std::string& output, std:
   return 0;
 }
 
+// --report: the step runs gpurun itself, which runs the command as its child and samples the
+// step's GPUs. In a pyxis container that child is the container step (`srun --container-image=...
+// COMMAND`, started from the first step, which overlaps it): gpurun is not in the image.
+SlurmJob report_job(const Options& options, SlurmJob job) {
+  std::vector<std::string> command = options.command;
+  if (job.container == SlurmContainer::pyxis) {
+    command = build_step_argv(job);
+    job.container = SlurmContainer::none;
+    job.volumes.clear();  // the container step mounts them
+    job.overlap = true;
+  }
+  job.command = report_step_command(options, own_path(), command);
+  return job;
+}
+
 }  // namespace
 
 SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::string& workdir, bool tty) {
@@ -127,16 +143,13 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
 
   const bool tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   SlurmJob job = slurm_job_from(options, cpus_per_gpu(options), current_identity().workdir, tty);
-  if (report) {
-    // The step runs gpurun itself, which runs the command as its child and samples the step's GPUs.
-    if (container != SlurmContainer::none)
-      throw Error("--report under Slurm needs slurm_container none for now: gpurun must run on the node, "
-                  "outside the container, to sample the step's GPUs");
-    job.command = report_step_command(options, own_path());
-  }
   if (container == SlurmContainer::oci) {
-    job.oci_bundle = "BUNDLE";  // written per job once its GPUs are known: job/slurm_oci.cpp
-    return run_oci_job(options, job, out);
+    // The bundle is written once the job holds its GPUs: by this gpurun (job/slurm_oci.cpp), or
+    // with -d by the gpurun the batch script runs on the node.
+    if (!options.detach) return run_oci_job(options, job, out);
+    job = oci_batch_job(options, job, own_path());
+  } else if (report) {
+    job = report_job(options, job);
   }
   const std::vector<std::string> argv = options.detach ? build_sbatch_argv(job) : build_srun_argv(job);
   if (options.dry_run) {

@@ -18,6 +18,8 @@
 #include <regex>
 
 #include "engine/docker_command.hpp"
+#include "job/slurm_report.hpp"
+#include "slurm/slurm_environment.hpp"
 #include "slurm/slurm_query.hpp"
 #include "util/error.hpp"
 #include "util/process.hpp"
@@ -164,39 +166,97 @@ json oci_job_config(json config, const OciJobSpec& spec) {
   return config;
 }
 
-int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) {
-  if (options.detach) throw Error("slurm_container oci cannot go with --detach yet: its bundle is written once the GPUs are known");
+namespace {
+
+// The container step: `srun --jobid=ID --container=BUNDLE env CUDA_VISIBLE_DEVICES=GPUS K=V... COMMAND`.
+// Slurm gives the container neither our environment nor the GPU variables: the command sets them.
+// With --report it is the child of a gpurun step that samples the GPUs beside it (overlapping it).
+std::vector<std::string> oci_step_argv(const Options& options, const SlurmJob& job, const std::string& id,
+                                       const std::string& bundle, const std::string& gpus) {
+  std::vector<std::string> argv{"srun", "--jobid=" + id, "--container=" + bundle, "env", "CUDA_VISIBLE_DEVICES=" + gpus};
+  for (const std::string& e : job.env)
+    if (e.find('=') != std::string::npos) argv.push_back(e);
+    else if (const char* v = std::getenv(e.c_str())) argv.push_back(e + "=" + v);
+  argv.insert(argv.end(), job.command.begin(), job.command.end());
+  if (!options.report && options.report_json.empty()) return argv;
+  std::vector<std::string> sampler{"srun", "--jobid=" + id, "--overlap"};
+  const auto inner = report_step_command(options, own_path(), argv);
+  sampler.insert(sampler.end(), inner.begin(), inner.end());
+  return sampler;
+}
+
+// The job's GPUs: SLURM_JOB_GPUS inside the job, else what scontrol shows of it.
+std::vector<int> job_gpus(const std::string& id, bool inside) {
+  if (inside)
+    if (const char* listed = std::getenv("SLURM_JOB_GPUS"); listed != nullptr && *listed != '\0')
+      return parse_index_ranges(listed);
+  return scontrol_gpu_indices(run_checked({"scontrol", "show", "job", "-d", id}, std::chrono::seconds(30)));
+}
+
+}  // namespace
+
+SlurmJob oci_batch_job(const Options& options, SlurmJob job, const std::string& self) {
   if (options.image.empty()) throw Error("slurm_container oci needs an image: pass --image IMAGE");
-  // Slurm gives the container neither our environment nor the GPU variables: the command sets them.
-  const std::vector<std::string> command = job.command;
-  std::vector<std::string> salloc = build_srun_argv(job);  // the allocation options, as srun would take them
+  for (const std::string& volume : job.volumes) (void)pyxis_mount(volume);  // refused now, not in the queue
+  // --no-config: the node's gpurun does what this one decided, whatever the node's files say.
+  std::vector<std::string> argv{self, "--no-config", "--backend", "slurm", "--slurm-container", "oci",
+                                "--image", options.image, "--cpus-per-gpu", std::to_string(job.cpus_per_gpu)};
+  if (!options.slurm.oci_cache.empty()) argv.insert(argv.end(), {"--slurm-oci-cache", options.slurm.oci_cache});
+  // The names only: sbatch carries the values in the job's environment (env K=V sbatch ...).
+  for (const std::string& item : job.env) argv.insert(argv.end(), {"--env", item.substr(0, item.find('='))});
+  for (const std::string& volume : job.volumes) argv.insert(argv.end(), {"--volume", volume});
+  argv.insert(argv.end(), {std::to_string(job.gpus), "--"});
+  argv.insert(argv.end(), job.command.begin(), job.command.end());
+  job.command = argv;
+  job.container = SlurmContainer::none;
+  job.volumes.clear();  // the node's gpurun mounts them
+  job.batch_runs_command = true;
+  return job;
+}
+
+int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) {
+  if (options.image.empty()) throw Error("slurm_container oci needs an image: pass --image IMAGE");
+  // In a batch script or an salloc shell the job is there already; else gpurun allocates one.
+  const std::string enclosing = enclosing_slurm_job();
+  SlurmJob allocation = job;
+  allocation.oci_bundle = "BUNDLE";  // not used: only the allocation options are kept
+  std::vector<std::string> salloc = build_srun_argv(allocation);  // the allocation options, as srun takes them
   const auto srun_at = std::find(salloc.begin(), salloc.end(), "srun");
   salloc.erase(salloc.begin(), srun_at);
   salloc.front() = "salloc";
   salloc.insert(salloc.begin() + 1, "--no-shell");
   salloc.erase(std::remove(salloc.begin(), salloc.end(), "--pty"), salloc.end());
-  salloc.resize(salloc.size() - command.size() - 1);  // minus --container=... and the command
+  salloc.resize(salloc.size() - job.command.size() - 1);  // minus --container=... and the command
   if (options.dry_run) {
-    out << shell_join(salloc) << '\n'
-        << "# then: scontrol show job -d JOBID (its GPUs), write BUNDLE/config.json, and\n"
-        << shell_join({"srun", "--jobid=JOBID", "--container=BUNDLE", "env", "CUDA_VISIBLE_DEVICES=GPUS"}) << ' '
-        << shell_join(command) << "\n" << shell_join({"scancel", "JOBID"}) << '\n';
+    const std::string id = enclosing.empty() ? "JOBID" : enclosing;
+    if (enclosing.empty()) out << shell_join(salloc) << '\n';
+    out << "# then: scontrol show job -d " << id << " (its GPUs), write BUNDLE/config.json, and\n"
+        << shell_join(oci_step_argv(options, job, id, "BUNDLE", "GPUS")) << '\n';
+    if (enclosing.empty()) out << shell_join({"scancel", id}) << '\n';
     return 0;
   }
   const fs::path cache = cache_dir(options);
   const fs::path image = image_bundle(options, cache);
 
-  const auto queue_timeout = std::chrono::hours(24 * 365);
-  const ProcessResult allocated = run_process({salloc, {}}, options.wait.enabled ? queue_timeout : std::chrono::minutes(5));
-  if (!allocated.succeeded()) {
-    std::cerr << allocated.err;
-    return allocated.end == ProcessResult::End::exited ? allocated.exit_code : 125;
+  std::string id = enclosing;
+  if (id.empty()) {
+    const auto queue_timeout = std::chrono::hours(24 * 365);
+    const ProcessResult allocated = run_process({salloc, {}}, options.wait.enabled ? queue_timeout : std::chrono::minutes(5));
+    if (!allocated.succeeded()) {
+      std::cerr << allocated.err;
+      return allocated.end == ProcessResult::End::exited ? allocated.exit_code : 125;
+    }
+    id = parse_salloc_job_id(allocated.err);
   }
-  const std::string id = parse_salloc_job_id(allocated.err);
   const fs::path bundle = cache / "jobs" / id;
+  const auto release = [&] {
+    if (enclosing.empty()) (void)run_process({{"scancel", id}, {}}, std::chrono::seconds(30));
+    std::error_code ignored;
+    fs::remove_all(bundle, ignored);
+  };
   int status = 125;
   try {
-    const std::vector<int> gpus = scontrol_gpu_indices(run_checked({"scontrol", "show", "job", "-d", id}, std::chrono::seconds(30)));
+    const std::vector<int> gpus = job_gpus(id, !enclosing.empty());
     if (gpus.empty()) throw Error(fmt::format("Slurm job {}: scontrol shows no GPU indices (GRES=gpu:N(IDX:...))", id));
     json config = json::parse(std::ifstream(image / "config.json"));
     const LaunchIdentity who = current_identity();
@@ -206,24 +266,15 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     // Slurm takes the root file system from BUNDLE/rootfs and refuses a symlink there: a tree of
     // hard links to the cached one is made per job (quick, and no copy of the files).
     run_checked({"cp", "-al", (image / "rootfs").string(), (bundle / "rootfs").string()}, std::chrono::minutes(10));
-    std::vector<std::string> argv{"srun", "--jobid=" + id, "--container=" + bundle.string(), "env",
-                                  "CUDA_VISIBLE_DEVICES=" + fmt::format("{}", fmt::join(gpus, ","))};
-    for (const std::string& e : job.env)
-      if (e.find('=') != std::string::npos) argv.push_back(e);
-      else if (const char* v = std::getenv(e.c_str())) argv.push_back(e + "=" + v);
-    argv.insert(argv.end(), command.begin(), command.end());
+    const auto argv = oci_step_argv(options, job, id, bundle.string(), fmt::format("{}", fmt::join(gpus, ",")));
     spdlog::debug("{}", shell_join(argv));
     out.flush();
     status = run_foreground(argv);
   } catch (...) {
-    (void)run_process({{"scancel", id}, {}}, std::chrono::seconds(30));
-    std::error_code ignored;
-    fs::remove_all(bundle, ignored);
+    release();
     throw;
   }
-  (void)run_process({{"scancel", id}, {}}, std::chrono::seconds(30));
-  std::error_code ignored;
-  fs::remove_all(bundle, ignored);
+  release();
   return status;
 }
 

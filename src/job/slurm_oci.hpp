@@ -4,7 +4,8 @@
 // the container, each job gets its own config.json with the working directory, the volumes, the
 // user and the device nodes of exactly the GPUs Slurm allocated. Those are known only once the
 // job holds them, so the launch is: salloc --no-shell, read the GPUs (scontrol), write the
-// bundle, srun --jobid --container, scancel.
+// bundle, srun --jobid --container, scancel; with -d, the batch script runs gpurun on the node
+// to do the same inside its job.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -35,6 +36,13 @@ std::vector<int> scontrol_gpu_indices(const std::string& out);
 std::string parse_salloc_job_id(const std::string& err);
 
 // Runs the job the OCI way (see above); returns its exit status. With dry_run, prints the steps.
+// Inside an allocation (a batch script, an salloc shell) it uses that job instead of allocating.
+// With --report the container step is the child of a gpurun step that samples its GPUs.
 int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out);
+
+// -d: the batch job, whose script runs gpurun on the node (`SELF --no-config ... --slurm-container
+// oci ... N -- COMMAND`): that gpurun writes the bundle with the GPUs the job holds, then runs the
+// container step. Error for a volume the bundle cannot mount, before anything is queued.
+SlurmJob oci_batch_job(const Options& options, SlurmJob job, const std::string& self);
 
 }  // namespace gpurun

@@ -36,8 +36,6 @@ std::vector<int> step_gpu_indices() {
 
 }  // namespace
 
-bool inside_slurm_step() { return !variable("SLURM_STEP_ID").empty() && !variable("SLURM_JOB_ID").empty(); }
-
 std::string own_path() {
   std::string path(4096, '\0');
   const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
@@ -46,7 +44,8 @@ std::string own_path() {
   return path;
 }
 
-std::vector<std::string> report_step_command(const Options& options, const std::string& self) {
+std::vector<std::string> report_step_command(const Options& options, const std::string& self,
+                                             const std::vector<std::string>& command) {
   // --no-config: the inner gpurun must do what this one decided, whatever the node's files say.
   std::vector<std::string> argv{self, "--no-config", "--backend", "slurm", "--slurm-container", "none",
                                 "--report", "--nvidia-smi", options.nvidia_smi,
@@ -56,7 +55,7 @@ std::vector<std::string> report_step_command(const Options& options, const std::
   if (!options.nvml_library.empty()) argv.insert(argv.end(), {"--nvml-library", options.nvml_library});
   if (!options.report_json.empty()) argv.insert(argv.end(), {"--report-json", options.report_json});
   argv.emplace_back("--");
-  argv.insert(argv.end(), options.command.begin(), options.command.end());
+  argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
 

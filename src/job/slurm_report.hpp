@@ -9,11 +9,11 @@
 
 namespace gpurun {
 
-// True inside a Slurm job step (srun sets SLURM_STEP_ID): where the inner gpurun runs.
-bool inside_slurm_step();
-
 // The step's command for the outer gpurun: `SELF --no-config --backend slurm --report ... -- COMMAND`.
-std::vector<std::string> report_step_command(const Options& options, const std::string& self);
+// COMMAND is the job's own, or (in a container) the `srun --container...` of the job's container
+// step, which the inner gpurun then runs as its child beside its sampling: gpurun is not in the image.
+std::vector<std::string> report_step_command(const Options& options, const std::string& self,
+                                             const std::vector<std::string>& command);
 
 // The inner gpurun: runs options.command as a child on the step's GPUs (SLURM_STEP_GPUS, else
 // SLURM_JOB_GPUS or CUDA_VISIBLE_DEVICES) and prints the report; returns the command's status.

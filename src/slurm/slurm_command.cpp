@@ -55,15 +55,15 @@ std::vector<std::string> step_tail(const SlurmJob& job) {
   switch (job.container) {
     case SlurmContainer::pyxis: {
       if (job.image.empty()) throw Error("slurm_container pyxis needs an image: pass --image IMAGE");
-      argv.push_back("--container-image=" + pyxis_image(job.image));
+      argv.push_back(fmt::format("--container-image={}", pyxis_image(job.image)));
       // The working directory as the local launch mounts it, then the volumes; a comma separates items.
       std::string mounts = pyxis_mount(job.workdir + ":" + job.workdir);
-      for (const std::string& v : job.volumes) mounts += "," + pyxis_mount(v);
+      for (const std::string& v : job.volumes) mounts.append(",").append(pyxis_mount(v));
       argv.push_back("--container-mounts=" + mounts);
       argv.push_back("--container-workdir=" + job.workdir);
       // Names whose host value overrides the image's (pyxis takes the values from srun's environment).
       std::string names;
-      for (const std::string& item : job.env) names += (names.empty() ? "" : ",") + env_name(item);
+      for (const std::string& item : job.env) names.append(names.empty() ? "" : ",").append(env_name(item));
       if (!names.empty()) argv.push_back("--container-env=" + names);
       break;
     }
@@ -130,7 +130,15 @@ std::vector<std::string> build_srun_argv(const SlurmJob& job) {
   if (!job.queue) argv.emplace_back("--immediate");
   else if (job.queue_limit) argv.push_back(fmt::format("--immediate={}", std::max<long long>(1, job.queue_limit->count())));
   if (job.pty) argv.emplace_back("--pty");
+  if (job.overlap) argv.emplace_back("--overlap");
   argv.insert(argv.end(), job.extra.begin(), job.extra.end());
+  const auto tail = step_tail(job);
+  argv.insert(argv.end(), tail.begin(), tail.end());
+  return argv;
+}
+
+std::vector<std::string> build_step_argv(const SlurmJob& job) {
+  std::vector<std::string> argv{"srun"};
   const auto tail = step_tail(job);
   argv.insert(argv.end(), tail.begin(), tail.end());
   return argv;
@@ -148,10 +156,8 @@ std::vector<std::string> build_sbatch_argv(const SlurmJob& job) {
   argv.insert(argv.end(), job.extra.begin(), job.extra.end());
   // The one shell string of gpurun: sbatch runs --wrap's text with /bin/sh. It is the step's argv
   // shell-quoted word by word (util/shell_quote), so the shell hands srun exactly that argv.
-  std::vector<std::string> step{"srun"};
-  const auto tail = step_tail(job);
-  step.insert(step.end(), tail.begin(), tail.end());
-  argv.push_back("--wrap=" + shell_join(step));
+  if (job.batch_runs_command && job.command.empty()) throw Error("no command for the batch script (internal error)");
+  argv.push_back("--wrap=" + shell_join(job.batch_runs_command ? job.command : build_step_argv(job)));
   return argv;
 }
 

@@ -24,6 +24,11 @@ struct SlurmJob {
   bool queue = false;
   std::optional<std::chrono::seconds> queue_limit;
   bool pty = false;
+  // --overlap: the step shares the job's GPUs and CPUs with the steps its command starts (the
+  // --report sampler runs the container step as its child, itself a step of the same job).
+  bool overlap = false;
+  // sbatch: the batch script runs the command itself (it starts its own steps), not `srun COMMAND`.
+  bool batch_runs_command = false;
 
   SlurmContainer container = SlurmContainer::none;
   std::string image;             // pyxis: a docker-style reference
@@ -39,7 +44,11 @@ struct SlurmJob {
 // Throws Error for what cannot be mapped (a named volume, a comma in a pyxis mount, ...).
 std::vector<std::string> build_srun_argv(const SlurmJob& job);
 
-// `[env K=V...] sbatch --parsable OPTIONS --wrap 'srun [CONTAINER OPTIONS] COMMAND'`.
+// `srun [CONTAINER OPTIONS] COMMAND`: a step inside the job's allocation (no allocation options).
+std::vector<std::string> build_step_argv(const SlurmJob& job);
+
+// `[env K=V...] sbatch --parsable OPTIONS --wrap 'srun [CONTAINER OPTIONS] COMMAND'`
+// (--wrap 'COMMAND' with batch_runs_command).
 std::vector<std::string> build_sbatch_argv(const SlurmJob& job);
 
 // A docker-style image reference as pyxis/enroot spell it: the registry is separated by '#'

@@ -9,7 +9,9 @@
 # --wait fails at once; status and ps show the allocation; -d returns a job id that completes;
 # --report samples the step's GPUs from inside the allocation; the pyxis options reach srun (a
 # stand-in SPANK plugin built here records them); the oci path runs a real container with runc
-# from a bundle gpurun makes of a busybox image, seeing its working directory and only its GPUs.
+# from a bundle gpurun makes of a busybox image, seeing its working directory and only its GPUs;
+# --report in a pyxis or oci container (a sampling step that starts the container step); -d with
+# oci (the batch script's gpurun writes the bundle on the node).
 #
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (not root, Slurm not installed,
 # Slurm does not start here). 77 is the CTest SKIP_RETURN_CODE.
@@ -106,7 +108,8 @@ expect_eq "the batch job's output" "gpus=0,1" "$(cat "$work/gpurun-$id.out" 2>/d
 # --- --report inside the allocation: gpurun samples the step's GPUs on the node -------------
 # The stand-in nvidia-smi plays GPU 0 at 90 95 100 20 ... % and GPU 1 at 95 %.
 fakes=$(cd "$here/../fakes" && pwd -P)
-FAKE_SMI_SCENARIO=$(cd "$here/../data/scenarios" && pwd -P)/report_trace.json \
+scenarios=$(cd "$here/../data/scenarios" && pwd -P)
+FAKE_SMI_SCENARIO=$scenarios/report_trace.json \
   run --report --report-interval 0.2 --report-json "$work/report.json" --nvidia-smi "$fakes/nvidia-smi" \
   2 -- sh -c 'sleep 1.2; exit 4' 2>"$work/report.err"
 expect_eq "--report: the job's exit status" 4 "$?"
@@ -125,6 +128,22 @@ container-mounts=$work:$work,/srv/data:/data:ro
 container-workdir=$work
 container-env=WANDB_MODE
 env WANDB_MODE=offline" "$(cat "$work/pyxis.record" 2>/dev/null)"
+  # --report in a pyxis container: gpurun samples in a first step, the container step is its child.
+  : >"$work/pyxis.record"
+  out=$(run --dry-run --report --nvidia-smi /opt/smi --image busybox 2 -- true)
+  expect_eq "pyxis --report: the dry run shows the sampling step and the container step it starts" \
+    "srun --nodes=1 --gpus-per-node=2 --cpus-per-gpu=16 --job-name=gpurun --immediate --overlap $gpurun --no-config --backend slurm --slurm-container none --report --nvidia-smi /opt/smi --report-interval 1 --report-threshold 80 --gpu-source auto -- srun --container-image=busybox --container-mounts=$work:$work --container-workdir=$work true" "$out"
+  FAKE_SMI_SCENARIO=$scenarios/report_trace.json run --report --report-interval 0.2 --nvidia-smi "$fakes/nvidia-smi" \
+    --image busybox -e MODE=pyxis 2 -- sh -c 'echo "$MODE" >pyxis.out; sleep 1.2; exit 3' 2>"$work/pyxis-report.err"
+  expect_eq "pyxis --report: the job's exit status" 3 "$?"
+  expect_eq "pyxis --report: the container step got the job's environment" pyxis "$(cat "$work/pyxis.out" 2>/dev/null)"
+  expect_match "pyxis --report: the summary names the job's GPUs" 'granted +2 GPUs \(0, 1\)' "$(cat "$work/pyxis-report.err")"
+  expect_match "pyxis --report: GPU efficiency in the summary" 'GPU efficiency +[0-9.]+%' "$(cat "$work/pyxis-report.err")"
+  expect_eq "pyxis --report: the container options reached the container step" "container-image=busybox
+container-mounts=$work:$work
+container-workdir=$work
+container-env=MODE
+env MODE=pyxis" "$(cat "$work/pyxis.record" 2>/dev/null)"
   out=$(run --image busybox -v data:/data 1 -- true 2>&1)
   expect_eq "a named volume is refused under pyxis (rc)" 125 "$?"
   expect_match "a named volume is refused with a reason" 'no named Docker volumes' "$out"
@@ -143,7 +162,7 @@ else
   b=$D/image-build
   { umoci init --layout "$image" && umoci new --image "$image:1" && umoci unpack --image "$image:1" "$b" &&
     mkdir -p "$b/rootfs/bin" && cp "$(command -v busybox)" "$b/rootfs/bin/" &&
-    for c in sh ls env cat id tr; do ln -s busybox "$b/rootfs/bin/$c"; done &&
+    for c in sh ls env cat id tr grep sleep; do ln -s busybox "$b/rootfs/bin/$c"; done &&
     umoci repack --image "$image:1" "$b"; } >"$work/umoci.log" 2>&1 || fail "cannot build the busybox image: $(cat "$work/umoci.log")"
   export GPURUN_SLURM_CONTAINER=oci GPURUN_SLURM_OCI_CACHE=$D/oci-cache
   echo data >"$work/input.txt"
@@ -159,6 +178,32 @@ else
   [[ -z $(squeue -h) ]] && pass "oci: the allocation is released" || fail "oci: jobs left: $(squeue -h)"
   [[ -z $(ls "$D/oci-cache/jobs" 2>/dev/null) ]] && pass "oci: the job's bundle is removed" || fail "oci: bundle left"
   [[ $out == data* ]] || say "oci stderr: $(cat "$work/oci.err")"
+
+  # --report in an oci container: the sampling step runs the container step as its child.
+  FAKE_SMI_SCENARIO=$scenarios/report_trace.json run --report --report-interval 0.2 --nvidia-smi "$fakes/nvidia-smi" \
+    --image "oci:$image:1" 2 -- sh -c 'ls /dev | grep nvidia | tr "\n" " " >oci-report.out; sleep 1.2; exit 6' \
+    2>"$work/oci-report.err"
+  expect_eq "oci --report: the job's exit status" 6 "$?"
+  expect_eq "oci --report: the container ran on the job's GPUs" "nvidia0 nvidia1 " "$(cat "$work/oci-report.out" 2>/dev/null)"
+  expect_match "oci --report: the summary names the job's GPUs" 'granted +2 GPUs \(0, 1\)' "$(cat "$work/oci-report.err")"
+  expect_match "oci --report: GPU efficiency in the summary" 'GPU efficiency +[0-9.]+%' "$(cat "$work/oci-report.err")"
+
+  # -d: the batch script runs gpurun on the node, which writes the bundle once the job holds its GPUs.
+  # A holder takes GPUs 0,1 (--wait: the last job's allocation may still be completing), so the batch job gets 2,3.
+  GPURUN_SLURM_CONTAINER=none run --wait --name holder2 2 -- sh -c "echo \$SLURM_STEP_GPUS > $work/holder2.gpus; sleep 3" &
+  holder=$!
+  for _ in $(seq 1 100); do [[ -s $work/holder2.gpus ]] && break; sleep 0.1; done
+  id=$(run -d --image "oci:$image:1" -e MODE=batch -v "$D/volume:/vol:ro" 2 -- \
+    sh -c 'echo "$(cat input.txt) $(cat /vol/v.txt) $MODE $CUDA_VISIBLE_DEVICES $(ls /dev | grep nvidia | tr "\n" " ")"; exit 5' \
+    2>"$work/oci-detach.err")
+  expect_match "oci -d prints a job id" '^[0-9]+$' "$id"
+  for _ in $(seq 1 150); do [[ -z $(squeue -h -j "$id" 2>/dev/null) ]] && break; sleep 0.2; done
+  expect_eq "oci -d: the batch job's container saw the workdir, volume, env and only its GPUs" \
+    "data vol batch 2,3 nvidia2 nvidia3 " "$(head -1 "$work/gpurun-$id.out" 2>/dev/null)"
+  expect_match "oci -d: the job's exit status is Slurm's" 'ExitCode=5:0' "$(scontrol show job "$id" 2>&1)"
+  wait "$holder"
+  [[ -z $(ls "$D/oci-cache/jobs" 2>/dev/null) ]] && pass "oci -d: the job's bundle is removed" || fail "oci -d: bundle left"
+  [[ -s $work/gpurun-$id.out ]] || say "oci -d stderr: $(cat "$work/oci-detach.err")"
 fi
 
 say "real_slurm: $passes passed, $failures failed"

@@ -105,10 +105,37 @@ TEST(SlurmReport, TheStepRunsGpurunItself) {
   o.report_interval_s = 0.5;
   o.report_json = "/tmp/r.json";
   o.command = {"python", "t.py"};
-  EXPECT_THAT(report_step_command(o, "/opt/gpurun"),
+  EXPECT_THAT(report_step_command(o, "/opt/gpurun", o.command),
               ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "none", "--report",
                           "--nvidia-smi", "/usr/bin/nvidia-smi", "--report-interval", "0.5", "--report-threshold", "80",
                           "--gpu-source", "auto", "--report-json", "/tmp/r.json", "--", "python", "t.py"));
+}
+
+TEST(SlurmOci, DetachedTheBatchScriptRunsGpurunOnTheNode) {
+  Options o;
+  o.image = "oci:/images/bb:1";
+  o.slurm.oci_cache = "/shared/oci";
+  o.gpus = 2;
+  o.env = {"MODE=oci", "HOME"};
+  o.volumes = {"/data:/data:ro"};
+  o.command = {"sh", "-c", "echo hi"};
+  o.detach = true;
+  o.slurm.container = "oci";
+  const SlurmJob job = oci_batch_job(o, slurm_job_from(o, 16, "/w", false), "/opt/gpurun");
+  EXPECT_TRUE(job.batch_runs_command);
+  EXPECT_EQ(job.container, SlurmContainer::none);
+  EXPECT_TRUE(job.volumes.empty());
+  EXPECT_THAT(job.env, ElementsAre("MODE=oci", "HOME"));  // sbatch carries the values
+  EXPECT_THAT(job.command,
+              ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "oci", "--image",
+                          "oci:/images/bb:1", "--cpus-per-gpu", "16", "--slurm-oci-cache", "/shared/oci", "--env",
+                          "MODE", "--env", "HOME", "--volume", "/data:/data:ro", "2", "--", "sh", "-c", "echo hi"));
+  o.volumes = {"cache:/cache"};
+  EXPECT_THAT(caught_error([&] { oci_batch_job(o, slurm_job_from(o, 16, "/w", false), "/opt/gpurun"); }).message,
+              HasSubstr("no named Docker volumes"));
+  o.image.clear();
+  EXPECT_THAT(caught_error([&] { oci_batch_job(o, slurm_job_from(o, 16, "/w", false), "/opt/gpurun"); }).message,
+              HasSubstr("needs an image"));
 }
 
 }  // namespace

@@ -80,6 +80,20 @@ TEST(SrunArgv, OciRunsTheBundle) {
                           "--immediate", "--container=/home/ada/.cache/gpurun/oci/abc", "python", "train.py"));
 }
 
+TEST(SrunArgv, AnOverlappingStepAndTheStepItStarts) {
+  SlurmJob job = plain_job();
+  job.overlap = true;
+  EXPECT_THAT(build_srun_argv(job), ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
+                                                "--job-name=gpurun", "--immediate", "--overlap", "python", "train.py"));
+  job.container = SlurmContainer::pyxis;
+  job.image = "busybox";
+  job.env = {"A=1"};
+  EXPECT_THAT(build_step_argv(job), ElementsAre("srun", "--container-image=busybox",
+                                                "--container-mounts=/home/ada/proj:/home/ada/proj",
+                                                "--container-workdir=/home/ada/proj", "--container-env=A", "python",
+                                                "train.py"));
+}
+
 TEST(SrunArgv, WhatCannotBeMappedIsRefused) {
   SlurmJob job = plain_job();
   job.volumes = {"/data:/data"};
@@ -110,6 +124,13 @@ TEST(SbatchArgv, WrapsTheStepShellQuotedSoTheShellGivesSrunTheSameArgv) {
                                 "--job-name=gpurun", "--output=/home/ada/proj/gpurun-%j.out",
                                 "--wrap=" + shell_join({"srun", "sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES\" it's"})));
   EXPECT_EQ(argv.back(), R"(--wrap=srun sh -c 'echo "$CUDA_VISIBLE_DEVICES" it'\''s')");
+}
+
+TEST(SbatchArgv, AScriptThatStartsItsOwnStepsRunsTheCommandItself) {
+  SlurmJob job = plain_job();
+  job.batch_runs_command = true;
+  job.command = {"/opt/gpurun", "--image", "a b", "2", "--", "python", "train.py"};
+  EXPECT_EQ(build_sbatch_argv(job).back(), "--wrap=/opt/gpurun --image 'a b' 2 -- python train.py");
 }
 
 TEST(SbatchArgv, AWaitLimitIsRefused) {
