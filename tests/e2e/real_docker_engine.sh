@@ -3,12 +3,13 @@
 #
 #   bash tests/e2e/real_docker_engine.sh <path-to-gpurun> <path-to-fake-nvidia-smi> [<path-to-engine_api_probe>]
 #
-# It starts its own containerd + dockerd (vfs storage, no bridge, no iptables) with every
-# socket, state and data directory inside one mktemp directory, so it never touches an
-# engine that is already running, nor a second copy of itself running concurrently.
-# A stub `nvidia-container-runtime-hook` first on the daemon's PATH makes dockerd register
-# its nvidia device driver, so `--gpus '"device=…"'` is accepted and the container gets
-# NVIDIA_VISIBLE_DEVICES, without any GPU. A busybox image is built with `docker import`.
+# It starts its own containerd + dockerd (start_private_docker of tests/e2e/lib.sh: vfs storage,
+# no bridge, no iptables) with every socket, state and data directory inside one mktemp
+# directory, so it never touches an engine that is already running, nor a second copy of itself
+# running concurrently. A stub `nvidia-container-runtime-hook` first on the daemon's PATH makes
+# dockerd register its nvidia device driver, so `--gpus '"device=…"'` is accepted and the
+# container gets NVIDIA_VISIBLE_DEVICES, without any GPU. A busybox image is built with
+# `docker import`.
 #
 # gpurun is then run (first with --dry-run, then for real) against a fake nvidia-smi
 # scenario where only GPUs 2 and 5 are free, and the container reports what it got.
@@ -21,33 +22,20 @@
 # here: not root, engine packages missing, dockerd does not start). 77 is the CTest
 # SKIP_RETURN_CODE.
 set -uo pipefail
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
-readonly SKIP=77
 readonly IMAGE=gpurun-test/busybox:1
 readonly WANT_GPUS=2,5
 readonly WANT_STATUS=3
-readonly START_TIMEOUT=60  # seconds to wait for containerd / dockerd
 readonly RUN_TIMEOUT=60    # seconds one gpurun invocation may take
 
 t_start=$(date +%s)
-failures=0
-passes=0
-say() { printf '%s\n' "$*"; }
-pass() { passes=$((passes + 1)); say "PASS: $*"; }
-fail() { failures=$((failures + 1)); say "FAIL: $*"; }
-skip() { say "SKIP: $*"; exit "$SKIP"; }
-die() { say "FAIL: $*"; exit 1; }
 
 if (($# != 2 && $# != 3)); then
   say "usage: $0 <path-to-gpurun> <path-to-fake-nvidia-smi> [<path-to-engine_api_probe>]" >&2
   exit 2
 fi
 
-abspath() { # absolute path of an existing file, without needing realpath(1)
-  local d
-  d=$(cd "$(dirname -- "$1")" && pwd -P) || return 1
-  printf '%s/%s\n' "$d" "$(basename -- "$1")"
-}
 [[ -f $1 && -x $1 ]] || die "gpurun binary '$1' does not exist or is not executable"
 [[ -f $2 && -x $2 ]] || die "fake nvidia-smi '$2' does not exist or is not executable"
 gpurun=$(abspath "$1") || die "cannot resolve $1"
@@ -65,28 +53,9 @@ fi
 
 # Use the distribution's engine, never whatever happens to be first on the caller's PATH
 # (e.g. an unrelated newer static client in /usr/local/bin).
-readonly SYS_PATH=/usr/sbin:/usr/bin:/sbin:/bin
-sys_which() { PATH=$SYS_PATH command -v -- "$1"; }
-docker_cli=${GPURUN_E2E_DOCKER:-/usr/bin/docker}
-[[ -x $docker_cli ]] || skip "docker client $docker_cli not found (install docker.io)"
-for tool in dockerd containerd runc containerd-shim-runc-v2; do
-  sys_which "$tool" >/dev/null || skip "$tool not found in $SYS_PATH (install docker.io)"
-done
-dockerd_bin=$(sys_which dockerd)
-containerd_bin=$(sys_which containerd)
+docker_engine_tools
 command -v python3 >/dev/null || skip "python3 not found"
-
-busybox=""
-for c in /bin/busybox /usr/bin/busybox "$(sys_which busybox || true)"; do
-  [[ -n $c && -x $c ]] || continue
-  # The image has no libc: only a statically linked busybox will do.
-  ldd_out=$(LC_ALL=C ldd "$c" 2>&1)
-  if [[ $ldd_out == *"not a dynamic executable"* || $ldd_out == *"statically linked"* ]]; then
-    busybox=$c
-    break
-  fi
-done
-[[ -n $busybox ]] || skip "no statically linked busybox found (install busybox-static)"
+busybox=$(static_busybox) || skip "no statically linked busybox found (install busybox-static)"
 
 # ---------------------------------------------------------------------------------------
 # Private scratch directory, torn down on every exit path.
@@ -97,38 +66,13 @@ base=${TMPDIR:-/tmp}
 tmp=$(mktemp -d "$base/gpurun-e2e.XXXXXX") || die "mktemp failed"
 tmp=$(cd "$tmp" && pwd -P) # physical path: it is bind-mounted and compared with pwd
 readonly tmp
-containerd_pid=""
-dockerd_pid=""
-
-# shellcheck disable=SC2317  # only reached from the EXIT trap
-stop_pid() { # stop_pid PID NAME: SIGTERM, wait up to 30 s, then SIGKILL; reaps the child
-  local pid=$1 name=$2 i
-  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < 300; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "note: $name (pid $pid) ignored SIGTERM for 30 s, killing it"
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  wait "$pid" 2>/dev/null
-  return 0
-}
 
 # shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
-  local rc=$? mp
+  local rc=$?
   set +e
   trap - EXIT INT TERM
-  stop_pid "$dockerd_pid" dockerd
-  stop_pid "$containerd_pid" containerd
-  # dockerd unmounts its data root when it shuts down cleanly; after a crash or a SIGKILL
-  # mounts may be left under $tmp. Unmount deepest first, lazily, before removing anything.
-  while read -r mp; do
-    umount -l "$mp" 2>/dev/null || umount -R -l "$mp" 2>/dev/null
-  done < <(awk -v t="$tmp" 'index($2, t "/") == 1 || $2 == t { print $2 }' /proc/self/mounts | sort -r)
+  stop_private_docker "$tmp"
   rm -rf -- "$tmp"
   say "elapsed: $(($(date +%s) - t_start)) s"
   exit "$rc"
@@ -138,154 +82,14 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ---------------------------------------------------------------------------------------
-# Private containerd. dockerd 20.10 would otherwise adopt a system containerd it finds at
-# /run/containerd/containerd.sock (sharing its "moby" namespace with the host engine), and
-# only starts its own supervisor when there is none; an explicit one is never shared.
+# The private engine (hook calls in $tmp/hook-calls), with a runtime named "nvidia" (plain runc
+# here) that lets the legacy `--runtime=nvidia` form be created; a busybox image from the
+# host's static busybox; the memlock shim where RLIMIT_MEMLOCK cannot be raised.
 # ---------------------------------------------------------------------------------------
-hooks=$tmp/hooks
-mkdir -p "$hooks" "$tmp/cli"
-# runc runs this as an OCI prestart hook in every --gpus container; it only leaves a trace.
-cat >"$hooks/nvidia-container-runtime-hook" <<EOF
-#!/bin/sh
-echo "\$*" >>"$tmp/hook-calls"
-exit 0
-EOF
-chmod 755 "$hooks/nvidia-container-runtime-hook"
-daemon_path=$hooks:$SYS_PATH
-
-cat >"$tmp/containerd.toml" <<EOF
-version = 2
-root = "$tmp/containerd/root"
-state = "$tmp/containerd/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = "$tmp/c.sock"
-[ttrpc]
-  address = "$tmp/c.sock.ttrpc"
-[debug]
-  address = ""
-[metrics]
-  address = ""
-EOF
-PATH=$daemon_path "$containerd_bin" --config "$tmp/containerd.toml" \
-  >"$tmp/containerd.log" 2>&1 </dev/null &
-containerd_pid=$!
-
-log_tail() { say "---- last lines of $1 ----"; tail -n "${2:-25}" "$1" 2>/dev/null | sed 's/^/    /'; }
-
-for ((i = 0; i < START_TIMEOUT * 10; i++)); do
-  [[ -S $tmp/c.sock ]] && break
-  kill -0 "$containerd_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ ! -S $tmp/c.sock ]]; then
-  log_tail "$tmp/containerd.log"
-  skip "private containerd did not come up (see its log above)"
-fi
-
-# ---------------------------------------------------------------------------------------
-# Private dockerd.
-# ---------------------------------------------------------------------------------------
-# Our own (nearly empty) daemon.json, so /etc/docker/daemon.json is never read. dockerd
-# 20.10 also writes an identity key to /etc/docker/key.json unless the (flag-less, config
-# file only) "deprecated-key-path" setting points elsewhere; newer dockerds have no such key.
-# A runtime named "nvidia" (plain runc here) lets the legacy `--runtime=nvidia` form be created.
-runtimes="\"runtimes\": {\"nvidia\": {\"path\": \"$(sys_which runc)\"}}"
-if grep -qa -- 'json:"deprecated-key-path' "$dockerd_bin"; then
-  printf '{"deprecated-key-path": "%s", %s}\n' "$tmp/key.json" "$runtimes" >"$tmp/daemon.json"
-else
-  printf '{%s}\n' "$runtimes" >"$tmp/daemon.json"
-fi
-dockerd_args=(
-  --config-file "$tmp/daemon.json"
-  --containerd "$tmp/c.sock"
-  --host "unix://$tmp/d.sock"
-  --data-root "$tmp/data"
-  --exec-root "$tmp/x"
-  --pidfile "$tmp/dockerd.pid"
-  --storage-driver=vfs
-  --bridge=none
-  --iptables=false
-  --ip-forward=false # do not flip the host's net.ipv4.ip_forward
-  --ip-masq=false
-)
-PATH=$daemon_path "$dockerd_bin" "${dockerd_args[@]}" >"$tmp/dockerd.log" 2>&1 </dev/null &
-dockerd_pid=$!
-
-export DOCKER_HOST=unix://$tmp/d.sock
-export DOCKER_CONFIG=$tmp/cli # keep the client away from ~/.docker
-unset DOCKER_CONTEXT DOCKER_TLS_VERIFY DOCKER_CERT_PATH DOCKER_API_VERSION
-dk() { "$docker_cli" "$@"; }
-
-up=0
-for ((i = 0; i < START_TIMEOUT * 5; i++)); do
-  if dk version >/dev/null 2>&1; then
-    up=1
-    break
-  fi
-  kill -0 "$dockerd_pid" 2>/dev/null || break
-  sleep 0.2
-done
-if ((!up)); then
-  log_tail "$tmp/dockerd.log"
-  kill -0 "$dockerd_pid" 2>/dev/null && why="did not answer within ${START_TIMEOUT} s" || why="exited"
-  skip "private dockerd $why (see its log above)"
-fi
-say "engine: $(dk version --format 'dockerd {{.Server.Version}}, API {{.Server.APIVersion}}') at $DOCKER_HOST"
-
-# ---------------------------------------------------------------------------------------
-# Busybox image from the host's static busybox.
-# ---------------------------------------------------------------------------------------
-rootfs=$tmp/rootfs
-mkdir -p "$rootfs"/{bin,dev,etc,proc,sys,tmp}
-chmod 1777 "$rootfs/tmp"
-cp "$busybox" "$rootfs/bin/busybox"
-applets=$("$busybox" --list) || die "$busybox --list failed"
-for a in $applets; do
-  [[ $a == busybox || -e $rootfs/bin/$a ]] || ln -s busybox "$rootfs/bin/$a"
-done
-for a in sh cat echo env id pwd; do
-  [[ -e $rootfs/bin/$a ]] || skip "$busybox lacks the '$a' applet"
-done
-printf 'root:x:0:0:root:/:/bin/sh\n' >"$rootfs/etc/passwd"
-printf 'root:x:0:\n' >"$rootfs/etc/group"
-if ! tar --numeric-owner -C "$rootfs" -cf - . | dk import - "$IMAGE" >"$tmp/import.log" 2>&1; then
-  cat "$tmp/import.log"
-  die "docker import of the busybox rootfs failed"
-fi
+start_private_docker "$tmp" "\"runtimes\": {\"nvidia\": {\"path\": \"$(sys_which runc)\"}}"
+docker_import_busybox "$tmp" "$busybox" "$IMAGE" sh cat echo env id pwd
 pass "built image $IMAGE from $busybox"
-
-# ---------------------------------------------------------------------------------------
-# RLIMIT_MEMLOCK. gpurun passes `--ulimit memlock=-1`; runc can only raise the hard limit
-# with CAP_SYS_RESOURCE. Some sandboxes (this project's CI VM included) withhold that
-# capability even from root, and then every such container fails with "error setting
-# rlimits for ready process: error setting rlimit type 8: operation not permitted". There,
-# and only there, gpurun is pointed at a tiny shim that rewrites memlock to the current hard
-# limit before exec'ing the real client; everything else is passed through untouched.
-# ---------------------------------------------------------------------------------------
-docker_for_gpurun=$docker_cli
-memlock_shim=0
-if ! (ulimit -l unlimited) 2>/dev/null; then
-  hard_kb=$(ulimit -H -l)
-  memlock_shim=1
-  docker_for_gpurun=$tmp/docker-memlock-shim
-  cat >"$docker_for_gpurun" <<EOF
-#!/usr/bin/env bash
-# Test shim: RLIMIT_MEMLOCK cannot be raised here; clamp gpurun's memlock=-1 to the hard limit.
-args=()
-for a in "\$@"; do
-  case \$a in
-    memlock=-1* | memlock=unlimited*) a=memlock=$((hard_kb * 1024)) ;;
-    --ulimit=memlock=-1* | --ulimit=memlock=unlimited*) a=--ulimit=memlock=$((hard_kb * 1024)) ;;
-  esac
-  args+=("\$a")
-done
-exec "$docker_cli" "\${args[@]}"
-EOF
-  chmod 755 "$docker_for_gpurun"
-  say "note: RLIMIT_MEMLOCK cannot be raised here (no CAP_SYS_RESOURCE; hard limit ${hard_kb} KiB);"
-  say "      running gpurun with --docker $docker_for_gpurun, which clamps memlock=-1 and execs $docker_cli"
-fi
+docker_memlock_shim "$tmp/docker-memlock-shim"
 
 # ---------------------------------------------------------------------------------------
 # Scenario: 8 GPUs, only 2 and 5 are free.
@@ -593,10 +397,5 @@ if [[ -n $probe ]]; then
 fi
 
 # ---------------------------------------------------------------------------------------
-if ((failures > 0)); then
-  log_tail "$tmp/dockerd.log" 15
-  say "FAIL: $failures assertion(s) failed, $passes passed"
-  exit 1
-fi
-say "PASS: all $passes assertions hold"
-exit 0
+((failures == 0)) || log_tail "$tmp/dockerd.log" 15
+summary

@@ -18,29 +18,18 @@
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (not root, podman or a static
 # busybox missing, podman cannot run a container here).
 set -uo pipefail
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
-readonly SKIP=77 IMAGE=gpurun-test/busybox:1 RUN_TIMEOUT=60
-failures=0 passes=0
-say() { printf '%s\n' "$*"; }
-pass() { passes=$((passes + 1)); say "PASS: $*"; }
-fail() { failures=$((failures + 1)); say "FAIL: $*"; }
-skip() { say "SKIP: $*"; exit "$SKIP"; }
-die() { say "FAIL: $*"; exit 1; }
+readonly IMAGE=gpurun-test/busybox:1 RUN_TIMEOUT=60
 
 (($# == 2)) || { say "usage: $0 <path-to-gpurun> <path-to-fake-nvidia-smi>" >&2; exit 2; }
-gpurun=$(cd "$(dirname -- "$1")" && pwd -P)/$(basename -- "$1")
-fake_smi=$(cd "$(dirname -- "$2")" && pwd -P)/$(basename -- "$2")
+gpurun=$(abspath "$1")
+fake_smi=$(abspath "$2")
 [[ -x $gpurun && -x $fake_smi ]] || die "gpurun or the fake nvidia-smi is missing"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root for rootful podman and /var/run/cdi (running as uid $(id -u))"
-podman_bin=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin command -v podman) || skip "podman not found (install podman)"
-busybox=""
-for c in /bin/busybox /usr/bin/busybox; do
-  [[ -x $c ]] || continue
-  ldd_out=$(LC_ALL=C ldd "$c" 2>&1)  # ldd fails on a static binary: its words, not its status
-  [[ $ldd_out == *"not a dynamic executable"* || $ldd_out == *"statically linked"* ]] && { busybox=$c; break; }
-done
-[[ -n $busybox ]] || skip "no statically linked busybox found (install busybox-static)"
+podman_bin=$(sys_which podman) || skip "podman not found (install podman)"
+busybox=$(static_busybox) || skip "no statically linked busybox found (install busybox-static)"
 
 tmp=$(mktemp -d /tmp/gpurun-podman.XXXXXX) || die "mktemp failed"
 readonly tmp spec=/var/run/cdi/gpurun-e2e-$$.json
@@ -86,10 +75,7 @@ make_podman podman "$tmp/p"
 make_podman podman-other "$tmp/o"
 
 rootfs=$tmp/rootfs
-mkdir -p "$rootfs"/{bin,dev,etc,proc,sys,tmp}
-cp "$busybox" "$rootfs/bin/busybox"
-for a in sh env sleep cat true; do ln -s busybox "$rootfs/bin/$a"; done
-printf 'root:x:0:0:root:/:/bin/sh\n' >"$rootfs/etc/passwd"
+busybox_rootfs "$rootfs" "$busybox" sh env sleep cat true || die "cannot make a root file system of $busybox"
 for p in podman podman-other; do
   tar --numeric-owner -C "$rootfs" -cf - . | "$tmp/$p" import - "$IMAGE" >"$tmp/import.log" 2>&1 ||
     { cat "$tmp/import.log"; skip "podman import failed"; }
@@ -185,5 +171,4 @@ else
   fail "the pick of 3 is '$picked', expected 0,1,2"
 fi
 
-((failures == 0)) || { say "FAIL: $failures assertion(s) failed, $passes passed"; exit 1; }
-say "PASS: all $passes assertions hold"
+summary

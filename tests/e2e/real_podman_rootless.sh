@@ -22,33 +22,22 @@
 # (package uidmap) or a static busybox missing, or rootless podman cannot run a container here:
 # the podman error is printed).
 set -uo pipefail
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
-readonly SKIP=77 IMAGE=gpurun-test/busybox:1 RUN_TIMEOUT=60 USER_NAME=gpurun-e2e-rl
+readonly IMAGE=gpurun-test/busybox:1 RUN_TIMEOUT=60 USER_NAME=gpurun-e2e-rl
 readonly MARK="gpurun e2e rootless podman test"  # the test user's GECOS: a stale one is ours to remove
-failures=0 passes=0
-say() { printf '%s\n' "$*"; }
-pass() { passes=$((passes + 1)); say "PASS: $*"; }
-fail() { failures=$((failures + 1)); say "FAIL: $*"; }
-skip() { say "SKIP: $*"; exit "$SKIP"; }
-die() { say "FAIL: $*"; exit 1; }
 
 (($# == 2)) || { say "usage: $0 <path-to-gpurun> <path-to-fake-nvidia-smi>" >&2; exit 2; }
-gpurun_src=$(cd "$(dirname -- "$1")" && pwd -P)/$(basename -- "$1")
-fake_smi_src=$(cd "$(dirname -- "$2")" && pwd -P)/$(basename -- "$2")
+gpurun_src=$(abspath "$1")
+fake_smi_src=$(abspath "$2")
 [[ -x $gpurun_src && -x $fake_smi_src ]] || die "gpurun or the fake nvidia-smi is missing"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root to create a user, its subordinate ids and /var/run/cdi (running as uid $(id -u))"
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH=$SYS_PATH
 podman_bin=$(command -v podman) || skip "podman not found (install podman)"
 for t in newuidmap newgidmap; do command -v "$t" >/dev/null || skip "$t not found (install uidmap): rootless podman needs it"; done
 for t in useradd userdel runuser; do command -v "$t" >/dev/null || skip "$t not found (install passwd, util-linux)"; done
-busybox=""
-for c in /bin/busybox /usr/bin/busybox; do
-  [[ -x $c ]] || continue
-  ldd_out=$(LC_ALL=C ldd "$c" 2>&1)  # ldd fails on a static binary: its words, not its status
-  [[ $ldd_out == *"not a dynamic executable"* || $ldd_out == *"statically linked"* ]] && { busybox=$c; break; }
-done
-[[ -n $busybox ]] || skip "no statically linked busybox found (install busybox-static)"
+busybox=$(static_busybox) || skip "no statically linked busybox found (install busybox-static)"
 
 # Processes of the test's own user (and only of it) that a failed run may leave behind.
 kill_user_processes() {
@@ -129,10 +118,7 @@ W
 }
 
 rootfs=$tmp/rootfs
-mkdir -p "$rootfs"/{bin,dev,etc,proc,sys,tmp}
-cp "$busybox" "$rootfs/bin/busybox"
-for a in sh env sleep cat true test; do ln -s busybox "$rootfs/bin/$a"; done
-printf 'root:x:0:0:root:/:/bin/sh\n' >"$rootfs/etc/passwd"
+busybox_rootfs "$rootfs" "$busybox" sh env sleep cat true test || die "cannot make a root file system of $busybox"
 tar --numeric-owner -C "$rootfs" -cf "$tmp/rootfs.tar" .
 chmod 644 "$tmp/rootfs.tar"
 
@@ -264,5 +250,4 @@ else
   fail "as root, the pick of 3 is '$picked', expected 1,2,3: $(cat "$tmp/pick.err")"
 fi
 
-((failures == 0)) || { say "FAIL: $failures assertion(s) failed, $passes passed"; exit 1; }
-say "PASS: all $passes assertions hold"
+summary

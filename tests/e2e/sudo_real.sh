@@ -3,7 +3,7 @@
 # sudo rule for the built binary, and a private Docker engine (as tests/e2e/real_docker_engine.sh
 # starts one). It checks that the container runs as the caller, that files it writes belong to
 # the caller, that another user cannot stop it, and that each refusal ends with 125 before any
-# container starts.
+# container starts. The engine is start_private_docker of tests/e2e/lib.sh.
 #
 #   bash tests/e2e/sudo_real.sh <path-to-gpurun> <path-to-fake-nvidia-smi>
 #
@@ -11,44 +11,27 @@
 # creates and removes the users gpurun-e2e-a and gpurun-e2e-b. Exit 0 pass, 1 fail, 77 skipped
 # (not root, no sudo/useradd, no engine).
 set -uo pipefail
-readonly SKIP=77 IMAGE=gpurun-test/busybox:1 A=gpurun-e2e-a B=gpurun-e2e-b
-failures=0
-say() { printf '%s\n' "$*"; }
-pass() { say "PASS: $*"; }
-fail() { failures=$((failures + 1)); say "FAIL: $*"; }
-skip() { say "SKIP: $*"; exit "$SKIP"; }
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+readonly IMAGE=gpurun-test/busybox:1 A=gpurun-e2e-a B=gpurun-e2e-b
 
 (($# == 2)) || { say "usage: $0 GPURUN FAKE_SMI"; exit 2; }
 [[ $(id -u) -eq 0 ]] || skip "needs root to create users, a sudo rule and a Docker engine (uid $(id -u))"
 for t in sudo useradd userdel runuser; do command -v $t >/dev/null || skip "$t not found (scripts/install-deps installs sudo)"; done
-SYS_PATH=/usr/sbin:/usr/bin:/sbin:/bin
-sys_which() { PATH=$SYS_PATH command -v -- "$1"; }
-docker_cli=${GPURUN_E2E_DOCKER:-/usr/bin/docker}
-[[ -x $docker_cli ]] || skip "docker client $docker_cli not found"
-for t in dockerd containerd runc; do sys_which $t >/dev/null || skip "$t not found"; done
-busybox=""
-for c in /bin/busybox /usr/bin/busybox; do
-  [[ -x $c ]] || continue
-  ldd_out=$(LC_ALL=C ldd "$c" 2>&1)
-  [[ $ldd_out == *"not a dynamic"* || $ldd_out == *statically* ]] && busybox=$c && break
-done
-[[ -n $busybox ]] || skip "no static busybox (install busybox-static)"
+docker_engine_tools
+busybox=$(static_busybox) || skip "no static busybox (install busybox-static)"
 getent passwd $A >/dev/null && skip "user $A exists already: another run of this test?"
 
 tmp=$(mktemp -d /tmp/gpurun-sudo.XXXXXX) && chmod 755 "$tmp"
-cpid="" dpid=""
 restore() { # restore FILE: put back what was there before
   if [[ -e $tmp/saved$(basename "$1") ]]; then mv -f "$tmp/saved$(basename "$1")" "$1"; else rm -f "$1"; fi
 }
 cleanup() {
   local rc=$?
   set +e
-  [[ -n $dpid ]] && kill "$dpid" && wait "$dpid"
-  [[ -n $cpid ]] && kill "$cpid" && wait "$cpid"
+  stop_private_docker "$tmp"
   restore /etc/gpurun/config.json
   restore /etc/sudoers.d/gpurun-e2e
   userdel -r $A >/dev/null 2>&1; userdel -r $B >/dev/null 2>&1
-  awk -v t="$tmp" 'index($2, t "/") == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount -l
   rm -rf -- "$tmp"
   exit "$rc"
 }
@@ -57,51 +40,10 @@ mkdir -p /etc/gpurun /etc/sudoers.d
 [[ -e /etc/gpurun/config.json ]] && cp -p /etc/gpurun/config.json "$tmp/savedconfig.json"
 [[ -e /etc/sudoers.d/gpurun-e2e ]] && cp -p /etc/sudoers.d/gpurun-e2e "$tmp/savedgpurun-e2e"
 
-# The engine, private to this test (see real_docker_engine.sh for why each setting).
-mkdir -p "$tmp/hooks" "$tmp/cli"
-printf '#!/bin/sh\nexit 0\n' >"$tmp/hooks/nvidia-container-runtime-hook" && chmod 755 "$tmp/hooks/nvidia-container-runtime-hook"
-cat >"$tmp/containerd.toml" <<EOF
-version = 2
-root = "$tmp/containerd/root"
-state = "$tmp/containerd/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = "$tmp/c.sock"
-[ttrpc]
-  address = "$tmp/c.sock.ttrpc"
-EOF
-PATH=$tmp/hooks:$SYS_PATH "$(sys_which containerd)" --config "$tmp/containerd.toml" >"$tmp/containerd.log" 2>&1 </dev/null &
-cpid=$!
-for ((i = 0; i < 300; i++)); do [[ -S $tmp/c.sock ]] && break; sleep 0.1; done
-[[ -S $tmp/c.sock ]] || skip "containerd did not start"
-dockerd_bin=$(sys_which dockerd)
-if grep -qa -- 'json:"deprecated-key-path' "$dockerd_bin"; then
-  printf '{"deprecated-key-path": "%s"}\n' "$tmp/key.json" >"$tmp/daemon.json"
-else echo '{}' >"$tmp/daemon.json"; fi
-PATH=$tmp/hooks:$SYS_PATH "$dockerd_bin" --config-file "$tmp/daemon.json" --containerd "$tmp/c.sock" \
-  --host "unix://$tmp/d.sock" --data-root "$tmp/data" --exec-root "$tmp/x" --pidfile "$tmp/dockerd.pid" \
-  --storage-driver=vfs --bridge=none --iptables=false --ip-forward=false --ip-masq=false \
-  >"$tmp/dockerd.log" 2>&1 </dev/null &
-dpid=$!
-export DOCKER_HOST=unix://$tmp/d.sock DOCKER_CONFIG=$tmp/cli
-dk() { "$docker_cli" "$@"; }
-for ((i = 0; i < 300; i++)); do dk version >/dev/null 2>&1 && break; sleep 0.2; done
-dk version >/dev/null 2>&1 || { tail "$tmp/dockerd.log"; skip "dockerd did not start"; }
-rootfs=$tmp/rootfs
-mkdir -p "$rootfs"/{bin,dev,etc,proc,sys,tmp} && chmod 1777 "$rootfs/tmp" && cp "$busybox" "$rootfs/bin/busybox"
-for a in $("$busybox" --list); do [[ -e $rootfs/bin/$a ]] || ln -s busybox "$rootfs/bin/$a"; done
-printf 'root:x:0:0:root:/:/bin/sh\n' >"$rootfs/etc/passwd"
-tar --numeric-owner -C "$rootfs" -cf - . | dk import - "$IMAGE" >/dev/null || { say "FAIL: docker import"; exit 1; }
-
-# docker: the memlock shim of real_docker_engine.sh where RLIMIT_MEMLOCK cannot be raised.
-docker_prog=$docker_cli
-if ! (ulimit -l unlimited) 2>/dev/null; then
-  hard=$(($(ulimit -H -l) * 1024))
-  docker_prog=$tmp/docker-shim
-  printf '#!/bin/bash\nargs=()\nfor a in "$@"; do [[ $a == memlock=-1 ]] && a=memlock=%s; args+=("$a"); done\nexec %s "${args[@]}"\n' \
-    "$hard" "$docker_cli" >"$docker_prog"
-  chmod 755 "$docker_prog"
-fi
+# The engine, private to this test; the memlock shim where RLIMIT_MEMLOCK cannot be raised.
+start_private_docker "$tmp"
+docker_import_busybox "$tmp" "$busybox" "$IMAGE"
+docker_memlock_shim "$tmp/docker-shim"
 
 # The users, the admin's file and the sudo rule.
 useradd -m -s /bin/sh $A && useradd -m -s /bin/sh $B || { say "FAIL: useradd"; exit 1; }
@@ -124,7 +66,7 @@ cat >"$tmp/docker-for-root" <<EOF
 if [ "\$1" = run ] && [ -f $tmp/swap ]; then
   read -r src dst <$tmp/swap && rm -f $tmp/swap && mv "\$src" "\$src.old" && ln -s "\$dst" "\$src"
 fi
-DOCKER_HOST=$DOCKER_HOST DOCKER_CONFIG=$DOCKER_CONFIG exec $docker_prog "\$@"
+DOCKER_HOST=$DOCKER_HOST DOCKER_CONFIG=$DOCKER_CONFIG exec $docker_for_gpurun "\$@"
 EOF
 chmod 755 "$tmp/docker-for-root"
 printf '{"docker": "%s", "nvidia_smi": "%s", "lock_dir": "%s/locks", "ignore_containers": false}\n' \
@@ -222,5 +164,4 @@ refused "status --from-csv /etc/shadow" "Permission denied" status --from-csv /e
 grep -q "root:" "$tmp/err" "$tmp/out" && fail "/etc/shadow content echoed" || pass "/etc/shadow not echoed"
 [[ $(stat -c '%U %a' "$tmp/locks") == "root 755" ]] && pass "lock directory root's, 755" || fail "lock dir $(stat -c '%U %a' "$tmp/locks")"
 
-((failures == 0)) && { say "all passed"; exit 0; }
-say "$failures failed"; exit 1
+summary

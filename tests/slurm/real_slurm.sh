@@ -16,28 +16,16 @@
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (not root, Slurm not installed,
 # Slurm does not start here). 77 is the CTest SKIP_RETURN_CODE.
 set -uo pipefail
+source "$(dirname -- "${BASH_SOURCE[0]}")/../e2e/lib.sh"
 
-readonly SKIP=77
 here=$(cd "$(dirname -- "$0")" && pwd -P)
-failures=0
-passes=0
-say() { printf '%s\n' "$*"; }
-pass() { passes=$((passes + 1)); say "PASS: $*"; }
-fail() { failures=$((failures + 1)); say "FAIL: $*"; }
-skip() { say "SKIP: $*"; exit "$SKIP"; }
-expect_eq() { # WHAT EXPECTED ACTUAL
-  if [[ $2 == "$3" ]]; then pass "$1"; else fail "$1: expected [$2], got [$3]"; fi
-}
-expect_match() { # WHAT REGEX ACTUAL
-  if [[ $3 =~ $2 ]]; then pass "$1"; else fail "$1: [$3] does not match [$2]"; fi
-}
 
 (($# == 1)) || { say "usage: $0 <path-to-gpurun>" >&2; exit 2; }
-gpurun=$(cd "$(dirname -- "$1")" && pwd -P)/$(basename -- "$1")
-[[ -x $gpurun ]] || { say "FAIL: $1 is not an executable gpurun"; exit 1; }
+gpurun=$(abspath "$1")
+[[ -x $gpurun ]] || die "$1 is not an executable gpurun"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root to run slurmd (running as uid $(id -u))"
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH=$SYS_PATH
 D=$(mktemp -d /tmp/gpurun-slurm-test.XXXXXX)
 trap 'bash "$here/cluster.sh" stop "$D"' EXIT
 # Ports of our own, so that a second run (or a system Slurm on 6817) never answers ours.
@@ -206,5 +194,4 @@ else
   [[ -s $work/gpurun-$id.out ]] || say "oci -d stderr: $(cat "$work/oci-detach.err")"
 fi
 
-say "real_slurm: $passes passed, $failures failed"
-((failures == 0))
+summary
