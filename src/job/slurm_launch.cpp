@@ -60,7 +60,7 @@ int cpus_per_gpu(const Options& options) {
 }
 
 // -d: sbatch returns at once with the job id; say how to reach the job.
-int submit(const std::vector<std::string>& argv, const std::string& output, std::ostream& out) {
+int submit(const std::vector<std::string>& argv, const std::string& output, bool report, std::ostream& out) {
   const auto timeout = std::chrono::minutes(2);
   std::vector<std::string> resolved = argv;
   resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
@@ -78,8 +78,10 @@ int submit(const std::vector<std::string>& argv, const std::string& output, std:
                            "  its state:         squeue -j {}\n"
                            "  follow its output: tail -f {}\n"
                            "  attach to it:      sattach {}.0\n"
-                           "  cancel it:         scancel {}\n",
-                           id, id, shell_quote(log), id, id);
+                           "  cancel it:         scancel {}\n"
+                           "{}",
+                           id, id, shell_quote(log), id, id,
+                           report ? "  its --report is written to its output when it ends\n" : "");
   return 0;
 }
 
@@ -135,7 +137,6 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
   if (options.from_csv) throw Error("--from-csv describes one server's GPUs; it cannot go with the Slurm backend");
   const bool report = options.report || !options.report_json.empty();
   if (report && inside_slurm_step()) return run_step_report(options);  // the inner gpurun, on the node
-  if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   warn_local_only(options);
   const SlurmContainer container = slurm_container_from(options.slurm.container);
   if (container == SlurmContainer::none && !options.image.empty())
@@ -156,7 +157,7 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
     out << shell_join(argv) << '\n';
     return 0;
   }
-  if (options.detach) return submit(argv, job.workdir + "/gpurun-%j.out", out);
+  if (options.detach) return submit(argv, job.workdir + "/gpurun-%j.out", report, out);
   if (!options.wait.enabled)
     spdlog::debug("srun --immediate: the job fails at once when Slurm has no free GPUs for it (--wait queues it)");
   out.flush();

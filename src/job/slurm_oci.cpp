@@ -205,6 +205,10 @@ SlurmJob oci_batch_job(const Options& options, SlurmJob job, const std::string& 
   // The names only: sbatch carries the values in the job's environment (env K=V sbatch ...).
   for (const std::string& item : job.env) argv.insert(argv.end(), {"--env", item.substr(0, item.find('='))});
   for (const std::string& volume : job.volumes) argv.insert(argv.end(), {"--volume", volume});
+  if (options.report || !options.report_json.empty()) {
+    const auto flags = report_flags(options);  // the report goes to the job's output file
+    argv.insert(argv.end(), flags.begin(), flags.end());
+  }
   argv.insert(argv.end(), {std::to_string(job.gpus), "--"});
   argv.insert(argv.end(), job.command.begin(), job.command.end());
   job.command = argv;

@@ -44,16 +44,22 @@ std::string own_path() {
   return path;
 }
 
+std::vector<std::string> report_flags(const Options& options) {
+  std::vector<std::string> argv{"--report", "--nvidia-smi", options.nvidia_smi,
+                                "--report-interval", fmt::format("{:g}", options.report_interval_s),
+                                "--report-threshold", fmt::format("{:g}", options.report_threshold),
+                                "--gpu-source", options.gpu_source};
+  if (!options.nvml_library.empty()) argv.insert(argv.end(), {"--nvml-library", options.nvml_library});
+  if (!options.report_json.empty()) argv.insert(argv.end(), {"--report-json", options.report_json});
+  return argv;
+}
+
 std::vector<std::string> report_step_command(const Options& options, const std::string& self,
                                              const std::vector<std::string>& command) {
   // --no-config: the inner gpurun must do what this one decided, whatever the node's files say.
-  std::vector<std::string> argv{self, "--no-config", "--backend", "slurm", "--slurm-container", "none",
-                                "--report", "--nvidia-smi", options.nvidia_smi,
-                                "--report-interval", fmt::format("{:g}", options.report_interval_s),
-                                "--report-threshold", fmt::format("{:g}", options.report_threshold)};
-  argv.insert(argv.end(), {"--gpu-source", options.gpu_source});
-  if (!options.nvml_library.empty()) argv.insert(argv.end(), {"--nvml-library", options.nvml_library});
-  if (!options.report_json.empty()) argv.insert(argv.end(), {"--report-json", options.report_json});
+  std::vector<std::string> argv{self, "--no-config", "--backend", "slurm", "--slurm-container", "none"};
+  const auto flags = report_flags(options);
+  argv.insert(argv.end(), flags.begin(), flags.end());
   argv.emplace_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;

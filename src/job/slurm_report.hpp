@@ -9,6 +9,9 @@
 
 namespace gpurun {
 
+// --report and the settings the report is made with, as flags for a gpurun on the node.
+std::vector<std::string> report_flags(const Options& options);
+
 // The step's command for the outer gpurun: `SELF --no-config --backend slurm --report ... -- COMMAND`.
 // COMMAND is the job's own, or (in a container) the `srun --container...` of the job's container
 // step, which the inner gpurun then runs as its child beside its sampling: gpurun is not in the image.

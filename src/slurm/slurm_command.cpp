@@ -139,6 +139,7 @@ std::vector<std::string> build_srun_argv(const SlurmJob& job) {
 
 std::vector<std::string> build_step_argv(const SlurmJob& job) {
   std::vector<std::string> argv{"srun"};
+  if (job.overlap) argv.emplace_back("--overlap");
   const auto tail = step_tail(job);
   argv.insert(argv.end(), tail.begin(), tail.end());
   return argv;

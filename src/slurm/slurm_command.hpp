@@ -44,7 +44,7 @@ struct SlurmJob {
 // Throws Error for what cannot be mapped (a named volume, a comma in a pyxis mount, ...).
 std::vector<std::string> build_srun_argv(const SlurmJob& job);
 
-// `srun [CONTAINER OPTIONS] COMMAND`: a step inside the job's allocation (no allocation options).
+// `srun [--overlap] [CONTAINER OPTIONS] COMMAND`: a step inside the job's allocation (no allocation options).
 std::vector<std::string> build_step_argv(const SlurmJob& job);
 
 // `[env K=V...] sbatch --parsable OPTIONS --wrap 'srun [CONTAINER OPTIONS] COMMAND'`

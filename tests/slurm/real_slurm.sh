@@ -10,8 +10,9 @@
 # --report samples the step's GPUs from inside the allocation; the pyxis options reach srun (a
 # stand-in SPANK plugin built here records them); the oci path runs a real container with runc
 # from a bundle gpurun makes of a busybox image, seeing its working directory and only its GPUs;
-# --report in a pyxis or oci container (a sampling step that starts the container step); -d with
-# oci (the batch script's gpurun writes the bundle on the node).
+# --report in a pyxis or oci container (a sampling step that starts the container step), also
+# with -d (the report in the job's output); -d with oci (the batch script's gpurun writes the
+# bundle on the node).
 #
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (not root, Slurm not installed,
 # Slurm does not start here). 77 is the CTest SKIP_RETURN_CODE.
@@ -132,6 +133,14 @@ container-mounts=$work:$work
 container-workdir=$work
 container-env=MODE
 env MODE=pyxis" "$(cat "$work/pyxis.record" 2>/dev/null)"
+  # -d --report: the report goes to the batch job's output when it ends.
+  id=$(FAKE_SMI_SCENARIO=$scenarios/report_trace.json run -d --report --report-interval 0.2 \
+    --nvidia-smi "$fakes/nvidia-smi" --image busybox 2 -- sh -c 'echo in-pyxis; sleep 1.2' 2>"$work/pyxis-detach.err")
+  expect_match "pyxis -d --report prints a job id" '^[0-9]+$' "$id"
+  for _ in $(seq 1 150); do [[ -z $(squeue -h -j "$id" 2>/dev/null) ]] && break; sleep 0.2; done
+  out=$(cat "$work/gpurun-$id.out" 2>/dev/null)
+  expect_match "pyxis -d --report: the job ran in its container step" $'^in-pyxis\n' "$out"
+  expect_match "pyxis -d --report: the report is in the job's output" 'granted +2 GPUs \(0, 1\).*GPU efficiency +[0-9.]+%' "$(tr '\n' ' ' <<<"$out")"
   out=$(run --image busybox -v data:/data 1 -- true 2>&1)
   expect_eq "a named volume is refused under pyxis (rc)" 125 "$?"
   expect_match "a named volume is refused with a reason" 'no named Docker volumes' "$out"
@@ -181,7 +190,8 @@ else
   GPURUN_SLURM_CONTAINER=none run --wait --name holder2 2 -- sh -c "echo \$SLURM_STEP_GPUS > $work/holder2.gpus; sleep 3" &
   holder=$!
   for _ in $(seq 1 100); do [[ -s $work/holder2.gpus ]] && break; sleep 0.1; done
-  id=$(run -d --image "oci:$image:1" -e MODE=batch -v "$D/volume:/vol:ro" 2 -- \
+  id=$(FAKE_SMI_SCENARIO=$scenarios/report_trace.json run -d --report --report-interval 0.2 --nvidia-smi "$fakes/nvidia-smi" \
+    --image "oci:$image:1" -e MODE=batch -v "$D/volume:/vol:ro" 2 -- \
     sh -c 'echo "$(cat input.txt) $(cat /vol/v.txt) $MODE $CUDA_VISIBLE_DEVICES $(ls /dev | grep nvidia | tr "\n" " ")"; exit 5' \
     2>"$work/oci-detach.err")
   expect_match "oci -d prints a job id" '^[0-9]+$' "$id"
@@ -189,6 +199,8 @@ else
   expect_eq "oci -d: the batch job's container saw the workdir, volume, env and only its GPUs" \
     "data vol batch 2,3 nvidia2 nvidia3 " "$(head -1 "$work/gpurun-$id.out" 2>/dev/null)"
   expect_match "oci -d: the job's exit status is Slurm's" 'ExitCode=5:0' "$(scontrol show job "$id" 2>&1)"
+  expect_match "oci -d --report: the report is in the job's output" 'granted +2 GPUs \(2, 3\).*exit status +5|exit status +5.*granted +2 GPUs \(2, 3\)' \
+    "$(tr '\n' ' ' <"$work/gpurun-$id.out" 2>/dev/null)"
   wait "$holder"
   [[ -z $(ls "$D/oci-cache/jobs" 2>/dev/null) ]] && pass "oci -d: the job's bundle is removed" || fail "oci -d: bundle left"
   [[ -s $work/gpurun-$id.out ]] || say "oci -d stderr: $(cat "$work/oci-detach.err")"

@@ -130,6 +130,15 @@ TEST(SlurmOci, DetachedTheBatchScriptRunsGpurunOnTheNode) {
               ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "oci", "--image",
                           "oci:/images/bb:1", "--cpus-per-gpu", "16", "--slurm-oci-cache", "/shared/oci", "--env",
                           "MODE", "--env", "HOME", "--volume", "/data:/data:ro", "2", "--", "sh", "-c", "echo hi"));
+  o.report = true;  // the node's gpurun makes the report, into the job's output
+  o.nvidia_smi = "/usr/bin/nvidia-smi";
+  o.report_interval_s = 0.5;
+  EXPECT_THAT(oci_batch_job(o, slurm_job_from(o, 16, "/w", false), "/opt/gpurun").command,
+              ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "oci", "--image",
+                          "oci:/images/bb:1", "--cpus-per-gpu", "16", "--slurm-oci-cache", "/shared/oci", "--env",
+                          "MODE", "--env", "HOME", "--volume", "/data:/data:ro", "--report", "--nvidia-smi",
+                          "/usr/bin/nvidia-smi", "--report-interval", "0.5", "--report-threshold", "80",
+                          "--gpu-source", "auto", "2", "--", "sh", "-c", "echo hi"));
   o.volumes = {"cache:/cache"};
   EXPECT_THAT(caught_error([&] { oci_batch_job(o, slurm_job_from(o, 16, "/w", false), "/opt/gpurun"); }).message,
               HasSubstr("no named Docker volumes"));

@@ -85,6 +85,7 @@ TEST(SrunArgv, AnOverlappingStepAndTheStepItStarts) {
   job.overlap = true;
   EXPECT_THAT(build_srun_argv(job), ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
                                                 "--job-name=gpurun", "--immediate", "--overlap", "python", "train.py"));
+  job.overlap = false;  // the container step the overlapping one starts
   job.container = SlurmContainer::pyxis;
   job.image = "busybox";
   job.env = {"A=1"};
@@ -131,6 +132,9 @@ TEST(SbatchArgv, AScriptThatStartsItsOwnStepsRunsTheCommandItself) {
   job.batch_runs_command = true;
   job.command = {"/opt/gpurun", "--image", "a b", "2", "--", "python", "train.py"};
   EXPECT_EQ(build_sbatch_argv(job).back(), "--wrap=/opt/gpurun --image 'a b' 2 -- python train.py");
+  job.batch_runs_command = false;
+  job.overlap = true;  // the step starts a step of its own (--report in a container)
+  EXPECT_EQ(build_sbatch_argv(job).back(), "--wrap=srun --overlap /opt/gpurun --image 'a b' 2 -- python train.py");
 }
 
 TEST(SbatchArgv, AWaitLimitIsRefused) {
