@@ -98,6 +98,31 @@ int run_foreground(const std::vector<std::string>& argv) {
   return 125;
 }
 
+// The container step: `srun --jobid=ID --container=BUNDLE env CUDA_VISIBLE_DEVICES=GPUS K=V... COMMAND`.
+// Slurm gives the container neither our environment nor the GPU variables: the command sets them.
+// With --report it is the child of a gpurun step that samples the GPUs beside it (overlapping it).
+std::vector<std::string> oci_step_argv(const Options& options, const SlurmJob& job, const std::string& id,
+                                       const std::string& bundle, const std::string& gpus) {
+  std::vector<std::string> argv{"srun", "--jobid=" + id, "--container=" + bundle, "env", "CUDA_VISIBLE_DEVICES=" + gpus};
+  for (const std::string& e : job.env)
+    if (e.find('=') != std::string::npos) argv.push_back(e);
+    else if (const char* v = std::getenv(e.c_str())) argv.push_back(e + "=" + v);
+  argv.insert(argv.end(), job.command.begin(), job.command.end());
+  if (!options.report && options.report_json.empty()) return argv;
+  std::vector<std::string> sampler{"srun", "--jobid=" + id, "--overlap"};
+  const auto inner = report_step_command(options, own_path(), argv);
+  sampler.insert(sampler.end(), inner.begin(), inner.end());
+  return sampler;
+}
+
+// The job's GPUs: SLURM_JOB_GPUS inside the job, else what scontrol shows of it.
+std::vector<int> job_gpus(const std::string& id, bool inside) {
+  if (inside)
+    if (const char* listed = std::getenv("SLURM_JOB_GPUS"); listed != nullptr && *listed != '\0')
+      return parse_index_ranges(listed);
+  return scontrol_gpu_indices(run_checked({"scontrol", "show", "job", "-d", id}, std::chrono::seconds(30)));
+}
+
 }  // namespace
 
 std::string skopeo_source(const std::string& image) {
@@ -165,35 +190,6 @@ json oci_job_config(json config, const OciJobSpec& spec) {
   }
   return config;
 }
-
-namespace {
-
-// The container step: `srun --jobid=ID --container=BUNDLE env CUDA_VISIBLE_DEVICES=GPUS K=V... COMMAND`.
-// Slurm gives the container neither our environment nor the GPU variables: the command sets them.
-// With --report it is the child of a gpurun step that samples the GPUs beside it (overlapping it).
-std::vector<std::string> oci_step_argv(const Options& options, const SlurmJob& job, const std::string& id,
-                                       const std::string& bundle, const std::string& gpus) {
-  std::vector<std::string> argv{"srun", "--jobid=" + id, "--container=" + bundle, "env", "CUDA_VISIBLE_DEVICES=" + gpus};
-  for (const std::string& e : job.env)
-    if (e.find('=') != std::string::npos) argv.push_back(e);
-    else if (const char* v = std::getenv(e.c_str())) argv.push_back(e + "=" + v);
-  argv.insert(argv.end(), job.command.begin(), job.command.end());
-  if (!options.report && options.report_json.empty()) return argv;
-  std::vector<std::string> sampler{"srun", "--jobid=" + id, "--overlap"};
-  const auto inner = report_step_command(options, own_path(), argv);
-  sampler.insert(sampler.end(), inner.begin(), inner.end());
-  return sampler;
-}
-
-// The job's GPUs: SLURM_JOB_GPUS inside the job, else what scontrol shows of it.
-std::vector<int> job_gpus(const std::string& id, bool inside) {
-  if (inside)
-    if (const char* listed = std::getenv("SLURM_JOB_GPUS"); listed != nullptr && *listed != '\0')
-      return parse_index_ranges(listed);
-  return scontrol_gpu_indices(run_checked({"scontrol", "show", "job", "-d", id}, std::chrono::seconds(30)));
-}
-
-}  // namespace
 
 SlurmJob oci_batch_job(const Options& options, SlurmJob job, const std::string& self) {
   if (options.image.empty()) throw Error("slurm_container oci needs an image: pass --image IMAGE");
