@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -118,8 +117,7 @@ std::vector<std::string> oci_step_argv(const Options& options, const SlurmJob& j
 // The job's GPUs: SLURM_JOB_GPUS inside the job, else what scontrol shows of it.
 std::vector<int> job_gpus(const std::string& id, bool inside) {
   if (inside)
-    if (const char* listed = std::getenv("SLURM_JOB_GPUS"); listed != nullptr && *listed != '\0')
-      return parse_index_ranges(listed);
+    if (const std::string listed = slurm_variable("SLURM_JOB_GPUS"); !listed.empty()) return parse_index_ranges(listed);
   return scontrol_gpu_indices(run_checked({"scontrol", "show", "job", "-d", id}, std::chrono::seconds(30)));
 }
 
@@ -218,15 +216,7 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
   if (options.image.empty()) throw Error("slurm_container oci needs an image: pass --image IMAGE");
   // In a batch script or an salloc shell the job is there already; else gpurun allocates one.
   const std::string enclosing = enclosing_slurm_job();
-  SlurmJob allocation = job;
-  allocation.oci_bundle = "BUNDLE";  // not used: only the allocation options are kept
-  std::vector<std::string> salloc = build_srun_argv(allocation);  // the allocation options, as srun takes them
-  const auto srun_at = std::find(salloc.begin(), salloc.end(), "srun");
-  salloc.erase(salloc.begin(), srun_at);
-  salloc.front() = "salloc";
-  salloc.insert(salloc.begin() + 1, "--no-shell");
-  salloc.erase(std::remove(salloc.begin(), salloc.end(), "--pty"), salloc.end());
-  salloc.resize(salloc.size() - job.command.size() - 1);  // minus --container=... and the command
+  const std::vector<std::string> salloc = build_salloc_argv(job);
   if (options.dry_run) {
     const std::string id = enclosing.empty() ? "JOBID" : enclosing;
     if (enclosing.empty()) out << shell_join(salloc) << '\n';

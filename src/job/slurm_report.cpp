@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -16,20 +15,16 @@
 #include "job/supervise.hpp"
 #include "render/report.hpp"
 #include "select/inventory.hpp"
+#include "slurm/slurm_environment.hpp"
 #include "slurm/slurm_query.hpp"
 #include "util/error.hpp"
 
 namespace gpurun {
 namespace {
 
-std::string variable(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
-
 std::vector<int> step_gpu_indices() {
   for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"})
-    if (auto indices = parse_index_ranges(variable(name)); !indices.empty()) return indices;
+    if (auto indices = parse_index_ranges(slurm_variable(name)); !indices.empty()) return indices;
   throw Error("--report inside a Slurm step: Slurm gave the step no GPUs (no SLURM_STEP_GPUS, SLURM_JOB_GPUS "
               "or CUDA_VISIBLE_DEVICES)");
 }
@@ -86,14 +81,14 @@ int run_step_report(const Options& options) {
       gpu.index = i;
       report.gpus.push_back(gpu);
     }
-  const std::string cpus = variable("SLURM_CPUS_ON_NODE");
+  const std::string cpus = slurm_variable("SLURM_CPUS_ON_NODE");
   (void)std::from_chars(cpus.data(), cpus.data() + cpus.size(), report.cpus);  // stays 0 when unset
   SupervisedRun run{options.command, options.nvidia_smi,
                     std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000))),
                     source_name == "nvml", options.nvml_library};
   const int status = run_supervised(run, report);
-  std::cerr << fmt::format("gpurun: Slurm job {} step {} on {}\n", variable("SLURM_JOB_ID"), variable("SLURM_STEP_ID"),
-                           variable("SLURMD_NODENAME"))
+  std::cerr << fmt::format("gpurun: Slurm job {} step {} on {}\n", slurm_variable("SLURM_JOB_ID"),
+                           slurm_variable("SLURM_STEP_ID"), slurm_variable("SLURMD_NODENAME"))
             << format_job_report(report) << std::flush;
   if (!options.report_json.empty()) {
     std::ofstream file(options.report_json);

@@ -49,6 +49,13 @@ std::vector<std::string> allocation_options(const SlurmJob& job) {
   return argv;
 }
 
+// Slurm's queue is the wait: srun and salloc queue by default, --immediate refuses to.
+std::vector<std::string> queue_options(const SlurmJob& job) {
+  if (!job.queue) return {"--immediate"};
+  if (job.queue_limit) return {fmt::format("--immediate={}", std::max<long long>(1, job.queue_limit->count()))};
+  return {};
+}
+
 // What the step needs to run the command: the container's options, then the command.
 std::vector<std::string> step_tail(const SlurmJob& job) {
   std::vector<std::string> argv;
@@ -126,14 +133,20 @@ std::vector<std::string> build_srun_argv(const SlurmJob& job) {
   argv.emplace_back("srun");
   const auto allocation = allocation_options(job);
   argv.insert(argv.end(), allocation.begin(), allocation.end());
-  // Slurm's queue is the wait: srun queues by default, --immediate refuses to.
-  if (!job.queue) argv.emplace_back("--immediate");
-  else if (job.queue_limit) argv.push_back(fmt::format("--immediate={}", std::max<long long>(1, job.queue_limit->count())));
+  const auto queue = queue_options(job);
+  argv.insert(argv.end(), queue.begin(), queue.end());
   if (job.pty) argv.emplace_back("--pty");
   if (job.overlap) argv.emplace_back("--overlap");
   argv.insert(argv.end(), job.extra.begin(), job.extra.end());
   const auto tail = step_tail(job);
   argv.insert(argv.end(), tail.begin(), tail.end());
+  return argv;
+}
+
+std::vector<std::string> build_salloc_argv(const SlurmJob& job) {
+  if (job.command.empty()) throw Error("no command to run: under Slurm give one after --, e.g. gpurun 2 -- python train.py");
+  std::vector<std::string> argv{"salloc", "--no-shell"};
+  for (const auto& part : {allocation_options(job), queue_options(job), job.extra}) argv.insert(argv.end(), part.begin(), part.end());
   return argv;
 }
 

@@ -44,6 +44,10 @@ struct SlurmJob {
 // Throws Error for what cannot be mapped (a named volume, a comma in a pyxis mount, ...).
 std::vector<std::string> build_srun_argv(const SlurmJob& job);
 
+// `salloc --no-shell OPTIONS`: the allocation alone, for a launch that starts its own steps in it
+// (slurm_container oci). Throws Error when there is no command to run there.
+std::vector<std::string> build_salloc_argv(const SlurmJob& job);
+
 // `srun [--overlap] [CONTAINER OPTIONS] COMMAND`: a step inside the job's allocation (no allocation options).
 std::vector<std::string> build_step_argv(const SlurmJob& job);
 

@@ -5,6 +5,9 @@
 
 namespace gpurun {
 
+// A variable Slurm sets (SLURM_STEP_GPUS, SLURMD_NODENAME, ...); empty when unset.
+std::string slurm_variable(const char* name);
+
 // The job whose allocation this process runs in (SLURM_JOB_ID); empty outside any.
 std::string enclosing_slurm_job();
 

@@ -151,15 +151,15 @@ fi
 # --- oci: Slurm's srun --container with runc, the bundle made by gpurun (skopeo + umoci) from a
 # busybox image; the container sees the working directory, a volume, the env and only its GPUs.
 missing=""
-for p in skopeo umoci runc busybox; do command -v "$p" >/dev/null || missing="$missing $p"; done
+for p in skopeo umoci runc; do command -v "$p" >/dev/null || missing="$missing $p"; done
+bb=$(static_busybox) || missing="$missing busybox-static"
 if [[ -n $missing ]]; then
   fail "the oci check needs:$missing (scripts/install-deps)"
 else
   image=$D/busybox-image
   b=$D/image-build
   { umoci init --layout "$image" && umoci new --image "$image:1" && umoci unpack --image "$image:1" "$b" &&
-    mkdir -p "$b/rootfs/bin" && cp "$(command -v busybox)" "$b/rootfs/bin/" &&
-    for c in sh ls env cat id tr grep sleep; do ln -s busybox "$b/rootfs/bin/$c"; done &&
+    busybox_rootfs "$b/rootfs" "$bb" sh ls env cat id tr grep sleep &&
     umoci repack --image "$image:1" "$b"; } >"$work/umoci.log" 2>&1 || fail "cannot build the busybox image: $(cat "$work/umoci.log")"
   export GPURUN_SLURM_CONTAINER=oci GPURUN_SLURM_OCI_CACHE=$D/oci-cache
   echo data >"$work/input.txt"

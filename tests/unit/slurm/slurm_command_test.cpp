@@ -95,6 +95,19 @@ TEST(SrunArgv, AnOverlappingStepAndTheStepItStarts) {
                                                 "train.py"));
 }
 
+TEST(SallocArgv, TheAllocationAloneWithTheQueueAndSiteOptions) {
+  SlurmJob job = plain_job();
+  job.pty = true;
+  job.queue = true;
+  job.queue_limit = std::chrono::seconds(90);
+  job.extra = {"--exclusive"};
+  EXPECT_THAT(build_salloc_argv(job), ElementsAre("salloc", "--no-shell", "--nodes=1", "--gpus-per-node=2",
+                                                  "--cpus-per-gpu=16", "--job-name=gpurun", "--immediate=90",
+                                                  "--exclusive"));
+  job.command = {};
+  EXPECT_THAT(caught_error([&] { build_salloc_argv(job); }).message, HasSubstr("no command"));
+}
+
 TEST(SrunArgv, WhatCannotBeMappedIsRefused) {
   SlurmJob job = plain_job();
   job.volumes = {"/data:/data"};
