@@ -220,6 +220,8 @@ void apply_to(const Config& config, Options& options) {
   options.policy = config.policy;
   options.origins = item_origins(config);
   options.caller = config.caller;
+  const auto lock_dir_from = config.at("lock_dir").source.kind;  // the machine's, or a user's own choice
+  options.lock_dir_shared = lock_dir_from == Kind::defaults || lock_dir_from == Kind::system;
 }
 
 ItemOrigins item_origins(const Config& config) {

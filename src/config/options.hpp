@@ -43,7 +43,9 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   std::optional<std::string> mig;  // --mig: MIG instances are the units; "any" or a profile ("1g.10gb")
   bool mig_allow_larger = false;   // a larger profile may serve a --mig PROFILE request
   bool ignore_containers = false;  // do not ask the engine which containers hold GPUs
-  std::string lock_dir;            // reservations; empty: the default place
+  std::string lock_dir = "/run/lock/gpurun";  // reservations (locks/reservation.hpp: kDefaultLockDir)
+  std::string lock_group = "docker";  // besides root, who may write the lock directory
+  bool lock_dir_shared = true;       // lock_dir is the machine's (default, system file), not a user's own
 
   // The docker run command.
   std::string docker = "docker";

@@ -99,9 +99,14 @@ std::vector<Setting> make_settings() {
        .group = kSelection,
        .fallback = "false", .example = "false",
        .apply = [](const json& v, Options& o) { o.ignore_containers = v.get<bool>(); }},
-      {.key = "lock_dir", .flag = "--lock-dir", .help = "directory of the GPU reservations (default /run/lock/gpurun)",
-       .group = kSelection, .fallback = "null", .example = R"("/run/lock/gpurun")", .completion = H::directory,
+      {.key = "lock_dir", .flag = "--lock-dir", .help = "directory of the GPU reservations, one per machine",
+       .group = kSelection, .fallback = R"("/run/lock/gpurun")", .example = R"("/run/lock/gpurun")", .completion = H::directory,
        .root_only = true, .apply = [](const json& v, Options& o) { o.lock_dir = text_or_empty(v); }},
+      {.key = "lock_group", .flag = "--lock-group",
+       .help = "group whose members may launch directly and so write the lock directory (default docker: the "
+               "engine makes them root's equals already)",
+       .group = kSelection, .fallback = R"("docker")", .example = R"("docker")", .completion = H::word,
+       .root_only = true, .apply = [](const json& v, Options& o) { o.lock_group = text_or_empty(v); }},
 
       // The docker run command.
       {.key = "image", .flag = "--image", .help = "image to run", .group = kLaunch, .fallback = "null",

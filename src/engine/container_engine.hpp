@@ -34,6 +34,8 @@ class ContainerEngine {
   virtual std::vector<std::string> stop_argv(const std::string& container) const = 0;
   virtual std::vector<std::string> logs_argv(const std::string& container) const = 0;
   virtual std::vector<std::string> attach_argv(const std::string& container) const = 0;
+  // The argv that prints a container's inspect JSON (`docker|podman inspect --type container`).
+  virtual std::vector<std::string> inspect_argv(const std::string& container) const = 0;
 };
 
 // The docker engine that `client` (--docker) talks to: the Engine API over its socket where it

@@ -99,6 +99,9 @@ class DockerApiEngine final : public ContainerEngine {
   std::vector<std::string> attach_argv(const std::string& container) const override {
     return {docker_, "attach", container};
   }
+  std::vector<std::string> inspect_argv(const std::string& container) const override {
+    return {docker_, "inspect", "--type", "container", "--", container};
+  }
 
  private:
   std::string docker_;

@@ -65,4 +65,8 @@ std::vector<std::string> DockerCliEngine::attach_argv(const std::string& contain
   return {client_, "attach", container};
 }
 
+std::vector<std::string> DockerCliEngine::inspect_argv(const std::string& container) const {
+  return {client_, "inspect", "--type", "container", "--", container};
+}
+
 }  // namespace gpurun

@@ -26,6 +26,7 @@ class DockerCliEngine final : public ContainerEngine {
   std::vector<std::string> stop_argv(const std::string& container) const override;
   std::vector<std::string> logs_argv(const std::string& container) const override;
   std::vector<std::string> attach_argv(const std::string& container) const override;
+  std::vector<std::string> inspect_argv(const std::string& container) const override;
 
  private:
   std::string client_;

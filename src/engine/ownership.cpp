@@ -33,11 +33,15 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
   return owner;
 }
 
-std::optional<ContainerOwner> container_owner(const std::string& docker, const std::string& name,
+std::optional<ContainerOwner> container_owner(const std::vector<std::string>& inspect_argv,
                                               std::chrono::milliseconds timeout) {
-  const ProcessResult result = run_process({{docker, "inspect", "--type", "container", "--", name}, {}}, timeout);
-  if (result.end == ProcessResult::End::exited && result.exit_code == 1 && result.out.find('{') == std::string::npos)
-    return std::nullopt;  // "No such container"
+  const ProcessResult result = run_process({inspect_argv, {}}, timeout);
+  const std::string& docker = inspect_argv.front();
+  const std::string& name = inspect_argv.back();
+  // docker: exit 1; podman: 125 and "no such container".
+  const bool no_such = result.exit_code == 1 || text::to_lower(result.err).find("no such") != std::string::npos;
+  if (result.end == ProcessResult::End::exited && no_such && result.out.find('{') == std::string::npos)
+    return std::nullopt;
   if (!result.succeeded())
     throw Error(fmt::format("cannot ask {} about container {}: {}", docker, text::printable(name),
                             describe_end(result, timeout)));

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpurun {
 
@@ -19,8 +20,9 @@ struct ContainerOwner {
 // Throws Error on text that is not such JSON.
 std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_json);
 
-// Asks the engine; nullopt when no container has this name or id.
-std::optional<ContainerOwner> container_owner(const std::string& docker, const std::string& name,
+// Runs `inspect_argv` (ContainerEngine::inspect_argv of the container); nullopt when no container
+// has this name or id.
+std::optional<ContainerOwner> container_owner(const std::vector<std::string>& inspect_argv,
                                               std::chrono::milliseconds timeout);
 
 }  // namespace gpurun

@@ -121,15 +121,16 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
     throw Error(fmt::format("{} run {}", engine.name(), describe_end(result, timeout)));
   }
   out << name << '\n';
-  // Under sudo the caller has no docker access: gpurun's own verbs act on their containers.
+  // gpurun's own verbs: they go to the same engine, and under sudo (where the caller has no
+  // engine access) act on the caller's containers.
+  const std::string gpurun = for_caller ? "sudo gpurun" : "gpurun";
+  const std::string quoted = shell_quote(name);
   std::cerr << fmt::format("gpurun: container {} runs detached on GPU{} {}\n"
-                           "  follow its output: {}\n"
-                           "  attach to it:      {}   (detach again with Ctrl-P Ctrl-Q)\n"
-                           "  stop it:           {}\n",
-                           name, gpus.find(',') == std::string::npos ? "" : "s", gpus,
-                           for_caller ? "sudo gpurun logs " + name : shell_join(engine.logs_argv(name)),
-                           for_caller ? "sudo gpurun attach " + name : shell_join(engine.attach_argv(name)),
-                           for_caller ? "sudo gpurun stop " + name : shell_join(engine.stop_argv(name)));
+                           "  follow its output: {} logs {}\n"
+                           "  attach to it:      {} attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
+                           "  stop it:           {} stop {}\n",
+                           name, gpus.find(',') == std::string::npos ? "" : "s", gpus, gpurun, quoted, gpurun, quoted,
+                           gpurun, quoted);
   return 0;
 }
 
@@ -293,7 +294,8 @@ int run_launch(const Options& options, std::ostream& out) {
   if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");
 
   // One launch picks at a time; a dry run only looks.
-  const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(options.lock_dir);
+  const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(lock_dir_spec(options));
+  if (!options.dry_run) spdlog::debug("reservations: {}", lock_dir);
   const auto source = make_gpu_source(gpu_source_spec(options));
   const std::unique_ptr<ContainerEngine> engine = make_container_engine(engine_spec(options));
   FileLock selection;

@@ -33,7 +33,7 @@ void warn_local_only(const Options& options) {
     ignored.emplace_back("--max-memory");
   if (options.allow_busy) ignored.emplace_back("--allow-busy");
   if (options.ignore_containers) ignored.emplace_back("--ignore-containers");
-  if (!options.lock_dir.empty()) ignored.emplace_back("--lock-dir");
+  if (options.lock_dir != defaults.lock_dir) ignored.emplace_back("--lock-dir");
   if (options.host_cpus) ignored.emplace_back("--host-cpus");
   if (ignored.empty()) return;
   spdlog::warn("{} {} ignored under Slurm: Slurm picks the GPUs and the CPUs per GPU come from the partition",

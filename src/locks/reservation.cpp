@@ -1,5 +1,6 @@
 #include "locks/reservation.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstring>
@@ -15,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "util/accounts.hpp"
 #include "util/error.hpp"
 #include "util/privileges.hpp"
 #include "util/proc_info.hpp"
@@ -23,39 +26,83 @@
 namespace gpurun {
 namespace {
 
-// Under sudo (acting for a caller) reservations are root's alone: a directory only root may
-// write, files only root may open, so that nobody holds a GPU except through gpurun.
-bool root_only_locks() { return acting_for_caller(); }
+constexpr mode_t kGroupMode = 02775;  // root and the lock group write; setgid: files get the group
+constexpr mode_t kRootMode = 0755;    // no such group: root alone writes (direct users use sudo)
+// Root and the lock group may open (flock needs only a read); others see a reservation through
+// /proc/locks, without the power to take or hold one.
+constexpr mode_t kLockFileMode = 0640;
 
-// Why `dir` cannot serve as the lock directory; empty when it can (it is created if missing).
-std::string unusable_because(const std::string& dir) {
-  struct stat info {};
-  const mode_t mode = root_only_locks() ? 0755 : 01777;
-  if (::lstat(dir.c_str(), &info) != 0) {
-    if (errno != ENOENT) return std::strerror(errno);
-    if (::mkdir(dir.c_str(), mode) == 0) {
-      ::chmod(dir.c_str(), mode);  // mkdir's mode went through the umask
-    } else if (errno != EEXIST) {
-      return fmt::format("cannot create it: {}", std::strerror(errno));
-    }
-    if (::lstat(dir.c_str(), &info) != 0) return std::strerror(errno);
+std::string describe(const struct stat& info) {
+  return fmt::format("{}:{} {:o}", user_name(info.st_uid), group_name(info.st_gid), info.st_mode & 07777);
+}
+
+// Whether a directory with `info` may hold the machine's reservations: root's, and writable by
+// root and `group` alone.
+bool trusted(const struct stat& info, std::optional<gid_t> group) {
+  if (info.st_uid != 0 || (info.st_mode & S_IWOTH) != 0) return false;
+  return (info.st_mode & S_IWGRP) == 0 || (group && info.st_gid == *group);
+}
+
+// Root makes its directory root:GROUP 2775 (or 0755), and its lock files root:GROUP 0640, so that
+// a directory an older gpurun left (1777, or 0755 with root-only files) serves everyone again.
+void normalize_as_root(int dir_fd, const struct stat& info, const std::string& dir, std::optional<gid_t> group) {
+  const gid_t gid = group.value_or(0);
+  const mode_t mode = group ? kGroupMode : kRootMode;
+  if (info.st_uid == 0 && info.st_gid == gid && (info.st_mode & 07777) == mode) return;
+  if ((info.st_mode & S_IWOTH) != 0)
+    spdlog::warn("lock directory {} was {}, writable by anyone, which sudo gpurun cannot trust: made it {} so that "
+                 "every launch on this machine shares one set of reservations",
+                 dir, describe(info), group ? fmt::format("root:{} {:o}", group_name(gid), mode) : "root:root 755");
+  if (::fchown(dir_fd, 0, gid) != 0 || ::fchmod(dir_fd, mode) != 0)
+    throw Error(fmt::format("lock directory {} cannot be used: cannot make it root's: {}", dir, std::strerror(errno)));
+  Fd entries_fd(::dup(dir_fd));
+  DIR* entries = entries_fd.valid() ? ::fdopendir(entries_fd.release()) : nullptr;
+  if (entries == nullptr) return;
+  while (const dirent* entry = ::readdir(entries)) {
+    Fd file(::openat(dir_fd, entry->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat file_info {};
+    if (!file.valid() || ::fstat(file.get(), &file_info) != 0 || !S_ISREG(file_info.st_mode)) continue;
+    if (::fchown(file.get(), 0, gid) != 0 || ::fchmod(file.get(), kLockFileMode) != 0)
+      spdlog::warn("lock file {}/{}: cannot make it root's: {}", dir, entry->d_name, std::strerror(errno));
   }
-  if (S_ISLNK(info.st_mode)) return "it is a symbolic link, which gpurun does not follow";
-  if (!S_ISDIR(info.st_mode)) return "it is not a directory";
-  if (root_only_locks() && (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH)) != 0))
-    return "under sudo the reservations must live in a directory only root may write (chown root and chmod 755 "
-           "it, or set \"lock_dir\" in /etc/gpurun/config.json to one such as /run/gpurun)";
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) return fmt::format("it is not writable: {}", std::strerror(errno));
-  return {};
+  ::closedir(entries);
+}
+
+// The mend for a directory that is not trusted, for whoever reads the error.
+std::string mend(const std::string& dir, std::optional<gid_t> group, const std::string& group_word) {
+  const std::string owner = group ? "root:" + group_word : "root:root";
+  return fmt::format("an admin mends it with `sudo chown {} {} && sudo chmod {:o} {}` (or any gpurun command run as "
+                     "root, which does the same)",
+                     owner, dir, group ? kGroupMode : kRootMode, dir);
+}
+
+// Opens (creating, as root or for a non-root user's own choice) the directory, without following
+// a symbolic link. Returns an invalid Fd, with `missing` set, when it does not exist and may not be made.
+Fd open_directory(const std::string& dir, bool may_create, bool& missing) {
+  missing = false;
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.valid() || errno != ENOENT) return fd;
+  if (!may_create) {
+    missing = true;
+    return fd;
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw Error(fmt::format("lock directory {} cannot be used: cannot create it: {}", dir, std::strerror(errno)));
+  fd.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.valid() && ::geteuid() != 0) ::fchmod(fd.get(), kRootMode);  // a user's own: theirs to write
+  return fd;
 }
 
 // Opens a lock file without following symlinks or blocking on a planted FIFO. Read-only is
 // enough for flock, and lets every user lock a file another user created.
-Fd open_lock_file(const std::string& path, std::string& why) {
+// With `create` false a missing file gives an invalid Fd and an empty `why`: nobody reserved it.
+Fd open_lock_file(const std::string& path, std::string& why, bool create = true) {
   constexpr int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
   Fd fd(::open(path.c_str(), flags));
   if (!fd.valid() && errno == ENOENT) {
-    fd.reset(::open(path.c_str(), flags | O_CREAT | O_EXCL, root_only_locks() ? 0600 : 0644));
+    if (!create) return fd;
+    fd.reset(::open(path.c_str(), flags | O_CREAT | O_EXCL, kLockFileMode));
+    if (fd.valid()) ::fchmod(fd.get(), kLockFileMode);  // whatever the umask: every launcher opens it
     if (!fd.valid() && errno == EEXIST) fd.reset(::open(path.c_str(), flags));
   }
   if (!fd.valid()) {
@@ -78,10 +125,9 @@ bool try_lock(int fd) {
   return rc == 0;
 }
 
-// Who holds the flock on the open file `fd`, from /proc/locks: "pid 123, alice, docker".
-std::string lock_holder(int fd) {
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) return {};
+// Who holds an flock on the file `info` describes, from /proc/locks: "pid 123, alice, docker";
+// nullopt when nobody does.
+std::optional<std::string> lock_holder(const struct stat& info) {
   const std::string device = fmt::format("{:02x}:{:02x}:{}", major(info.st_dev), minor(info.st_dev), info.st_ino);
   std::ifstream locks("/proc/locks");
   for (std::string line; std::getline(locks, line);) {
@@ -96,7 +142,17 @@ std::string lock_holder(int fd) {
       holder += ", " + command;
     return holder;
   }
-  return {};
+  return std::nullopt;
+}
+
+std::string lock_holder(int fd) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) return {};
+  return lock_holder(info).value_or("");
+}
+
+std::string reserved_claim(const std::string& holder) {
+  return holder.empty() ? "reserved by another gpurun launch" : fmt::format("reserved by another gpurun launch ({})", holder);
 }
 
 }  // namespace
@@ -106,20 +162,49 @@ void FileLock::keep_across_exec() const {
   if (flags >= 0) ::fcntl(fd_.get(), F_SETFD, flags & ~FD_CLOEXEC);
 }
 
-std::string prepare_lock_dir(const std::string& requested) {
-  const AsRoot root;  // under sudo: root's directory (see root_only_locks)
-  if (!requested.empty()) {
-    const std::string why = unusable_because(requested);
-    if (!why.empty()) throw Error(fmt::format("lock directory {} cannot be used: {}", requested, why));
-    return requested;
+std::string prepare_lock_dir(const LockDirSpec& spec, LockDirUse use) {
+  const AsRoot root;  // under sudo: root's directory, seen with root's eyes
+  const std::string dir = spec.dir.empty() ? kDefaultLockDir : spec.dir;
+  const bool as_root = ::geteuid() == 0;
+  const bool own_choice = !as_root && !spec.shared;  // a user's private set: theirs to split off
+  const auto group = group_id(spec.group);
+  bool missing = false;
+  const Fd fd = open_directory(dir, as_root || own_choice, missing);
+  if (missing) {
+    if (use == LockDirUse::read) return dir;  // nobody has reserved anything yet
+    throw Error(fmt::format("lock directory {} does not exist, and only root may create it (one set of reservations "
+                            "per machine): launch with `sudo gpurun`, or ask an admin to run `sudo systemd-tmpfiles "
+                            "--create` (gpurun's tmpfiles.d line makes it at boot)",
+                            dir));
   }
-  std::string reasons;
-  for (const char* dir : {kDefaultLockDir, kFallbackLockDir}) {
-    const std::string why = unusable_because(dir);
-    if (why.empty()) return dir;
-    reasons += fmt::format("{}{}: {}", reasons.empty() ? "" : "; ", dir, why);
+  if (!fd.valid()) {
+    const int error = errno;
+    struct stat link {};
+    if (error == ELOOP || (error == ENOTDIR && ::lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode)))
+      throw Error(fmt::format("lock directory {} cannot be used: it is a symbolic link, which gpurun does not follow", dir));
+    if (error == ENOTDIR) throw Error(fmt::format("lock directory {} cannot be used: it is not a directory", dir));
+    throw Error(fmt::format("lock directory {} cannot be used: {}", dir, std::strerror(error)));
   }
-  throw Error(fmt::format("no usable lock directory ({}); pass --lock-dir DIR or set GPURUN_LOCK_DIR", reasons));
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0)
+    throw Error(fmt::format("lock directory {} cannot be used: {}", dir, std::strerror(errno)));
+  if (as_root) {
+    if (info.st_uid != 0)
+      throw Error(fmt::format("lock directory {} cannot be used: it is {}, not root's, so whoever owns it could "
+                              "forge or hide reservations; {}",
+                              dir, describe(info), mend(dir, group, spec.group)));
+    normalize_as_root(fd.get(), info, dir, group);
+    return dir;
+  }
+  if (!own_choice && !trusted(info, group))
+    throw Error(fmt::format("lock directory {} cannot be used: it is {}, which sudo gpurun does not trust, so its "
+                            "launches and yours would keep separate reservations; {}",
+                            dir, describe(info), mend(dir, group, spec.group)));
+  if (use == LockDirUse::launch && ::faccessat(fd.get(), ".", W_OK | X_OK, 0) != 0)
+    throw Error(fmt::format("you cannot write the lock directory {} ({}): launch with `sudo gpurun`{}", dir,
+                            describe(info),
+                            group ? fmt::format(", or ask an admin to add you to group {}", spec.group) : ""));
+  return dir;
 }
 
 std::string reservation_file(const std::string& lock_dir, const Gpu& gpu) {
@@ -152,13 +237,17 @@ ExternalClaims reserved_gpus(const std::string& lock_dir, const std::vector<Gpu>
   ExternalClaims claims;
   for (const Gpu& gpu : gpus) {
     std::string why;
-    FileLock probe(open_lock_file(reservation_file(lock_dir, gpu), why));
-    if (!probe.held()) {
+    FileLock probe(open_lock_file(reservation_file(lock_dir, gpu), why, false));
+    if (!probe.held() && why.empty()) continue;  // no file: never reserved
+    struct stat info {};
+    if (!probe.held() && why == std::strerror(EACCES) && ::stat(reservation_file(lock_dir, gpu).c_str(), &info) == 0 &&
+        S_ISREG(info.st_mode)) {
+      // Outside the lock group: the kernel's list of locks says whether someone holds it.
+      if (const auto holder = lock_holder(info)) claims[gpu.index].push_back(reserved_claim(*holder));
+    } else if (!probe.held()) {
       claims[gpu.index].push_back(fmt::format("its reservation file cannot be used: {}", why));
     } else if (!try_lock(probe.fd())) {
-      const std::string holder = lock_holder(probe.fd());
-      claims[gpu.index].push_back(holder.empty() ? "reserved by another gpurun launch"
-                                        : fmt::format("reserved by another gpurun launch ({})", holder));
+      claims[gpu.index].push_back(reserved_claim(lock_holder(probe.fd())));
     }
   }
   return claims;

@@ -16,13 +16,29 @@
 namespace gpurun {
 
 inline constexpr const char* kDefaultLockDir = "/run/lock/gpurun";
-inline constexpr const char* kFallbackLockDir = "/tmp/gpurun-locks";
+inline constexpr const char* kDefaultLockGroup = "docker";
 
-// The lock directory to use: `requested` if set (created if missing), else the default, else the
-// fallback where the default cannot be created or written. New directories get mode 1777 (every
-// user may lock, nobody may delete another's files). Throws Error when none is usable, or when
-// the path is a symbolic link or not a directory.
-std::string prepare_lock_dir(const std::string& requested);
+// Which lock directory, and who besides root may write it.
+struct LockDirSpec {
+  std::string dir;                       // empty: kDefaultLockDir
+  std::string group = kDefaultLockGroup;  // members may launch directly (setting lock_group)
+  bool shared = true;  // the machine's (default or system file); false: a user's own, set apart knowingly
+};
+
+// What the directory is for: a launch writes reservations; status, pick and dry runs only look.
+enum class LockDirUse { launch, read };
+
+// The lock directory to use. There is one per machine, shared by root, direct launchers (members
+// of `group`, who are root's equals through the engine anyway) and sudo callers, so that all of
+// them see each other's reservations: it must be root's, and writable by nobody but root and
+// `group` (sudo mode trusts nothing else). Root creates it as root:GROUP 2775 (0755 when there is
+// no such group) and mends one of its own with another mode (a legacy 1777, say), with a warning
+// where others could write it. Anyone else is refused, with how to mend it, rather than sent to
+// a directory of their own: there is no fallback, since a second directory is a second set of
+// reservations. Only a user's own explicit non-root choice (`spec.dir` as non-root) is taken as
+// it is, created 0755 if missing. Throws Error naming the directory and the mend; never follows
+// a symbolic link. For LockDirUse::read a missing directory is returned as is (no reservations).
+std::string prepare_lock_dir(const LockDirSpec& spec, LockDirUse use = LockDirUse::launch);
 
 // An open, locked file; unlocked and closed on destruction (closing the last descriptor drops
 // the flock).

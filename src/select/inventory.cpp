@@ -143,9 +143,15 @@ std::string unchecked_processes_warning(const Inventory& inventory) {
          "--from-apps-csv FILE)";
 }
 
+LockDirSpec lock_dir_spec(const Options& options) {
+  return {.dir = options.lock_dir, .group = options.lock_group, .shared = options.lock_dir_shared};
+}
+
 std::string lock_dir_for_reading(const Options& options) {
   try {
-    return prepare_lock_dir(options.lock_dir);
+    std::string dir = prepare_lock_dir(lock_dir_spec(options), LockDirUse::read);
+    spdlog::debug("reservations: {}", dir);
+    return dir;
   } catch (const Error& e) {
     spdlog::warn("{}; reservations of other launches are not shown", e.what());
     return {};

@@ -9,6 +9,7 @@
 #include "config/options.hpp"
 #include "engine/container_engine.hpp"
 #include "gpu/gpu_source.hpp"
+#include "locks/reservation.hpp"
 #include "select/placement.hpp"
 #include "select/selection.hpp"
 
@@ -61,6 +62,9 @@ void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& 
 
 // The warning for a pick from a snapshot without a process list, or "" when processes were read.
 std::string unchecked_processes_warning(const Inventory& inventory);
+
+// Where the options put the reservations (lock_dir, lock_group).
+LockDirSpec lock_dir_spec(const Options& options);
 
 // The lock directory, for looking at reservations only: empty, with a warning, when unusable.
 std::string lock_dir_for_reading(const Options& options);

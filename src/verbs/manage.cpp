@@ -1,14 +1,15 @@
 // `gpurun logs|attach|stop NAME`: a caller under sudo has no docker access of their own, so
 // gpurun acts on the containers it started for them, and on no others (root and the members of
 // the policy's admin_group: on any container gpurun started).
-#include <grp.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "engine/container_engine.hpp"
 #include "engine/ownership.hpp"
+#include "select/inventory.hpp"
+#include "util/accounts.hpp"
 #include "util/error.hpp"
 #include "util/exec.hpp"
 #include "util/text.hpp"
@@ -18,13 +19,10 @@ namespace gpurun {
 namespace {
 
 bool in_admin_group(const Caller& caller, const std::string& group) {
-  if (group.empty()) return false;
-  struct group entry {};
-  struct group* found = nullptr;
-  std::vector<char> buffer(16384);
-  if (::getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) return false;
-  return std::find(caller.ids.groups.begin(), caller.ids.groups.end(), entry.gr_gid) != caller.ids.groups.end() ||
-         caller.ids.gid == entry.gr_gid;
+  const auto gid = group_id(group);
+  if (!gid) return false;
+  return std::find(caller.ids.groups.begin(), caller.ids.groups.end(), *gid) != caller.ids.groups.end() ||
+         caller.ids.gid == *gid;
 }
 
 bool owns(const Caller& caller, const ContainerOwner& owner) {
@@ -37,16 +35,16 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   if (name.empty() || name.front() == '-')
     throw Error(fmt::format("gpurun {} needs a container name: gpurun {} NAME (gpurun ps lists them)", verb, verb));
   const std::string shown = text::printable(name);
-  const auto owner = container_owner(options.docker, name, options.smi_timeout);
+  // The engine the options name (docker or podman, socket or CLI): its own client does the work.
+  const auto engine = make_container_engine(engine_spec(options));
+  const auto owner = container_owner(engine->inspect_argv(name), options.smi_timeout);
   if (!owner || !owner->started_by_gpurun)
     throw Error(fmt::format("no container \"{}\" that gpurun started (gpurun ps lists them)", shown));
   if (options.caller && !owns(*options.caller, *owner) && !in_admin_group(*options.caller, options.policy.admin_group))
     throw Error(fmt::format("not allowed under sudo: container \"{}\" belongs to {}, not to you ({})", shown,
                             owner->user.empty() ? "someone else" : text::printable(owner->user), options.caller->login));
-  std::vector<std::string> argv{options.docker, verb};
-  if (verb == "logs") argv.emplace_back("--follow");
-  argv.insert(argv.end(), {"--", owner->id.empty() ? name : owner->id});  // the id: the name may move meanwhile
-  exec_program(argv);
+  const std::string& id = owner->id.empty() ? name : owner->id;  // the id: the name may move meanwhile
+  exec_program(verb == "logs" ? engine->logs_argv(id) : verb == "attach" ? engine->attach_argv(id) : engine->stop_argv(id));
 }
 
 }  // namespace gpurun

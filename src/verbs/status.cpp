@@ -57,14 +57,17 @@ int run_status(const Options& options, std::ostream& out) {
     throw Error("status --topology prints a matrix; for JSON, `status --json` has each GPU's NUMA node");
   const auto source = make_gpu_source(gpu_source_spec(options));
   const auto engine = make_container_engine(engine_spec(options));
-  const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source, engine.get());
+  const std::string lock_dir = lock_dir_for_reading(options);
+  const Inventory inventory = take_inventory(options, lock_dir, *source, engine.get());
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (options.json) {
-    out << status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-        << '\n';
+    auto json = status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units);
+    json["lock_dir"] = lock_dir.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(lock_dir);
+    out << json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   } else {
     spdlog::info("GPU source: {}", inventory.source);  // on stderr: the table stays the same whichever answered
+    spdlog::info("reservations: {}", lock_dir.empty() ? "not shown (no usable lock directory)" : lock_dir);
     out << format_gpu_table(inventory.assessed, inventory.mig_units) << format_lost_gpus(inventory.lost);
   }
   if (options.topology) {

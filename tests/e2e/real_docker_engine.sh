@@ -328,6 +328,37 @@ else
   fail "gpurun ps does not list $detached on GPU 2: $("${gpurun_env[@]}" "$gpurun" ps 2>&1)"
 fi
 dk rm -f "$detached" >/dev/null 2>&1
+
+# 3b. A detached job survives attach (issue 21): `gpurun attach` in a terminal (tmux) reaches the
+#     job's stdin and terminal, and Ctrl-P Ctrl-Q leaves it running (the container has -dit).
+attached=gpurun-e2e-attach
+(cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name "$attached" --image "$IMAGE" 1 -- \
+  sh -c 'while read -r line; do echo "got:$line"; done') >"$tmp/attach-d.out" 2>"$tmp/attach-d.err" </dev/null
+grep -q "attach to it:      gpurun attach $attached   (detach again with Ctrl-P Ctrl-Q)" "$tmp/attach-d.err" &&
+  pass "the detach hint is gpurun attach $attached" || fail "detach hint: $(cat "$tmp/attach-d.err")"
+if command -v tmux >/dev/null; then
+  tsock=$tmp/tmux.sock
+  pane() { tmux -S "$tsock" capture-pane -p -t attach 2>/dev/null; }
+  wait_pane() { # wait_pane REGEX: until the terminal shows it (10 s)
+    local i
+    for ((i = 0; i < 100; i++)); do pane | grep -q -- "$1" && return 0; sleep 0.1; done
+    return 1
+  }
+  attach_cmd=$(printf '%q ' cd "$workdir")"&& "$(printf '%q ' "${gpurun_env[@]}" "$gpurun" attach "$attached")"; echo ATTACH-ENDED; sleep 60"
+  tmux -S "$tsock" new-session -d -s attach -x 120 -y 20 "$attach_cmd"
+  sleep 1
+  tmux -S "$tsock" send-keys -t attach "hello" Enter
+  wait_pane "got:hello" && pass "gpurun attach reaches the job's stdin through its terminal" ||
+    fail "no echo from the attached job; the terminal shows: $(pane)"
+  tmux -S "$tsock" send-keys -t attach C-p C-q
+  wait_pane "ATTACH-ENDED" && pass "Ctrl-P Ctrl-Q detaches gpurun attach" || fail "Ctrl-P Ctrl-Q: the terminal shows: $(pane)"
+  sleep 0.5
+  expect_eq "the job still runs after Ctrl-P Ctrl-Q" true "$(dk inspect --format '{{.State.Running}}' "$attached" 2>&1)"
+  tmux -S "$tsock" kill-server 2>/dev/null
+else
+  say "SKIP (part): tmux not found, the attach/detach check did not run (scripts/install-deps installs it)"
+fi
+dk rm -f "$attached" >/dev/null 2>&1
 picked=$("${gpurun_env[@]}" "$gpurun" pick 1 2>/dev/null)
 if [[ $picked == 2 ]]; then
   pass "once $detached is gone, GPU 2 is picked again"

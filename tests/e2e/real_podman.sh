@@ -171,4 +171,17 @@ else
   fail "the pick of 3 is '$picked', expected 0,1,2"
 fi
 
+
+# 5. The container verbs go through the engine (issue 20/21): `gpurun stop` with engine podman
+#    runs podman, never docker (a docker client that cannot run proves it), and echoes the name.
+gp "$cli" -- --detach --name pm-stop --docker-opt --network=none --image "$IMAGE" 1 -- sleep 300 >/dev/null 2>"$tmp/detach2.err" ||
+  fail "second detached launch: $(cat "$tmp/detach2.err")"
+gp "$cli" GPURUN_DOCKER=/nonexistent/docker -- stop pm-stop >"$tmp/stop.out" 2>"$tmp/stop.err"
+stop_rc=$?
+for ((i = 0; i < 100; i++)); do "$tmp/podman" container exists pm-stop 2>/dev/null || break; sleep 0.1; done
+if ((stop_rc == 0)) && ! "$tmp/podman" container exists pm-stop 2>/dev/null; then
+  pass "gpurun stop pm-stop with engine podman stopped it through podman"
+else
+  fail "gpurun stop with engine podman: rc $stop_rc, $(cat "$tmp/stop.out" "$tmp/stop.err"); podman ps: $("$tmp/podman" ps -a 2>&1)"
+fi
 summary

@@ -135,11 +135,11 @@ TEST_F(ReservationTest, ALockDirThatIsASymlinkIsRefused) {
   EXPECT_THAT(launch.err, HasSubstr("it is a symbolic link"));
 }
 
-TEST_F(ReservationTest, NewLockDirIsStickyAndWorldWritable) {
+TEST_F(ReservationTest, ANewLockDirIsWritableByNoOneElse) {
   gpurun({"pick"}, fakes("all_free_8.json"));
   const auto perms = std::filesystem::status(lock_dir()).permissions();
-  EXPECT_EQ(perms & std::filesystem::perms::mask,
-            std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+  EXPECT_EQ(perms & std::filesystem::perms::others_write, std::filesystem::perms::none);
+  EXPECT_EQ(perms & std::filesystem::perms::owner_all, std::filesystem::perms::owner_all);
 }
 
 class ContainerAwarenessTest : public GpurunTest {
@@ -202,13 +202,17 @@ TEST_F(GpurunTest, DetachStartsInTheBackgroundAndSaysHowToReachIt) {
   const Outcome run = gpurun({"--detach", "--name", "job7", "--image", "img", "1", "sleep", "100"}, env);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "job7\n");
-  EXPECT_THAT(run.err, HasSubstr("docker logs -f job7"));
-  EXPECT_THAT(run.err, HasSubstr("docker attach job7"));
+  // gpurun's own verbs, which reach the same engine (and work under sudo).
+  EXPECT_THAT(run.err, HasSubstr("follow its output: gpurun logs job7\n"));
+  EXPECT_THAT(run.err, HasSubstr("attach to it:      gpurun attach job7   (detach again with Ctrl-P Ctrl-Q)\n"));
+  EXPECT_THAT(run.err, HasSubstr("stop it:           gpurun stop job7\n"));
   const auto argv = docker_argv();
-  ASSERT_GE(argv.size(), 3u);
+  ASSERT_GE(argv.size(), 5u);
   EXPECT_EQ(argv[1], "--rm");
+  // docker's -dit: attach has a stdin and a terminal, so Ctrl-P Ctrl-Q detaches again.
   EXPECT_EQ(argv[2], "--detach");
-  EXPECT_THAT(argv, ::testing::Not(::testing::Contains("--interactive")));
+  EXPECT_EQ(argv[3], "--interactive");
+  EXPECT_EQ(argv[4], "--tty");
 }
 
 TEST_F(GpurunTest, DetachPassesDockersFailureOn) {

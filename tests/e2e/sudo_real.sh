@@ -8,11 +8,12 @@
 #   bash tests/e2e/sudo_real.sh <path-to-gpurun> <path-to-fake-nvidia-smi>
 #
 # It writes /etc/gpurun/config.json and /etc/sudoers.d/gpurun-e2e (both put back on exit) and
-# creates and removes the users gpurun-e2e-a and gpurun-e2e-b. Exit 0 pass, 1 fail, 77 skipped
+# creates and removes the users gpurun-e2e-a, -b and -c (c launches directly, as a member of the
+# lock group gpurun-e2e-g, as the docker group's members do). Exit 0 pass, 1 fail, 77 skipped
 # (not root, no sudo/useradd, no engine).
 set -uo pipefail
 source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
-readonly IMAGE=gpurun-test/busybox:1 A=gpurun-e2e-a B=gpurun-e2e-b
+readonly IMAGE=gpurun-test/busybox:1 A=gpurun-e2e-a B=gpurun-e2e-b C=gpurun-e2e-c G=gpurun-e2e-g
 
 (($# == 2)) || { say "usage: $0 GPURUN FAKE_SMI"; exit 2; }
 [[ $(id -u) -eq 0 ]] || skip "needs root to create users, a sudo rule and a Docker engine (uid $(id -u))"
@@ -31,7 +32,9 @@ cleanup() {
   stop_private_docker "$tmp"
   restore /etc/gpurun/config.json
   restore /etc/sudoers.d/gpurun-e2e
-  userdel -r $A >/dev/null 2>&1; userdel -r $B >/dev/null 2>&1
+  for u in $A $B $C; do pkill -KILL -u $u 2>/dev/null; done; sleep 0.2  # userdel refuses a user with processes
+  userdel -r $A >/dev/null 2>&1; userdel -r $B >/dev/null 2>&1; userdel -r $C >/dev/null 2>&1
+  groupdel $G >/dev/null 2>&1
   rm -rf -- "$tmp"
   exit "$rc"
 }
@@ -46,7 +49,8 @@ docker_import_busybox "$tmp" "$busybox" "$IMAGE"
 docker_memlock_shim "$tmp/docker-shim"
 
 # The users, the admin's file and the sudo rule.
-useradd -m -s /bin/sh $A && useradd -m -s /bin/sh $B || { say "FAIL: useradd"; exit 1; }
+groupadd $G && useradd -m -s /bin/sh $A && useradd -m -s /bin/sh $B && useradd -m -s /bin/sh -G $G $C ||
+  { say "FAIL: useradd"; exit 1; }
 uid_a=$(id -u $A)
 install -m 755 "$1" "$tmp/gpurun"
 gpurun=$tmp/gpurun
@@ -69,8 +73,8 @@ fi
 DOCKER_HOST=$DOCKER_HOST DOCKER_CONFIG=$DOCKER_CONFIG exec $docker_for_gpurun "\$@"
 EOF
 chmod 755 "$tmp/docker-for-root"
-printf '{"docker": "%s", "nvidia_smi": "%s", "lock_dir": "%s/locks", "ignore_containers": false}\n' \
-  "$tmp/docker-for-root" "$tmp/nvidia-smi" "$tmp" >/etc/gpurun/config.json
+printf '{"docker": "%s", "nvidia_smi": "%s", "lock_dir": "%s/locks", "lock_group": "%s", "ignore_containers": false}\n' \
+  "$tmp/docker-for-root" "$tmp/nvidia-smi" "$tmp" "$G" >/etc/gpurun/config.json
 cat >"$tmp/sudoers" <<EOF
 Defaults!$gpurun env_keep += "DOCKER_HOST DOCKER_CONFIG FAKE_SMI_SCENARIO ASAN_OPTIONS"
 $A, $B ALL=(root) NOPASSWD: $gpurun
@@ -162,6 +166,63 @@ refused "--backend slurm" "would run as root" --backend slurm "${img[@]}"
 refused "--from-csv for a launch" "not allowed under sudo" --from-csv /dev/null "${img[@]}"
 refused "status --from-csv /etc/shadow" "Permission denied" status --from-csv /etc/shadow
 grep -q "root:" "$tmp/err" "$tmp/out" && fail "/etc/shadow content echoed" || pass "/etc/shadow not echoed"
-[[ $(stat -c '%U %a' "$tmp/locks") == "root 755" ]] && pass "lock directory root's, 755" || fail "lock dir $(stat -c '%U %a' "$tmp/locks")"
+expect_eq "lock directory root's and the lock group's, setgid 2775" "root $G 2775" "$(stat -c '%U %G %a' "$tmp/locks")"
+
+# 5. One set of reservations for every launcher (issue 21): C, a member of the lock group,
+# launches directly; root launches directly; A launches through sudo. Each attached launch holds
+# its GPU's reservation for as long as its docker client runs: a stand-in client that sleeps,
+# for the direct ones (the reservation is the point, not the container).
+mkdir -m 1777 "$tmp/pids"
+printf '#!/bin/sh\necho $$ >%s/pids/$(id -u)\nexec sleep 30\n' "$tmp" >"$tmp/holding-docker" && chmod 755 "$tmp/holding-docker"
+direct=(env FAKE_SMI_SCENARIO="$tmp/scenario.json" ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$gpurun" --nvidia-smi "$tmp/nvidia-smi"
+        --ignore-containers --gpu-request gpus)
+as_c() { (cd /tmp && runuser -u $C -- timeout 60 "${direct[@]}" "$@") >"$tmp/out" 2>"$tmp/err" </dev/null; }
+wait_reserved() { # wait_reserved INDEX: until /proc/locks shows an flock on GPU INDEX's lock file
+  local i file=$tmp/locks/gpu-GPU-s$1.lock
+  for ((i = 0; i < 100; i++)); do
+    # shellcheck disable=SC2046  # three words: major, minor, inode
+    [[ -e $file ]] && grep -q "FLOCK .* $(printf '%02x:%02x:%s' $(stat -c '%Hd %Ld %i' "$file")) " /proc/locks && return 0
+    sleep 0.1
+  done
+  return 1
+}
+(cd /tmp && runuser -u $C -- "${direct[@]}" --docker "$tmp/holding-docker" --image $IMAGE 1 -- true) >/dev/null 2>"$tmp/c.err" </dev/null &
+c_hold=$!
+wait_reserved 0 && pass "$C (lock group) launched directly and holds GPU 0" || fail "$C's launch: $(cat "$tmp/c.err")"
+as $A "$home_a/work" --dry-run --ignore-containers --gpu-request gpus --image $IMAGE 1 -- true
+rc=$?
+((rc == 0)) && grep -q 'device=1' "$tmp/out" && pass "sudo caller $A is given GPU 1, not $C's GPU 0" ||
+  fail "sudo dry run beside $C's launch: rc $rc $(cat "$tmp/out" "$tmp/err")"
+(cd /tmp && "${direct[@]}" --docker "$tmp/holding-docker" --image $IMAGE 1 -- true) >/dev/null 2>"$tmp/root.err" </dev/null &
+root_hold=$!
+wait_reserved 1 && pass "root launched directly beside $C and holds GPU 1" || fail "root's launch: $(cat "$tmp/root.err")"
+as $A "$home_a/work" --dry-run --ignore-containers --gpu-request gpus --image $IMAGE 1 -- true
+rc=$?
+((rc == 125)) && pass "sudo caller $A finds no GPU free while $C and root hold both" || fail "sudo with both held: rc $rc $(cat "$tmp/out" "$tmp/err")"
+as_c status
+grep -q "reserved by another gpurun launch (pid $root_hold\|reserved by another gpurun launch (pid [0-9]*, root" "$tmp/out" &&
+  pass "$C sees root's reservation" || fail "$C's status: $(cat "$tmp/out" "$tmp/err")"
+kill "$(cat "$tmp/pids/0")" "$(cat "$tmp/pids/$(id -u $C)")"; wait $root_hold $c_hold 2>/dev/null
+# A sudo launch holds GPU 0 (a real container); C, launching directly, is not given it.
+(cd "$home_a/work" && runuser -u $A -- env FAKE_SMI_SCENARIO="$tmp/scenario.json" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+   timeout 60 sudo -n "$gpurun" --gpu-request gpus --image $IMAGE 1 -- sleep 8) >/dev/null 2>"$tmp/a.err" </dev/null &
+a_hold=$!
+wait_reserved 0 && pass "sudo caller $A holds GPU 0 with a real container" || fail "$A's launch: $(cat "$tmp/a.err")"
+as_c --dry-run --image $IMAGE 1 -- true
+grep -q 'device=1' "$tmp/out" && ! grep -q 'device=0' "$tmp/out" && pass "$C is given GPU 1, not sudo caller $A's GPU 0" ||
+  fail "$C's dry run beside $A's launch: $(cat "$tmp/out" "$tmp/err")"
+wait $a_hold
+# A directory anyone may write (as an older gpurun made it): refused to a direct user, with the
+# mend; mended by the first gpurun that runs as root.
+chmod 1777 "$tmp/locks"
+as_c --docker /bin/true --image $IMAGE 1 -- true
+rc=$?
+((rc == 125)) && grep -q "which sudo gpurun does not trust.*sudo chmod 2775" "$tmp/err" &&
+  pass "$C is refused a lock directory anyone may write, with the mend" || fail "$C with a 1777 directory: rc $rc $(cat "$tmp/err")"
+as $A "$home_a/work" status
+grep -q "writable by anyone" "$tmp/err" && expect_eq "sudo gpurun mended the directory" "root $G 2775" "$(stat -c '%U %G %a' "$tmp/locks")" ||
+  fail "no mend by sudo gpurun: $(cat "$tmp/err")"
+as_c --docker /bin/true --image $IMAGE 1 -- true
+(($? == 0)) && pass "$C launches again once mended" || fail "$C after the mend: $(cat "$tmp/err")"
 
 summary

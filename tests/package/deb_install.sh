@@ -137,6 +137,8 @@ in_root sh -c 'zcat /usr/share/man/man1/gpurun.1.gz | grep -q "^\.TH GPURUN 1 "'
    "complete -F _gpurun gpurun" ]] || fail "bash completion"
 grep -q '^#compdef gpurun$' "$root/usr/share/zsh/vendor-completions/_gpurun" || fail "zsh completion"
 
+[[ -f $root/usr/lib/tmpfiles.d/gpurun.conf ]] || fail "the tmpfiles.d line of the lock directory"
+
 step "dpkg -r"
 mapfile -t files < <(in_root dpkg -L gpurun | grep -v '^/\.$')
 in_root dpkg -r gpurun >/dev/null || fail "dpkg -r failed"

@@ -3,6 +3,7 @@
 #include "locks/reservation.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,11 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "support/test_support.hpp"
+#include "util/accounts.hpp"
 #include "util/error.hpp"
 #include "util/proc_info.hpp"
 
@@ -44,14 +47,125 @@ int in_another_process(F attempt) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST(PrepareLockDir, CreatesAMissingDirectoryWithMode1777) {
+struct stat stat_of(const std::string& path) {
+  struct stat info {};
+  EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
+  return info;
+}
+
+// A group every machine has and whose id this test knows: the process's own.
+std::string own_group() { return group_name(::getegid()); }
+
+TEST(PrepareLockDir, RootCreatesItRootsAndTheLockGroupsWithModeSetgid2775) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
   const test::TempDir dir("gpurun-locks");
   const std::string requested = dir / "locks";
-  EXPECT_EQ(prepare_lock_dir(requested), requested);
-  struct stat info {};
-  ASSERT_EQ(::stat(requested.c_str(), &info), 0);
+  EXPECT_EQ(prepare_lock_dir({.dir = requested, .group = own_group()}), requested);
+  const struct stat info = stat_of(requested);
   EXPECT_TRUE(S_ISDIR(info.st_mode));
-  EXPECT_EQ(info.st_mode & 07777, 01777u);
+  EXPECT_EQ(info.st_mode & 07777, 02775u);
+  EXPECT_EQ(info.st_uid, 0u);
+  EXPECT_EQ(info.st_gid, ::getegid());
+}
+
+TEST(PrepareLockDir, RootAloneWritesItWhereTheLockGroupDoesNotExist) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
+  const test::TempDir dir("gpurun-locks");
+  EXPECT_EQ(prepare_lock_dir({.dir = dir / "locks", .group = "gpurun-no-such-group"}), dir / "locks");
+  EXPECT_EQ(stat_of(dir / "locks").st_mode & 07777, 0755u);
+}
+
+TEST(PrepareLockDir, RootMendsALegacyDirectoryAnyoneCouldWriteAndItsFiles) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
+  const test::TempDir dir("gpurun-locks");
+  const std::string locks = dir / "locks";
+  ASSERT_EQ(::mkdir(locks.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(locks.c_str(), 01777), 0);
+  test::write_file(locks + "/gpu-GPU-0.lock", "");
+  ASSERT_EQ(::chown((locks + "/gpu-GPU-0.lock").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod((locks + "/gpu-GPU-0.lock").c_str(), 0600), 0);
+  EXPECT_EQ(prepare_lock_dir({.dir = locks, .group = own_group()}), locks);
+  EXPECT_EQ(stat_of(locks).st_mode & 07777, 02775u);
+  const struct stat file = stat_of(locks + "/gpu-GPU-0.lock");
+  EXPECT_EQ(file.st_mode & 07777, 0640u);
+  EXPECT_EQ(file.st_uid, 0u);
+}
+
+TEST(PrepareLockDir, RootRefusesADirectoryNotItsOwnWithTheMend) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
+  const test::TempDir dir("gpurun-locks");
+  const std::string locks = dir / "locks";
+  ASSERT_EQ(::mkdir(locks.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(locks.c_str(), 65534, 0), 0);
+  const auto e = test::caught_error([&] { prepare_lock_dir({.dir = locks, .group = own_group()}); });
+  EXPECT_THAT(e.message, ::testing::HasSubstr("not root's, so whoever owns it could forge or hide reservations"));
+  EXPECT_THAT(e.message, ::testing::HasSubstr(fmt::format("sudo chown root:{} {} && sudo chmod 2775 {}", own_group(),
+                                                          locks, locks)));
+  EXPECT_EQ(e.exit_code, exit_code::failure);
+}
+
+// As an ordinary user (a forked child that gave up root, where the test runs as root; this very
+// process otherwise): the machine's directory must be one sudo gpurun trusts, and writable to launch.
+template <typename F>
+int as_ordinary_user(F attempt) {
+  return in_another_process([&] {
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) return 99;
+    return attempt();
+  });
+}
+
+int error_kind(const std::function<void()>& attempt) {
+  try {
+    attempt();
+    return 0;
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    if (m.find("which sudo gpurun does not trust") != std::string::npos) return 10;
+    if (m.find("you cannot write the lock directory") != std::string::npos) return 11;
+    if (m.find("only root may create it") != std::string::npos) return 12;
+    return 1;
+  }
+}
+
+TEST(PrepareLockDir, AnOrdinaryUserIsRefusedTheMachinesDirectoryWhenAnyoneCouldWriteIt) {
+  const test::TempDir dir("gpurun-locks");
+  ::chmod(dir.str().c_str(), 0755);
+  const std::string locks = dir / "locks";
+  ASSERT_EQ(::mkdir(locks.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(locks.c_str(), 01777), 0);
+  const LockDirSpec machines{.dir = locks, .group = "gpurun-no-such-group", .shared = true};
+  if (::geteuid() == 0) {
+    EXPECT_EQ(as_ordinary_user([&] { return error_kind([&] { prepare_lock_dir(machines); }); }), 10);
+    // A user's own choice is theirs, however it is set.
+    EXPECT_EQ(as_ordinary_user([&] {
+                return error_kind([&] { prepare_lock_dir({.dir = locks, .group = "x", .shared = false}); });
+              }),
+              0);
+  } else {
+    EXPECT_EQ(error_kind([&] { prepare_lock_dir(machines); }), 10);
+  }
+}
+
+TEST(PrepareLockDir, AnOrdinaryUserOutsideTheLockGroupMayLookButNotLaunch) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
+  const test::TempDir dir("gpurun-locks");
+  ::chmod(dir.str().c_str(), 0755);
+  const LockDirSpec machines{.dir = dir / "locks", .group = own_group(), .shared = true};
+  prepare_lock_dir(machines);  // root made it
+  EXPECT_EQ(as_ordinary_user([&] { return error_kind([&] { prepare_lock_dir(machines); }); }), 11);
+  EXPECT_EQ(as_ordinary_user([&] { return error_kind([&] { prepare_lock_dir(machines, LockDirUse::read); }); }), 0);
+  // Missing: only root makes it; a look finds no reservations.
+  const LockDirSpec missing{.dir = dir / "none", .group = own_group(), .shared = true};
+  EXPECT_EQ(as_ordinary_user([&] { return error_kind([&] { prepare_lock_dir(missing); }); }), 12);
+  EXPECT_EQ(as_ordinary_user([&] { return error_kind([&] { prepare_lock_dir(missing, LockDirUse::read); }); }), 0);
+}
+
+TEST(PrepareLockDir, AUsersOwnChoiceIsCreatedForThemAlone) {
+  const test::TempDir dir("gpurun-locks");
+  const std::string requested = dir / "mine";
+  EXPECT_EQ(prepare_lock_dir({.dir = requested, .shared = false}), requested);
+  EXPECT_TRUE(S_ISDIR(stat_of(requested).st_mode));
+  EXPECT_EQ(stat_of(requested).st_mode & 07022, ::geteuid() == 0 ? 02020u : 0u);  // root's is the machine's kind
 }
 
 TEST(PrepareLockDir, RefusesASymbolicLinkAndAFile) {
@@ -60,11 +174,11 @@ TEST(PrepareLockDir, RefusesASymbolicLinkAndAFile) {
   fs::create_directory_symlink(dir / "real", dir / "link");
   test::write_file(dir / "file", "");
 
-  auto e = test::caught_error([&] { prepare_lock_dir(dir / "link"); });
+  auto e = test::caught_error([&] { prepare_lock_dir({.dir = dir / "link"}); });
   EXPECT_EQ(e.message, "lock directory " + (dir / "link") + " cannot be used: it is a symbolic link, which gpurun "
                        "does not follow");
   EXPECT_EQ(e.exit_code, exit_code::failure);
-  e = test::caught_error([&] { prepare_lock_dir(dir / "file"); });
+  e = test::caught_error([&] { prepare_lock_dir({.dir = dir / "file"}); });
   EXPECT_EQ(e.message, "lock directory " + (dir / "file") + " cannot be used: it is not a directory");
 }
 
@@ -112,6 +226,43 @@ TEST(ReserveGpus, ASecondReservationOfTheSameGpuFromAnotherProcessFails) {
               "GPU 1 was reserved by another launch meanwhile");
   }
   EXPECT_EQ(reserve_elsewhere(), 0);  // released when the holder closed it
+}
+
+TEST(ReserveGpus, AGpuWithoutAReservationFileIsFreeAndLookingCreatesNone) {
+  const test::TempDir dir("gpurun-locks");
+  EXPECT_THAT(reserved_gpus(dir.str(), {make_gpu(0, 0, 100, 0)}), IsEmpty());
+  EXPECT_FALSE(fs::exists(dir / "gpu-GPU-0.lock"));
+  const std::vector<FileLock> held = reserve_gpus(dir.str(), {make_gpu(0, 0, 100, 0)});
+  EXPECT_EQ(stat_of(dir / "gpu-GPU-0.lock").st_mode & 07777, 0640u);  // whatever the umask
+}
+
+TEST(ReserveGpus, OutsideTheLockGroupAReservationIsSeenButCannotBeTakenOrHeld) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
+  const test::TempDir dir("gpurun-locks");
+  ::chmod(dir.str().c_str(), 0755);
+  const std::string locks = prepare_lock_dir({.dir = dir / "locks", .group = "gpurun-no-such-group"});
+  const Gpu gpu = make_gpu(0, 0, 100, 0);
+  // 0: free, 1: reserved, 2: could take it, 3: something else.
+  const auto seen_by_nobody = [&] {
+    return as_ordinary_user([&] {
+      const ExternalClaims claims = reserved_gpus(locks, {gpu});
+      if (claims.empty()) {
+        try {
+          reserve_gpus(locks, {gpu});
+          return 2;
+        } catch (const Error&) {
+          return 0;
+        }
+      }
+      return claims.at(0).at(0).starts_with("reserved by another gpurun launch (pid ") ? 1 : 3;
+    });
+  };
+  {
+    const std::vector<FileLock> held = reserve_gpus(locks, {gpu});
+    EXPECT_EQ(stat_of(reservation_file(locks, gpu)).st_mode & 07777, 0640u);
+    EXPECT_EQ(seen_by_nobody(), 1);
+  }
+  EXPECT_EQ(seen_by_nobody(), 0);
 }
 
 TEST(ReserveGpus, APlantedSymbolicLinkIsNeverFollowed) {

@@ -37,6 +37,7 @@ class FakeEngine final : public ContainerEngine {
   std::vector<std::string> stop_argv(const std::string& c) const override { return {"fake", "stop", c}; }
   std::vector<std::string> logs_argv(const std::string& c) const override { return {"fake", "logs", c}; }
   std::vector<std::string> attach_argv(const std::string& c) const override { return {"fake", "attach", c}; }
+  std::vector<std::string> inspect_argv(const std::string& c) const override { return {"fake", "inspect", c}; }
 };
 
 class TakeInventoryFromEngine : public ::testing::Test {

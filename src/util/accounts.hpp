@@ -1,0 +1,19 @@
+#pragma once
+// Names and ids of users and groups, from the system's databases (NSS).
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+namespace gpurun {
+
+// The id of the group `name`; nullopt when there is no such group (or `name` is empty).
+std::optional<gid_t> group_id(const std::string& name);
+
+// The name of group `gid`, or its number when it has none.
+std::string group_name(gid_t gid);
+
+// The login name of user `uid`, or its number when it has none.
+std::string user_name(uid_t uid);
+
+}  // namespace gpurun
