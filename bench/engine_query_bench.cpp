@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/docker_api.hpp"
-#include "util/error.hpp"
+#include "docker/docker_api.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace {
 

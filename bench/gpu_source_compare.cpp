@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "gpu/gpu_source.hpp"
-#include "gpu/nvml_source.hpp"
+#include "gpurun/gpu/gpu_source.hpp"
+#include "nvml/nvml_source.hpp"
 
 namespace {
 

@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "select/cpu_quota.hpp"
-#include "engine/docker_command.hpp"
-#include "gpu/gpu.hpp"
-#include "util/process.hpp"
-#include "render/report.hpp"
-#include "select/selection.hpp"
-#include "util/shell_quote.hpp"
-#include "gpu/smi_csv.hpp"
+#include "gpurun/engine/docker_command.hpp"
+#include "gpurun/gpu/gpu.hpp"
+#include "gpurun/render/report.hpp"
+#include "gpurun/select/cpu_quota.hpp"
+#include "gpurun/select/selection.hpp"
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/shell_quote.hpp"
+#include "smi/smi_csv.hpp"
 
 extern char** environ;
 
@@ -78,9 +78,8 @@ struct Model {
   const char* name;
   long total_mib;
 };
-constexpr Model kModels[] = {{"NVIDIA A100-SXM4-80GB", 81920},
-                             {"NVIDIA H100 80GB HBM3", 81559},
-                             {"NVIDIA A100-SXM4-40GB", 40960}};
+constexpr Model kModels[] = {
+    {"NVIDIA A100-SXM4-80GB", 81920}, {"NVIDIA H100 80GB HBM3", 81559}, {"NVIDIA A100-SXM4-40GB", 40960}};
 
 Machine make_machine(int gpus) {
   Rng rng(std::uint64_t{0x67707572756e} + static_cast<std::uint64_t>(gpus));
@@ -138,9 +137,12 @@ const Machine& machine(int gpus) {
   static const Machine m64 = make_machine(64);
   static const Machine m1024 = make_machine(1024);
   switch (gpus) {
-    case 8: return m8;
-    case 64: return m64;
-    case 1024: return m1024;
+    case 8:
+      return m8;
+    case 64:
+      return m64;
+    case 1024:
+      return m1024;
     default: {
       static thread_local Machine other;
       other = make_machine(gpus);
@@ -156,9 +158,7 @@ gpurun::Thresholds default_thresholds() {
   return t;
 }
 
-gpurun::LaunchIdentity fixed_identity() {
-  return {1000, 1000, "alice", "/home/alice/projects/llm-finetune"};
-}
+gpurun::LaunchIdentity fixed_identity() { return {1000, 1000, "alice", "/home/alice/projects/llm-finetune"}; }
 
 std::vector<gpurun::Gpu> parse_machine(const Machine& m) {
   std::vector<gpurun::Gpu> gpus = gpurun::parse_gpu_csv(m.gpu_csv);
@@ -282,7 +282,8 @@ void BM_WholePath(benchmark::State& state) {
     const auto chosen = gpurun::pick(assessed, kGpusRequested, false);
     const gpurun::CpuPlan cpus =
         gpurun::plan_cpus(kGpusRequested, static_cast<int>(assessed.size()), kHostCpus, std::nullopt);
-    const std::vector<std::string> argv = gpurun::build_docker_argv(make_request(chosen, cpus.total, identity, "5f3a9c1e"));
+    const std::vector<std::string> argv =
+        gpurun::build_docker_argv(make_request(chosen, cpus.total, identity, "5f3a9c1e"));
     std::string line = gpurun::shell_join(argv);
     benchmark::DoNotOptimize(line.data());
     benchmark::ClobberMemory();

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "gpu/utilization_stats.hpp"
+#include "gpurun/gpu/utilization_stats.hpp"
 
 namespace {
 

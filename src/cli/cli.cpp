@@ -1,10 +1,10 @@
-#include "cli/cli.hpp"
+#include "cli.hpp"
 
-#include <CLI/CLI.hpp>
-#include <unistd.h>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <array>
@@ -13,17 +13,17 @@
 #include <iostream>
 #include <map>
 
-#include "cli/command_line.hpp"
-#include "render/completion.hpp"
-#include "config/caller.hpp"
-#include "config/config.hpp"
-#include "config/settings.hpp"
-#include "config/values.hpp"
-#include "util/error.hpp"
-#include "util/text.hpp"
-#include "job/launch.hpp"
-#include "verbs/verbs.hpp"
-#include "util/version.hpp"
+#include "command_line.hpp"
+#include "gpurun/config/caller.hpp"
+#include "gpurun/config/config.hpp"
+#include "gpurun/config/settings.hpp"
+#include "gpurun/config/values.hpp"
+#include "gpurun/job/launch.hpp"
+#include "gpurun/render/completion.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
+#include "gpurun/util/version.hpp"
+#include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun::cli {
 namespace {
@@ -34,7 +34,10 @@ const std::vector<CompletionVerb>& verbs() {
       {"pick", "print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)", {}, true},
       {"status", "show every GPU: memory, utilization, processes, score, free or busy and why", {}, false},
       {"ps", "list the running containers that hold GPUs, whoever started them", {}, false},
-      {"config", "show every setting and where it comes from; `config init` writes a starter user file", {"init"}, false},
+      {"config",
+       "show every setting and where it comes from; `config init` writes a starter user file",
+       {"init"},
+       false},
       {"completion", "print the bash or zsh completion script: `completion bash`", {"bash", "zsh"}, false},
       {"logs", "follow the output of a container gpurun started (under sudo: one of yours)", {}, false},
       {"attach", "attach to a container gpurun started (under sudo: one of yours)", {}, false},
@@ -44,7 +47,8 @@ const std::vector<CompletionVerb>& verbs() {
 }
 
 const CompletionVerb* find_verb(std::string_view word) {
-  const auto verb = std::find_if(verbs().begin(), verbs().end(), [&](const CompletionVerb& v) { return v.name == word; });
+  const auto verb =
+      std::find_if(verbs().begin(), verbs().end(), [&](const CompletionVerb& v) { return v.name == word; });
   return verb != verbs().end() ? &*verb : nullptr;
 }
 
@@ -73,7 +77,7 @@ Exit status: the job's own once docker runs; 125 when gpurun fails (usage errors
 struct Parsed {
   Options options;
   std::string verb;
-  std::string subverb;   // `config init`, `completion bash`
+  std::string subverb;  // `config init`, `completion bash`
   ConfigInputs config_inputs;
   int verbosity = 0;  // --verbose count minus --quiet count
 };
@@ -119,7 +123,8 @@ void bind(CLI::App& app, Bindings& b) {
   app.add_option("-P,--profile", b.profile, "use this profile of the config files [env GPURUN_PROFILE]")
       ->group(configuration);
   app.add_option("--config", b.config_files, "read this config file too, above the others (repeatable)")
-      ->allow_extra_args(false)->group(configuration);
+      ->allow_extra_args(false)
+      ->group(configuration);
   app.add_flag("--no-config", b.no_config, "ignore the option values of the system, user and project files")
       ->group(configuration);
   app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group("Output");
@@ -213,9 +218,12 @@ CompletionSpec completion_spec(const CLI::App& app) {
     for (const auto& name : option->get_lnames()) described.names.push_back("--" + name);
     const Setting* setting = find_flag(described.names.back());
     const auto meta = kMeta.find(described.names.back());
-    if (setting != nullptr) described.value = setting->completion;
-    else if (meta != kMeta.end()) described.value = meta->second;
-    else if (option->get_items_expected_min() > 0) described.value = CompletionValue::word;
+    if (setting != nullptr)
+      described.value = setting->completion;
+    else if (meta != kMeta.end())
+      described.value = meta->second;
+    else if (option->get_items_expected_min() > 0)
+      described.value = CompletionValue::word;
     described.help = option->get_description();
     described.repeatable = option->get_items_expected_max() > 1 ||  // -e VAR -e VAR, --verbose --verbose
                            option->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll;
@@ -227,7 +235,7 @@ CompletionSpec completion_spec(const CLI::App& app) {
 void configure_logging(int verbosity) {
   auto logger = spdlog::stderr_color_mt("gpurun");
   logger->set_pattern("gpurun: %^%l%$: %v");
-  static constexpr std::array levels{spdlog::level::off, spdlog::level::err, spdlog::level::warn,
+  static constexpr std::array levels{spdlog::level::off,  spdlog::level::err,   spdlog::level::warn,
                                      spdlog::level::info, spdlog::level::debug, spdlog::level::trace};
   logger->set_level(levels[static_cast<std::size_t>(std::clamp(verbosity + 3, 0, 5))]);
   spdlog::set_default_logger(logger);
@@ -255,10 +263,12 @@ int main(int argc, char** argv) {
       return exit_code::failure;
     }
     configure_logging(parsed.verbosity);
-    if (parsed.verb == "completion") return run_completion(parsed.subverb, completion_spec(app), parsed.config_inputs, std::cout);
+    if (parsed.verb == "completion")
+      return run_completion(parsed.subverb, completion_spec(app), parsed.config_inputs, std::cout);
     const Config config = configure(parsed.config_inputs, parsed.options);
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
-    if (parsed.verb == "config") return run_config(config, parsed.config_inputs, parsed.subverb == "init", parsed.options.json, std::cout);
+    if (parsed.verb == "config")
+      return run_config(config, parsed.config_inputs, parsed.subverb == "init", parsed.options.json, std::cout);
     if (parsed.verb == "pick") return run_pick(parsed.options, std::cout);
     if (parsed.verb == "status") return run_status(parsed.options, std::cout);
     if (parsed.verb == "ps") return run_ps(parsed.options, std::cout);

@@ -1,11 +1,11 @@
-#include "cli/command_line.hpp"
+#include "command_line.hpp"
 
 #include <fmt/format.h>
 
 #include <regex>
 
-#include "util/error.hpp"
-#include "util/text.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun::cli {
 namespace {
@@ -64,8 +64,8 @@ CommandLine split_command_line(const std::vector<std::string>& args,
     break;
   }
   if (!line.verb.empty() && !line.command.empty())
-    throw Error(fmt::format("gpurun {} takes no command, but got \"{}\"; to run a program, leave out \"{}\"",
-                            line.verb, text::printable(line.command.front()), line.verb));
+    throw Error(fmt::format("gpurun {} takes no command, but got \"{}\"; to run a program, leave out \"{}\"", line.verb,
+                            text::printable(line.command.front()), line.verb));
   return line;
 }
 
@@ -77,10 +77,10 @@ bool is_mig_profile(std::string_view word) {
 int parse_gpu_count(const std::string& word) {
   const auto value = text::parse_integer(word);
   if (value && *value >= 1 && *value <= 4096) return static_cast<int>(*value);
-  throw Error(fmt::format(
-      "expected the number of GPUs (a whole number from 1), got \"{}\". Usage: gpurun [OPTIONS] [N] [--] "
-      "[COMMAND...]; to run a command on 1 GPU write `gpurun 1 {}` or `gpurun -- {}`",
-      text::printable(word), text::printable(word), text::printable(word)));
+  throw Error(
+      fmt::format("expected the number of GPUs (a whole number from 1), got \"{}\". Usage: gpurun [OPTIONS] [N] [--] "
+                  "[COMMAND...]; to run a command on 1 GPU write `gpurun 1 {}` or `gpurun -- {}`",
+                  text::printable(word), text::printable(word), text::printable(word)));
 }
 
 }  // namespace gpurun::cli

@@ -11,10 +11,10 @@
 namespace gpurun::cli {
 
 struct CommandLine {
-  std::vector<std::string> options;   // for CLI11, in order
-  std::string verb;                   // "", "pick", "status", ...
-  std::optional<std::string> count;   // N as typed
-  std::vector<std::string> command;   // the job's argv
+  std::vector<std::string> options;  // for CLI11, in order
+  std::string verb;                  // "", "pick", "status", ...
+  std::optional<std::string> count;  // N as typed
+  std::vector<std::string> command;  // the job's argv
 };
 
 // `takes_value("--image")` tells whether an option consumes a value ("-e" as well as "--env").

@@ -1,4 +1,4 @@
 // The gpurun executable: a trampoline into the CLI layer.
-#include "cli/cli.hpp"
+#include "cli.hpp"
 
 int main(int argc, char** argv) { return gpurun::cli::main(argc, argv); }

@@ -1,4 +1,4 @@
-#include "config/caller.hpp"
+#include "gpurun/config/caller.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "config/inputs.hpp"
-#include "util/error.hpp"
-#include "util/text.hpp"
+#include "gpurun/config/inputs.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {

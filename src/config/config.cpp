@@ -1,4 +1,4 @@
-#include "config/config.hpp"
+#include "gpurun/config/config.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,14 +6,14 @@
 
 #include <algorithm>
 
-#include "config/config_file.hpp"
-#include "config/settings.hpp"
-#include "config/sudo_rules.hpp"
-#include "config/suggest.hpp"
-#include "config/values.hpp"
-#include "util/error.hpp"
-#include "util/privileges.hpp"
-#include "util/text.hpp"
+#include "config_file.hpp"
+#include "gpurun/config/settings.hpp"
+#include "gpurun/config/sudo_rules.hpp"
+#include "gpurun/config/values.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/privileges.hpp"
+#include "gpurun/util/text.hpp"
+#include "suggest.hpp"
 
 namespace gpurun {
 namespace {
@@ -84,13 +84,14 @@ void merge_environment(Config& config, const std::map<std::string, std::string>&
   for (const Setting& s : settings())
     if (s.scope == Scope::option) variables.push_back(s.env());
   for (const auto& [variable, raw] : environment) {
-    // Not settings: the profile, and the sysfs root tests point at a tree of their own (gpu/topology.hpp).
+    // Not settings: the profile, and the sysfs root tests point at a tree of their own (gpurun/gpu/topology.hpp).
     if (variable == "GPURUN_PROFILE" || variable == "GPURUN_SYSFS_ROOT" || raw.empty()) continue;  // empty: unset
     const Setting* info = variable.starts_with("GPURUN_") ? find_setting(text::to_lower(variable.substr(7))) : nullptr;
     if (info == nullptr || info->scope != Scope::option) {
       config.warnings.push_back(fmt::format("ignoring {}: gpurun has no such setting{}", variable,
-                                            info != nullptr && info->scope == Scope::policy ? " (site policy is set only in /etc/gpurun/config.json)"
-                                                            : suggestion(variable, variables)));
+                                            info != nullptr && info->scope == Scope::policy
+                                                ? " (site policy is set only in /etc/gpurun/config.json)"
+                                                : suggestion(variable, variables)));
       continue;
     }
     const json value = value_from_text(info->type, raw, variable);
@@ -123,7 +124,8 @@ const std::vector<ConfigKey>& config_keys() {
     std::vector<ConfigKey> out;
     for (const Setting& s : settings())
       if (s.scope != Scope::invocation)
-        out.push_back({std::string(s.key), std::string(s.flag), s.env(), std::string(s.help), s.scope == Scope::policy});
+        out.push_back(
+            {std::string(s.key), std::string(s.flag), s.env(), std::string(s.help), s.scope == Scope::policy});
     return out;
   }();
   return keys;

@@ -1,4 +1,4 @@
-#include "config/config_file.hpp"
+#include "config_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,12 +9,12 @@
 #include <cstring>
 #include <vector>
 
-#include "config/policy.hpp"
-#include "config/settings.hpp"
-#include "config/suggest.hpp"
-#include "config/values.hpp"
-#include "util/fd.hpp"
-#include "util/text.hpp"
+#include "gpurun/config/policy.hpp"
+#include "gpurun/config/settings.hpp"
+#include "gpurun/config/values.hpp"
+#include "gpurun/util/fd.hpp"
+#include "gpurun/util/text.hpp"
+#include "suggest.hpp"
 
 namespace gpurun {
 namespace {
@@ -39,9 +39,10 @@ ParsedFile parse_file(const std::string& path, Kind layer, const std::string& te
   } catch (const json::parse_error& e) {
     const auto [line, column] = line_column(text, e.byte);
     throw Error(fmt::format("{}:{}:{}: {}", path, line, column, parse_detail(e.what())));
-  } catch (const json::out_of_range& e) {  // a number beyond a double, such as 1e400; no position
+  } catch (const json::out_of_range& e) {    // a number beyond a double, such as 1e400; no position
     const std::string_view what = e.what();  // "[json.exception.out_of_range.406] number overflow ..."
-    throw Error(fmt::format("{}: {}", path, what.substr(what.find("] ") == std::string_view::npos ? 0 : what.find("] ") + 2)));
+    throw Error(
+        fmt::format("{}: {}", path, what.substr(what.find("] ") == std::string_view::npos ? 0 : what.find("] ") + 2)));
   }
   if (!file.content.is_object())
     throw Error(fmt::format("{}:1: expected a JSON object {{ ... }} at the top level, got {}", path,
@@ -56,8 +57,8 @@ void check_option(const ParsedFile& f, const std::string& key_path, const std::s
   const Setting* info = find_setting(key);
   if (info == nullptr || info->scope == Scope::invocation) {
     const std::vector<std::string> candidates = key_names(!in_profile, !in_profile);
-    throw Error(fmt::format("{}: unknown key \"{}\"{}", f.location(key_path), dotted(key_path),
-                            suggestion(key, candidates)));
+    throw Error(
+        fmt::format("{}: unknown key \"{}\"{}", f.location(key_path), dotted(key_path), suggestion(key, candidates)));
   }
   if (info->scope == Scope::policy)
     throw f.error(key_path, "site policy keys belong at the top level of the system file /etc/gpurun/config.json");
@@ -82,8 +83,9 @@ void check_profiles(const ParsedFile& f, const json& profiles) {
 
 void check_policy_key(const ParsedFile& f, const Setting& info, const json& value) {
   if (f.layer != Kind::system)
-    throw f.error(std::string(info.key), "site policy keys belong in the system file /etc/gpurun/config.json; a user or "
-                             "project file cannot set them");
+    throw f.error(std::string(info.key),
+                  "site policy keys belong in the system file /etc/gpurun/config.json; a user or "
+                  "project file cannot set them");
   const std::string key(info.key);
   if (const auto problem = value_problem(info.type, value, info.flag)) throw f.error(key, *problem);
   if (key == "refused_docker_options" || key == "allowed_docker_options")

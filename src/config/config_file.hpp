@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "config/key_lines.hpp"
-#include "config/source.hpp"
-#include "util/error.hpp"
+#include "gpurun/config/source.hpp"
+#include "gpurun/util/error.hpp"
+#include "key_lines.hpp"
 
 namespace gpurun {
 

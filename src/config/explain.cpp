@@ -1,11 +1,11 @@
-#include "config/explain.hpp"
+#include "gpurun/config/explain.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 
-#include "config/settings.hpp"
+#include "gpurun/config/settings.hpp"
 
 namespace gpurun {
 namespace {
@@ -36,10 +36,14 @@ json source_json(const ConfigSource& s) {
 
 std::string_view state_name(ConfigFile::State state) {
   switch (state) {
-    case ConfigFile::State::loaded: return "loaded";
-    case ConfigFile::State::not_found: return "not found";
-    case ConfigFile::State::ignored: return "ignored (--no-config)";
-    case ConfigFile::State::untrusted: return "ignored (not trusted)";
+    case ConfigFile::State::loaded:
+      return "loaded";
+    case ConfigFile::State::not_found:
+      return "not found";
+    case ConfigFile::State::ignored:
+      return "ignored (--no-config)";
+    case ConfigFile::State::untrusted:
+      return "ignored (not trusted)";
   }
   return "";
 }
@@ -72,9 +76,8 @@ std::string config_report_table(const Config& config) {
     }
   }
   if (config.profile)
-    rows.push_back({"profile", config.profile->name, config.profile->chosen_by == "--profile"
-                                                         ? "flag --profile"
-                                                         : "env " + config.profile->chosen_by});
+    rows.push_back({"profile", config.profile->name,
+                    config.profile->chosen_by == "--profile" ? "flag --profile" : "env " + config.profile->chosen_by});
 
   std::size_t key_width = 3, value_width = 5;
   for (const Row& r : rows) {
@@ -119,8 +122,8 @@ json config_report_json(const Config& config) {
   const SitePolicy& p = config.policy;
   const auto rule = [&](const std::string& key, json value) {
     const auto it = p.sources.find(key);
-    policy[key] = it == p.sources.end() ? json(nullptr)
-                                        : json{{"value", std::move(value)}, {"source", source_json(it->second)}};
+    policy[key] =
+        it == p.sources.end() ? json(nullptr) : json{{"value", std::move(value)}, {"source", source_json(it->second)}};
   };
   rule("allowed_gpus", p.allowed_gpus ? json(*p.allowed_gpus) : json(nullptr));
   rule("max_gpus_per_launch", p.max_gpus_per_launch ? json(*p.max_gpus_per_launch) : json(nullptr));
@@ -141,8 +144,8 @@ json config_report_json(const Config& config) {
   for (const ConfigFile& f : config.files)
     files.push_back({{"layer", kind_name(f.layer)}, {"path", f.path}, {"state", state_name(f.state)}});
 
-  return {{"keys", keys},     {"policy", policy}, {"profile", profile},
-          {"profiles", profiles}, {"files", files}, {"warnings", config.warnings}};
+  return {{"keys", keys},         {"policy", policy}, {"profile", profile},
+          {"profiles", profiles}, {"files", files},   {"warnings", config.warnings}};
 }
 
 }  // namespace gpurun

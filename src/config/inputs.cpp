@@ -1,4 +1,4 @@
-#include "config/inputs.hpp"
+#include "gpurun/config/inputs.hpp"
 
 #include <filesystem>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "config/key_lines.hpp"
+#include "key_lines.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -30,8 +30,8 @@ KeyScan scan_keys(std::string_view s) {
       i = std::min(s.find('\n', i), s.size());
     } else if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
       const std::size_t end = std::min(s.find("*/", i + 2), s.size());
-      line += static_cast<std::size_t>(std::count(s.begin() + static_cast<std::ptrdiff_t>(i),
-                                                  s.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+      line += static_cast<std::size_t>(
+          std::count(s.begin() + static_cast<std::ptrdiff_t>(i), s.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
       i = std::min(end + 2, s.size());
     } else if (std::isspace(static_cast<unsigned char>(c)) != 0) {
       ++i;

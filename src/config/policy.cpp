@@ -1,4 +1,4 @@
-#include "config/policy.hpp"
+#include "gpurun/config/policy.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <sstream>
 
-#include "config/options.hpp"
-#include "util/docker_args.hpp"
-#include "util/error.hpp"
-#include "util/text.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/util/docker_args.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -79,9 +79,10 @@ bool image_allowed(const SitePolicy& policy, const std::string& image) {
 
 std::optional<std::string> rule_problem(const std::string& rule) {
   if (parse_rule(rule)) return std::nullopt;
-  return fmt::format("\"{}\" is not one docker option; write it as \"--privileged\", \"--pid=host\" or "
-                     "\"-v /var/run/docker.sock\"",
-                     text::printable(rule));
+  return fmt::format(
+      "\"{}\" is not one docker option; write it as \"--privileged\", \"--pid=host\" or "
+      "\"-v /var/run/docker.sock\"",
+      text::printable(rule));
 }
 
 bool gpu_allowed(const SitePolicy& policy, int index) {
@@ -95,9 +96,10 @@ std::string gpu_not_allowed_reason(const SitePolicy& policy) {
 
 void check_gpu_count(const SitePolicy& policy, int gpus) {
   if (policy.max_gpus_per_launch && gpus > *policy.max_gpus_per_launch)
-    throw Error(fmt::format("{} GPUs asked for, but the site policy \"max_gpus_per_launch\" in {} allows at most {} "
-                            "per launch",
-                            gpus, location(policy, "max_gpus_per_launch"), *policy.max_gpus_per_launch));
+    throw Error(
+        fmt::format("{} GPUs asked for, but the site policy \"max_gpus_per_launch\" in {} allows at most {} "
+                    "per launch",
+                    gpus, location(policy, "max_gpus_per_launch"), *policy.max_gpus_per_launch));
   if (policy.allowed_gpus && static_cast<std::size_t>(gpus) > policy.allowed_gpus->size())
     throw Error(fmt::format("{} GPUs asked for, but the site policy \"allowed_gpus\" in {} offers only {}: {}", gpus,
                             location(policy, "allowed_gpus"), policy.allowed_gpus->size(),
@@ -127,19 +129,21 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
   // Everywhere, sudo or not: the reservation says which GPUs the job gets, nothing else.
   for (const Given& g : given)
     if (g.arg.name == "env" && gpu_selecting_env(g.arg.value.value_or("")))
-      throw Error(fmt::format("docker option \"{}\"{} is refused: it would give the job GPUs outside its reservation "
-                              "(gpurun passes the reserved GPUs with --gpus)",
-                              text::printable(g.arg.text), origin_of(origins, g.key, g.item)));
+      throw Error(
+          fmt::format("docker option \"{}\"{} is refused: it would give the job GPUs outside its reservation "
+                      "(gpurun passes the reserved GPUs with --gpus)",
+                      text::printable(g.arg.text), origin_of(origins, g.key, g.item)));
 
   for (const std::string& rule_text : policy.refused_docker_options) {
     const std::optional<DockerArg> rule = parse_rule(rule_text);
     if (!rule) continue;  // the system file's check refused such a rule already
     for (const Given& g : given)
       if (refuses(*rule, g.arg))
-        throw Error(fmt::format("docker option \"{}\"{} is refused by the site policy \"refused_docker_options\" "
-                                "(rule \"{}\") in {}",
-                                text::printable(g.arg.text), origin_of(origins, g.key, g.item), rule_text,
-                                location(policy, "refused_docker_options")));
+        throw Error(
+            fmt::format("docker option \"{}\"{} is refused by the site policy \"refused_docker_options\" "
+                        "(rule \"{}\") in {}",
+                        text::printable(g.arg.text), origin_of(origins, g.key, g.item), rule_text,
+                        location(policy, "refused_docker_options")));
   }
 }
 

@@ -1,8 +1,8 @@
-#include "config/starter.hpp"
+#include "gpurun/config/starter.hpp"
 
 #include <fmt/format.h>
 
-#include "config/settings.hpp"
+#include "gpurun/config/settings.hpp"
 
 namespace gpurun {
 

@@ -1,13 +1,13 @@
-#include "config/sudo_rules.hpp"
+#include "gpurun/config/sudo_rules.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "config/options.hpp"
-#include "config/policy.hpp"
-#include "util/error.hpp"
-#include "util/text.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/config/policy.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -20,7 +20,9 @@ bool one_of(const Value& v, std::initializer_list<std::string_view> words) {
 bool ipc_ok(const Value& v) { return one_of(v, {"private", "shareable", "none"}); }
 bool network_ok(const Value& v) { return one_of(v, {"none", "bridge", "default"}); }
 bool label_ok(const Value& v) { return v && !v->starts_with("gpurun."); }  // gpurun's labels say who owns it
-bool security_ok(const Value& v) { return one_of(v, {"no-new-privileges", "no-new-privileges=true", "no-new-privileges:true"}); }
+bool security_ok(const Value& v) {
+  return one_of(v, {"no-new-privileges", "no-new-privileges=true", "no-new-privileges:true"});
+}
 bool mount_ok(const Value& v) {  // bind mounts are checked as the caller (job/caller_mounts.hpp); tmpfs is private
   if (!v || v->find('"') != std::string::npos) return false;
   bool typed = false;
@@ -144,11 +146,13 @@ std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& a
   for (const std::string& rule : admin_allowed)
     if (rule_matches(rule, arg)) return {};
   const auto& rules = sudo_docker_rules();
-  const auto it = std::find_if(rules.begin(), rules.end(), [&](const DockerOptionRule& r) { return r.name == arg.name; });
+  const auto it =
+      std::find_if(rules.begin(), rules.end(), [&](const DockerOptionRule& r) { return r.name == arg.name; });
   if (it == rules.end())
-    return fmt::format("docker option \"{}\" is not on the list of options allowed under sudo (the admin can add it "
-                       "to \"allowed_docker_options\" in /etc/gpurun/config.json)",
-                       text::printable(arg.text));
+    return fmt::format(
+        "docker option \"{}\" is not on the list of options allowed under sudo (the admin can add it "
+        "to \"allowed_docker_options\" in /etc/gpurun/config.json)",
+        text::printable(arg.text));
   if (!it->allowed) return fmt::format("docker option \"{}\": it would give {}", text::printable(arg.text), it->why);
   if (it->value_ok != nullptr && !it->value_ok(arg.value))
     return fmt::format("docker option \"{}\": allowed only as {}", text::printable(arg.text), it->why);
@@ -174,17 +178,21 @@ std::vector<DockerArg> caller_docker_args(const std::vector<std::string>& words)
   std::vector<DockerArg> out;
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
-    std::vector<DockerArg> args = w.starts_with("-") && w != "-" && w != "--" ? docker_args({w}) : std::vector<DockerArg>{};
+    std::vector<DockerArg> args =
+        w.starts_with("-") && w != "-" && w != "--" ? docker_args({w}) : std::vector<DockerArg>{};
     if (args.empty())
-      refuse(fmt::format("--docker-opt \"{}\": not a docker option (docker would read it as the image or the end "
-                         "of the options)",
-                         text::printable(w)));
+      refuse(
+          fmt::format("--docker-opt \"{}\": not a docker option (docker would read it as the image or the end "
+                      "of the options)",
+                      text::printable(w)));
     DockerArg& last = args.back();
     // "-e" alone reads as an empty value; its value is the next word, as for "--env".
-    const bool bare_short = last.value && last.value->empty() && !w.starts_with("--") && w.find('=') == std::string::npos;
+    const bool bare_short =
+        last.value && last.value->empty() && !w.starts_with("--") && w.find('=') == std::string::npos;
     if ((!last.value || bare_short) && !docker_boolean(last.name)) {
       if (i + 1 >= words.size())
-        refuse(fmt::format("--docker-opt \"{}\": it needs a value (docker would take the image for it)", text::printable(w)));
+        refuse(fmt::format("--docker-opt \"{}\": it needs a value (docker would take the image for it)",
+                           text::printable(w)));
       last.value = words[++i];
       last.text += " " + *last.value;
     }
@@ -199,18 +207,19 @@ void enforce_caller_rules(const Options& options, bool dry_run) {
   if (!options.caller) return;
   // srun/sbatch as root would run the caller's job as root on the cluster; Slurm already knows users.
   if (options.backend == "slurm")
-    refuse("backend slurm: a Slurm job started under sudo would run as root; run gpurun without sudo for "
-           "the cluster (Slurm runs the job as you)");
+    refuse(
+        "backend slurm: a Slurm job started under sudo would run as root; run gpurun without sudo for "
+        "the cluster (Slurm runs the job as you)");
   if (options.from_csv && !dry_run)
-    refuse("--from-csv for a launch: under sudo a launch reads the GPUs from nvidia-smi (use --from-csv with "
-           "status, pick or --dry-run)");
+    refuse(
+        "--from-csv for a launch: under sudo a launch reads the GPUs from nvidia-smi (use --from-csv with "
+        "status, pick or --dry-run)");
   const std::vector<DockerArg> args = caller_docker_args(options.docker_opts);
   for (const DockerArg& arg : args)
     if (const std::string why = sudo_refusal(arg, options.policy.allowed_docker_options); !why.empty()) refuse(why);
   for (const std::string& p : options.publish)
     if (const long port = host_port(p); port > 0 && port < 1024)
-      refuse(fmt::format("--publish \"{}\": host ports below 1024 belong to the host's services",
-                         text::printable(p)));
+      refuse(fmt::format("--publish \"{}\": host ports below 1024 belong to the host's services", text::printable(p)));
   for (const DockerArg& arg : args)
     if (arg.name == "publish" && arg.value && host_port(*arg.value) > 0 && host_port(*arg.value) < 1024)
       refuse(fmt::format("docker option \"{}\": host ports below 1024 belong to the host's services",

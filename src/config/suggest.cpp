@@ -1,10 +1,10 @@
-#include "config/suggest.hpp"
+#include "suggest.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "util/text.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {

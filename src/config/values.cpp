@@ -1,4 +1,4 @@
-#include "config/values.hpp"
+#include "gpurun/config/values.hpp"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "util/error.hpp"
-#include "util/text.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -56,18 +56,29 @@ std::string describe_json(const json& j) {
 
 std::string_view expectation(ValueType type) {
   switch (type) {
-    case ValueType::text: return "a string";
-    case ValueType::seconds: return "a number of seconds above 0, at most 3600";
-    case ValueType::interval: return "a number of seconds above 0, at most 86400";
-    case ValueType::count: return "a whole number of at least 1";
-    case ValueType::whole: return "a whole number of at least 0";
-    case ValueType::percent: return "a percentage such as 10 or \"10%\"";
-    case ValueType::memory: return "a string such as \"10%\", \"500MiB\" or \"2GiB\"";
-    case ValueType::boolean: return "true or false";
-    case ValueType::wait: return "a duration such as \"30m\", true (no limit) or false";
+    case ValueType::text:
+      return "a string";
+    case ValueType::seconds:
+      return "a number of seconds above 0, at most 3600";
+    case ValueType::interval:
+      return "a number of seconds above 0, at most 86400";
+    case ValueType::count:
+      return "a whole number of at least 1";
+    case ValueType::whole:
+      return "a whole number of at least 0";
+    case ValueType::percent:
+      return "a percentage such as 10 or \"10%\"";
+    case ValueType::memory:
+      return "a string such as \"10%\", \"500MiB\" or \"2GiB\"";
+    case ValueType::boolean:
+      return "true or false";
+    case ValueType::wait:
+      return "a duration such as \"30m\", true (no limit) or false";
     case ValueType::list:
-    case ValueType::appended_list: return "a list of strings";
-    case ValueType::gpu_indices: return "a list of GPU indices (whole numbers from 0)";
+    case ValueType::appended_list:
+      return "a list of strings";
+    case ValueType::gpu_indices:
+      return "a list of GPU indices (whole numbers from 0)";
   }
   return "a value";
 }
@@ -140,8 +151,8 @@ json value_from_text(ValueType type, const std::string& raw, std::string_view wh
       if (text::trim(raw).starts_with("[")) {
         json list = json::parse(raw, nullptr, false);
         if (list.is_discarded())
-          throw Error(fmt::format("{}: not a JSON list of strings, such as [\"/data:/data\", \"/scratch:/scratch\"]",
-                                  where));
+          throw Error(
+              fmt::format("{}: not a JSON list of strings, such as [\"/data:/data\", \"/scratch:/scratch\"]", where));
         return list;
       }
       return json::array({raw});

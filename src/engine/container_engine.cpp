@@ -1,11 +1,11 @@
-#include "engine/container_engine.hpp"
+#include "gpurun/engine/container_engine.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include "engine/docker_api.hpp"
-#include "engine/docker_cli_engine.hpp"
-#include "engine/podman_engine.hpp"
-#include "util/exec.hpp"
+#include "docker/docker_api.hpp"
+#include "docker/docker_cli_engine.hpp"
+#include "gpurun/util/exec.hpp"
+#include "podman/podman_engine.hpp"
 
 namespace gpurun {
 

@@ -1,13 +1,13 @@
-#include "engine/containers.hpp"
+#include "gpurun/engine/containers.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 
-#include "engine/docker_command.hpp"
-#include "util/error.hpp"
-#include "util/text.hpp"
+#include "gpurun/engine/docker_command.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/docker_command.hpp"
+#include "gpurun/engine/docker_command.hpp"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -13,8 +13,8 @@
 #include <cstring>
 #include <random>
 
-#include "engine/gpu_request.hpp"
-#include "util/error.hpp"
+#include "gpurun/engine/gpu_request.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -32,7 +32,8 @@ void add_bind_mount(std::vector<std::string>& argv, const std::string& path) {
   if (path.find(':') == std::string::npos) {
     argv.insert(argv.end(), {"--volume", path + ":" + path});
   } else {
-    argv.insert(argv.end(), {"--mount", "type=bind," + csv_field("source=" + path) + "," + csv_field("target=" + path)});
+    argv.insert(argv.end(),
+                {"--mount", "type=bind," + csv_field("source=" + path) + "," + csv_field("target=" + path)});
   }
 }
 
@@ -71,8 +72,8 @@ LaunchIdentity current_identity() {
   std::string buffer(4096, '\0');
   while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
     if (errno != ERANGE)
-      throw Error(fmt::format("cannot read the current directory ({}); cd to a directory that exists",
-                              std::strerror(errno)));
+      throw Error(
+          fmt::format("cannot read the current directory ({}); cd to a directory that exists", std::strerror(errno)));
     buffer.resize(buffer.size() * 2);
   }
   buffer.resize(std::strlen(buffer.c_str()));  // up to getcwd's NUL
@@ -91,10 +92,9 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
     argv.emplace_back("--interactive");
     if (request.tty) argv.emplace_back("--tty");
   }
-  argv.insert(argv.end(),
-              {"--name",
-               request.name.empty() ? container_name(request.identity.login, request.gpu_indices, request.name_suffix)
-                                    : request.name});
+  argv.insert(argv.end(), {"--name", request.name.empty() ? container_name(request.identity.login, request.gpu_indices,
+                                                                           request.name_suffix)
+                                                          : request.name});
   const auto gpus = gpu_request_args(request.gpu_request, request.gpu_indices, request.gpu_uuids);
   argv.insert(argv.end(), gpus.begin(), gpus.end());
   argv.insert(argv.end(), {"--cpus", std::to_string(request.cpus)});
@@ -111,11 +111,10 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                                             csv_field("target=" + request.identity.workdir)});
   argv.insert(argv.end(), {"--workdir", request.identity.workdir,
                            // NVIDIA's recommended settings for deep-learning containers.
-                           "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864",
-                           "--log-opt", "max-size=50m",
-                           "--label", fmt::format("{}={}", kLabelUser, request.identity.login),
-                           "--label", fmt::format("{}={}", kLabelGpus, indices),
-                           "--label", fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ","))});
+                           "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--log-opt",
+                           "max-size=50m", "--label", fmt::format("{}={}", kLabelUser, request.identity.login),
+                           "--label", fmt::format("{}={}", kLabelGpus, indices), "--label",
+                           fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ","))});
   for (unsigned group : request.identity.groups)
     if (group != request.identity.gid) argv.insert(argv.end(), {"--group-add", std::to_string(group)});
   if (request.for_caller) {
@@ -123,8 +122,9 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                              fmt::format("{}={}", kLabelUid, request.identity.uid)});
     // An image's own ENV cannot widen what the runtime hands out (the runtime form sets it already).
     if (request.gpu_request != GpuRequestForm::runtime)
-      argv.insert(argv.end(), {"--env", "NVIDIA_VISIBLE_DEVICES=" +
-                                            visible_devices(request.gpu_request, request.gpu_indices, request.gpu_uuids)});
+      argv.insert(argv.end(),
+                  {"--env", "NVIDIA_VISIBLE_DEVICES=" +
+                                visible_devices(request.gpu_request, request.gpu_indices, request.gpu_uuids)});
   }
   for (const auto& e : request.env) argv.insert(argv.end(), {"--env", e});
   for (const auto& v : request.volumes) argv.insert(argv.end(), {"--volume", v});

@@ -1,4 +1,4 @@
-#include "engine/gpu_process_owner.hpp"
+#include "gpurun/engine/gpu_process_owner.hpp"
 
 #include <pwd.h>
 
@@ -8,23 +8,24 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpu/topology.hpp"
-#include "util/text.hpp"
+#include "gpurun/gpu/topology.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
 
 bool is_hex_id(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 // A cgroup named after a container: "<prefix>-<id>[.scope]", the prefix naming the engine.
 std::optional<CgroupContainer> from_scope(std::string_view part) {
-  static constexpr std::pair<std::string_view, std::string_view> prefixes[] = {
-      {"docker-", "docker"}, {"libpod-", "podman"}, {"cri-containerd-", "containerd"},
-      {"crio-", "cri-o"},    {"nerdctl-", "containerd"}};
+  static constexpr std::pair<std::string_view, std::string_view> prefixes[] = {{"docker-", "docker"},
+                                                                               {"libpod-", "podman"},
+                                                                               {"cri-containerd-", "containerd"},
+                                                                               {"crio-", "cri-o"},
+                                                                               {"nerdctl-", "containerd"}};
   // systemd's cgroup driver names scopes "<prefix>-<id>.scope"; podman's cgroupfs driver the
   // same without ".scope" (/libpod_parent/libpod-<id>).
   if (part.ends_with(".scope")) part.remove_suffix(6);
@@ -85,8 +86,10 @@ std::optional<std::string> conmon_container_id(const std::string& cmdline) {
   if (args.empty() || !(args.front() == "conmon" || args.front().ends_with("/conmon"))) return std::nullopt;
   for (std::size_t i = 1; i < args.size(); ++i) {
     std::string_view id;
-    if ((args[i] == "-c" || args[i] == "--cid") && i + 1 < args.size()) id = args[i + 1];
-    else if (args[i].starts_with("--cid=")) id = args[i].substr(6);
+    if ((args[i] == "-c" || args[i] == "--cid") && i + 1 < args.size())
+      id = args[i + 1];
+    else if (args[i].starts_with("--cid="))
+      id = args[i].substr(6);
     if (is_hex_id(id)) return std::string(id);
   }
   return std::nullopt;
@@ -151,12 +154,15 @@ std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root
   if (uid && *uid >= 0 && *uid <= 0xFFFFFFFFLL) owner.uid = static_cast<unsigned>(*uid);
   owner.container = container_from_cgroup(read_file(dir + "/cgroup"));
   if (!owner.container) owner.container = container_from_conmon(pid, proc_root);
-  if (owner.container && owner.container->rootless_uid) owner.user = login_of(*owner.container->rootless_uid);
-  else if (owner.uid) owner.user = login_of(*owner.uid);
+  if (owner.container && owner.container->rootless_uid)
+    owner.user = login_of(*owner.container->rootless_uid);
+  else if (owner.uid)
+    owner.user = login_of(*owner.uid);
   return owner;
 }
 
-void add_process_holders(std::vector<GpuContainer>& holders, const std::vector<Gpu>& gpus, const std::string& proc_root) {
+void add_process_holders(std::vector<GpuContainer>& holders, const std::vector<Gpu>& gpus,
+                         const std::string& proc_root) {
   for (const Gpu& gpu : gpus) {
     const std::string device = gpu.uuid.empty() ? std::to_string(gpu.index) : gpu.uuid;
     for (const GpuProcess& process : gpu.processes) {

@@ -1,4 +1,4 @@
-#include "engine/gpu_request.hpp"
+#include "gpurun/engine/gpu_request.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "util/error.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -23,9 +23,12 @@ std::vector<std::string> device_ids(const std::vector<int>& indices, const std::
 
 std::string_view form_name(GpuRequestForm form) {
   switch (form) {
-    case GpuRequestForm::cdi: return "cdi";
-    case GpuRequestForm::runtime: return "runtime";
-    case GpuRequestForm::gpus: break;
+    case GpuRequestForm::cdi:
+      return "cdi";
+    case GpuRequestForm::runtime:
+      return "runtime";
+    case GpuRequestForm::gpus:
+      break;
   }
   return "gpus";
 }
@@ -42,8 +45,9 @@ CdiSupport cdi_from_spec_dirs(std::string_view spec_dirs_json, std::string_view 
 
 GpuRequestChoice choose_gpu_request(std::string_view setting, std::string_view engine_name, const CdiSupport& cdi) {
   if (setting == "gpus" && engine_name == "podman")
-    throw Error("gpu_request gpus does not go with podman: podman's --gpus 2 means GPU index 2, not two GPUs. "
-                "Use gpu_request auto or cdi (--device nvidia.com/gpu=UUID), or runtime");
+    throw Error(
+        "gpu_request gpus does not go with podman: podman's --gpus 2 means GPU index 2, not two GPUs. "
+        "Use gpu_request auto or cdi (--device nvidia.com/gpu=UUID), or runtime");
   if (setting == "gpus") return {GpuRequestForm::gpus, "gpu_request is gpus"};
   if (setting == "cdi") return {GpuRequestForm::cdi, "gpu_request is cdi"};
   if (setting == "runtime") return {GpuRequestForm::runtime, "gpu_request is runtime"};
@@ -65,14 +69,16 @@ std::vector<std::string> gpu_request_args(GpuRequestForm form, const std::vector
     }
     case GpuRequestForm::runtime:
       return {"--runtime=nvidia", "--env", "NVIDIA_VISIBLE_DEVICES=" + visible_devices(form, indices, uuids)};
-    case GpuRequestForm::gpus: break;
+    case GpuRequestForm::gpus:
+      break;
   }
   // The quotes belong to the value: without them docker reads "device=2,5" as "device=2" plus a
   // count and fails with "cannot set both Count and DeviceIDs".
   return {"--gpus", "\"device=" + visible_devices(form, indices, uuids) + "\""};
 }
 
-std::string visible_devices(GpuRequestForm form, const std::vector<int>& indices, const std::vector<std::string>& uuids) {
+std::string visible_devices(GpuRequestForm form, const std::vector<int>& indices,
+                            const std::vector<std::string>& uuids) {
   if (form != GpuRequestForm::gpus) return fmt::format("{}", fmt::join(device_ids(indices, uuids), ","));
   // A MIG instance has no index of its own: the NVIDIA runtime takes it by its MIG UUID.
   const bool mig = std::any_of(uuids.begin(), uuids.end(), [](const std::string& u) { return u.starts_with("MIG-"); });

@@ -1,13 +1,13 @@
-#include "engine/ownership.hpp"
+#include "gpurun/engine/ownership.hpp"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "engine/docker_command.hpp"
-#include "util/error.hpp"
-#include "util/process.hpp"
-#include "util/text.hpp"
+#include "gpurun/engine/docker_command.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 

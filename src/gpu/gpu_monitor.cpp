@@ -1,8 +1,9 @@
-#include "gpu/gpu_monitor.hpp"
+#include "gpurun/gpu/gpu_monitor.hpp"
 
 namespace gpurun {
 
-GpuMonitor::GpuMonitor(std::unique_ptr<GpuSampler> sampler, const std::vector<int>& indices) : sampler_(std::move(sampler)) {
+GpuMonitor::GpuMonitor(std::unique_ptr<GpuSampler> sampler, const std::vector<int>& indices)
+    : sampler_(std::move(sampler)) {
   for (int index : indices) stats_[index];
   thread_ = std::thread([this] {
     sampler_->run(stopping_, [this](int index, std::optional<double> utilization, std::optional<double> memory) {

@@ -1,12 +1,12 @@
-#include "gpu/gpu_source.hpp"
+#include "gpurun/gpu/gpu_source.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "gpu/csv_snapshot_source.hpp"
-#include "gpu/nvidia_smi_source.hpp"
-#include "gpu/nvml_source.hpp"
-#include "util/error.hpp"
+#include "gpurun/util/error.hpp"
+#include "nvml/nvml_source.hpp"
+#include "smi/csv_snapshot_source.hpp"
+#include "smi/nvidia_smi_source.hpp"
 
 namespace gpurun {
 
@@ -18,7 +18,8 @@ std::string gpu_source_kind_problem(const std::string& kind) {
 std::unique_ptr<GpuSource> make_gpu_source(const GpuSourceSpec& spec) {
   if (spec.csv) return std::make_unique<CsvSnapshotSource>(*spec.csv, spec.apps_csv);
   if (spec.apps_csv)
-    throw Error("--from-apps-csv is the process list of a recorded snapshot: give the snapshot with --from-csv FILE too");
+    throw Error(
+        "--from-apps-csv is the process list of a recorded snapshot: give the snapshot with --from-csv FILE too");
   if (const std::string problem = gpu_source_kind_problem(spec.kind); !problem.empty()) throw Error(problem);
   if (spec.kind == kGpuSourceNvml) return make_nvml_source(spec.nvml_library);
   if (spec.kind == kGpuSourceAuto) {

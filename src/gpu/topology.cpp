@@ -1,4 +1,4 @@
-#include "gpu/topology.hpp"
+#include "gpurun/gpu/topology.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -10,13 +10,14 @@
 #include <map>
 #include <sstream>
 
-#include "util/text.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
 
 bool is_hex(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
 // The first line of a small sysfs file, trimmed; nullopt when it cannot be read.
@@ -111,7 +112,8 @@ std::string format_cpulist(const std::set<int>& cpus) {
     const int first = *it;
     int last = first;
     for (++it; it != cpus.end() && *it == last + 1; ++it) last = *it;
-    list += fmt::format("{}{}", list.empty() ? "" : ",", first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
+    list += fmt::format("{}{}", list.empty() ? "" : ",",
+                        first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
   }
   return list;
 }
@@ -128,8 +130,8 @@ void locate_gpus(std::vector<Gpu>& gpus, const std::string& root) {
     const auto parsed = cpus ? parse_cpulist(*cpus) : std::nullopt;
     if (!parsed) continue;
     gpu.local_cpus = format_cpulist(*parsed);
-    gpu.socket = read_int(under(root, fmt::format("/sys/devices/system/cpu/cpu{}/topology/physical_package_id",
-                                                  *parsed->begin())));
+    gpu.socket = read_int(
+        under(root, fmt::format("/sys/devices/system/cpu/cpu{}/topology/physical_package_id", *parsed->begin())));
     if (gpu.socket && *gpu.socket < 0) gpu.socket.reset();
   }
 }
@@ -170,7 +172,8 @@ int link_rank(std::string_view kind) {
     const auto count = text::parse_integer(kind.substr(2));
     if (count && *count > 0 && *count < 1000) return 100 + static_cast<int>(*count);
   }
-  static const std::map<std::string_view, int> pcie{{"PIX", 6}, {"PXB", 5}, {"PHB", 4}, {"NODE", 3}, {"SYS", 2}, {"SOC", 2}};
+  static const std::map<std::string_view, int> pcie{{"PIX", 6},  {"PXB", 5}, {"PHB", 4},
+                                                    {"NODE", 3}, {"SYS", 2}, {"SOC", 2}};
   const auto it = pcie.find(kind);
   return it == pcie.end() ? 0 : it->second;
 }

@@ -1,4 +1,4 @@
-#include "gpu/utilization_stats.hpp"
+#include "gpurun/gpu/utilization_stats.hpp"
 
 #include <algorithm>
 #include <cmath>

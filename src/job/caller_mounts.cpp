@@ -1,4 +1,4 @@
-#include "job/caller_mounts.hpp"
+#include "caller_mounts.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,13 +9,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include "config/options.hpp"
-#include "config/sudo_rules.hpp"
-#include "job/mount_pins.hpp"
-#include "util/docker_args.hpp"
-#include "util/error.hpp"
-#include "util/fd.hpp"
-#include "util/text.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/config/sudo_rules.hpp"
+#include "gpurun/util/docker_args.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
+#include "gpurun/util/text.hpp"
+#include "mount_pins.hpp"
 
 namespace gpurun {
 namespace {
@@ -40,7 +40,8 @@ std::string with_mount_source(const std::string& value, const std::string& what,
     for (std::string_view key : {"source=", "src="})
       if (f.starts_with(key)) {
         const std::string path = f.substr(key.size());
-        if (path.find('"') != std::string::npos) refuse(fmt::format("{} \"{}\": quoted fields", what, text::printable(value)));
+        if (path.find('"') != std::string::npos)
+          refuse(fmt::format("{} \"{}\": quoted fields", what, text::printable(value)));
         f = std::string(key) + resolve_as_caller(path, what, pins);
       }
     out += (out.empty() ? "" : ",") + f;
@@ -51,8 +52,7 @@ std::string with_mount_source(const std::string& value, const std::string& what,
 }  // namespace
 
 std::string resolve_as_caller(const std::string& path, const std::string& what, MountPins* pins) {
-  if (!path.starts_with("/"))
-    refuse(fmt::format("{} \"{}\": give an absolute path", what, text::printable(path)));
+  if (!path.starts_with("/")) refuse(fmt::format("{} \"{}\": give an absolute path", what, text::printable(path)));
   // O_PATH: search permission on every directory to it, as the caller; the file's own mode is
   // left to the kernel inside the container, which runs with the caller's ids.
   const Fd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
@@ -73,7 +73,8 @@ std::string resolve_as_caller(const std::string& path, const std::string& what, 
   real.resize(static_cast<std::size_t>(n));
   if (real.ends_with(" (deleted)")) refuse(fmt::format("{} \"{}\": it was removed", what, text::printable(path)));
   if (real.find(':') != std::string::npos || real.find(',') != std::string::npos)
-    refuse(fmt::format("{} \"{}\": its real path {} holds ':' or ','", what, text::printable(path), text::printable(real)));
+    refuse(fmt::format("{} \"{}\": its real path {} holds ':' or ','", what, text::printable(path),
+                       text::printable(real)));
   // Pinned, docker mounts the object opened here, not whatever the path names by then.
   return pins != nullptr ? pins->pin(fd.get()) : real;
 }

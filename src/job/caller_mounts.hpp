@@ -1,9 +1,9 @@
 #pragma once
-// Bind mounts for a caller under sudo (config/caller.hpp). The Docker daemon mounts as root, so a
+// Bind mounts for a caller under sudo (gpurun/config/caller.hpp). The Docker daemon mounts as root, so a
 // mount would let the caller reach a path their own rights do not (a file under another user's
 // private directory, or anything a symlink of theirs points to). Every host path the launch
 // mounts, the working directory included, is therefore opened with the caller's rights (gpurun
-// runs with their effective ids, util/privileges.hpp): search permission on every directory on
+// runs with their effective ids, gpurun/util/privileges.hpp): search permission on every directory on
 // the way, symlinks followed as the caller. Docker is then given the resolved real path, never
 // the path as written, and no named volume (they are shared by every user of the engine). For
 // the launch itself each source is pinned (job/mount_pins.hpp), so that a path swapped after the

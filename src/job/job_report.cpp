@@ -1,9 +1,9 @@
-#include "job/job_report.hpp"
+#include "job_report.hpp"
 
 #include <fmt/format.h>
 
-#include "render/report.hpp"
-#include "util/units.hpp"
+#include "gpurun/render/report.hpp"
+#include "gpurun/util/units.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,13 +1,13 @@
 #pragma once
 // --report: how well a job used its GPUs (like seff), as text and JSON. job/supervise.hpp runs
 // the job and fills it.
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "select/selection.hpp"
-#include "gpu/utilization_stats.hpp"
+#include "gpurun/gpu/utilization_stats.hpp"
+#include "gpurun/select/selection.hpp"
 
 namespace gpurun {
 
@@ -16,8 +16,8 @@ struct JobReport {
   int exit_status = 0;
   int cpus = 0;
   double threshold_percent = 80;
-  std::vector<Gpu> gpus;                       // the granted GPUs
-  std::map<int, UtilizationStats> stats;       // by GPU index
+  std::vector<Gpu> gpus;                  // the granted GPUs
+  std::map<int, UtilizationStats> stats;  // by GPU index
 };
 
 // The whole job's GPU efficiency: the mean utilization over its GPUs (those with samples).

@@ -1,4 +1,4 @@
-#include "job/launch.hpp"
+#include "gpurun/job/launch.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -15,35 +15,37 @@
 #include <set>
 #include <thread>
 
-#include "select/cpu_quota.hpp"
-#include "engine/container_engine.hpp"
-#include "select/placement.hpp"
-#include "engine/docker_command.hpp"
-#include "engine/gpu_request.hpp"
-#include "util/error.hpp"
-#include "util/exec.hpp"
-#include "select/inventory.hpp"
-#include "config/policy.hpp"
-#include "config/sudo_rules.hpp"
-#include "job/caller_mounts.hpp"
-#include "job/mount_pins.hpp"
-#include "job/job_report.hpp"
-#include "job/supervise.hpp"
-#include "job/slurm_launch.hpp"
-#include "util/process.hpp"
-#include "render/report.hpp"
-#include "locks/reservation.hpp"
-#include "util/shell_quote.hpp"
-#include "locks/wait_queue.hpp"
-#include "util/units.hpp"
+#include "caller_mounts.hpp"
+#include "gpurun/config/policy.hpp"
+#include "gpurun/config/sudo_rules.hpp"
+#include "gpurun/engine/container_engine.hpp"
+#include "gpurun/engine/docker_command.hpp"
+#include "gpurun/engine/gpu_request.hpp"
+#include "gpurun/locks/reservation.hpp"
+#include "gpurun/locks/wait_queue.hpp"
+#include "gpurun/render/report.hpp"
+#include "gpurun/select/cpu_quota.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/select/placement.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/exec.hpp"
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/shell_quote.hpp"
+#include "gpurun/util/units.hpp"
+#include "job_report.hpp"
+#include "mount_pins.hpp"
+#include "slurm_launch.hpp"
+#include "supervise.hpp"
 
 namespace gpurun {
 namespace {
 
 void check_image(const std::string& image) {
   if (image.empty())
-    throw Error("no image to run: pass --image IMAGE (e.g. --image nvcr.io/nvidia/pytorch:24.05-py3) or set GPURUN_IMAGE");
-  if (image.front() == '-') throw Error(fmt::format("--image \"{}\" starts with '-': that is not an image name", image));
+    throw Error(
+        "no image to run: pass --image IMAGE (e.g. --image nvcr.io/nvidia/pytorch:24.05-py3) or set GPURUN_IMAGE");
+  if (image.front() == '-')
+    throw Error(fmt::format("--image \"{}\" starts with '-': that is not an image name", image));
 }
 
 // Under sudo the container runs as the caller, with the mounts checked as the caller.
@@ -81,9 +83,8 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   if (options.caller) request.identity.login = options.caller->login;  // names the container below
   request.tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   request.detach = options.detach;
-  request.name = options.name.empty()
-                     ? container_name(request.identity.login, request.gpu_indices, random_suffix())
-                     : options.name;
+  request.name = options.name.empty() ? container_name(request.identity.login, request.gpu_indices, random_suffix())
+                                      : options.name;
   request.env = options.env;
   request.volumes = options.volumes;
   request.publish = options.publish;
@@ -125,12 +126,12 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
   // engine access) act on the caller's containers.
   const std::string gpurun = for_caller ? "sudo gpurun" : "gpurun";
   const std::string quoted = shell_quote(name);
-  std::cerr << fmt::format("gpurun: container {} runs detached on GPU{} {}\n"
-                           "  follow its output: {} logs {}\n"
-                           "  attach to it:      {} attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
-                           "  stop it:           {} stop {}\n",
-                           name, gpus.find(',') == std::string::npos ? "" : "s", gpus, gpurun, quoted, gpurun, quoted,
-                           gpurun, quoted);
+  std::cerr << fmt::format(
+      "gpurun: container {} runs detached on GPU{} {}\n"
+      "  follow its output: {} logs {}\n"
+      "  attach to it:      {} attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
+      "  stop it:           {} stop {}\n",
+      name, gpus.find(',') == std::string::npos ? "" : "s", gpus, gpurun, quoted, gpurun, quoted, gpurun, quoted);
   return 0;
 }
 
@@ -193,10 +194,11 @@ std::chrono::milliseconds selection_patience(const Options& options) {
 void tell_would_wait(const Options& options, const Inventory& inventory, const PickResult& result,
                      std::optional<std::chrono::seconds> limit) {
   if (spdlog::should_log(spdlog::level::info)) std::cerr << format_gpu_table(ranked(inventory.assessed)) << std::flush;
-  spdlog::info("dry run: {} of {} GPU{} free now; a real launch would wait {} until {} {} free, then run docker on them",
-               result.available, options.gpus, options.gpus == 1 ? "" : "s",
-               limit ? "up to " + format_duration(*limit) : std::string("without limit"), options.gpus,
-               options.gpus == 1 ? "is" : "are");
+  spdlog::info(
+      "dry run: {} of {} GPU{} free now; a real launch would wait {} until {} {} free, then run docker on them",
+      result.available, options.gpus, options.gpus == 1 ? "" : "s",
+      limit ? "up to " + format_duration(*limit) : std::string("without limit"), options.gpus,
+      options.gpus == 1 ? "is" : "are");
 }
 
 // Picks the GPUs under the selection lock (held on return, for a real launch); with --wait,
@@ -204,7 +206,8 @@ void tell_would_wait(const Options& options, const Inventory& inventory, const P
 // at once (128+N when a signal N ended the wait; 0 for a dry run that would wait), or nullopt
 // when `chosen` holds the GPUs.
 std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir, GpuSource& source,
-                             ContainerEngine& engine, FileLock& selection, Inventory& inventory, std::vector<GpuAssessment>& chosen) {
+                             ContainerEngine& engine, FileLock& selection, Inventory& inventory,
+                             std::vector<GpuAssessment>& chosen) {
   // No limit is a limit of a century: a plain duration (not seconds::max(), which overflows when
   // compared in nanoseconds) also spares GCC's maybe-uninitialized on optionals.
   const std::chrono::seconds wait_limit = options.wait.limit.value_or(std::chrono::hours(24 * 365 * 100));
@@ -226,7 +229,8 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
       if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
       inventory = take_inventory(options, lock_dir, source, &engine);
       warn_once(inventory.warnings, told);
-      if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) warn_once({warning}, told);
+      if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty())
+        warn_once({warning}, told);
       const PickResult result = pick_units(options, inventory);
       if (result.ok()) {
         chosen = result.chosen;
@@ -244,9 +248,10 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
     if (waited >= wait_limit)
       throw Error(fmt::format("gave up after waiting {} for {} free GPU{} ({} free now)", format_duration(waited),
                               options.gpus, options.gpus == 1 ? "" : "s", last_free));
-    status->show(fmt::format("{} of {} free, {}", last_free, options.gpus,
-                             position == 0 ? std::string("first in the queue") : fmt::format("{} ahead in the queue", position)),
-                 waited);
+    status->show(
+        fmt::format("{} of {} free, {}", last_free, options.gpus,
+                    position == 0 ? std::string("first in the queue") : fmt::format("{} ahead in the queue", position)),
+        waited);
     // Look again in a second (or when the limit comes), in slices so that Ctrl-C is prompt.
     const auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     while (interrupted_by == 0 && std::chrono::steady_clock::now() < next &&
@@ -283,18 +288,19 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 }  // namespace
 
 int run_launch(const Options& options, std::ostream& out) {
-  enforce_policy(options);  // whoever calls the library: the site policy holds
-  enforce_caller_rules(options, options.dry_run);  // under sudo: config/sudo_rules.hpp
-  if (options.backend == "slurm") return run_slurm_launch(options, out);  // Slurm picks: job/slurm_launch.cpp
+  enforce_policy(options);                         // whoever calls the library: the site policy holds
+  enforce_caller_rules(options, options.dry_run);  // under sudo: gpurun/config/sudo_rules.hpp
+  if (options.backend == "slurm") return run_slurm_launch(options, out);         // Slurm picks: job/slurm_launch.cpp
   if (options.caller) check_caller_mounts(options, current_identity().workdir);  // fail before taking GPUs
-  check_image(options.image);  // before asking nvidia-smi anything: fail fast
+  check_image(options.image);                                          // before asking nvidia-smi anything: fail fast
   const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
   if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");
 
   // One launch picks at a time; a dry run only looks.
-  const std::string lock_dir = options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(lock_dir_spec(options));
+  const std::string lock_dir =
+      options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(lock_dir_spec(options));
   if (!options.dry_run) spdlog::debug("reservations: {}", lock_dir);
   const auto source = make_gpu_source(gpu_source_spec(options));
   const std::unique_ptr<ContainerEngine> engine = make_container_engine(engine_spec(options));

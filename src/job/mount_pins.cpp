@@ -1,4 +1,4 @@
-#include "job/mount_pins.hpp"
+#include "mount_pins.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,10 +12,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "util/error.hpp"
-#include "util/fd.hpp"
-#include "util/privileges.hpp"
-#include "util/text.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
+#include "gpurun/util/privileges.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,4 +1,4 @@
-#include "job/slurm_launch.hpp"
+#include "slurm_launch.hpp"
 
 #include <unistd.h>
 
@@ -8,17 +8,17 @@
 #include <iostream>
 #include <ostream>
 
-#include "engine/docker_command.hpp"
-#include "job/slurm_oci.hpp"
-#include "job/slurm_report.hpp"
-#include "select/cpu_quota.hpp"
-#include "select/inventory.hpp"
-#include "slurm/slurm_environment.hpp"
-#include "slurm/slurm_query.hpp"
-#include "util/error.hpp"
-#include "util/exec.hpp"
-#include "util/process.hpp"
-#include "util/shell_quote.hpp"
+#include "gpurun/engine/docker_command.hpp"
+#include "gpurun/select/cpu_quota.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/slurm/slurm_environment.hpp"
+#include "gpurun/slurm/slurm_query.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/exec.hpp"
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/shell_quote.hpp"
+#include "slurm_oci.hpp"
+#include "slurm_report.hpp"
 
 namespace gpurun {
 namespace {
@@ -42,8 +42,8 @@ void warn_local_only(const Options& options) {
 
 // The fair share: the partition's CPUs per GPU, within 8..24, unless --cpus-per-gpu says.
 int cpus_per_gpu(const Options& options) {
-  if (options.cpus_per_gpu) return plan_cpus(options.gpus, options.gpus, options.gpus * *options.cpus_per_gpu,
-                                             options.cpus_per_gpu).per_gpu;
+  if (options.cpus_per_gpu)
+    return plan_cpus(options.gpus, options.gpus, options.gpus * *options.cpus_per_gpu, options.cpus_per_gpu).per_gpu;
   SlurmPartition partition;
   try {
     partition = choose_partition(query_partitions(smi_timeout(options)), options.slurm.partition);
@@ -54,8 +54,8 @@ int cpus_per_gpu(const Options& options) {
     throw Error(fmt::format("{} GPUs asked, but the nodes of partition {} have {}: gpurun runs a job on one node",
                             options.gpus, partition.name, partition.gpus_per_node));
   const CpuPlan plan = plan_cpus(options.gpus, partition.gpus_per_node, partition.cpus_per_node, std::nullopt);
-  spdlog::debug("partition {}: {} CPUs and {} GPUs per node; {} CPUs per GPU", partition.name,
-                partition.cpus_per_node, partition.gpus_per_node, plan.per_gpu);
+  spdlog::debug("partition {}: {} CPUs and {} GPUs per node; {} CPUs per GPU", partition.name, partition.cpus_per_node,
+                partition.gpus_per_node, plan.per_gpu);
   return std::max(1, plan.total / options.gpus);
 }
 
@@ -74,14 +74,14 @@ int submit(const std::vector<std::string>& argv, const std::string& output, bool
   std::string log = output;
   if (const auto at = log.find("%j"); at != std::string::npos) log.replace(at, 2, id);
   out << id << '\n';
-  std::cerr << fmt::format("gpurun: Slurm job {} is queued\n"
-                           "  its state:         squeue -j {}\n"
-                           "  follow its output: tail -f {}\n"
-                           "  attach to it:      sattach {}.0\n"
-                           "  cancel it:         scancel {}\n"
-                           "{}",
-                           id, id, shell_quote(log), id, id,
-                           report ? "  its --report is written to its output when it ends\n" : "");
+  std::cerr << fmt::format(
+      "gpurun: Slurm job {} is queued\n"
+      "  its state:         squeue -j {}\n"
+      "  follow its output: tail -f {}\n"
+      "  attach to it:      sattach {}.0\n"
+      "  cancel it:         scancel {}\n"
+      "{}",
+      id, id, shell_quote(log), id, id, report ? "  its --report is written to its output when it ends\n" : "");
   return 0;
 }
 
@@ -104,13 +104,15 @@ SlurmJob report_job(const Options& options, SlurmJob job) {
 
 SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::string& workdir, bool tty) {
   if (!options.publish.empty())
-    throw Error(fmt::format("--publish {}: Slurm has no port publishing; reach the node's ports directly "
-                            "(e.g. ssh -L) and drop --publish for the Slurm backend",
-                            options.publish.front()));
+    throw Error(
+        fmt::format("--publish {}: Slurm has no port publishing; reach the node's ports directly "
+                    "(e.g. ssh -L) and drop --publish for the Slurm backend",
+                    options.publish.front()));
   if (!options.docker_opts.empty())
-    throw Error(fmt::format("--docker-opt {}: docker options mean nothing to srun; give srun's own with "
-                            "--slurm-opt (slurm_srun_opts)",
-                            options.docker_opts.front()));
+    throw Error(
+        fmt::format("--docker-opt {}: docker options mean nothing to srun; give srun's own with "
+                    "--slurm-opt (slurm_srun_opts)",
+                    options.docker_opts.front()));
   SlurmJob job;
   job.gpus = options.gpus;
   job.cpus_per_gpu = cpus_per_gpu;

@@ -3,8 +3,8 @@
 // srun (attached) or sbatch (--detach) job. Slurm picks the GPUs and keeps the queue.
 #include <iosfwd>
 
-#include "config/options.hpp"
-#include "slurm/slurm_command.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/slurm/slurm_command.hpp"
 
 namespace gpurun {
 

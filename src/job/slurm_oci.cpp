@@ -1,4 +1,4 @@
-#include "job/slurm_oci.hpp"
+#include "slurm_oci.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -16,13 +16,13 @@
 #include <iostream>
 #include <regex>
 
-#include "engine/docker_command.hpp"
-#include "job/slurm_report.hpp"
-#include "slurm/slurm_environment.hpp"
-#include "slurm/slurm_query.hpp"
-#include "util/error.hpp"
-#include "util/process.hpp"
-#include "util/shell_quote.hpp"
+#include "gpurun/engine/docker_command.hpp"
+#include "gpurun/slurm/slurm_environment.hpp"
+#include "gpurun/slurm/slurm_query.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/shell_quote.hpp"
+#include "slurm_report.hpp"
 
 namespace gpurun {
 namespace {
@@ -35,8 +35,8 @@ constexpr unsigned kNvidiaMajor = 195;
 std::string run_checked(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   const ProcessResult result = run_process({argv, {}}, timeout);
   if (!result.succeeded())
-    throw Error(fmt::format("`{}` {}{}{}", shell_join(argv), describe_end(result, timeout), result.err.empty() ? "" : ": ",
-                            result.err.substr(0, 400)));
+    throw Error(fmt::format("`{}` {}{}{}", shell_join(argv), describe_end(result, timeout),
+                            result.err.empty() ? "" : ": ", result.err.substr(0, 400)));
   return result.out;
 }
 
@@ -51,7 +51,8 @@ fs::path cache_dir(const Options& options) {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && *xdg == '/') return fs::path(xdg) / "gpurun" / "oci";
   const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0') throw Error("slurm_container oci: no HOME for the bundle cache; set slurm_oci_cache");
+  if (home == nullptr || *home == '\0')
+    throw Error("slurm_container oci: no HOME for the bundle cache; set slurm_oci_cache");
   return fs::path(home) / ".cache" / "gpurun" / "oci";
 }
 
@@ -63,7 +64,9 @@ fs::path image_bundle(const Options& options, const fs::path& cache) {
   fs::create_directories(dir);
   const auto timeout = std::chrono::hours(1);  // a pull can take long
   spdlog::info("slurm_container oci: building the bundle of {} in {}", options.image, bundle.string());
-  run_checked({"skopeo", "copy", "--quiet", skopeo_source(options.image), "oci:" + (dir / "layout").string() + ":image"}, timeout);
+  run_checked(
+      {"skopeo", "copy", "--quiet", skopeo_source(options.image), "oci:" + (dir / "layout").string() + ":image"},
+      timeout);
   std::vector<std::string> unpack{"umoci", "unpack"};
   if (::geteuid() != 0) unpack.emplace_back("--rootless");
   unpack.insert(unpack.end(), {"--image", (dir / "layout").string() + ":image", (dir / "unpacking").string()});
@@ -102,10 +105,13 @@ int run_foreground(const std::vector<std::string>& argv) {
 // With --report it is the child of a gpurun step that samples the GPUs beside it (overlapping it).
 std::vector<std::string> oci_step_argv(const Options& options, const SlurmJob& job, const std::string& id,
                                        const std::string& bundle, const std::string& gpus) {
-  std::vector<std::string> argv{"srun", "--jobid=" + id, "--container=" + bundle, "env", "CUDA_VISIBLE_DEVICES=" + gpus};
+  std::vector<std::string> argv{"srun", "--jobid=" + id, "--container=" + bundle, "env",
+                                "CUDA_VISIBLE_DEVICES=" + gpus};
   for (const std::string& e : job.env)
-    if (e.find('=') != std::string::npos) argv.push_back(e);
-    else if (const char* v = std::getenv(e.c_str())) argv.push_back(e + "=" + v);
+    if (e.find('=') != std::string::npos)
+      argv.push_back(e);
+    else if (const char* v = std::getenv(e.c_str()))
+      argv.push_back(e + "=" + v);
   argv.insert(argv.end(), job.command.begin(), job.command.end());
   if (!options.report && options.report_json.empty()) return argv;
   std::vector<std::string> sampler{"srun", "--jobid=" + id, "--overlap"};
@@ -124,8 +130,8 @@ std::vector<int> job_gpus(const std::string& id, bool inside) {
 }  // namespace
 
 std::string skopeo_source(const std::string& image) {
-  for (const char* transport : {"docker://", "oci:", "oci-archive:", "docker-archive:", "dir:", "containers-storage:",
-                                "docker-daemon:"})
+  for (const char* transport :
+       {"docker://", "oci:", "oci-archive:", "docker-archive:", "dir:", "containers-storage:", "docker-daemon:"})
     if (image.rfind(transport, 0) == 0) return image;
   return "docker://" + image;
 }
@@ -152,7 +158,9 @@ json oci_job_config(json config, const OciJobSpec& spec) {
   json& mounts = config["mounts"];
   if (!mounts.is_array()) mounts = json::array();
   const auto bind = [&](const std::string& source, const std::string& destination, bool read_only) {
-    mounts.push_back({{"destination", destination}, {"type", "bind"}, {"source", source},
+    mounts.push_back({{"destination", destination},
+                      {"type", "bind"},
+                      {"source", source},
                       {"options", {"rbind", read_only ? "ro" : "rw"}}});
   };
   bind(spec.workdir, spec.workdir, false);
@@ -160,7 +168,8 @@ json oci_job_config(json config, const OciJobSpec& spec) {
     const std::string checked = pyxis_mount(volume);  // the same rules: absolute source, ro/rw only
     const auto first = checked.find(':');
     const auto second = checked.find(':', first + 1);
-    bind(checked.substr(0, first), checked.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1),
+    bind(checked.substr(0, first),
+         checked.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1),
          second != std::string::npos && checked.substr(second + 1) == "ro");
   }
   json& devices = config["linux"]["devices"];
@@ -171,12 +180,17 @@ json oci_job_config(json config, const OciJobSpec& spec) {
     // The node's own numbers where this machine has the node, else NVIDIA's (major 195, minor = index).
     unsigned major = kNvidiaMajor, minor = static_cast<unsigned>(gpu);
     const std::string path = fmt::format("/dev/nvidia{}", gpu);
-    if (struct stat st {}; ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
+    if (struct stat st{}; ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
       major = ::major(st.st_rdev);
       minor = ::minor(st.st_rdev);
     }
-    devices.push_back({{"path", path}, {"type", "c"}, {"major", major}, {"minor", minor}, {"fileMode", 0666},
-                       {"uid", 0}, {"gid", 0}});
+    devices.push_back({{"path", path},
+                       {"type", "c"},
+                       {"major", major},
+                       {"minor", minor},
+                       {"fileMode", 0666},
+                       {"uid", 0},
+                       {"gid", 0}});
     allowed.push_back({{"allow", true}, {"type", "c"}, {"major", major}, {"minor", minor}, {"access", "rwm"}});
   }
   for (const char* control : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}) {
@@ -193,8 +207,9 @@ SlurmJob oci_batch_job(const Options& options, SlurmJob job, const std::string& 
   if (options.image.empty()) throw Error("slurm_container oci needs an image: pass --image IMAGE");
   for (const std::string& volume : job.volumes) (void)pyxis_mount(volume);  // refused now, not in the queue
   // --no-config: the node's gpurun does what this one decided, whatever the node's files say.
-  std::vector<std::string> argv{self, "--no-config", "--backend", "slurm", "--slurm-container", "oci",
-                                "--image", options.image, "--cpus-per-gpu", std::to_string(job.cpus_per_gpu)};
+  std::vector<std::string> argv{
+      self,  "--no-config", "--backend",   "slurm",          "--slurm-container",
+      "oci", "--image",     options.image, "--cpus-per-gpu", std::to_string(job.cpus_per_gpu)};
   if (!options.slurm.oci_cache.empty()) argv.insert(argv.end(), {"--slurm-oci-cache", options.slurm.oci_cache});
   // The names only: sbatch carries the values in the job's environment (env K=V sbatch ...).
   for (const std::string& item : job.env) argv.insert(argv.end(), {"--env", item.substr(0, item.find('='))});
@@ -231,7 +246,8 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
   std::string id = enclosing;
   if (id.empty()) {
     const auto queue_timeout = std::chrono::hours(24 * 365);
-    const ProcessResult allocated = run_process({salloc, {}}, options.wait.enabled ? queue_timeout : std::chrono::minutes(5));
+    const ProcessResult allocated =
+        run_process({salloc, {}}, options.wait.enabled ? queue_timeout : std::chrono::minutes(5));
     if (!allocated.succeeded()) {
       std::cerr << allocated.err;
       return allocated.end == ProcessResult::End::exited ? allocated.exit_code : 125;

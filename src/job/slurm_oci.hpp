@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "config/options.hpp"
-#include "slurm/slurm_command.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/slurm/slurm_command.hpp"
 
 namespace gpurun {
 

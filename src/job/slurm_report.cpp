@@ -1,4 +1,4 @@
-#include "job/slurm_report.hpp"
+#include "slurm_report.hpp"
 
 #include <unistd.h>
 
@@ -11,13 +11,13 @@
 #include <fstream>
 #include <iostream>
 
-#include "job/job_report.hpp"
-#include "job/supervise.hpp"
-#include "render/report.hpp"
-#include "select/inventory.hpp"
-#include "slurm/slurm_environment.hpp"
-#include "slurm/slurm_query.hpp"
-#include "util/error.hpp"
+#include "gpurun/render/report.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/slurm/slurm_environment.hpp"
+#include "gpurun/slurm/slurm_query.hpp"
+#include "gpurun/util/error.hpp"
+#include "job_report.hpp"
+#include "supervise.hpp"
 
 namespace gpurun {
 namespace {
@@ -25,8 +25,9 @@ namespace {
 std::vector<int> step_gpu_indices() {
   for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"})
     if (auto indices = parse_index_ranges(slurm_variable(name)); !indices.empty()) return indices;
-  throw Error("--report inside a Slurm step: Slurm gave the step no GPUs (no SLURM_STEP_GPUS, SLURM_JOB_GPUS "
-              "or CUDA_VISIBLE_DEVICES)");
+  throw Error(
+      "--report inside a Slurm step: Slurm gave the step no GPUs (no SLURM_STEP_GPUS, SLURM_JOB_GPUS "
+      "or CUDA_VISIBLE_DEVICES)");
 }
 
 }  // namespace
@@ -40,10 +41,15 @@ std::string own_path() {
 }
 
 std::vector<std::string> report_flags(const Options& options) {
-  std::vector<std::string> argv{"--report", "--nvidia-smi", options.nvidia_smi,
-                                "--report-interval", fmt::format("{:g}", options.report_interval_s),
-                                "--report-threshold", fmt::format("{:g}", options.report_threshold),
-                                "--gpu-source", options.gpu_source};
+  std::vector<std::string> argv{"--report",
+                                "--nvidia-smi",
+                                options.nvidia_smi,
+                                "--report-interval",
+                                fmt::format("{:g}", options.report_interval_s),
+                                "--report-threshold",
+                                fmt::format("{:g}", options.report_threshold),
+                                "--gpu-source",
+                                options.gpu_source};
   if (!options.nvml_library.empty()) argv.insert(argv.end(), {"--nvml-library", options.nvml_library});
   if (!options.report_json.empty()) argv.insert(argv.end(), {"--report-json", options.report_json});
   return argv;

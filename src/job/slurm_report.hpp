@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "config/options.hpp"
+#include "gpurun/config/options.hpp"
 
 namespace gpurun {
 

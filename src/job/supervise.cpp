@@ -1,5 +1,5 @@
 // --report's job control: the job runs as gpurun's child while its GPUs are sampled.
-#include "job/supervise.hpp"
+#include "supervise.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,8 +7,8 @@
 
 #include <cerrno>
 
-#include "gpu/gpu_monitor.hpp"
-#include "util/process.hpp"
+#include "gpurun/gpu/gpu_monitor.hpp"
+#include "gpurun/util/process.hpp"
 
 namespace gpurun {
 namespace {

@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "job/job_report.hpp"
+#include "job_report.hpp"
 
 namespace gpurun {
 
 struct SupervisedRun {
-  std::vector<std::string> argv;        // the docker run command
+  std::vector<std::string> argv;  // the docker run command
   std::string nvidia_smi;
   std::chrono::milliseconds interval{1000};
   bool nvml = false;         // sample through NVML (the launch read its GPUs there): no nvidia-smi

@@ -1,4 +1,4 @@
-#include "locks/reservation.hpp"
+#include "gpurun/locks/reservation.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,11 +17,11 @@
 #include <thread>
 #include <utility>
 
-#include "util/accounts.hpp"
-#include "util/error.hpp"
-#include "util/privileges.hpp"
-#include "util/proc_info.hpp"
-#include "util/text.hpp"
+#include "gpurun/util/accounts.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/privileges.hpp"
+#include "gpurun/util/proc_info.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -50,9 +50,10 @@ void normalize_as_root(int dir_fd, const struct stat& info, const std::string& d
   const mode_t mode = group ? kGroupMode : kRootMode;
   if (info.st_uid == 0 && info.st_gid == gid && (info.st_mode & 07777) == mode) return;
   if ((info.st_mode & S_IWOTH) != 0)
-    spdlog::warn("lock directory {} was {}, writable by anyone, which sudo gpurun cannot trust: made it {} so that "
-                 "every launch on this machine shares one set of reservations",
-                 dir, describe(info), group ? fmt::format("root:{} {:o}", group_name(gid), mode) : "root:root 755");
+    spdlog::warn(
+        "lock directory {} was {}, writable by anyone, which sudo gpurun cannot trust: made it {} so that "
+        "every launch on this machine shares one set of reservations",
+        dir, describe(info), group ? fmt::format("root:{} {:o}", group_name(gid), mode) : "root:root 755");
   if (::fchown(dir_fd, 0, gid) != 0 || ::fchmod(dir_fd, mode) != 0)
     throw Error(fmt::format("lock directory {} cannot be used: cannot make it root's: {}", dir, std::strerror(errno)));
   Fd entries_fd(::dup(dir_fd));
@@ -71,9 +72,10 @@ void normalize_as_root(int dir_fd, const struct stat& info, const std::string& d
 // The mend for a directory that is not trusted, for whoever reads the error.
 std::string mend(const std::string& dir, std::optional<gid_t> group, const std::string& group_word) {
   const std::string owner = group ? "root:" + group_word : "root:root";
-  return fmt::format("an admin mends it with `sudo chown {} {} && sudo chmod {:o} {}` (or any gpurun command run as "
-                     "root, which does the same)",
-                     owner, dir, group ? kGroupMode : kRootMode, dir);
+  return fmt::format(
+      "an admin mends it with `sudo chown {} {} && sudo chmod {:o} {}` (or any gpurun command run as "
+      "root, which does the same)",
+      owner, dir, group ? kGroupMode : kRootMode, dir);
 }
 
 // Opens (creating, as root or for a non-root user's own choice) the directory, without following
@@ -152,7 +154,8 @@ std::string lock_holder(int fd) {
 }
 
 std::string reserved_claim(const std::string& holder) {
-  return holder.empty() ? "reserved by another gpurun launch" : fmt::format("reserved by another gpurun launch ({})", holder);
+  return holder.empty() ? "reserved by another gpurun launch"
+                        : fmt::format("reserved by another gpurun launch ({})", holder);
 }
 
 }  // namespace
@@ -172,16 +175,18 @@ std::string prepare_lock_dir(const LockDirSpec& spec, LockDirUse use) {
   const Fd fd = open_directory(dir, as_root || own_choice, missing);
   if (missing) {
     if (use == LockDirUse::read) return dir;  // nobody has reserved anything yet
-    throw Error(fmt::format("lock directory {} does not exist, and only root may create it (one set of reservations "
-                            "per machine): launch with `sudo gpurun`, or ask an admin to run `sudo systemd-tmpfiles "
-                            "--create` (gpurun's tmpfiles.d line makes it at boot)",
-                            dir));
+    throw Error(
+        fmt::format("lock directory {} does not exist, and only root may create it (one set of reservations "
+                    "per machine): launch with `sudo gpurun`, or ask an admin to run `sudo systemd-tmpfiles "
+                    "--create` (gpurun's tmpfiles.d line makes it at boot)",
+                    dir));
   }
   if (!fd.valid()) {
     const int error = errno;
     struct stat link {};
     if (error == ELOOP || (error == ENOTDIR && ::lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode)))
-      throw Error(fmt::format("lock directory {} cannot be used: it is a symbolic link, which gpurun does not follow", dir));
+      throw Error(
+          fmt::format("lock directory {} cannot be used: it is a symbolic link, which gpurun does not follow", dir));
     if (error == ENOTDIR) throw Error(fmt::format("lock directory {} cannot be used: it is not a directory", dir));
     throw Error(fmt::format("lock directory {} cannot be used: {}", dir, std::strerror(error)));
   }
@@ -190,16 +195,18 @@ std::string prepare_lock_dir(const LockDirSpec& spec, LockDirUse use) {
     throw Error(fmt::format("lock directory {} cannot be used: {}", dir, std::strerror(errno)));
   if (as_root) {
     if (info.st_uid != 0)
-      throw Error(fmt::format("lock directory {} cannot be used: it is {}, not root's, so whoever owns it could "
-                              "forge or hide reservations; {}",
-                              dir, describe(info), mend(dir, group, spec.group)));
+      throw Error(
+          fmt::format("lock directory {} cannot be used: it is {}, not root's, so whoever owns it could "
+                      "forge or hide reservations; {}",
+                      dir, describe(info), mend(dir, group, spec.group)));
     normalize_as_root(fd.get(), info, dir, group);
     return dir;
   }
   if (!own_choice && !trusted(info, group))
-    throw Error(fmt::format("lock directory {} cannot be used: it is {}, which sudo gpurun does not trust, so its "
-                            "launches and yours would keep separate reservations; {}",
-                            dir, describe(info), mend(dir, group, spec.group)));
+    throw Error(
+        fmt::format("lock directory {} cannot be used: it is {}, which sudo gpurun does not trust, so its "
+                    "launches and yours would keep separate reservations; {}",
+                    dir, describe(info), mend(dir, group, spec.group)));
   if (use == LockDirUse::launch && ::faccessat(fd.get(), ".", W_OK | X_OK, 0) != 0)
     throw Error(fmt::format("you cannot write the lock directory {} ({}): launch with `sudo gpurun`{}", dir,
                             describe(info),

@@ -1,4 +1,4 @@
-#include "locks/wait_queue.hpp"
+#include "gpurun/locks/wait_queue.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,10 +11,10 @@
 #include <ctime>
 #include <filesystem>
 
-#include "util/error.hpp"
-#include "util/fd.hpp"
-#include "util/privileges.hpp"
-#include "util/text.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
+#include "gpurun/util/privileges.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {

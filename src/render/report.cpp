@@ -1,4 +1,4 @@
-#include "render/report.hpp"
+#include "gpurun/render/report.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,9 +7,9 @@
 #include <cmath>
 #include <map>
 
-#include "render/table.hpp"
-#include "select/mig_units.hpp"
-#include "util/proc_info.hpp"
+#include "gpurun/render/table.hpp"
+#include "gpurun/select/mig_units.hpp"
+#include "gpurun/util/proc_info.hpp"
 
 namespace gpurun {
 namespace {
@@ -32,10 +32,11 @@ std::string memory_cell(const Gpu& g) {
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
   using Align = Column::Align;
   // The NUMA column only where sysfs placed a GPU: elsewhere the table stays as it was.
-  const bool numa = std::any_of(gpus.begin(), gpus.end(), [](const GpuAssessment& a) { return a.gpu.numa_node.has_value(); });
+  const bool numa =
+      std::any_of(gpus.begin(), gpus.end(), [](const GpuAssessment& a) { return a.gpu.numa_node.has_value(); });
   std::vector<Column> columns{Column::fixed("GPU", Align::right, 3), Column::fitted("NAME"),
-                              Column::fixed("MEMORY USED/TOTAL", Align::right, 19), Column::fixed("UTIL", Align::right, 4),
-                              Column::fixed("PROCS", Align::right, 5)};
+                              Column::fixed("MEMORY USED/TOTAL", Align::right, 19),
+                              Column::fixed("UTIL", Align::right, 4), Column::fixed("PROCS", Align::right, 5)};
   if (numa) columns.push_back(Column::fixed("NUMA", Align::right, 4));
   columns.push_back(Column::fixed("SCORE", Align::right, 5));
   columns.push_back(Column::fitted("STATE"));
@@ -68,12 +69,12 @@ std::string format_gpu_table(const std::vector<GpuAssessment>& gpus, const std::
       const MigPlace& place = *unit.gpu.mig;
       if (place.gpu_index != gpus[row - 1].gpu.index) continue;
       const Gpu& g = unit.gpu;
-      table += fmt::format("       MIG {:<8} GI {:<2} CI {:<2} {:>19}  {}  {} proc{}  {}  {}\n",
-                           place.profile.empty() ? "?" : place.profile, place.gpu_instance_id,
-                           place.compute_instance_id,
-                           fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
-                           kMigUtilizationNote, process_count(unit), unit.processes_known && g.processes.size() == 1 ? "" : "s",
-                           unit.free ? "free" : fmt::format("busy: {}", fmt::join(unit.reasons, "; ")), g.uuid);
+      table += fmt::format(
+          "       MIG {:<8} GI {:<2} CI {:<2} {:>19}  {}  {} proc{}  {}  {}\n",
+          place.profile.empty() ? "?" : place.profile, place.gpu_instance_id, place.compute_instance_id,
+          fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
+          kMigUtilizationNote, process_count(unit), unit.processes_known && g.processes.size() == 1 ? "" : "s",
+          unit.free ? "free" : fmt::format("busy: {}", fmt::join(unit.reasons, "; ")), g.uuid);
     }
   }
   return table;
@@ -89,20 +90,21 @@ std::string format_lost_gpus(const std::vector<LostGpu>& lost) {
 
 nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
-  for (const auto& p : a.gpu.processes) processes.push_back({{"pid", p.pid}, {"used_memory_mib", or_null(p.used_memory_mib)}});
+  for (const auto& p : a.gpu.processes)
+    processes.push_back({{"pid", p.pid}, {"used_memory_mib", or_null(p.used_memory_mib)}});
   if (!a.processes_known) processes = nullptr;
   nlohmann::ordered_json json{{"index", a.gpu.index},
-          {"uuid", a.gpu.uuid},
-          {"name", a.gpu.name},
-          {"memory_used_mib", or_null(a.gpu.memory_used_mib)},
-          {"memory_total_mib", or_null(a.gpu.memory_total_mib)},
-          {"utilization_percent", or_null(a.gpu.utilization_percent)},
-          {"mig_enabled", a.gpu.mig_enabled},
-          {"processes", processes},
-          {"score", a.score},
-          {"free", a.free},
-          {"reasons", a.reasons},
-          {"notes", a.notes}};
+                              {"uuid", a.gpu.uuid},
+                              {"name", a.gpu.name},
+                              {"memory_used_mib", or_null(a.gpu.memory_used_mib)},
+                              {"memory_total_mib", or_null(a.gpu.memory_total_mib)},
+                              {"utilization_percent", or_null(a.gpu.utilization_percent)},
+                              {"mig_enabled", a.gpu.mig_enabled},
+                              {"processes", processes},
+                              {"score", a.score},
+                              {"free", a.free},
+                              {"reasons", a.reasons},
+                              {"notes", a.notes}};
   // Where the GPU sits, only where known (the keys above stay as they were everywhere else).
   if (!a.gpu.pci_bus_id.empty()) json["pci_bus_id"] = a.gpu.pci_bus_id;
   if (a.gpu.numa_node) json["numa_node"] = *a.gpu.numa_node;
@@ -169,21 +171,23 @@ std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std
     for (int index : held_gpu_indices(c, plain))
       held_by[index].push_back(fmt::format("container {}{}", c.name, c.user.empty() ? "" : " (" + c.user + ")"));
   using Align = Column::Align;
-  Table table({Column::fixed("GPU", Align::right, 3), Column::fitted("NAME"), Column::fixed("UTILIZATION", Align::left, 17),
-               Column::fixed("MEMORY USED/TOTAL", Align::right, 19), Column::fixed("PROCS", Align::right, 5),
-               Column::fitted("HELD BY")});
+  Table table({Column::fixed("GPU", Align::right, 3), Column::fitted("NAME"),
+               Column::fixed("UTILIZATION", Align::left, 17), Column::fixed("MEMORY USED/TOTAL", Align::right, 19),
+               Column::fixed("PROCS", Align::right, 5), Column::fitted("HELD BY")});
   for (const auto& a : gpus) {
     const Gpu& g = a.gpu;
     std::string bar = "[          ]    ?";
     if (g.utilization_percent) {
       const auto filled = static_cast<std::size_t>(std::lround(std::clamp(*g.utilization_percent, 0.0, 100.0) / 10.0));
-      bar = fmt::format("[{}{}] {:>3.0f}%", std::string(filled, '#'), std::string(10 - filled, '.'), *g.utilization_percent);
+      bar = fmt::format("[{}{}] {:>3.0f}%", std::string(filled, '#'), std::string(10 - filled, '.'),
+                        *g.utilization_percent);
     }
     std::vector<std::string> holders = held_by[g.index];
     for (const auto& p : g.processes) {
       const auto user = process_user(p.pid);
       const std::string command = process_command(p.pid);
-      holders.push_back(fmt::format("{}{} pid {}", user ? *user + " " : "", command.empty() ? "process" : command, p.pid));
+      holders.push_back(
+          fmt::format("{}{} pid {}", user ? *user + " " : "", command.empty() ? "process" : command, p.pid));
     }
     if (holders.empty()) holders.emplace_back(a.free ? "-" : "busy: " + fmt::format("{}", fmt::join(a.reasons, "; ")));
     table.add_row({std::to_string(g.index), g.name.empty() ? "?" : g.name, std::move(bar), memory_cell(g),

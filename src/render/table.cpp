@@ -1,4 +1,4 @@
-#include "render/table.hpp"
+#include "gpurun/render/table.hpp"
 
 #include <fmt/format.h>
 

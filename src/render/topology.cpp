@@ -1,4 +1,4 @@
-#include "render/topology.hpp"
+#include "gpurun/render/topology.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "select/claims.hpp"
+#include "gpurun/select/claims.hpp"
 
 #include <fmt/format.h>
 

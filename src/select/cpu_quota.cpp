@@ -1,4 +1,4 @@
-#include "select/cpu_quota.hpp"
+#include "gpurun/select/cpu_quota.hpp"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "util/error.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
 

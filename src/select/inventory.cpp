@@ -1,4 +1,4 @@
-#include "select/inventory.hpp"
+#include "gpurun/select/inventory.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,12 +8,12 @@
 #include <cmath>
 #include <future>
 
-#include "engine/gpu_process_owner.hpp"
-#include "gpu/topology.hpp"
-#include "select/claims.hpp"
-#include "select/mig_units.hpp"
-#include "util/error.hpp"
-#include "locks/reservation.hpp"
+#include "gpurun/engine/gpu_process_owner.hpp"
+#include "gpurun/gpu/topology.hpp"
+#include "gpurun/locks/reservation.hpp"
+#include "gpurun/select/claims.hpp"
+#include "gpurun/select/mig_units.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -94,7 +94,8 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   }
   // The GPU processes' own containers: those of engines not asked (rootless ones, other users').
   // Not for a snapshot, whose PIDs are of another moment or machine.
-  if (!options.from_csv && !options.ignore_containers) add_process_holders(inventory.containers, gpus, host_proc_root());
+  if (!options.from_csv && !options.ignore_containers)
+    add_process_holders(inventory.containers, gpus, host_proc_root());
   add_claims(claims, container_claims(inventory.containers, gpus));
   if (!lock_dir.empty()) add_claims(claims, reserved_gpus(lock_dir, gpus));
   std::vector<bool> withheld(gpus.size(), false);  // by the site policy's allowed_gpus
@@ -122,12 +123,14 @@ PlacementHints placement_hints(const Options& options, const Inventory& inventor
 }
 
 PickResult pick_units(const Options& options, const Inventory& inventory) {
-  if (!options.mig) return pick(inventory.assessed, options.gpus, options.allow_busy, placement_hints(options, inventory));
+  if (!options.mig)
+    return pick(inventory.assessed, options.gpus, options.allow_busy, placement_hints(options, inventory));
   if (inventory.source != "nvml")
-    throw Error(fmt::format("--mig needs NVML as the GPU source, but {} answered: MIG instances and their processes "
-                            "are read through NVML. Use --gpu-source nvml (or auto where the driver's "
-                            "libnvidia-ml.so.1 loads), or leave out --mig",
-                            inventory.source));
+    throw Error(
+        fmt::format("--mig needs NVML as the GPU source, but {} answered: MIG instances and their processes "
+                    "are read through NVML. Use --gpu-source nvml (or auto where the driver's "
+                    "libnvidia-ml.so.1 loads), or leave out --mig",
+                    inventory.source));
   return pick_mig(inventory.mig_units, options.gpus, *options.mig, options.mig_allow_larger, options.allow_busy);
 }
 

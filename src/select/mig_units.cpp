@@ -1,4 +1,4 @@
-#include "select/mig_units.hpp"
+#include "gpurun/select/mig_units.hpp"
 
 #include <fmt/format.h>
 
@@ -57,8 +57,8 @@ PickResult pick_mig(const std::vector<GpuAssessment>& units, int count, const st
         profiles.push_back(unit.gpu.mig->profile);
     none.shortfall = units.empty() ? "--mig: no GPU of this machine has MIG instances (enable MIG and create instances "
                                      "with nvidia-smi mig, or leave out --mig)"
-                                   : fmt::format("--mig {}: no MIG instance has that profile (there are: {}){}", profile,
-                                                 fmt::join(profiles, ", "),
+                                   : fmt::format("--mig {}: no MIG instance has that profile (there are: {}){}",
+                                                 profile, fmt::join(profiles, ", "),
                                                  allow_larger ? "" : "; --mig-allow-larger lets a larger one serve");
     return none;
   }

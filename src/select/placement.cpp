@@ -1,11 +1,11 @@
-#include "select/placement.hpp"
+#include "gpurun/select/placement.hpp"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
 
-#include "gpu/topology.hpp"
+#include "gpurun/gpu/topology.hpp"
 
 namespace gpurun {
 namespace {
@@ -146,7 +146,8 @@ std::vector<GpuAssessment> choose_gpu_set(const std::vector<GpuAssessment>& rank
   keep_best(sets, [&](const Set& s) { return judge.nodes_spanned(s); });
   if (sets.size() > 1 && count > 1 && hints.links) {
     std::map<std::pair<int, int>, int> ranks;
-    for (const GpuLink& link : hints.links()) ranks[{std::min(link.a, link.b), std::max(link.a, link.b)}] = link_rank(link.kind);
+    for (const GpuLink& link : hints.links())
+      ranks[{std::min(link.a, link.b), std::max(link.a, link.b)}] = link_rank(link.kind);
     if (!ranks.empty()) keep_best(sets, [&](const Set& s) { return judge.connection(s, ranks); });
   }
   keep_best(sets, [&](const Set& s) { return judge.leftovers(s); });

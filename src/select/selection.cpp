@@ -1,13 +1,13 @@
-#include "select/selection.hpp"
+#include "gpurun/select/selection.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 
-#include "select/placement.hpp"
-#include "util/error.hpp"
-#include "util/text.hpp"
+#include "gpurun/select/placement.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -31,8 +31,8 @@ bool ranks_before(const GpuAssessment& a, const GpuAssessment& b) {
 }
 
 std::string too_few_message(const std::vector<GpuAssessment>& assessed, int count, std::size_t available) {
-  std::string message = fmt::format("need {} free GPU{} but {} of {} {} free:", count, count == 1 ? "" : "s",
-                                    available, assessed.size(), available == 1 ? "is" : "are");
+  std::string message = fmt::format("need {} free GPU{} but {} of {} {} free:", count, count == 1 ? "" : "s", available,
+                                    assessed.size(), available == 1 ? "is" : "are");
   for (const GpuAssessment& a : assessed) {
     const std::string state = a.free ? "free" : "busy: " + fmt::format("{}", fmt::join(a.reasons, "; "));
     message += fmt::format("\n  GPU {:<2} {:<24} {}", a.gpu.index, a.gpu.name.empty() ? "?" : a.gpu.name, state);
@@ -47,7 +47,8 @@ std::string too_few_message(const std::vector<GpuAssessment>& assessed, int coun
 
 double score(const Gpu& gpu) {
   const auto memory = memory_used_percent(gpu);
-  const auto util = gpu.utilization_percent ? std::optional(std::clamp(*gpu.utilization_percent, 0.0, 100.0)) : std::nullopt;
+  const auto util =
+      gpu.utilization_percent ? std::optional(std::clamp(*gpu.utilization_percent, 0.0, 100.0)) : std::nullopt;
   if (memory && util) return (*memory + *util) / 2.0;
   if (memory) return *memory;
   if (util) return *util;
@@ -76,15 +77,16 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
 
     if (!gpu.memory_used_mib) {
       if (memory_unreported && gpu.utilization_percent)
-        a.notes.emplace_back(fmt::format("memory could not be judged, the driver reports none (unified memory): "
-                                         "judged by {}utilization",
-                                         processes_known ? "processes and " : ""));
+        a.notes.emplace_back(
+            fmt::format("memory could not be judged, the driver reports none (unified memory): "
+                        "judged by {}utilization",
+                        processes_known ? "processes and " : ""));
       else
         a.reasons.emplace_back("memory use unknown");
     } else if (thresholds.max_memory.kind == MemoryLimit::Kind::mib) {
       if (*gpu.memory_used_mib > thresholds.max_memory.value)
-        a.reasons.push_back(fmt::format("memory used {:g} MiB > limit {:g} MiB", *gpu.memory_used_mib,
-                                        thresholds.max_memory.value));
+        a.reasons.push_back(
+            fmt::format("memory used {:g} MiB > limit {:g} MiB", *gpu.memory_used_mib, thresholds.max_memory.value));
     } else if (!gpu.memory_total_mib || *gpu.memory_total_mib <= 0) {
       a.reasons.emplace_back("total memory unknown, so the % limit cannot be checked");
     } else if (const double limit = *gpu.memory_total_mib * thresholds.max_memory.value / 100.0;
@@ -96,8 +98,8 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
     if (!gpu.utilization_percent) {
       a.notes.emplace_back("utilization unknown: judged by memory alone");
     } else if (*gpu.utilization_percent > thresholds.max_utilization_percent) {
-      a.reasons.push_back(fmt::format("utilization {:g}% > limit {:g}%", *gpu.utilization_percent,
-                                      thresholds.max_utilization_percent));
+      a.reasons.push_back(
+          fmt::format("utilization {:g}% > limit {:g}%", *gpu.utilization_percent, thresholds.max_utilization_percent));
     }
     a.free = a.reasons.empty();
     assessed.push_back(std::move(a));
@@ -114,10 +116,11 @@ std::string too_few_offered(const std::vector<GpuAssessment>& assessed, int coun
   if (mig == 0)
     return fmt::format("need {} GPUs but this machine has {}, of which the site policy lets gpurun hand out {}", count,
                        assessed.size(), offered);
-  return fmt::format("need {} GPUs but this machine has {}, of which gpurun can hand out {} ({} {} MIG enabled and {} "
-                     "never handed out whole{})",
-                     count, assessed.size(), offered, mig, mig == 1 ? "has" : "have", mig == 1 ? "is" : "are",
-                     withheld > 0 ? fmt::format("; the site policy withholds {}", withheld) : "");
+  return fmt::format(
+      "need {} GPUs but this machine has {}, of which gpurun can hand out {} ({} {} MIG enabled and {} "
+      "never handed out whole{})",
+      count, assessed.size(), offered, mig, mig == 1 ? "has" : "have", mig == 1 ? "is" : "are",
+      withheld > 0 ? fmt::format("; the site policy withholds {}", withheld) : "");
 }
 
 }  // namespace
@@ -127,7 +130,8 @@ std::vector<GpuAssessment> assess(const std::vector<Gpu>& gpus, const Thresholds
   return assess_gpus(gpus, thresholds, claims, true);
 }
 
-std::vector<GpuAssessment> assess(const Snapshot& snapshot, const Thresholds& thresholds, const ExternalClaims& claims) {
+std::vector<GpuAssessment> assess(const Snapshot& snapshot, const Thresholds& thresholds,
+                                  const ExternalClaims& claims) {
   return assess_gpus(snapshot.gpus, thresholds, claims, snapshot.processes_known);
 }
 

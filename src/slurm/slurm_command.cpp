@@ -1,12 +1,12 @@
-#include "slurm/slurm_command.hpp"
+#include "gpurun/slurm/slurm_command.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 
-#include "util/error.hpp"
-#include "util/shell_quote.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/shell_quote.hpp"
 
 namespace gpurun {
 namespace {
@@ -80,12 +80,14 @@ std::vector<std::string> step_tail(const SlurmJob& job) {
       break;
     case SlurmContainer::none:
       if (!job.volumes.empty())
-        throw Error(fmt::format("--volume {}: with slurm_container none the job runs on the node itself, with "
-                                "nothing to mount into; use slurm_container pyxis or oci, or drop the volume",
-                                job.volumes.front()));
+        throw Error(
+            fmt::format("--volume {}: with slurm_container none the job runs on the node itself, with "
+                        "nothing to mount into; use slurm_container pyxis or oci, or drop the volume",
+                        job.volumes.front()));
       break;
   }
-  if (job.command.empty()) throw Error("no command to run: under Slurm give one after --, e.g. gpurun 2 -- python train.py");
+  if (job.command.empty())
+    throw Error("no command to run: under Slurm give one after --, e.g. gpurun 2 -- python train.py");
   argv.insert(argv.end(), job.command.begin(), job.command.end());
   return argv;
 }
@@ -116,9 +118,10 @@ std::string pyxis_mount(const std::string& volume) {
   const auto colon = volume.find(':');
   const std::string source = volume.substr(0, colon);
   if (source.empty() || source.front() != '/')
-    throw Error(fmt::format("volume \"{}\": pyxis mounts paths of the node only (no named Docker volumes); "
-                            "give an absolute source path",
-                            volume));
+    throw Error(
+        fmt::format("volume \"{}\": pyxis mounts paths of the node only (no named Docker volumes); "
+                    "give an absolute source path",
+                    volume));
   if (colon == std::string::npos) return volume + ":" + volume;  // docker's -v /path: the same path inside
   const std::string rest = volume.substr(colon + 1);
   const auto flags_at = rest.find(':');
@@ -144,9 +147,11 @@ std::vector<std::string> build_srun_argv(const SlurmJob& job) {
 }
 
 std::vector<std::string> build_salloc_argv(const SlurmJob& job) {
-  if (job.command.empty()) throw Error("no command to run: under Slurm give one after --, e.g. gpurun 2 -- python train.py");
+  if (job.command.empty())
+    throw Error("no command to run: under Slurm give one after --, e.g. gpurun 2 -- python train.py");
   std::vector<std::string> argv{"salloc", "--no-shell"};
-  for (const auto& part : {allocation_options(job), queue_options(job), job.extra}) argv.insert(argv.end(), part.begin(), part.end());
+  for (const auto& part : {allocation_options(job), queue_options(job), job.extra})
+    argv.insert(argv.end(), part.begin(), part.end());
   return argv;
 }
 
@@ -160,8 +165,9 @@ std::vector<std::string> build_step_argv(const SlurmJob& job) {
 
 std::vector<std::string> build_sbatch_argv(const SlurmJob& job) {
   if (job.queue_limit)
-    throw Error("--wait with a limit cannot go with --detach under Slurm: sbatch has no --immediate; a batch job "
-                "waits in Slurm's queue until it runs or you `scancel` it. Drop the limit (--wait) or --detach");
+    throw Error(
+        "--wait with a limit cannot go with --detach under Slurm: sbatch has no --immediate; a batch job "
+        "waits in Slurm's queue until it runs or you `scancel` it. Drop the limit (--wait) or --detach");
   std::vector<std::string> argv = env_prefix(job);
   argv.insert(argv.end(), {"sbatch", "--parsable"});
   const auto allocation = allocation_options(job);
@@ -178,7 +184,8 @@ std::vector<std::string> build_sbatch_argv(const SlurmJob& job) {
 std::string parse_sbatch_job_id(const std::string& out) {
   std::string id = out.substr(0, out.find_first_of(";\n"));
   while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back())) != 0) id.pop_back();
-  if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
+  if (id.empty() ||
+      !std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
     throw Error(fmt::format("sbatch answered \"{}\", not a job id", out.substr(0, 200)));
   return id;
 }

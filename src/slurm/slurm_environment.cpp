@@ -1,4 +1,4 @@
-#include "slurm/slurm_environment.hpp"
+#include "gpurun/slurm/slurm_environment.hpp"
 
 #include <cstdlib>
 

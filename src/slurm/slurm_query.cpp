@@ -1,4 +1,4 @@
-#include "slurm/slurm_query.hpp"
+#include "gpurun/slurm/slurm_query.hpp"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <charconv>
 #include <sstream>
 
-#include "util/error.hpp"
-#include "util/process.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/process.hpp"
 
 namespace gpurun {
 namespace {
@@ -85,8 +85,10 @@ int gres_gpu_count(const std::string& gres) {
   for (char c : gres) {
     if (c == '(') ++depth;
     if (c == ')') --depth;
-    if (c == ',' && depth == 0) take();
-    else item += c;
+    if (c == ',' && depth == 0)
+      take();
+    else
+      item += c;
   }
   take();
   return total;
@@ -105,7 +107,8 @@ std::vector<SlurmPartition> parse_partitions(const std::string& sinfo_out) {
     }
     p.cpus_per_node = to_int(fields[1]);
     p.gpus_per_node = gres_gpu_count(fields[2]);
-    const auto same = std::find_if(partitions.begin(), partitions.end(), [&](const auto& q) { return q.name == p.name; });
+    const auto same =
+        std::find_if(partitions.begin(), partitions.end(), [&](const auto& q) { return q.name == p.name; });
     if (same == partitions.end()) {
       partitions.push_back(p);
     } else if (p.gpus_per_node > 0 && (same->gpus_per_node == 0 || p.gpus_per_node < same->gpus_per_node)) {
@@ -122,8 +125,9 @@ SlurmPartition choose_partition(const std::vector<SlurmPartition>& partitions, c
   std::string names;
   for (const auto& p : partitions) names += (names.empty() ? "" : ", ") + p.name;
   if (it == partitions.end())
-    throw Error(name.empty() ? fmt::format("the cluster has no default partition; set slurm_partition (one of: {})", names)
-                             : fmt::format("slurm_partition \"{}\": no such partition (the cluster has: {})", name, names));
+    throw Error(name.empty()
+                    ? fmt::format("the cluster has no default partition; set slurm_partition (one of: {})", names)
+                    : fmt::format("slurm_partition \"{}\": no such partition (the cluster has: {})", name, names));
   if (it->gpus_per_node == 0)
     throw Error(fmt::format("partition {} has no GPUs (no gpu GRES in sinfo); set slurm_partition (one of: {})",
                             it->name, names));

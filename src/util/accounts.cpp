@@ -1,4 +1,4 @@
-#include "util/accounts.hpp"
+#include "gpurun/util/accounts.hpp"
 
 #include <grp.h>
 #include <pwd.h>

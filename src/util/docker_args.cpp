@@ -1,11 +1,11 @@
-#include "util/docker_args.hpp"
+#include "gpurun/util/docker_args.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 
-#include "util/text.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -17,11 +17,10 @@ std::string docker_long_name(std::string_view name) {
 }
 
 std::string docker_short_name(char c) {
-  static const std::map<char, std::string> names{{'a', "attach"},  {'c', "cpu-shares"}, {'d', "detach"},
-                                                 {'e', "env"},     {'h', "hostname"},   {'i', "interactive"},
-                                                 {'l', "label"},   {'m', "memory"},     {'p', "publish"},
-                                                 {'P', "publish-all"}, {'q', "quiet"},  {'t', "tty"},
-                                                 {'u', "user"},    {'v', "volume"},     {'w', "workdir"}};
+  static const std::map<char, std::string> names{
+      {'a', "attach"},      {'c', "cpu-shares"}, {'d', "detach"}, {'e', "env"},     {'h', "hostname"},
+      {'i', "interactive"}, {'l', "label"},      {'m', "memory"}, {'p', "publish"}, {'P', "publish-all"},
+      {'q', "quiet"},       {'t', "tty"},        {'u', "user"},   {'v', "volume"},  {'w', "workdir"}};
   const auto it = names.find(c);
   return it != names.end() ? it->second : std::string(1, c);
 }
@@ -29,11 +28,11 @@ std::string docker_short_name(char c) {
 }  // namespace
 
 bool docker_boolean(std::string_view name) {
-  static const std::set<std::string_view> names{"detach",         "interactive",  "tty",
-                                                "privileged",     "init",         "rm",
-                                                "read-only",      "publish-all",  "oom-kill-disable",
-                                                "no-healthcheck", "sig-proxy",    "disable-content-trust",
-                                                "help",           "quiet",        "use-api-socket"};
+  static const std::set<std::string_view> names{"detach",         "interactive", "tty",
+                                                "privileged",     "init",        "rm",
+                                                "read-only",      "publish-all", "oom-kill-disable",
+                                                "no-healthcheck", "sig-proxy",   "disable-content-trust",
+                                                "help",           "quiet",       "use-api-socket"};
   return names.contains(name);
 }
 

@@ -1,4 +1,4 @@
-#include "util/exec.hpp"
+#include "gpurun/util/exec.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "util/error.hpp"
-#include "util/privileges.hpp"
-#include "util/text.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/privileges.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 

@@ -1,4 +1,4 @@
-#include "util/privileges.hpp"
+#include "gpurun/util/privileges.hpp"
 
 #include <grp.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "util/error.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -23,9 +23,7 @@ std::vector<gid_t>& root_groups() {
   return groups;
 }
 
-[[noreturn]] void fail(const char* what) {
-  throw Error(fmt::format("cannot {}: {}", what, std::strerror(errno)));
-}
+[[noreturn]] void fail(const char* what) { throw Error(fmt::format("cannot {}: {}", what, std::strerror(errno))); }
 
 void lower_to(const UserIds& ids) {
   if (::setgroups(ids.groups.size(), ids.groups.data()) != 0) fail("take on the caller's groups");

@@ -1,4 +1,4 @@
-#include "util/proc_info.hpp"
+#include "gpurun/util/proc_info.hpp"
 
 #include <pwd.h>
 
@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "util/text.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 

@@ -1,8 +1,8 @@
-#include "util/process.hpp"
+#include "gpurun/util/process.hpp"
 
-#include "util/error.hpp"
-#include "util/exec.hpp"
-#include "util/privileges.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/exec.hpp"
+#include "gpurun/util/privileges.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -62,7 +62,7 @@ class SpawnAttributes : public SpawnObject<posix_spawnattr_t, ::posix_spawnattr_
     sigemptyset(&none);
     ::posix_spawnattr_setsigdefault(get(), &all);
     ::posix_spawnattr_setsigmask(get(), &none);
-    // Under sudo (util/privileges.hpp) the child takes the real ids, root's: the programs gpurun
+    // Under sudo (gpurun/util/privileges.hpp) the child takes the real ids, root's: the programs gpurun
     // runs came from the admin's file only. Per child, so no other thread's rights change.
     const short reset = acting_for_caller() ? POSIX_SPAWN_RESETIDS : 0;
     ::posix_spawnattr_setflags(get(), static_cast<short>(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | reset));
@@ -170,7 +170,8 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
     std::vector<pollfd> fds;
     std::vector<std::pair<Fd*, std::string*>> sinks;
     for (std::size_t i = 0; i < children.size(); ++i) {
-      for (auto [fd, sink] : {std::pair{&children[i].out, &results[i].out}, std::pair{&children[i].err, &results[i].err}}) {
+      for (auto [fd, sink] :
+           {std::pair{&children[i].out, &results[i].out}, std::pair{&children[i].err, &results[i].err}}) {
         if (fd->get() < 0) continue;
         fds.push_back({fd->get(), POLLIN, 0});
         sinks.emplace_back(fd, sink);
@@ -199,7 +200,8 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
     // since a child that closed its output is usually exiting, then longer.
     const auto wait = fds.empty() ? std::min<std::chrono::nanoseconds>(left, reap_backoff) : left;
     if (fds.empty()) reap_backoff = std::min<std::chrono::nanoseconds>(reap_backoff * 2, std::chrono::milliseconds(5));
-    const timespec wait_ts{static_cast<time_t>(wait.count() / 1'000'000'000), static_cast<long>(wait.count() % 1'000'000'000)};
+    const timespec wait_ts{static_cast<time_t>(wait.count() / 1'000'000'000),
+                           static_cast<long>(wait.count() % 1'000'000'000)};
     const int ready = ::ppoll(fds.data(), fds.size(), &wait_ts, nullptr);
     if (ready < 0 && errno != EINTR) break;
     for (std::size_t k = 0; k < fds.size() && ready > 0; ++k)
@@ -244,7 +246,8 @@ ChildStream::ChildStream(const ProcessSpec& spec) {
   ProcessResult result;
   Running running = spawn(spec, result);
   if (running.pid < 0)
-    throw Error(fmt::format("cannot start {}: {}", spec.argv.empty() ? "" : spec.argv.front(), std::strerror(result.spawn_errno)));
+    throw Error(fmt::format("cannot start {}: {}", spec.argv.empty() ? "" : spec.argv.front(),
+                            std::strerror(result.spawn_errno)));
   running.err.reset();  // its diagnostics are not needed: a failed stream is restarted
   pid_ = running.pid;
   out_ = std::move(running.out);  // still O_CLOEXEC: a job spawned meanwhile never inherits it
@@ -289,7 +292,8 @@ pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
   const std::vector<char*> c_args = c_argv(argv);
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, path.c_str(), actions.get(), attributes.get(), c_args.data(), environ);
-  if (rc != 0) throw Error(fmt::format("cannot execute {}: {}", argv.front(), std::strerror(rc)), exit_code::cannot_execute);
+  if (rc != 0)
+    throw Error(fmt::format("cannot execute {}: {}", argv.front(), std::strerror(rc)), exit_code::cannot_execute);
   return pid;
 }
 

@@ -1,4 +1,4 @@
-#include "util/shell_quote.hpp"
+#include "gpurun/util/shell_quote.hpp"
 
 #include <algorithm>
 
@@ -13,8 +13,10 @@ bool is_safe(char c) {
 std::string single_quoted(std::string_view word) {
   std::string quoted = "'";
   for (char c : word) {
-    if (c == '\'') quoted += "'\\''";  // close, escaped quote, reopen
-    else quoted += c;
+    if (c == '\'')
+      quoted += "'\\''";  // close, escaped quote, reopen
+    else
+      quoted += c;
   }
   return quoted + "'";
 }

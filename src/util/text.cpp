@@ -1,4 +1,4 @@
-#include "util/text.hpp"
+#include "gpurun/util/text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,9 @@
 namespace gpurun::text {
 
 std::string_view trim(std::string_view s) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; };
+  const auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+  };
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
@@ -15,17 +17,15 @@ std::string_view trim(std::string_view s) {
 
 std::string to_lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-  });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
   return out;
 }
 
 std::string to_upper(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
-    return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
-  });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; });
   return out;
 }
 
@@ -78,7 +78,8 @@ NumberWithUnit split_unit(std::string_view s) {
                           s[i] == '+' || s[i] == 'e' || s[i] == 'E')) {
     // An 'e' only belongs to the number as an exponent followed by a digit or sign.
     if ((s[i] == 'e' || s[i] == 'E') &&
-        (i + 1 >= s.size() || (std::isdigit(static_cast<unsigned char>(s[i + 1])) == 0 && s[i + 1] != '-' && s[i + 1] != '+')))
+        (i + 1 >= s.size() ||
+         (std::isdigit(static_cast<unsigned char>(s[i + 1])) == 0 && s[i + 1] != '-' && s[i + 1] != '+')))
       break;
     ++i;
   }

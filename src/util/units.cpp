@@ -1,11 +1,11 @@
-#include "util/units.hpp"
+#include "gpurun/util/units.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
 
-#include "util/error.hpp"
-#include "util/text.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 
@@ -31,8 +31,8 @@ Percent parse_percent(std::string_view input, std::string_view what) {
   const auto [number, unit] = text::split_unit(input);
   const auto value = text::parse_double(number);
   if (!value || *value < 0 || *value > 100 || !(unit.empty() || unit == "%"))
-    throw Error(fmt::format("{} \"{}\": expected a percentage from 0 to 100, such as 10 or 10%", what,
-                            text::printable(input)));
+    throw Error(
+        fmt::format("{} \"{}\": expected a percentage from 0 to 100, such as 10 or 10%", what, text::printable(input)));
   return {*value};
 }
 
@@ -43,10 +43,15 @@ std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input) 
   if (trimmed.empty() || trimmed == "forever") return std::nullopt;
   const auto [number, unit] = text::split_unit(trimmed);
   const auto value = text::parse_double(number);
-  const long long scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : 0;
+  const long long scale = unit.empty() || unit == "s" ? 1
+                          : unit == "m"               ? 60
+                          : unit == "h"               ? 3600
+                          : unit == "d"               ? 86400
+                                                      : 0;
   if (!value || *value < 0 || scale == 0 || *value * static_cast<double>(scale) > 1e9)
-    throw Error(fmt::format("--wait={}: expected a duration such as 90, 30s, 5m or 2h (bare --wait waits without limit)",
-                            text::printable(input)));
+    throw Error(
+        fmt::format("--wait={}: expected a duration such as 90, 30s, 5m or 2h (bare --wait waits without limit)",
+                    text::printable(input)));
   return std::chrono::seconds(static_cast<long long>(*value * static_cast<double>(scale)));
 }
 
@@ -58,10 +63,8 @@ std::string format_duration(std::chrono::seconds duration, DurationStyle style) 
     char name;
   };
   const bool exact = style == DurationStyle::exact;
-  const std::array<Unit, 4> units{{{exact ? 0 : s / 86400, 'd'},
-                                   {exact ? s / 3600 : s % 86400 / 3600, 'h'},
-                                   {s % 3600 / 60, 'm'},
-                                   {s % 60, 's'}}};
+  const std::array<Unit, 4> units{
+      {{exact ? 0 : s / 86400, 'd'}, {exact ? s / 3600 : s % 86400 / 3600, 'h'}, {s % 3600 / 60, 'm'}, {s % 60, 's'}}};
   std::size_t first = 0;  // the largest unit that is not zero
   while (units[first].value == 0) ++first;
   const std::size_t end = exact ? units.size() : first + 2;

@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <ostream>
 
-#include "config/explain.hpp"
-#include "config/starter.hpp"
-#include "verbs/verbs.hpp"
-#include "util/error.hpp"
-#include "util/fd.hpp"
+#include "gpurun/config/explain.hpp"
+#include "gpurun/config/starter.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
+#include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun {
 
@@ -22,7 +22,7 @@ int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool
                  : config_report_table(config));
     return 0;
   }
-  // Under sudo: the caller's own file, written with the caller's rights (util/privileges.hpp).
+  // Under sudo: the caller's own file, written with the caller's rights (gpurun/util/privileges.hpp).
   const auto user_file = inputs.caller ? std::optional(caller_config_path(*inputs.caller)) : inputs.user_file;
   if (!user_file) throw Error("cannot tell where the user config goes: set HOME or XDG_CONFIG_HOME");
   const std::filesystem::path path = *user_file;
@@ -31,7 +31,8 @@ int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool
   // O_EXCL: an existing file is never overwritten, not even one created a moment ago.
   Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!fd.valid()) {
-    if (errno == EEXIST) throw Error(fmt::format("{} exists already; gpurun config init never overwrites it", path.string()));
+    if (errno == EEXIST)
+      throw Error(fmt::format("{} exists already; gpurun config init never overwrites it", path.string()));
     throw Error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   }
   const std::string text = starter_user_config();

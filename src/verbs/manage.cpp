@@ -6,14 +6,14 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/container_engine.hpp"
-#include "engine/ownership.hpp"
-#include "select/inventory.hpp"
-#include "util/accounts.hpp"
-#include "util/error.hpp"
-#include "util/exec.hpp"
-#include "util/text.hpp"
-#include "verbs/verbs.hpp"
+#include "gpurun/engine/container_engine.hpp"
+#include "gpurun/engine/ownership.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/util/accounts.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/exec.hpp"
+#include "gpurun/util/text.hpp"
+#include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun {
 namespace {
@@ -42,9 +42,12 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
     throw Error(fmt::format("no container \"{}\" that gpurun started (gpurun ps lists them)", shown));
   if (options.caller && !owns(*options.caller, *owner) && !in_admin_group(*options.caller, options.policy.admin_group))
     throw Error(fmt::format("not allowed under sudo: container \"{}\" belongs to {}, not to you ({})", shown,
-                            owner->user.empty() ? "someone else" : text::printable(owner->user), options.caller->login));
+                            owner->user.empty() ? "someone else" : text::printable(owner->user),
+                            options.caller->login));
   const std::string& id = owner->id.empty() ? name : owner->id;  // the id: the name may move meanwhile
-  exec_program(verb == "logs" ? engine->logs_argv(id) : verb == "attach" ? engine->attach_argv(id) : engine->stop_argv(id));
+  exec_program(verb == "logs"     ? engine->logs_argv(id)
+               : verb == "attach" ? engine->attach_argv(id)
+                                  : engine->stop_argv(id));
 }
 
 }  // namespace gpurun

@@ -1,22 +1,23 @@
-#include <set>
 #include <ostream>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "config/policy.hpp"
-#include "util/error.hpp"
-#include "select/inventory.hpp"
-#include "render/report.hpp"
-#include "verbs/verbs.hpp"
+#include "gpurun/config/policy.hpp"
+#include "gpurun/render/report.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun {
 
 int run_pick(const Options& options, std::ostream& out) {
   enforce_policy(options);
   if (options.backend == "slurm")
-    throw Error("pick names GPUs of this server; with the Slurm backend Slurm picks them when the job starts "
-                "(see `gpurun status`)");
+    throw Error(
+        "pick names GPUs of this server; with the Slurm backend Slurm picks them when the job starts "
+        "(see `gpurun status`)");
   const auto source = make_gpu_source(gpu_source_spec(options));
   const auto engine = make_container_engine(engine_spec(options));
   const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source, engine.get());
@@ -27,7 +28,8 @@ int run_pick(const Options& options, std::ostream& out) {
   if (options.mig) {
     // MIG instances are named by UUID in CUDA_VISIBLE_DEVICES, and a CUDA process sees one.
     if (chosen.size() > 1)
-      spdlog::info("CUDA uses one MIG instance per process: give each process one of these UUIDs in CUDA_VISIBLE_DEVICES");
+      spdlog::info(
+          "CUDA uses one MIG instance per process: give each process one of these UUIDs in CUDA_VISIBLE_DEVICES");
     std::vector<std::string> uuids;
     uuids.reserve(chosen.size());
     for (const auto& a : chosen) uuids.push_back(a.gpu.uuid);

@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -10,14 +10,14 @@
 #include <future>
 #include <ostream>
 
-#include "engine/gpu_process_owner.hpp"
-#include "select/claims.hpp"
-#include "util/error.hpp"
-#include "render/table.hpp"
-#include "select/inventory.hpp"
-#include "util/units.hpp"
-#include "verbs/slurm_views.hpp"
-#include "verbs/verbs.hpp"
+#include "gpurun/engine/gpu_process_owner.hpp"
+#include "gpurun/render/table.hpp"
+#include "gpurun/select/claims.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/units.hpp"
+#include "gpurun/verbs/verbs.hpp"
+#include "slurm_views.hpp"
 
 namespace gpurun {
 namespace {
@@ -70,9 +70,16 @@ int run_ps(const Options& options, std::ostream& out) {
       for (int index : held_gpu_indices(c, gpus))
         for (const Gpu& g : gpus)
           if (g.index == index) held.push_back({{"index", g.index}, {"uuid", g.uuid}});
-      list.push_back({{"id", c.id}, {"name", c.name}, {"user", c.user}, {"image", c.image}, {"status", c.status},
-                      {"started_at", c.started_at}, {"running_s", seconds_since(c.started_at).value_or(-1)},
-                      {"gpus", held}, {"devices", c.devices}, {"all_gpus", c.all_gpus},
+      list.push_back({{"id", c.id},
+                      {"name", c.name},
+                      {"user", c.user},
+                      {"image", c.image},
+                      {"status", c.status},
+                      {"started_at", c.started_at},
+                      {"running_s", seconds_since(c.started_at).value_or(-1)},
+                      {"gpus", held},
+                      {"devices", c.devices},
+                      {"all_gpus", c.all_gpus},
                       {"started_by_gpurun", c.started_by_gpurun}});
     }
     out << nlohmann::ordered_json{{"containers", list}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
@@ -84,8 +91,8 @@ int run_ps(const Options& options, std::ostream& out) {
                Column::fitted("IMAGE"), Column::fixed("RUNNING FOR", Align::right, 11),
                Column::fixed("STATUS", Align::left, 8), Column::fitted("GPURUN")});
   for (const auto& c : containers)
-    table.add_row({c.name, c.user.empty() ? "?" : c.user, gpu_list(c, gpus), c.image,
-                   running_for(c), c.status, c.started_by_gpurun ? "yes" : "no"});
+    table.add_row({c.name, c.user.empty() ? "?" : c.user, gpu_list(c, gpus), c.image, running_for(c), c.status,
+                   c.started_by_gpurun ? "yes" : "no"});
   out << table.str();
   return 0;
 }

@@ -1,4 +1,4 @@
-#include "verbs/slurm_views.hpp"
+#include "slurm_views.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <ostream>
 
-#include "select/inventory.hpp"
-#include "slurm/slurm_query.hpp"
-#include "util/error.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/slurm/slurm_query.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
 
@@ -18,9 +18,13 @@ int run_slurm_status(const Options& options, std::ostream& out) {
   if (options.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& n : nodes)
-      list.push_back({{"node", n.name}, {"partition", n.partition}, {"state", n.state},
-                      {"gpus_total", n.gpus_total}, {"gpus_allocated", n.gpus_allocated},
-                      {"cpus_total", n.cpus_total}, {"cpus_allocated", n.cpus_allocated}});
+      list.push_back({{"node", n.name},
+                      {"partition", n.partition},
+                      {"state", n.state},
+                      {"gpus_total", n.gpus_total},
+                      {"gpus_allocated", n.gpus_allocated},
+                      {"cpus_total", n.cpus_total},
+                      {"cpus_allocated", n.cpus_allocated}});
     out << nlohmann::ordered_json{{"nodes", list}}.dump(2) << '\n';
     return 0;
   }
@@ -43,8 +47,15 @@ int run_slurm_ps(const Options& options, std::ostream& out) {
   if (options.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& j : jobs)
-      list.push_back({{"id", j.id}, {"user", j.user}, {"name", j.name}, {"state", j.state}, {"time", j.time_used},
-                      {"time_limit", j.time_limit}, {"gpus", j.gpus}, {"gres", j.gres}, {"nodes", j.nodes},
+      list.push_back({{"id", j.id},
+                      {"user", j.user},
+                      {"name", j.name},
+                      {"state", j.state},
+                      {"time", j.time_used},
+                      {"time_limit", j.time_limit},
+                      {"gpus", j.gpus},
+                      {"gres", j.gres},
+                      {"nodes", j.nodes},
                       {"reason", j.reason}});
     out << nlohmann::ordered_json{{"jobs", list}}.dump(2) << '\n';
     return 0;
@@ -55,11 +66,11 @@ int run_slurm_ps(const Options& options, std::ostream& out) {
     user_width = std::max(user_width, j.user.size());
     name_width = std::max(name_width, j.name.size());
   }
-  out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<10}  {:>10}  {:>4}  {}\n", "JOBID", id_width, "USER", user_width, "NAME",
-                     name_width, "STATE", "TIME", "GPUS", "NODE (REASON)");
+  out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<10}  {:>10}  {:>4}  {}\n", "JOBID", id_width, "USER", user_width,
+                     "NAME", name_width, "STATE", "TIME", "GPUS", "NODE (REASON)");
   for (const auto& j : jobs)
-    out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<10}  {:>10}  {:>4}  {}\n", j.id, id_width, j.user, user_width, j.name,
-                       name_width, j.state, j.time_used, j.gpus,
+    out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<10}  {:>10}  {:>4}  {}\n", j.id, id_width, j.user, user_width,
+                       j.name, name_width, j.state, j.time_used, j.gpus,
                        j.state == "PENDING" ? "(" + j.reason + ")" : j.nodes);
   return 0;
 }

@@ -2,7 +2,7 @@
 // `status` and `ps` with the Slurm backend: the cluster's nodes and GPU jobs, from sinfo and squeue.
 #include <iosfwd>
 
-#include "config/options.hpp"
+#include "gpurun/config/options.hpp"
 
 namespace gpurun {
 

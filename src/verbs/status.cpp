@@ -7,16 +7,16 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <set>
 #include <ostream>
+#include <set>
 #include <thread>
 
-#include "util/error.hpp"
-#include "select/inventory.hpp"
-#include "render/report.hpp"
-#include "verbs/slurm_views.hpp"
-#include "render/topology.hpp"
-#include "verbs/verbs.hpp"
+#include "gpurun/render/report.hpp"
+#include "gpurun/render/topology.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/verbs/verbs.hpp"
+#include "slurm_views.hpp"
 
 namespace gpurun {
 namespace {
@@ -25,7 +25,8 @@ namespace {
 // follow each other, separated by a blank line, without escape codes.
 int watch(const Options& options, std::ostream& out) {
   const double interval = *options.watch_s;
-  if (!(interval >= 0.1 && interval <= 86400)) throw Error(fmt::format("--watch {:g}: give 0.1 to 86400 seconds", interval));
+  if (!(interval >= 0.1 && interval <= 86400))
+    throw Error(fmt::format("--watch {:g}: give 0.1 to 86400 seconds", interval));
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   const std::string lock_dir = lock_dir_for_reading(options);
   const auto source = make_gpu_source(gpu_source_spec(options));
@@ -36,8 +37,8 @@ int watch(const Options& options, std::ostream& out) {
     const Inventory inventory = take_inventory(options, lock_dir, *source, engine.get());
     warn_once(inventory.warnings, told);
     const std::time_t now = std::time(nullptr);
-    std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval, fmt::localtime(now),
-                                   terminal ? "  (Ctrl-C to stop)" : "");
+    std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval,
+                                   fmt::localtime(now), terminal ? "  (Ctrl-C to stop)" : "");
     text += format_watch_table(inventory.assessed, inventory.containers) + format_lost_gpus(inventory.lost);
     out << (terminal ? "\033[H\033[2J" : (frame > 1 ? "\n" : "")) << text << std::flush;
     if (options.watch_count > 0 && frame >= options.watch_count) return 0;

@@ -54,11 +54,12 @@ class CompletionTest : public GpurunTest {
     return env;
   }
   // What bash offers for `line` + TAB, in `cwd`; `mode` full loads bash-completion, plain does not.
-  std::vector<std::string> bash(const std::string& line, const std::string& mode = "full",
-                                const std::string& cwd = ".", Env extra = {}) const {
-    const Outcome run = shell(fmt::format("cd '{}' && exec bash --norc --noprofile '{}/tests/e2e/complete.bash' '{}' {} '{}' 2>/dev/null",
-                                          cwd, GPURUN_SOURCE_DIR, dir() + "/gpurun.bash", mode, line),
-                              shell_env(std::move(extra)));
+  std::vector<std::string> bash(const std::string& line, const std::string& mode = "full", const std::string& cwd = ".",
+                                Env extra = {}) const {
+    const Outcome run = shell(
+        fmt::format("cd '{}' && exec bash --norc --noprofile '{}/tests/e2e/complete.bash' '{}' {} '{}' 2>/dev/null",
+                    cwd, GPURUN_SOURCE_DIR, dir() + "/gpurun.bash", mode, line),
+        shell_env(std::move(extra)));
     EXPECT_EQ(run.exit_code, 0) << line;
     return sorted_lines(run.out);
   }
@@ -96,7 +97,8 @@ TEST_F(CompletionTest, ProfilesListsEveryProfileOfTheFilesSeenHere) {
 TEST_F(CompletionTest, BashOffersVerbsOptionsAndWhatFollowsAVerb) {
   for (const std::string mode : {"full", "plain"}) {
     SCOPED_TRACE(mode);
-    EXPECT_THAT(bash("gpurun ", mode), ElementsAre("attach", "completion", "config", "logs", "pick", "ps", "status", "stop"));
+    EXPECT_THAT(bash("gpurun ", mode),
+                ElementsAre("attach", "completion", "config", "logs", "pick", "ps", "status", "stop"));
     EXPECT_THAT(bash("gpurun --dry", mode), ElementsAre("--dry-run"));
     EXPECT_THAT(bash("gpurun -", mode), Contains("--profile"));
     EXPECT_THAT(bash("gpurun config ", mode), ElementsAre("init"));

@@ -40,7 +40,9 @@ class ConfigTest : public GpurunTest {
 TEST_F(ConfigTest, TheProjectFileGivesImageMountsAndEnvironmentFromASubdirectory) {
   const Outcome run = gpurun_in(project_ + "/src/deep", "--dry-run -q 2 python train.py");
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr(" --env WANDB_MODE=offline --volume /datasets:/datasets:ro lab/pytorch:24.05 python train.py\n"));
+  EXPECT_THAT(
+      run.out,
+      HasSubstr(" --env WANDB_MODE=offline --volume /datasets:/datasets:ro lab/pytorch:24.05 python train.py\n"));
 }
 
 TEST_F(ConfigTest, EnvironmentBeatsFilesAndFlagsBeatTheEnvironment) {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/docker_api.hpp"
-#include "engine/docker_cli_engine.hpp"
-#include "util/error.hpp"
+#include "docker/docker_api.hpp"
+#include "docker/docker_cli_engine.hpp"
+#include "gpurun/util/error.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -21,10 +21,14 @@ class EnginesTest : public GpurunTest {
  protected:
   // Two idle GPUs; pid 4242 runs on GPU 0 (busy by that process alone, with no container named).
   Env two_gpus_one_process() const {
-    test::write_file(dir() + "/two.json", std::string(R"({"gpus": [
-      {"index": 0, "uuid": ")") + kUuid0 + R"(", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0},
-      {"index": 1, "uuid": ")" + kUuid1 + R"(", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0}],
-      "processes": [{"gpu_uuid": ")" + kUuid0 + R"(", "pid": 4242, "process_name": "python3", "used_memory": 2}]})");
+    test::write_file(
+        dir() + "/two.json", std::string(R"({"gpus": [
+      {"index": 0, "uuid": ")") + kUuid0 +
+                                 R"(", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0},
+      {"index": 1, "uuid": ")" + kUuid1 +
+                                 R"(", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0}],
+      "processes": [{"gpu_uuid": ")" +
+                                 kUuid0 + R"(", "pid": 4242, "process_name": "python3", "used_memory": 2}]})");
     Env env = fakes("all_free_8.json");
     for (auto& [name, value] : env)
       if (name == "FAKE_SMI_SCENARIO") value = dir() + "/two.json";
@@ -34,8 +38,9 @@ class EnginesTest : public GpurunTest {
   void rootless_container_process() const {
     const std::string root = dir() + "/root";
     test::write_file(root + "/proc/4242/status", "Name:\tpython3\nUid:\t4100000\t4100000\t4100000\t4100000\n");
-    test::write_file(root + "/proc/4242/cgroup", "0::/user.slice/user-3999999.slice/user@3999999.service/user.slice/libpod-" +
-                                                     std::string(64, 'c') + ".scope/container\n");
+    test::write_file(root + "/proc/4242/cgroup",
+                     "0::/user.slice/user-3999999.slice/user@3999999.service/user.slice/libpod-" +
+                         std::string(64, 'c') + ".scope/container\n");
   }
   static Env with(Env env, const Env& more) {
     env.insert(env.end(), more.begin(), more.end());
@@ -78,16 +83,16 @@ TEST_F(EnginesTest, DryRunSaysAutoTakesCdiWhereDockerHasIt) {
   const Env env = with(two_gpus_one_process(), {{"FAKE_DOCKER_CDI_SPEC_DIRS", R"(["/etc/cdi","/var/run/cdi"])"}});
   const Outcome run = gpurun({"--dry-run", "--allow-busy", "--image", "img", "2", "--", "true"}, env);
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr(std::string(" --device nvidia.com/gpu=") + kUuid0 + " --device nvidia.com/gpu=" +
-                                 kUuid1 + " --cpus "));
+  EXPECT_THAT(run.out, HasSubstr(std::string(" --device nvidia.com/gpu=") + kUuid0 +
+                                 " --device nvidia.com/gpu=" + kUuid1 + " --cpus "));
   EXPECT_THAT(run.out, Not(HasSubstr("--gpus")));
   EXPECT_THAT(run.err, HasSubstr("GPUs requested as cdi (gpu_request auto: `" + fake("docker") +
                                  " info` lists CDI spec directories /etc/cdi, /var/run/cdi)"));
 }
 
 TEST_F(EnginesTest, TheRuntimeFormAsked) {
-  const Outcome run = gpurun({"--dry-run", "--gpu-request", "runtime", "--image", "img", "1", "--", "true"},
-                             two_gpus_one_process());
+  const Outcome run =
+      gpurun({"--dry-run", "--gpu-request", "runtime", "--image", "img", "1", "--", "true"}, two_gpus_one_process());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr(std::string(" --runtime=nvidia --env NVIDIA_VISIBLE_DEVICES=") + kUuid1 + " --cpus "));
   EXPECT_THAT(run.err, HasSubstr("GPUs requested as runtime (gpu_request is runtime)"));

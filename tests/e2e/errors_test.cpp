@@ -14,7 +14,9 @@ TEST_F(GpurunTest, TooFewFreeGpusExit125ListingEachGpuAndWhy) {
   EXPECT_FALSE(docker_ran());
   EXPECT_THAT(run.err, HasSubstr("gpurun: error: need 3 free GPUs but 2 of 8 are free:"));
   EXPECT_THAT(run.err, HasSubstr("GPU 3  NVIDIA A100-SXM4-80GB    busy: 1 compute process (pid 52771)"));
-  EXPECT_THAT(run.err, HasSubstr("GPU 6  NVIDIA A100-SXM4-80GB    busy: 1 compute process (pid 50310); utilization 30% > limit 10%"));
+  EXPECT_THAT(
+      run.err,
+      HasSubstr("GPU 6  NVIDIA A100-SXM4-80GB    busy: 1 compute process (pid 50310); utilization 30% > limit 10%"));
   EXPECT_THAT(run.err, HasSubstr("GPU 5  NVIDIA A100-SXM4-80GB    free"));
   EXPECT_THAT(run.err, HasSubstr("--allow-busy"));
   EXPECT_EQ(run.out, "");
@@ -86,9 +88,11 @@ INSTANTIATE_TEST_SUITE_P(
     DriverStates, NvidiaSmiFailure,
     ::testing::Values(
         DriverFailure{"no_devices.json", "exited with status 6: No devices were found"},
-        DriverFailure{"driver_not_loaded.json",
-                      "exited with status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
-        DriverFailure{"mismatch.json", "exited with status 18: Failed to initialize NVML: Driver/library version mismatch"}));
+        DriverFailure{
+            "driver_not_loaded.json",
+            "exited with status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
+        DriverFailure{"mismatch.json",
+                      "exited with status 18: Failed to initialize NVML: Driver/library version mismatch"}));
 
 TEST_F(GpurunTest, NvidiaSmiNotFoundSaysWhatToDo) {
   Env env = fakes("busy_dgx.json");
@@ -136,20 +140,20 @@ TEST_P(UsageError, Exits125WithAMessage) {
 
 INSTANTIATE_TEST_SUITE_P(
     BadInvocations, UsageError,
-    ::testing::Values(UsageCase{{"--image", "img", "0"}, "expected the number of GPUs (a whole number from 1), got \"0\""},
-                      UsageCase{{"--image", "img", "-3"}, "got \"-3\""},
-                      UsageCase{{"--image", "img", "two"}, "got \"two\""},
-                      UsageCase{{"--image", "img", "python", "train.py"}, "`gpurun 1 python` or `gpurun -- python`"},
-                      UsageCase{{"--no-such-flag"}, "--no-such-flag"},
-                      UsageCase{{"--image", "img", "--cpus-per-gpu", "30"}, "--cpus-per-gpu 30 is outside 8..24"},
-                      UsageCase{{"--image", "img", "--max-memory", "lots"}, "--max-memory \"lots\""},
-                      UsageCase{{"--image", "img", "--max-util", "150"}, "--max-util \"150\""},
-                      UsageCase{{"--image", "img", "--smi-timeout", "abc"}, "--smi-timeout"},
-                      UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout: expected a number of seconds above 0"},
-                      UsageCase{{"status", "2"}, "gpurun status takes no N"},
-                      UsageCase{{"pick", "2", "python"}, "gpurun pick takes no command"},
-                      UsageCase{{"completion"}, "gpurun completion needs the shell"},
-                      UsageCase{{"--image", "-it"}, "starts with '-'"}));
+    ::testing::Values(
+        UsageCase{{"--image", "img", "0"}, "expected the number of GPUs (a whole number from 1), got \"0\""},
+        UsageCase{{"--image", "img", "-3"}, "got \"-3\""}, UsageCase{{"--image", "img", "two"}, "got \"two\""},
+        UsageCase{{"--image", "img", "python", "train.py"}, "`gpurun 1 python` or `gpurun -- python`"},
+        UsageCase{{"--no-such-flag"}, "--no-such-flag"},
+        UsageCase{{"--image", "img", "--cpus-per-gpu", "30"}, "--cpus-per-gpu 30 is outside 8..24"},
+        UsageCase{{"--image", "img", "--max-memory", "lots"}, "--max-memory \"lots\""},
+        UsageCase{{"--image", "img", "--max-util", "150"}, "--max-util \"150\""},
+        UsageCase{{"--image", "img", "--smi-timeout", "abc"}, "--smi-timeout"},
+        UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout: expected a number of seconds above 0"},
+        UsageCase{{"status", "2"}, "gpurun status takes no N"},
+        UsageCase{{"pick", "2", "python"}, "gpurun pick takes no command"},
+        UsageCase{{"completion"}, "gpurun completion needs the shell"},
+        UsageCase{{"--image", "-it"}, "starts with '-'"}));
 
 TEST_F(GpurunTest, HelpAndVersionExitZeroOnStdout) {
   const Outcome help = gpurun({"--help"});

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "util/process.hpp"
+#include "gpurun/util/process.hpp"
 
 namespace gpurun::testing {
 
@@ -61,7 +61,8 @@ class GpurunTest : public ::testing::Test {
     // The tests decide every GPURUN_* variable themselves.
     std::vector<std::string> inherited;
     for (char** e = environ; *e != nullptr; ++e)
-      if (std::string_view(*e).starts_with("GPURUN_")) inherited.emplace_back(std::string_view(*e).substr(0, std::string_view(*e).find('=')));
+      if (std::string_view(*e).starts_with("GPURUN_"))
+        inherited.emplace_back(std::string_view(*e).substr(0, std::string_view(*e).find('=')));
     for (const auto& name : inherited) ::unsetenv(name.c_str());
     // No engine socket: the stand-in docker client answers (tests of the Engine API start a real
     // dockerd of their own, tests/e2e/real_docker_engine.sh).

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 
-#include "engine/docker_command.hpp"
+#include "gpurun/engine/docker_command.hpp"
 #include "gpurun_fixture.hpp"
 
 namespace gpurun::testing {
@@ -20,16 +20,43 @@ constexpr const char* kUuid5 = "GPU-171b2f3a-9f88-9eea-f77e-e09a4496e0ed";
 std::vector<std::string> expected_busy_dgx_args() {
   const std::string cwd = current_directory();
   const LaunchIdentity me = current_identity();
-  return {"run", "--rm", "--interactive", "--name", "job", "--gpus", "\"device=2,5\"", "--cpus", "16",
-          "--user", fmt::format("{}:{}", ::getuid(), ::getgid()), "--volume", cwd + ":" + cwd, "--workdir", cwd,
-          "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--log-opt", "max-size=50m",
-          "--label", "gpurun.user=" + me.login, "--label", "gpurun.gpus=2,5",
-          "--label", fmt::format("gpurun.gpu-uuids={},{}", kUuid2, kUuid5),
-          "me/torch:24.05", "python", "train.py", "--lr", "0.1"};
+  return {"run",
+          "--rm",
+          "--interactive",
+          "--name",
+          "job",
+          "--gpus",
+          "\"device=2,5\"",
+          "--cpus",
+          "16",
+          "--user",
+          fmt::format("{}:{}", ::getuid(), ::getgid()),
+          "--volume",
+          cwd + ":" + cwd,
+          "--workdir",
+          cwd,
+          "--shm-size=1g",
+          "--ulimit",
+          "memlock=-1",
+          "--ulimit",
+          "stack=67108864",
+          "--log-opt",
+          "max-size=50m",
+          "--label",
+          "gpurun.user=" + me.login,
+          "--label",
+          "gpurun.gpus=2,5",
+          "--label",
+          fmt::format("gpurun.gpu-uuids={},{}", kUuid2, kUuid5),
+          "me/torch:24.05",
+          "python",
+          "train.py",
+          "--lr",
+          "0.1"};
 }
 
-const std::vector<std::string> kBusyDgxLaunch{"--image", "me/torch:24.05", "--name", "job", "--host-cpus", "64",
-                                              "2", "--", "python", "train.py", "--lr", "0.1"};
+const std::vector<std::string> kBusyDgxLaunch{"--image", "me/torch:24.05", "--name",   "job",  "--host-cpus", "64", "2",
+                                              "--",      "python",         "train.py", "--lr", "0.1"};
 
 TEST_F(GpurunTest, LaunchExecsDockerOnTheTwoFreeGpusWithTheWholeCommand) {
   const Outcome run = gpurun(kBusyDgxLaunch, fakes("busy_dgx.json"));
@@ -51,20 +78,33 @@ TEST_F(GpurunTest, DryRunPrintsTheQuotedCommandOnStdoutAndRunsNothing) {
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_FALSE(docker_ran());
   const std::string cwd = current_directory();
-  EXPECT_EQ(run.out, fmt::format("{} run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 16 --user {}:{} "
-                                 "--volume {}:{} --workdir {} --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 "
-                                 "--log-opt max-size=50m --label gpurun.user={} --label gpurun.gpus=2,5 "
-                                 "--label gpurun.gpu-uuids={},{} me/torch:24.05 python train.py --lr 0.1\n",
-                                 fake("docker"), ::getuid(), ::getgid(), cwd, cwd, cwd, current_identity().login,
-                                 kUuid2, kUuid5));
+  EXPECT_EQ(
+      run.out,
+      fmt::format("{} run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 16 --user {}:{} "
+                  "--volume {}:{} --workdir {} --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 "
+                  "--log-opt max-size=50m --label gpurun.user={} --label gpurun.gpus=2,5 "
+                  "--label gpurun.gpu-uuids={},{} me/torch:24.05 python train.py --lr 0.1\n",
+                  fake("docker"), ::getuid(), ::getgid(), cwd, cwd, cwd, current_identity().login, kUuid2, kUuid5));
   // The ranking and the reasons go to stderr.
   EXPECT_THAT(run.err, HasSubstr("busy: 1 compute process (pid 52771)"));
   EXPECT_THAT(run.err, HasSubstr("picked GPUs 2,5 of 8"));
 }
 
 TEST_F(GpurunTest, PastingTheDryRunLineRunsExactlyTheSameArgv) {
-  const std::vector<std::string> args{"--dry-run", "--image", "me/torch:24.05", "--name", "job", "2", "--",
-                                      "python", "-c", "print('it''s $HOME'); import sys", "a b", "*", "", "\\n"};
+  const std::vector<std::string> args{"--dry-run",
+                                      "--image",
+                                      "me/torch:24.05",
+                                      "--name",
+                                      "job",
+                                      "2",
+                                      "--",
+                                      "python",
+                                      "-c",
+                                      "print('it''s $HOME'); import sys",
+                                      "a b",
+                                      "*",
+                                      "",
+                                      "\\n"};
   const Outcome dry = gpurun(args, fakes("busy_dgx.json"));
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   ASSERT_FALSE(docker_ran());
@@ -79,7 +119,7 @@ TEST_F(GpurunTest, PastingTheDryRunLineRunsExactlyTheSameArgv) {
 
 TEST_F(GpurunTest, WordsAfterTheCommandAreTheJobsEvenWithoutDoubleDash) {
   const Outcome run = gpurun({"--image", "img", "2", "--dry-run", "python", "train.py", "--dry-run", "--image", "x"},
-                         fakes("busy_dgx.json"));
+                             fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, ::testing::EndsWith(" img python train.py --dry-run --image x\n"));
 }
@@ -99,9 +139,10 @@ TEST_F(GpurunTest, DoubleDashAloneStartsTheCommandOnOneGpu) {
 }
 
 TEST_F(GpurunTest, ExtraDockerOptionsComeInOrderBeforeTheImage) {
-  const Outcome run = gpurun({"--dry-run", "--image", "img", "--name", "n", "-e", "A=1", "--env=B=2 3", "-v", "/data:/data",
-                          "-p", "8888:8888", "--docker-opt", "--ipc=host", "--docker-opt", "--network=none", "1"},
-                         fakes("busy_dgx.json"));
+  const Outcome run =
+      gpurun({"--dry-run", "--image", "img", "--name", "n", "-e", "A=1", "--env=B=2 3", "-v", "/data:/data", "-p",
+              "8888:8888", "--docker-opt", "--ipc=host", "--docker-opt", "--network=none", "1"},
+             fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("--label gpurun.gpus=5 --label gpurun.gpu-uuids=" + std::string(kUuid5) +
                                  " --env A=1 --env 'B=2 3' --volume /data:/data --publish 8888:8888 --ipc=host "
@@ -116,8 +157,8 @@ TEST_F(GpurunTest, NoTtyFlagWhenStdinIsNotATerminal) {
 TEST_F(GpurunTest, TtyFlagWhenStdinAndStdoutAreTerminals) {
   // script(1) gives the command a pseudo-terminal for stdin and stdout.
   if (::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) is not installed";
-  const Outcome run = shell(fmt::format("script -qec '{} --dry-run -q --image img' /dev/null", GPURUN_BINARY),
-                        fakes("busy_dgx.json"));
+  const Outcome run =
+      shell(fmt::format("script -qec '{} --dry-run -q --image img' /dev/null", GPURUN_BINARY), fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("docker run --rm --interactive --tty --name "));
 }
@@ -168,11 +209,11 @@ TEST_F(GpurunTest, CpusAreTheFairSharePerGpuClampedToTheHost) {
     return at == std::string::npos ? std::string("none: " + run.err)
                                    : run.out.substr(at + 7, run.out.find(' ', at + 7) - at - 7);
   };
-  EXPECT_EQ(cpus_for({"--host-cpus", "128", "2"}), "32");   // 128/8 = 16 per GPU
-  EXPECT_EQ(cpus_for({"--host-cpus", "256", "2"}), "48");   // 32 per GPU, clamped to 24
-  EXPECT_EQ(cpus_for({"--host-cpus", "32", "2"}), "16");    // 4 per GPU, raised to 8
+  EXPECT_EQ(cpus_for({"--host-cpus", "128", "2"}), "32");  // 128/8 = 16 per GPU
+  EXPECT_EQ(cpus_for({"--host-cpus", "256", "2"}), "48");  // 32 per GPU, clamped to 24
+  EXPECT_EQ(cpus_for({"--host-cpus", "32", "2"}), "16");   // 4 per GPU, raised to 8
   EXPECT_EQ(cpus_for({"--host-cpus", "128", "--cpus-per-gpu", "10", "3"}), "30");
-  EXPECT_EQ(cpus_for({"--host-cpus", "12", "2"}), "12");    // 16 wanted, the host has 12
+  EXPECT_EQ(cpus_for({"--host-cpus", "12", "2"}), "12");  // 16 wanted, the host has 12
 }
 
 TEST_F(GpurunTest, CpusCutToTheHostSayWhy) {
@@ -190,10 +231,11 @@ TEST_F(GpurunTest, AllowBusyTakesTheLowestScoresAmongAllGpus) {
 TEST_F(GpurunTest, CwdWithAColonIsMountedWithMountSyntax) {
   const std::string odd = dir() + "/a:b";
   std::filesystem::create_directory(odd);
-  const Outcome run = shell(fmt::format("cd '{}' && exec {} --dry-run --image img", odd, GPURUN_BINARY), fakes("busy_dgx.json"));
+  const Outcome run =
+      shell(fmt::format("cd '{}' && exec {} --dry-run --image img", odd, GPURUN_BINARY), fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr(fmt::format("--mount type=bind,source={}/a:b,target={}/a:b --workdir {}/a:b ",
-                                             dir(), dir(), dir())));
+  EXPECT_THAT(run.out, HasSubstr(fmt::format("--mount type=bind,source={}/a:b,target={}/a:b --workdir {}/a:b ", dir(),
+                                             dir(), dir())));
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <regex>
 #include <set>
 
-#include "config/config.hpp"
+#include "gpurun/config/config.hpp"
 #include "gpurun_fixture.hpp"
 
 namespace gpurun::testing {
@@ -70,7 +70,8 @@ TEST_F(ManPageTest, NamesEveryVerbAndConfigKey) {
   const std::string page = page_text();
   for (const std::string verb : {"pick", "status", "ps", "config", "completion"})
     EXPECT_TRUE(in_bold(page, verb)) << verb << " is not in docs/gpurun.1";
-  for (const ConfigKey& key : config_keys()) EXPECT_TRUE(in_bold(page, key.name)) << key.name << " is not in docs/gpurun.1";
+  for (const ConfigKey& key : config_keys())
+    EXPECT_TRUE(in_bold(page, key.name)) << key.name << " is not in docs/gpurun.1";
 }
 
 }  // namespace

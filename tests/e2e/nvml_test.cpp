@@ -122,7 +122,7 @@ TEST_F(NvmlTest, AReportedRunSamplesThroughNvmlAndSpawnsNoNvidiaSmi) {
   ASSERT_EQ(json["gpus"].size(), 2u);
   EXPECT_EQ(json["gpus"][0]["index"], 0);
   EXPECT_GE(json["gpus"][0]["samples"].get<int>(), 5);
-  EXPECT_EQ(json["gpus"][0]["util_p95"], 50);   // the driver's samples, 30 and 50 in turn
+  EXPECT_EQ(json["gpus"][0]["util_p95"], 50);  // the driver's samples, 30 and 50 in turn
   EXPECT_EQ(json["gpus"][0]["mem_peak_mib"], 1000.0);
   EXPECT_EQ(json["gpus"][1]["util_mean"], 55.0);  // no samples: the current rate
 }
@@ -136,9 +136,10 @@ TEST_F(NvmlTest, StatusListsTheInstancesUnderTheirGpu) {
   EXPECT_THAT(run.out,
               HasSubstr("\n       MIG 2g.20gb  GI 3  CI 0       15 / 20096 MiB  utilization n/a (NVML has none per "
                         "instance)  0 procs  free  MIG-2a3b4c5d-6e7f-5a8b-9c0d-1e2f3a4b5c6d\n"));
-  EXPECT_THAT(run.out, HasSubstr("\n       MIG 1g.10gb  GI 9  CI 0      3891 / 9984 MiB  utilization n/a (NVML has none "
-                                 "per instance)  1 proc  busy: 1 compute process (pid 8301); memory used 3891 MiB > "
-                                 "limit 998.4 MiB (10% of 9984 MiB)  MIG-3b4c5d6e-7f8a-5b9c-8d1e-2f3a4b5c6d7e\n"));
+  EXPECT_THAT(run.out,
+              HasSubstr("\n       MIG 1g.10gb  GI 9  CI 0      3891 / 9984 MiB  utilization n/a (NVML has none "
+                        "per instance)  1 proc  busy: 1 compute process (pid 8301); memory used 3891 MiB > "
+                        "limit 998.4 MiB (10% of 9984 MiB)  MIG-3b4c5d6e-7f8a-5b9c-8d1e-2f3a4b5c6d7e\n"));
   const Outcome json = gpurun({"status", "--json", "--ignore-containers"}, nvml("mig.json"));
   const auto parsed = nlohmann::json::parse(json.out);
   EXPECT_FALSE(parsed["gpus"][0].contains("mig_instances"));
@@ -158,7 +159,8 @@ TEST_F(NvmlTest, PickMigPrintsMigUuids) {
   EXPECT_EQ(one.out, "MIG-4c5d6e7f-8a9b-5c0d-9e2f-3a4b5c6d7e8f\n");
   EXPECT_THAT(one.err, Not(HasSubstr("one MIG instance per process")));
 
-  const Outcome two = gpurun({"pick", "--mig", "1g.10gb", "--mig-allow-larger", "2", "--ignore-containers"}, nvml("mig.json"));
+  const Outcome two =
+      gpurun({"pick", "--mig", "1g.10gb", "--mig-allow-larger", "2", "--ignore-containers"}, nvml("mig.json"));
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(two.out, "MIG-2a3b4c5d-6e7f-5a8b-9c0d-1e2f3a4b5c6d,MIG-4c5d6e7f-8a9b-5c0d-9e2f-3a4b5c6d7e8f\n");
   EXPECT_THAT(two.err, HasSubstr("CUDA uses one MIG instance per process"));
@@ -175,14 +177,15 @@ TEST_F(NvmlTest, AMigGpuIsNeverHandedOutWhole) {
 }
 
 TEST_F(NvmlTest, LaunchOnAMigInstanceGivesDockerItsUuid) {
-  const Outcome dry = gpurun({"--mig", "1g.10gb", "--dry-run", "-q", "--ignore-containers", "--image", "img", "1", "--",
-                              "python", "train.py"},
-                             nvml("mig.json"));
+  const Outcome dry = gpurun(
+      {"--mig", "1g.10gb", "--dry-run", "-q", "--ignore-containers", "--image", "img", "1", "--", "python", "train.py"},
+      nvml("mig.json"));
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_THAT(dry.out, HasSubstr("--gpus '\"device=MIG-4c5d6e7f-8a9b-5c0d-9e2f-3a4b5c6d7e8f\"'"));
   EXPECT_THAT(dry.out, HasSubstr("img python train.py"));
 
-  const Outcome run = gpurun({"--mig", "1g.10gb", "--ignore-containers", "--image", "img", "1", "true"}, nvml("mig.json"));
+  const Outcome run =
+      gpurun({"--mig", "1g.10gb", "--ignore-containers", "--image", "img", "1", "true"}, nvml("mig.json"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto argv = docker_argv();
   const auto gpus = std::find(argv.begin(), argv.end(), "--gpus");
@@ -193,8 +196,8 @@ TEST_F(NvmlTest, LaunchOnAMigInstanceGivesDockerItsUuid) {
 TEST_F(NvmlTest, AReservedInstanceIsBusyByItsMigUuid) {
   std::filesystem::create_directories(lock_dir());
   const std::string lock = lock_dir() + "/gpu-MIG-4c5d6e7f-8a9b-5c0d-9e2f-3a4b5c6d7e8f.lock";
-  const Outcome run = shell("flock -x '" + lock + "' " + GPURUN_BINARY + " pick --mig 1g.10gb --ignore-containers",
-                            nvml("mig.json"));
+  const Outcome run =
+      shell("flock -x '" + lock + "' " + GPURUN_BINARY + " pick --mig 1g.10gb --ignore-containers", nvml("mig.json"));
   EXPECT_EQ(run.exit_code, 125);
   EXPECT_THAT(run.err, HasSubstr("(GI 10 CI 0) busy: reserved by another gpurun launch"));
 }

@@ -55,11 +55,12 @@ TEST_F(GpurunTest, PickSkipsMigEnabledGpus) {
 TEST_F(GpurunTest, StatusTableShowsEveryGpuAndWhyItIsBusy) {
   const Outcome run = gpurun({"status"}, fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, ::testing::StartsWith(
-                           "GPU  NAME                     MEMORY USED/TOTAL  UTIL  PROCS  SCORE  STATE\n"
-                           "  0  NVIDIA A100-SXM4-80GB    78342 / 81920 MiB  100%      1   97.8  busy: 1 compute process "
-                           "(pid 48213); memory used 78342 MiB > limit 8192 MiB (10% of 81920 MiB); utilization 100% > "
-                           "limit 10%\n"));
+  EXPECT_THAT(run.out,
+              ::testing::StartsWith(
+                  "GPU  NAME                     MEMORY USED/TOTAL  UTIL  PROCS  SCORE  STATE\n"
+                  "  0  NVIDIA A100-SXM4-80GB    78342 / 81920 MiB  100%      1   97.8  busy: 1 compute process "
+                  "(pid 48213); memory used 78342 MiB > limit 8192 MiB (10% of 81920 MiB); utilization 100% > "
+                  "limit 10%\n"));
   EXPECT_THAT(run.out, HasSubstr("\n  5  NVIDIA A100-SXM4-80GB        3 / 81920 MiB    0%      0    0.0  free\n"));
   EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 9);
 }
@@ -89,7 +90,8 @@ TEST_F(GpurunTest, SnapshotFromAFileOrStdin) {
 
 TEST_F(GpurunTest, SnapshotWithoutAHeaderUsesTheDocumentedColumnOrder) {
   const std::string csv = dir() + "/plain.csv";
-  std::ofstream(csv) << "0, GPU-a, NVIDIA L40S, 40000, 46068, 99, [N/A]\r\n\r\n1, GPU-b, NVIDIA L40S, 1, 46068, 0, [N/A]\r\n";
+  std::ofstream(csv)
+      << "0, GPU-a, NVIDIA L40S, 40000, 46068, 99, [N/A]\r\n\r\n1, GPU-b, NVIDIA L40S, 1, 46068, 0, [N/A]\r\n";
   EXPECT_EQ(gpurun({"--from-csv", csv, "pick"}).out, "1\n");
 }
 

@@ -25,9 +25,12 @@ TEST_F(GpurunTest, UnifiedMemoryGb10IsFreeAndStatusSaysMemoryWasNotJudged) {
 
 TEST_F(GpurunTest, MoreGpusThanTheMachineHasFailsAtOnceWithOrWithoutWait) {
   const auto start = std::chrono::steady_clock::now();
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"pick", "2"}, {"pick", "--allow-busy", "2"}, {"--wait", "--image", "img", "2"},
-           {"--wait=1h", "--image", "img", "2"}, {"--dry-run", "--wait", "--image", "img", "2"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"pick", "2"},
+                                             {"pick", "--allow-busy", "2"},
+                                             {"--wait", "--image", "img", "2"},
+                                             {"--wait=1h", "--image", "img", "2"},
+                                             {"--dry-run", "--wait", "--image", "img", "2"}}) {
     const Outcome run = gpurun(args, fakes("gb10.json"));
     EXPECT_EQ(run.exit_code, 125) << args.back();
     EXPECT_THAT(run.err, HasSubstr("need 2 GPUs but this machine has 1 GPU"));
@@ -66,7 +69,8 @@ TEST_F(GpurunTest, ASnapshotWithItsAppsCsvIsJudgedWithItsProcesses) {
   const Outcome pick = gpurun({"--from-csv", gpus, "--from-apps-csv", apps, "pick"});
   EXPECT_EQ(pick.out, "1\n");
   EXPECT_THAT(pick.err, Not(HasSubstr("not checked")));
-  const auto json = nlohmann::json::parse(gpurun({"--from-csv", gpus, "--from-apps-csv", apps, "status", "--json"}).out);
+  const auto json =
+      nlohmann::json::parse(gpurun({"--from-csv", gpus, "--from-apps-csv", apps, "status", "--json"}).out);
   EXPECT_EQ(json["gpus"][0]["processes"][0]["pid"], 4242);
   const Outcome alone = gpurun({"--from-apps-csv", apps, "status"});
   EXPECT_EQ(alone.exit_code, 125);
@@ -76,7 +80,8 @@ TEST_F(GpurunTest, ASnapshotWithItsAppsCsvIsJudgedWithItsProcesses) {
 TEST_F(GpurunTest, ALostGpuIsNamedInStatusAndTheOthersAreUsed) {
   const Outcome status = gpurun({"status"}, fakes("lost_gpu.json"));
   EXPECT_EQ(status.exit_code, 0) << status.err;
-  EXPECT_THAT(status.err, HasSubstr("warning: nvidia-smi cannot reach the GPU at PCI bus 0000:34:00.0 (Unknown Error)"));
+  EXPECT_THAT(status.err,
+              HasSubstr("warning: nvidia-smi cannot reach the GPU at PCI bus 0000:34:00.0 (Unknown Error)"));
   EXPECT_THAT(status.out, HasSubstr("lost: the GPU at PCI bus 0000:34:00.0 cannot be reached (Unknown Error)"));
   const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, fakes("lost_gpu.json")).out);
   EXPECT_EQ(json["gpus"].size(), 3u);

@@ -2,8 +2,8 @@
 // utilization trace exactly.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
+#include <nlohmann/json.hpp>
 
 #include <future>
 #include <thread>
@@ -71,8 +71,8 @@ TEST_F(ReportTest, SummaryFiguresMatchTheTraceExactly) {
 }
 
 TEST_F(ReportTest, NoHintsAboveTheThreshold) {
-  const Outcome run = gpurun({"--report", "--report-interval", "0.1", "--report-threshold", "50", "--image", "img", "2"},
-                             reporting_env("2"));
+  const Outcome run = gpurun(
+      {"--report", "--report-interval", "0.1", "--report-threshold", "50", "--image", "img", "2"}, reporting_env("2"));
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_THAT(run.err, HasSubstr("GPU efficiency  77.5%"));
   EXPECT_THAT(run.err, ::testing::Not(HasSubstr("Below")));
@@ -136,9 +136,11 @@ TEST_F(GpurunTest, StatusWatchPrintsFramesWithoutEscapesWhenNotATerminal) {
   std::size_t frames = 0;
   for (std::size_t at = 0; (at = run.out.find("gpurun status, every 0.2s: ", at)) != std::string::npos; ++at) ++frames;
   EXPECT_EQ(frames, 2u);
-  EXPECT_THAT(run.out, ::testing::HasSubstr(
-                           "  6  NVIDIA A100-SXM4-80GB  [###.......]  30%     2351 / 81920 MiB      1  process pid 50310\n"));
-  EXPECT_THAT(run.out, ::testing::HasSubstr("  5  NVIDIA A100-SXM4-80GB  [..........]   0%        3 / 81920 MiB      0  -\n"));
+  EXPECT_THAT(run.out,
+              ::testing::HasSubstr(
+                  "  6  NVIDIA A100-SXM4-80GB  [###.......]  30%     2351 / 81920 MiB      1  process pid 50310\n"));
+  EXPECT_THAT(run.out,
+              ::testing::HasSubstr("  5  NVIDIA A100-SXM4-80GB  [..........]   0%        3 / 81920 MiB      0  -\n"));
   EXPECT_THAT(run.out, ::testing::HasSubstr("\n\ngpurun status, every 0.2s: "));  // frames apart
 }
 

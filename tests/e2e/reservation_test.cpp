@@ -93,9 +93,8 @@ TEST_F(ReservationTest, AKilledLauncherLeavesNoReservationBehind) {
   const std::string pid_file = dir() + "/pid";
   Env env = holding_launch_env("all_free_8.json", 60);
   auto launch = std::async(std::launch::async, [&] {
-    return run_process({{"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {} --image img 2 job", pid_file, GPURUN_BINARY)},
-                        env},
-                       60s);
+    return run_process(
+        {{"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {} --image img 2 job", pid_file, GPURUN_BINARY)}, env}, 60s);
   });
   ASSERT_TRUE(wait_for_file(argv_file(), 20s));
   EXPECT_EQ(gpurun({"pick", "2"}, fakes("all_free_8.json")).out, "2,3\n");
@@ -103,7 +102,7 @@ TEST_F(ReservationTest, AKilledLauncherLeavesNoReservationBehind) {
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   EXPECT_EQ(launch.get().signal, SIGKILL);
 
-  EXPECT_FALSE(std::filesystem::is_empty(lock_dir()));  // the files stay ...
+  EXPECT_FALSE(std::filesystem::is_empty(lock_dir()));                      // the files stay ...
   EXPECT_EQ(gpurun({"pick", "2"}, fakes("all_free_8.json")).out, "0,1\n");  // ... and block nobody
 }
 
@@ -178,14 +177,16 @@ TEST_F(ContainerAwarenessTest, AnEngineOutOfReachIsAWarningNotAFailure) {
   EXPECT_EQ(pick.exit_code, 0);
   EXPECT_EQ(pick.out, "0\n");
   EXPECT_THAT(pick.err, HasSubstr("warning: cannot ask the Docker engine which containers hold GPUs, going by "
-                                  "nvidia-smi alone: `" + fake("docker") + " ps` exited with status 1: Cannot connect"));
+                                  "nvidia-smi alone: `" +
+                                  fake("docker") + " ps` exited with status 1: Cannot connect"));
 }
 
 TEST_F(ContainerAwarenessTest, PsListsContainersHoldingGpus) {
   const Env env = with_containers("all_free_8.json", kTwoContainers);
   const Outcome ps = gpurun({"ps"}, env);
   EXPECT_EQ(ps.exit_code, 0) << ps.err;
-  EXPECT_THAT(ps.out, ::testing::StartsWith("NAME               USER        GPUS          IMAGE        RUNNING FOR  STATUS    GPURUN\n"));
+  EXPECT_THAT(ps.out, ::testing::StartsWith(
+                          "NAME               USER        GPUS          IMAGE        RUNNING FOR  STATUS    GPURUN\n"));
   EXPECT_THAT(ps.out, HasSubstr("bob_gpu0_12345678  bob         0             bob/train:1"));
   EXPECT_THAT(ps.out, HasSubstr("running   yes\n"));
   EXPECT_THAT(ps.out, HasSubstr("legacy             ?           1             old/tf:18"));

@@ -38,7 +38,8 @@ class TopologyTest : public GpurunTest {
 TEST_F(TopologyTest, DgxH100TwoGoIntoTheSocketAlreadyInUseWithItsCpusAndMemory) {
   const Outcome run = dry_run(on(test::dgx_h100(), "topo_dgx_h100_gpu5_busy.json"), "2");
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr(" --gpus '\"device=4,6\"' --cpus 32 --cpuset-cpus 56-111,168-223 --cpuset-mems 1 --user "));
+  EXPECT_THAT(run.out,
+              HasSubstr(" --gpus '\"device=4,6\"' --cpus 32 --cpuset-cpus 56-111,168-223 --cpuset-mems 1 --user "));
   EXPECT_THAT(read_file(smi_log()), HasSubstr("[\"topo\", \"-m\"]")) << "sets tied on NUMA nodes: links asked";
 }
 
@@ -63,7 +64,8 @@ TEST_F(TopologyTest, DgxA100FourGpusTakeOneSocketsTwoNodes) {
 TEST_F(TopologyTest, OneGpuAsksNoTopologyButGetsItsNode) {
   const Outcome run = dry_run(on(test::dgx_a100(), "topo_dgx_a100.json"), "1");
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr(" --gpus '\"device=0\"' --cpus 16 --cpuset-cpus 48-63,176-191 --cpuset-mems 3 --user "));
+  EXPECT_THAT(run.out,
+              HasSubstr(" --gpus '\"device=0\"' --cpus 16 --cpuset-cpus 48-63,176-191 --cpuset-mems 3 --user "));
   const std::string log = read_file(smi_log());
   EXPECT_THAT(log, Not(HasSubstr("topo"))) << "a single-GPU launch costs no topo -m";
   EXPECT_THAT(log, HasSubstr("\"--query-gpu=index,uuid,name,memory.used,memory.total,utilization.gpu,mig.mode.current,"
@@ -103,8 +105,10 @@ TEST_F(TopologyTest, StatusShowsTheNumaNodeWhereKnown) {
   const Outcome status = gpurun({"status"}, on(test::dgx_a100(), "topo_dgx_a100.json"));
   ASSERT_EQ(status.exit_code, 0) << status.err;
   EXPECT_THAT(status.out, HasSubstr("  UTIL  PROCS  NUMA  SCORE  STATE\n"));
-  EXPECT_THAT(status.out, HasSubstr("\n  0  NVIDIA A100-SXM4-80GB        4 / 81920 MiB    0%      0     3    0.0  free\n"));
-  EXPECT_THAT(status.out, HasSubstr("\n  4  NVIDIA A100-SXM4-80GB        4 / 81920 MiB    0%      0     7    0.0  free\n"));
+  EXPECT_THAT(status.out,
+              HasSubstr("\n  0  NVIDIA A100-SXM4-80GB        4 / 81920 MiB    0%      0     3    0.0  free\n"));
+  EXPECT_THAT(status.out,
+              HasSubstr("\n  4  NVIDIA A100-SXM4-80GB        4 / 81920 MiB    0%      0     7    0.0  free\n"));
   const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, on(test::dgx_a100(), "topo_dgx_a100.json")).out);
   EXPECT_EQ(json["gpus"][2]["numa_node"], 1);
   EXPECT_EQ(json["gpus"][2]["local_cpus"], "16-31,144-159");

@@ -44,7 +44,9 @@ TEST_F(GpurunTest, WaitingLaunchesAllRunAndNoGpuIsEverHeldTwice) {
 
   std::vector<std::future<Outcome>> launches;
   for (int i = 0; i < 8; ++i)
-    launches.push_back(std::async(std::launch::async, [&] { return gpurun({"--wait=2m", "--image", "img", "2", "job"}, env); }));
+    launches.push_back(std::async(std::launch::async, [&] {
+      return gpurun({"--wait=2m", "--image", "img", "2", "job"}, env);
+    }));
   for (auto& launch : launches) {
     const Outcome outcome = launch.get();
     EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
@@ -58,7 +60,8 @@ TEST_F(GpurunTest, WaitingLaunchesAllRunAndNoGpuIsEverHeldTwice) {
     for (int gpu : gpu_devices(job.gpus)) by_gpu[gpu].push_back(job);
   }
   for (auto& [gpu, intervals] : by_gpu) {
-    std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    std::sort(intervals.begin(), intervals.end(),
+              [](const Interval& a, const Interval& b) { return a.start < b.start; });
     for (std::size_t i = 1; i < intervals.size(); ++i)
       EXPECT_LE(intervals[i - 1].end, intervals[i].start) << "GPU " << gpu << " held by two jobs at once";
   }
@@ -77,9 +80,10 @@ TEST_F(GpurunTest, WaitGivesUpAtItsLimitWith125) {
 TEST_F(GpurunTest, CtrlCWhileWaitingLeavesNothingBehind) {
   const std::string pid_file = dir() + "/pid";
   auto waiting = std::async(std::launch::async, [&] {
-    return run_process({{"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {} --wait --image img 3", pid_file, GPURUN_BINARY)},
-                        fakes("busy_dgx.json")},
-                       60s);
+    return run_process(
+        {{"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {} --wait --image img 3", pid_file, GPURUN_BINARY)},
+         fakes("busy_dgx.json")},
+        60s);
   });
   // Wait until it has joined the queue.
   const auto has_ticket = [&] {

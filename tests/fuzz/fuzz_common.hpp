@@ -13,12 +13,12 @@ inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
 }
 
 // Not assert(): the fuzz build may define NDEBUG, and a broken property must never pass silently.
-#define GPURUN_FUZZ_CHECK(condition)                                                             \
-  do {                                                                                           \
-    if (!(condition)) {                                                                          \
-      std::fprintf(stderr, "%s:%d: property violated: %s\n", __FILE__, __LINE__, #condition);    \
-      std::abort();                                                                              \
-    }                                                                                            \
+#define GPURUN_FUZZ_CHECK(condition)                                                          \
+  do {                                                                                        \
+    if (!(condition)) {                                                                       \
+      std::fprintf(stderr, "%s:%d: property violated: %s\n", __FILE__, __LINE__, #condition); \
+      std::abort();                                                                           \
+    }                                                                                         \
   } while (false)
 
 }  // namespace gpurun::fuzz
@@ -27,18 +27,18 @@ inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
 // calling it. The unit tests (tests/unit/fuzz_replay_test.cpp) compile the same file with
 // GPURUN_FUZZ_REPLAY and replay the seed corpora and the regression inputs through NAME.
 #ifdef GPURUN_FUZZ_REPLAY
-#define GPURUN_FUZZ_TARGET(name)                                             \
-  namespace gpurun::fuzz {                                                   \
-  int name(const std::uint8_t* data, std::size_t size);                      \
-  }                                                                          \
+#define GPURUN_FUZZ_TARGET(name)                        \
+  namespace gpurun::fuzz {                              \
+  int name(const std::uint8_t* data, std::size_t size); \
+  }                                                     \
   int gpurun::fuzz::name(const std::uint8_t* data, std::size_t size)
 #else
-#define GPURUN_FUZZ_TARGET(name)                                                \
-  namespace gpurun::fuzz {                                                      \
-  int name(const std::uint8_t* data, std::size_t size);                         \
-  }                                                                             \
+#define GPURUN_FUZZ_TARGET(name)                                                      \
+  namespace gpurun::fuzz {                                                            \
+  int name(const std::uint8_t* data, std::size_t size);                               \
+  }                                                                                   \
   extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) { \
-    return gpurun::fuzz::name(data, size);                                      \
-  }                                                                             \
+    return gpurun::fuzz::name(data, size);                                            \
+  }                                                                                   \
   int gpurun::fuzz::name(const std::uint8_t* data, std::size_t size)
 #endif

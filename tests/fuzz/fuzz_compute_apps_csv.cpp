@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
-#include "util/error.hpp"
-#include "select/selection.hpp"
-#include "gpu/smi_csv.hpp"
+#include "gpurun/select/selection.hpp"
+#include "gpurun/util/error.hpp"
+#include "smi/smi_csv.hpp"
 
 namespace {
 

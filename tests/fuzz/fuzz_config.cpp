@@ -15,18 +15,18 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
-#include "config/config.hpp"
-#include "config/explain.hpp"
-#include "util/error.hpp"
-#include "config/options.hpp"
+#include "gpurun/config/config.hpp"
+#include "gpurun/config/explain.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace {
 
 // A private directory for the one file each input is written to; removed at exit.
 const std::string& scratch_file() {
   static const std::string path = [] {
-    std::string dir = (std::getenv("TMPDIR") != nullptr ? std::string(std::getenv("TMPDIR")) : "/tmp") +
-                      "/gpurun-fuzz-config-XXXXXX";
+    std::string dir =
+        (std::getenv("TMPDIR") != nullptr ? std::string(std::getenv("TMPDIR")) : "/tmp") + "/gpurun-fuzz-config-XXXXXX";
     GPURUN_FUZZ_CHECK(::mkdtemp(dir.data()) != nullptr);
     static const std::string file = dir + "/config.json";
     static const std::string directory = dir;

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
-#include "engine/containers.hpp"
-#include "select/claims.hpp"
-#include "util/error.hpp"
+#include "gpurun/engine/containers.hpp"
+#include "gpurun/select/claims.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace {
 

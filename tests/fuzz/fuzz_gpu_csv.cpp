@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
-#include "util/error.hpp"
-#include "render/report.hpp"
-#include "select/selection.hpp"
-#include "gpu/smi_csv.hpp"
+#include "gpurun/render/report.hpp"
+#include "gpurun/select/selection.hpp"
+#include "gpurun/util/error.hpp"
+#include "smi/smi_csv.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // libFuzzer target: the --docker-opt words of a caller under sudo, as the sudo rules read them
-// (config/sudo_rules.hpp). The caller is untrusted by definition: every spelling docker accepts
+// (gpurun/config/sudo_rules.hpp). The caller is untrusted by definition: every spelling docker accepts
 // (--opt=v, --opt v, clustered short options, --mount keys in any order) must meet the same rule.
 //
 // The input is the words, one per line. gpurun::Error is the documented answer to words it will
@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "config/sudo_rules.hpp"
 #include "fuzz_common.hpp"
-#include "util/docker_args.hpp"
-#include "util/error.hpp"
+#include "gpurun/config/sudo_rules.hpp"
+#include "gpurun/util/docker_args.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace {
 

@@ -13,20 +13,20 @@ SPANK_PLUGIN(pyxis, 1);
 
 static char record_path[4096];
 
-static int record(int val, const char *optarg, int remote) {
-  static const char *const names[] = {"container-image", "container-mounts", "container-workdir", "container-env",
+static int record(int val, const char* optarg, int remote) {
+  static const char* const names[] = {"container-image", "container-mounts", "container-workdir", "container-env",
                                       "container-name"};
   (void)remote;
   /* srun parses the options in its own (local) context: one line per option there. */
   if (spank_context() != S_CTX_LOCAL || record_path[0] == '\0') return 0;
-  FILE *f = fopen(record_path, "a");
+  FILE* f = fopen(record_path, "a");
   if (f == NULL) return -1;
   fprintf(f, "%s=%s\n", names[val], optarg ? optarg : "");
   /* --container-env names variables whose values pyxis takes from srun's environment. */
   if (val == 3 && optarg) {
     char *copy = strdup(optarg), *save = NULL;
-    for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-      const char *value = getenv(name);
+    for (char* name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+      const char* value = getenv(name);
       fprintf(f, "env %s=%s\n", name, value ? value : "(unset)");
     }
     free(copy);
@@ -43,7 +43,7 @@ static struct spank_option options[] = {
     {"container-name", "NAME", "pyxis stand-in: container name", 1, 4, record},
     SPANK_OPTIONS_TABLE_END};
 
-int slurm_spank_init(spank_t sp, int ac, char **av) {
+int slurm_spank_init(spank_t sp, int ac, char** av) {
   (void)sp;
   if (ac > 0) snprintf(record_path, sizeof record_path, "%s", av[0]);
   for (int i = 0; options[i].name != NULL; ++i)

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "gpu/topology.hpp"
+#include "gpurun/gpu/topology.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun::test {
@@ -31,8 +31,11 @@ FakeHost dgx_h100() {
 
 FakeHost pcie_2socket() {
   FakeHost host;
-  host.gpus = {{"00000000:81:00.0", 1}, {"00000000:01:00.0", 0}, {"00000000:02:00.0", 0},
-               {"00000000:41:00.0", 0}, {"00000000:42:00.0", 0}};
+  host.gpus = {{"00000000:81:00.0", 1},
+               {"00000000:01:00.0", 0},
+               {"00000000:02:00.0", 0},
+               {"00000000:41:00.0", 0},
+               {"00000000:42:00.0", 0}};
   host.nodes = {{0, "0-7,16-23"}, {1, "8-15,24-31"}};
   host.sockets = {{0, 0}, {1, 1}};
   return host;

@@ -15,9 +15,9 @@ struct FakeHost {
     std::string bus_id;  // as nvidia-smi prints it: "00000000:07:00.0"
     int node = -1;       // -1: the kernel knows no node (single-node hosts)
   };
-  std::vector<Gpu> gpus;               // by nvidia-smi index
-  std::map<int, std::string> nodes;    // NUMA node -> its CPUs ("48-63,176-191")
-  std::map<int, int> sockets;          // NUMA node -> physical package
+  std::vector<Gpu> gpus;             // by nvidia-smi index
+  std::map<int, std::string> nodes;  // NUMA node -> its CPUs ("48-63,176-191")
+  std::map<int, int> sockets;        // NUMA node -> physical package
 };
 
 // DGX A100: 2 x EPYC 7742 (NPS4, 8 nodes of 16 cores + SMT); GPUs 0,1 -> node 3; 2,3 -> 1;

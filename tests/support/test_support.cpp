@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 
 namespace {
 // Tests see no host topology unless they build one: sysfs is read under a root that does not
-// exist, so this machine's own /sys never changes what gpurun asks or picks (gpu/topology.hpp).
+// exist, so this machine's own /sys never changes what gpurun asks or picks (gpurun/gpu/topology.hpp).
 // A test that wants one sets GPURUN_SYSFS_ROOT itself (EnvGuard).
 const bool kNoHostSysfs = ::setenv("GPURUN_SYSFS_ROOT", "/nonexistent/gpurun-tests-sysfs", 0) == 0;
 }  // namespace
@@ -49,8 +49,8 @@ std::string read_file(const fs::path& path) {
 
 std::string write_script(const fs::path& path, std::string_view body) {
   write_file(path, "#!/bin/sh\n" + std::string(body) + (body.ends_with('\n') ? "" : "\n"));
-  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
   return path.string();
 }
 

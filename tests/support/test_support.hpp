@@ -10,8 +10,8 @@
 #include <string_view>
 #include <utility>
 
-#include "gpu/gpu.hpp"
-#include "util/error.hpp"
+#include "gpurun/gpu/gpu.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun::test {
 

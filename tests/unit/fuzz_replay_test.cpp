@@ -56,9 +56,7 @@ void replay(const std::string& target, Target check, std::size_t at_least) {
 
 TEST(FuzzReplay, GpuCsvCorpus) { replay("fuzz_gpu_csv", gpurun::fuzz::gpu_csv, 10); }
 TEST(FuzzReplay, ComputeAppsCsvCorpus) { replay("fuzz_compute_apps_csv", gpurun::fuzz::compute_apps_csv, 5); }
-TEST(FuzzReplay, DockerInspectCorpusAndRegressions) {
-  replay("fuzz_docker_inspect", gpurun::fuzz::docker_inspect, 5);
-}
+TEST(FuzzReplay, DockerInspectCorpusAndRegressions) { replay("fuzz_docker_inspect", gpurun::fuzz::docker_inspect, 5); }
 TEST(FuzzReplay, ConfigCorpusAndRegressions) { replay("fuzz_config", gpurun::fuzz::config, 10); }
 TEST(FuzzReplay, SudoDockerOptsCorpus) { replay("fuzz_sudo_docker_opts", gpurun::fuzz::sudo_docker_opts, 10); }
 

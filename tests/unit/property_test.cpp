@@ -13,10 +13,10 @@
 #include <string_view>
 #include <vector>
 
-#include "util/error.hpp"
-#include "gpu/gpu.hpp"
-#include "select/selection.hpp"
-#include "gpu/smi_csv.hpp"
+#include "gpurun/gpu/gpu.hpp"
+#include "gpurun/select/selection.hpp"
+#include "gpurun/util/error.hpp"
+#include "smi/smi_csv.hpp"
 
 namespace gpurun {
 namespace {
@@ -25,12 +25,11 @@ constexpr std::uint32_t kSeed = 20261121;
 constexpr int kCases = 300;
 
 // What nvidia-smi prints for a value it cannot read (tests/data/README.md): never with a unit.
-constexpr std::array<std::string_view, 7> kUnavailable{"[N/A]",         "[Not Supported]", "[GPU is lost]",
-                                                       "[Unknown Error]", "[Insufficient Permissions]",
-                                                       "N/A",           "[Not Found]"};
-constexpr std::array<std::string_view, 6> kNames{"NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3",
-                                                 "NVIDIA GeForce RTX 4090", "Tesla V100-SXM2-32GB",
-                                                 "NVIDIA L40S",           "NVIDIA RTX A6000"};
+constexpr std::array<std::string_view, 7> kUnavailable{
+    "[N/A]", "[Not Supported]", "[GPU is lost]", "[Unknown Error]", "[Insufficient Permissions]", "N/A", "[Not Found]"};
+constexpr std::array<std::string_view, 6> kNames{
+    "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090",
+    "Tesla V100-SXM2-32GB",  "NVIDIA L40S",           "NVIDIA RTX A6000"};
 constexpr std::array<double, 5> kTotals{24564, 32768, 40960, 46068, 81920};
 
 // --format=csv (header, units), csv,nounits, csv,noheader and csv,noheader,nounits.
@@ -77,7 +76,8 @@ Gpu random_gpu(Random& random, int index) {
     // Idle GPUs read a few MiB; make those, and exact ties, common.
     gpu.memory_used_mib = random.chance(0.4) ? random.between(0, 8) : random.between(0, total);
   }
-  if (!random.chance(0.15)) gpu.utilization_percent = random.chance(0.4) ? random.between(0, 3) : random.between(0, 100);
+  if (!random.chance(0.15))
+    gpu.utilization_percent = random.chance(0.4) ? random.between(0, 3) : random.between(0, 100);
   gpu.mig_enabled = random.chance(0.1);
   return gpu;
 }
@@ -131,7 +131,8 @@ std::string print_gpu_csv(Random& random, const std::vector<Gpu>& gpus, Format f
 std::string print_compute_apps_csv(Random& random, const std::vector<GpuProcess>& processes, Format format) {
   std::string csv = format.header ? "gpu_uuid, pid, used_gpu_memory [MiB]\n" : "";
   for (const GpuProcess& p : processes)
-    csv += p.gpu_uuid + ", " + std::to_string(p.pid) + ", " + cell(random, p.used_memory_mib, format.units, "MiB") + "\n";
+    csv +=
+        p.gpu_uuid + ", " + std::to_string(p.pid) + ", " + cell(random, p.used_memory_mib, format.units, "MiB") + "\n";
   return csv;
 }
 
@@ -156,8 +157,9 @@ void expect_same_gpus(const std::vector<Gpu>& parsed, const std::vector<Gpu>& ex
 Thresholds random_thresholds(Random& random) {
   Thresholds t;
   t.max_utilization_percent = random.between(0, 100);
-  t.max_memory = random.chance(0.5) ? MemoryLimit{MemoryLimit::Kind::percent, static_cast<double>(random.between(0, 100))}
-                                    : MemoryLimit{MemoryLimit::Kind::mib, static_cast<double>(random.between(0, 20000))};
+  t.max_memory = random.chance(0.5)
+                     ? MemoryLimit{MemoryLimit::Kind::percent, static_cast<double>(random.between(0, 100))}
+                     : MemoryLimit{MemoryLimit::Kind::mib, static_cast<double>(random.between(0, 20000))};
   return t;
 }
 
@@ -195,7 +197,8 @@ TEST(Property, HeaderColumnsMayComeInAnyOrder) {
     random.shuffle(columns);
     std::string csv;
     for (std::size_t c = 0; c < columns.size(); ++c) {
-      const bool has_unit = columns[c] == "memory.used" || columns[c] == "memory.total" || columns[c] == "utilization.gpu";
+      const bool has_unit =
+          columns[c] == "memory.used" || columns[c] == "memory.total" || columns[c] == "utilization.gpu";
       csv += (c == 0 ? "" : ", ") + std::string(columns[c]) +
              (has_unit ? (columns[c] == "utilization.gpu" ? " [%]" : " [MiB]") : "");
     }
@@ -279,8 +282,7 @@ TEST(Property, RankingAndPickDoNotDependOnRowOrder) {
     }
     // reparsed has no processes (the CSV carries none): compare it only where none were made.
     EXPECT_EQ(picked[0], picked[1]);
-    const bool any_process =
-        std::any_of(gpus.begin(), gpus.end(), [](const Gpu& g) { return !g.processes.empty(); });
+    const bool any_process = std::any_of(gpus.begin(), gpus.end(), [](const Gpu& g) { return !g.processes.empty(); });
     if (!any_process) {
       EXPECT_EQ(picked[0], picked[2]);
     }
@@ -323,7 +325,8 @@ TEST(Property, TheChosenAreNeverBusierThanOneLeftOut) {
         EXPECT_TRUE(c.free) << "GPU " << c.gpu.index << " was chosen but is busy";
       }
       for (const GpuAssessment& o : assessed) {
-        const bool left_out = std::find(chosen_indices.begin(), chosen_indices.end(), o.gpu.index) == chosen_indices.end();
+        const bool left_out =
+            std::find(chosen_indices.begin(), chosen_indices.end(), o.gpu.index) == chosen_indices.end();
         if (!left_out || (!allow_busy && !o.free) || o.gpu.mig_enabled) continue;  // MIG: never handed out whole
         EXPECT_TRUE(ranks_before(c, o)) << "chose GPU " << c.gpu.index << " (score " << c.score << ") over GPU "
                                         << o.gpu.index << " (score " << o.score << ")";
@@ -344,7 +347,8 @@ TEST(Property, ScoresStayWithinZeroToHundredAndBusyHasAReason) {
       EXPECT_LE(a.score, 100.0);
       EXPECT_EQ(a.free, a.reasons.empty());
       // Memory unknown on every GPU (unified memory) is judged by processes and utilization instead.
-      const bool unified = std::none_of(gpus.begin(), gpus.end(), [](const Gpu& g) { return g.memory_used_mib || g.memory_total_mib; });
+      const bool unified =
+          std::none_of(gpus.begin(), gpus.end(), [](const Gpu& g) { return g.memory_used_mib || g.memory_total_mib; });
       if (!a.gpu.processes.empty() || a.gpu.mig_enabled || (!a.gpu.memory_used_mib && !unified)) {
         EXPECT_FALSE(a.free);
       }

@@ -54,9 +54,9 @@ constexpr unsigned kNoInstance = 0xFFFFFFFFU;
 constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
 
 const std::map<std::string, Return> kCodes{
-    {"SUCCESS", 0},           {"UNINITIALIZED", 1},     {"INVALID_ARGUMENT", 2},        {"NOT_SUPPORTED", 3},
-    {"NO_PERMISSION", 4},     {"NOT_FOUND", 6},         {"INSUFFICIENT_SIZE", 7},       {"DRIVER_NOT_LOADED", 9},
-    {"GPU_IS_LOST", 15},      {"RESET_REQUIRED", 16},   {"LIB_RM_VERSION_MISMATCH", 18}, {"ARGUMENT_VERSION_MISMATCH", 25},
+    {"SUCCESS", 0},       {"UNINITIALIZED", 1},   {"INVALID_ARGUMENT", 2},         {"NOT_SUPPORTED", 3},
+    {"NO_PERMISSION", 4}, {"NOT_FOUND", 6},       {"INSUFFICIENT_SIZE", 7},        {"DRIVER_NOT_LOADED", 9},
+    {"GPU_IS_LOST", 15},  {"RESET_REQUIRED", 16}, {"LIB_RM_VERSION_MISMATCH", 18}, {"ARGUMENT_VERSION_MISMATCH", 25},
     {"UNKNOWN", 999}};
 
 struct Process {
@@ -123,7 +123,8 @@ std::unique_ptr<Device> read_gpu(const nlohmann::json& in) {
   auto gpu = std::make_unique<Device>();
   read_common(*gpu, in);
   gpu->bus_id = in.value("pci_bus_id", "00000000:00:00.0");
-  if (in.contains("utilization") && !in.at("utilization").is_null()) gpu->utilization = in.at("utilization").get<unsigned>();
+  if (in.contains("utilization") && !in.at("utilization").is_null())
+    gpu->utilization = in.at("utilization").get<unsigned>();
   if (in.contains("mig_mode")) gpu->mig_mode = in.at("mig_mode").get<unsigned>();
   if (in.contains("handle_error")) gpu->handle_error = code(in.at("handle_error"));
   gpu->insufficient_size_calls = in.value("insufficient_size_calls", 0);
@@ -165,9 +166,9 @@ Return load_scenario() {
 Device* as_device(void* handle) { return static_cast<Device*>(handle); }
 
 // The checks every device call starts with.
-#define FAKE_NVML_DEVICE_CALL(handle, call)      \
-  if (state.references == 0) return 1;           \
-  if ((handle) == nullptr) return 2;             \
+#define FAKE_NVML_DEVICE_CALL(handle, call) \
+  if (state.references == 0) return 1;      \
+  if ((handle) == nullptr) return 2;        \
   if (Return e = as_device(handle)->error(call)) return e
 
 Return copy_text(const std::string& text, char* buffer, unsigned length) {
@@ -236,19 +237,32 @@ EXPORT Return nvmlShutdown() {
 
 EXPORT const char* nvmlErrorString(Return result) {
   switch (result) {
-    case 0: return "Success";
-    case 1: return "Uninitialized";
-    case 2: return "Invalid Argument";
-    case 3: return "Not Supported";
-    case 4: return "Insufficient Permissions";
-    case 6: return "Not Found";
-    case 7: return "Insufficient Size";
-    case 9: return "Driver Not Loaded";
-    case 15: return "GPU is lost";
-    case 16: return "GPU requires reset";
-    case 18: return "RM has detected an NVML/RM version mismatch.";
-    case 25: return "Argument version mismatch";
-    default: return "Unknown Error";
+    case 0:
+      return "Success";
+    case 1:
+      return "Uninitialized";
+    case 2:
+      return "Invalid Argument";
+    case 3:
+      return "Not Supported";
+    case 4:
+      return "Insufficient Permissions";
+    case 6:
+      return "Not Found";
+    case 7:
+      return "Insufficient Size";
+    case 9:
+      return "Driver Not Loaded";
+    case 15:
+      return "GPU is lost";
+    case 16:
+      return "GPU requires reset";
+    case 18:
+      return "RM has detected an NVML/RM version mismatch.";
+    case 25:
+      return "Argument version mismatch";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -440,7 +454,8 @@ EXPORT Return nvmlDeviceGetSamples(void* handle, unsigned type, unsigned long lo
   }
   if (*count < 1) return 7;
   const auto now = static_cast<unsigned long long>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
   if (now <= last_seen) return 6;
   samples[0].timeStamp = now;
   samples[0].value = d->samples[d->next_sample++ % d->samples.size()];

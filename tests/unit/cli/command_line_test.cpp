@@ -1,5 +1,5 @@
 // Unit tests for the CLI splitter: `gpurun [options] [VERB] [options] [N] [--] [COMMAND ARGS...]`.
-#include "cli/command_line.hpp"
+#include "command_line.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun::cli {
 namespace {
@@ -141,16 +141,16 @@ namespace gpurun::cli {
 namespace {
 
 TEST(SplitCommandLine, AMigProfileAfterMigIsItsValueNotN) {
-  const CommandLine line = split_command_line({"--mig", "1g.10gb", "1", "--", "python", "train.py"},
-                                              [](std::string_view) { return false; },
-                                              [](std::string_view) { return false; });
+  const CommandLine line = split_command_line(
+      {"--mig", "1g.10gb", "1", "--", "python", "train.py"}, [](std::string_view) { return false; },
+      [](std::string_view) { return false; });
   EXPECT_EQ(line.options, (std::vector<std::string>{"--mig=1g.10gb"}));
   EXPECT_EQ(line.count, "1");
   EXPECT_EQ(line.command, (std::vector<std::string>{"python", "train.py"}));
   // A bare --mig before N leaves N alone; the job's own words are never touched.
-  const CommandLine bare = split_command_line({"--mig", "2", "train", "--mig", "1g.10gb"},
-                                              [](std::string_view) { return false; },
-                                              [](std::string_view) { return false; });
+  const CommandLine bare = split_command_line(
+      {"--mig", "2", "train", "--mig", "1g.10gb"}, [](std::string_view) { return false; },
+      [](std::string_view) { return false; });
   EXPECT_EQ(bare.options, (std::vector<std::string>{"--mig"}));
   EXPECT_EQ(bare.count, "2");
   EXPECT_EQ(bare.command, (std::vector<std::string>{"train", "--mig", "1g.10gb"}));

@@ -1,9 +1,9 @@
 // Unit tests for the layered configuration: precedence, lists, profiles, site policy, error
 // messages, the report and the starter file. Every file lives in a temporary directory or in
 // tests/data/config; the real /etc and $HOME are never read.
-#include "config/config.hpp"
-#include "config/explain.hpp"
-#include "config/starter.hpp"
+#include "gpurun/config/config.hpp"
+#include "gpurun/config/explain.hpp"
+#include "gpurun/config/starter.hpp"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "config/options.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -109,16 +109,14 @@ TEST_P(Precedence, TheHighestLayerThatSetsAKeyWins) {
   EXPECT_EQ(config.at("image").source.kind, c.winner);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layers, Precedence,
-                         ::testing::Values(PrecedenceCase{0, Kind::defaults, ""},
-                                           PrecedenceCase{1, Kind::system, "system"},
-                                           PrecedenceCase{2, Kind::user, "user"},
-                                           PrecedenceCase{3, Kind::project, "project"},
-                                           PrecedenceCase{4, Kind::extra_file, "extra"},
-                                           PrecedenceCase{5, Kind::extra_file, "extra"},  // profile sets none
-                                           PrecedenceCase{6, Kind::profile, "profile"},
-                                           PrecedenceCase{7, Kind::environment, "env"},
-                                           PrecedenceCase{8, Kind::flag, "flag"}));
+INSTANTIATE_TEST_SUITE_P(
+    Layers, Precedence,
+    ::testing::Values(PrecedenceCase{0, Kind::defaults, ""}, PrecedenceCase{1, Kind::system, "system"},
+                      PrecedenceCase{2, Kind::user, "user"}, PrecedenceCase{3, Kind::project, "project"},
+                      PrecedenceCase{4, Kind::extra_file, "extra"},
+                      PrecedenceCase{5, Kind::extra_file, "extra"},  // profile sets none
+                      PrecedenceCase{6, Kind::profile, "profile"}, PrecedenceCase{7, Kind::environment, "env"},
+                      PrecedenceCase{8, Kind::flag, "flag"}));
 
 TEST_F(ConfigTest, EachKeyComesFromItsOwnHighestLayer) {
   write("etc/config.json", R"({"max_util": 20, "image": "sys", "smi_timeout": 5})");
@@ -214,7 +212,7 @@ TEST_F(ConfigTest, ProfileDefinedInSeveralFilesMergesInFileOrder) {
   in.user_file = kData + "profiles-user.json";
   in.profile = "jupyter";
   const Config config = load_config(in);
-  EXPECT_EQ(config.at("gpus").value, 2);                                        // the user's wins
+  EXPECT_EQ(config.at("gpus").value, 2);                                           // the user's wins
   EXPECT_EQ(config.at("publish").value, json::array({"8888:8888", "6006:6006"}));  // lists add up
   EXPECT_EQ(config.at("env").value, json::array({"JUPYTER_TOKEN=lab"}));
   EXPECT_EQ(config.at("command").value[0], "jupyter");  // only the system's sets it
@@ -313,33 +311,29 @@ TEST_P(Refusal, EverySpellingOfARefusedOptionIsRefused) {
 
 INSTANTIATE_TEST_SUITE_P(
     Spellings, Refusal,
-    ::testing::Values(RefusalCase{{"--privileged"}, {}, true, "--privileged"},
-                      RefusalCase{{"--privileged=true"}, {}, true, "--privileged"},
-                      RefusalCase{{"--privileged=1"}, {}, true, "--privileged"},
-                      RefusalCase{{"--privileged=false"}, {}, false, ""},
-                      RefusalCase{{"--ipc=host"}, {}, false, ""},
-                      RefusalCase{{"--pid=host"}, {}, true, "--pid=host"},
-                      RefusalCase{{"--pid", "host"}, {}, true, "--pid=host"},
-                      RefusalCase{{"--pid=container:web"}, {}, false, ""},
-                      RefusalCase{{"--network=host"}, {}, true, "--network host"},
-                      RefusalCase{{"--net", "host"}, {}, true, "--network host"},  // the old alias
-                      RefusalCase{{"--network", "bridge"}, {}, false, ""},
-                      RefusalCase{{"-it", "--rm", "-v", "/var/run/docker.sock:/var/run/docker.sock"}, {}, true,
-                                  "-v /var/run/docker.sock"},
-                      RefusalCase{{"-v/var/run/docker.sock:/d.sock"}, {}, true, "-v /var/run/docker.sock"},
-                      RefusalCase{{"--volume=/var/run/docker.sock:/s:ro"}, {}, true, "-v /var/run/docker.sock"},
-                      RefusalCase{{}, {"/var/run/docker.sock:/var/run/docker.sock"}, true, "-v /var/run/docker.sock"},
-                      RefusalCase{{}, {"/var/run:/host-run"}, true, "-v /var/run/docker.sock"},  // exposes it
-                      RefusalCase{{}, {"/:/host:ro"}, true, "-v /var/run/docker.sock"},
-                      RefusalCase{{}, {"/var/lib/data:/data", "cache:/cache"}, false, ""},
-                      RefusalCase{{"--mount", "type=bind,src=/var/run/docker.sock,dst=/s"}, {}, true,
-                                  "-v /var/run/docker.sock"},
-                      RefusalCase{{"--mount=type=bind,source=/var/run/,target=/r"}, {}, true,
-                                  "-v /var/run/docker.sock"},
-                      RefusalCase{{"--mount", "type=volume,src=data,dst=/data"}, {}, false, ""},
-                      RefusalCase{{"--cap-add=cap_sys_admin"}, {}, true, "--cap-add SYS_ADMIN"},
-                      RefusalCase{{"--cap-add", "NET_ADMIN"}, {}, false, ""},
-                      RefusalCase{{"--shm-size", "--privileged"}, {}, false, ""}));  // a value, not an option
+    ::testing::Values(
+        RefusalCase{{"--privileged"}, {}, true, "--privileged"},
+        RefusalCase{{"--privileged=true"}, {}, true, "--privileged"},
+        RefusalCase{{"--privileged=1"}, {}, true, "--privileged"}, RefusalCase{{"--privileged=false"}, {}, false, ""},
+        RefusalCase{{"--ipc=host"}, {}, false, ""}, RefusalCase{{"--pid=host"}, {}, true, "--pid=host"},
+        RefusalCase{{"--pid", "host"}, {}, true, "--pid=host"}, RefusalCase{{"--pid=container:web"}, {}, false, ""},
+        RefusalCase{{"--network=host"}, {}, true, "--network host"},
+        RefusalCase{{"--net", "host"}, {}, true, "--network host"},  // the old alias
+        RefusalCase{{"--network", "bridge"}, {}, false, ""},
+        RefusalCase{
+            {"-it", "--rm", "-v", "/var/run/docker.sock:/var/run/docker.sock"}, {}, true, "-v /var/run/docker.sock"},
+        RefusalCase{{"-v/var/run/docker.sock:/d.sock"}, {}, true, "-v /var/run/docker.sock"},
+        RefusalCase{{"--volume=/var/run/docker.sock:/s:ro"}, {}, true, "-v /var/run/docker.sock"},
+        RefusalCase{{}, {"/var/run/docker.sock:/var/run/docker.sock"}, true, "-v /var/run/docker.sock"},
+        RefusalCase{{}, {"/var/run:/host-run"}, true, "-v /var/run/docker.sock"},  // exposes it
+        RefusalCase{{}, {"/:/host:ro"}, true, "-v /var/run/docker.sock"},
+        RefusalCase{{}, {"/var/lib/data:/data", "cache:/cache"}, false, ""},
+        RefusalCase{{"--mount", "type=bind,src=/var/run/docker.sock,dst=/s"}, {}, true, "-v /var/run/docker.sock"},
+        RefusalCase{{"--mount=type=bind,source=/var/run/,target=/r"}, {}, true, "-v /var/run/docker.sock"},
+        RefusalCase{{"--mount", "type=volume,src=data,dst=/data"}, {}, false, ""},
+        RefusalCase{{"--cap-add=cap_sys_admin"}, {}, true, "--cap-add SYS_ADMIN"},
+        RefusalCase{{"--cap-add", "NET_ADMIN"}, {}, false, ""},
+        RefusalCase{{"--shm-size", "--privileged"}, {}, false, ""}));  // a value, not an option
 
 TEST_F(PolicyTest, RefusalNamesWhereTheOptionCameFrom) {
   write("home/config.json", "{\n  \"docker_opts\": [\"--pid=host\"]\n}\n");
@@ -472,8 +466,9 @@ TEST_F(ConfigTest, WrongTypeInAProfileNamesTheNestedKeyAndItsOwnLine) {
   ConfigInputs in = inputs();
   in.user_file = kData + "wrong-type-in-profile.json";
   EXPECT_EQ(error_of([&] { load_config(in); }),
-            kData + "wrong-type-in-profile.json:4: key \"profiles.big.gpus\": expected a whole number of at least 1, "
-                    "got \"four\"");
+            kData +
+                "wrong-type-in-profile.json:4: key \"profiles.big.gpus\": expected a whole number of at least 1, "
+                "got \"four\"");
 }
 
 struct BadValueCase {
@@ -565,7 +560,7 @@ TEST_F(ConfigTest, ProjectFileIsFoundInTheNearestParent) {
 
 TEST_F(ConfigTest, NoProjectFileWhenNoneIsAbove) {
   // Outside the temporary directory the search is the machine's: skip if some ancestor has one.
-  for (fs::path p = root_; ; p = p.parent_path()) {
+  for (fs::path p = root_;; p = p.parent_path()) {
     if (fs::exists(p / ".gpurun.json")) GTEST_SKIP() << "this machine has " << (p / ".gpurun.json");
     if (p == p.root_path()) break;
   }
@@ -635,8 +630,10 @@ TEST_F(ConfigTest, NoConfigIgnoresEveryFileButConfigFilesGivenWithIt) {
 
 TEST_F(ConfigTest, EnvironmentValuesAreReadByType) {
   ConfigInputs in = inputs();
-  in.environment = {{"GPURUN_ALLOW_BUSY", "on"},     {"GPURUN_CPUS_PER_GPU", "12"},
-                    {"GPURUN_WAIT", "forever"},       {"GPURUN_MAX_UTIL", "25%"},
+  in.environment = {{"GPURUN_ALLOW_BUSY", "on"},
+                    {"GPURUN_CPUS_PER_GPU", "12"},
+                    {"GPURUN_WAIT", "forever"},
+                    {"GPURUN_MAX_UTIL", "25%"},
                     {"GPURUN_DOCKER_OPTS", R"(["--ipc=host", "--shm-size", "8g"])"},
                     {"GPURUN_NAME", ""}};  // empty: unset
   const Config config = load_config(in);

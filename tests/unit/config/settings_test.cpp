@@ -1,6 +1,6 @@
 // Unit tests of the settings registry: every entry complete, names unique, defaults equal to the
 // Options defaults, and values read from text as the files would write them.
-#include "config/settings.hpp"
+#include "gpurun/config/settings.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <set>
 #include <string>
 
-#include "config/options.hpp"
-#include "config/values.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/config/values.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,16 +1,16 @@
-// The rules for a caller under sudo (config/sudo_rules.hpp, config/caller.hpp): who the caller
+// The rules for a caller under sudo (gpurun/config/sudo_rules.hpp, gpurun/config/caller.hpp): who the caller
 // is, root-only settings, the docker option allowlist in every spelling docker accepts.
-#include "config/sudo_rules.hpp"
+#include "gpurun/config/sudo_rules.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "config/caller.hpp"
-#include "config/config.hpp"
-#include "config/options.hpp"
-#include "config/policy.hpp"
+#include "gpurun/config/caller.hpp"
+#include "gpurun/config/config.hpp"
+#include "gpurun/config/options.hpp"
+#include "gpurun/config/policy.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {
@@ -80,19 +80,44 @@ TEST(SudoRules, LoadConfigRefusesAFlagSettingDockerUnderSudo) {
   in.caller = Caller{{1000, 1000, {}}, "alice", dir.str()};
   in.flags = {{"docker", "/bin/sh"}};
   const auto e = test::caught_error([&] { load_config(in); });
-  EXPECT_EQ(e.message, "not allowed under sudo: flag --docker sets \"docker\"; under sudo it comes only from the "
-                       "system file " + dir / "none.json" + ", which the admin writes");
+  EXPECT_EQ(e.message,
+            "not allowed under sudo: flag --docker sets \"docker\"; under sudo it comes only from the "
+            "system file " +
+                dir / "none.json" + ", which the admin writes");
 }
 
 TEST(SudoRules, EverySpellingOfARefusedOptionIsRefusedNamingIt) {
-  for (const std::vector<std::string>& words : std::vector<std::vector<std::string>>{
-           {"--privileged"}, {"--privileged=true"}, {"-it", "--privileged"}, {"--pid=host"}, {"--pid", "host"},
-           {"--cidfile=/etc/x"}, {"--cidfile", "/etc/x"}, {"--user", "0"}, {"-u0"}, {"-u", "0"}, {"-u=0"},
-           {"-itu0"}, {"--cap-add=SYS_ADMIN"}, {"--device", "/dev/nvidia3"}, {"--gpus=all"}, {"--runtime=nvidia"},
-           {"--volumes-from", "bob_job"}, {"--network=host"}, {"--net=host"}, {"--ipc=host"}, {"--ipc", "container:x"},
-           {"--env-file", "/etc/shadow"}, {"-d"}, {"--restart=always"}, {"--security-opt", "seccomp=unconfined"},
-           {"--label", "gpurun.user=bob"}, {"--rm=false"}, {"--mount", "type=volume,src=shared,dst=/d"},
-           {"--mount", "src=/x,dst=/y"}, {"--mount", "\"type=bind\",src=/x,dst=/y"}}) {
+  for (const std::vector<std::string>& words :
+       std::vector<std::vector<std::string>>{{"--privileged"},
+                                             {"--privileged=true"},
+                                             {"-it", "--privileged"},
+                                             {"--pid=host"},
+                                             {"--pid", "host"},
+                                             {"--cidfile=/etc/x"},
+                                             {"--cidfile", "/etc/x"},
+                                             {"--user", "0"},
+                                             {"-u0"},
+                                             {"-u", "0"},
+                                             {"-u=0"},
+                                             {"-itu0"},
+                                             {"--cap-add=SYS_ADMIN"},
+                                             {"--device", "/dev/nvidia3"},
+                                             {"--gpus=all"},
+                                             {"--runtime=nvidia"},
+                                             {"--volumes-from", "bob_job"},
+                                             {"--network=host"},
+                                             {"--net=host"},
+                                             {"--ipc=host"},
+                                             {"--ipc", "container:x"},
+                                             {"--env-file", "/etc/shadow"},
+                                             {"-d"},
+                                             {"--restart=always"},
+                                             {"--security-opt", "seccomp=unconfined"},
+                                             {"--label", "gpurun.user=bob"},
+                                             {"--rm=false"},
+                                             {"--mount", "type=volume,src=shared,dst=/d"},
+                                             {"--mount", "src=/x,dst=/y"},
+                                             {"--mount", "\"type=bind\",src=/x,dst=/y"}}) {
     const std::string message = refusal(words);
     EXPECT_THAT(message, HasSubstr("not allowed under sudo: ")) << words.front();
   }
@@ -106,10 +131,27 @@ TEST(SudoRules, WordsDockerWouldTakeForTheImageAreRefused) {
 }
 
 TEST(SudoRules, WhatATrainingJobNeedsPasses) {
-  enforce_caller_rules(caller_options({"--shm-size=8g", "--ipc=private", "-e", "A=1", "--workdir", "/w", "--entrypoint=",
-                                       "--init", "-it", "--mount", "type=tmpfs,dst=/scratch", "--network", "none",
-                                       "--label", "team=ml", "--cap-drop=ALL", "--security-opt=no-new-privileges",
-                                       "-p", "8080:80", "--mount", "dst=/d,type=bind,src=/data"}),
+  enforce_caller_rules(caller_options({"--shm-size=8g",
+                                       "--ipc=private",
+                                       "-e",
+                                       "A=1",
+                                       "--workdir",
+                                       "/w",
+                                       "--entrypoint=",
+                                       "--init",
+                                       "-it",
+                                       "--mount",
+                                       "type=tmpfs,dst=/scratch",
+                                       "--network",
+                                       "none",
+                                       "--label",
+                                       "team=ml",
+                                       "--cap-drop=ALL",
+                                       "--security-opt=no-new-privileges",
+                                       "-p",
+                                       "8080:80",
+                                       "--mount",
+                                       "dst=/d,type=bind,src=/data"}),
                        false);
 }
 
@@ -134,8 +176,9 @@ TEST(SudoRules, SlurmJobsAreNotStartedAsRoot) {
   Options o = caller_options({});
   o.backend = "slurm";
   const auto e = test::caught_error([&] { enforce_caller_rules(o, true); });
-  EXPECT_EQ(e.message, "not allowed under sudo: backend slurm: a Slurm job started under sudo would run as root; "
-                       "run gpurun without sudo for the cluster (Slurm runs the job as you)");
+  EXPECT_EQ(e.message,
+            "not allowed under sudo: backend slurm: a Slurm job started under sudo would run as root; "
+            "run gpurun without sudo for the cluster (Slurm runs the job as you)");
   EXPECT_EQ(e.exit_code, 125);
 }
 
@@ -149,7 +192,8 @@ TEST(SudoRules, TheCanonicalSpellingIsDockersLongOne) {
   const auto args = caller_docker_args({"-itv", "/a:/b", "--mount", "type=bind,src=/x,dst=/y"});
   std::vector<std::string> words;
   for (const DockerArg& a : args) words.push_back(canonical(a));
-  EXPECT_THAT(words, ::testing::ElementsAre("--interactive", "--tty", "--volume=/a:/b", "--mount=type=bind,src=/x,dst=/y"));
+  EXPECT_THAT(words,
+              ::testing::ElementsAre("--interactive", "--tty", "--volume=/a:/b", "--mount=type=bind,src=/x,dst=/y"));
 }
 
 // Property: --mount's verdict does not depend on the order of its keys, nor on the spelling of

@@ -1,8 +1,8 @@
 // Unit tests for container awareness: what parse_gpu_containers reads out of `docker inspect`.
 // (The fuzz corpus in tests/fuzz/corpus/fuzz_docker_inspect/ holds fuller, realistic documents;
 // tests/unit/fuzz_replay_test.cpp replays them.)
-#include "engine/containers.hpp"
-#include "select/claims.hpp"
+#include "gpurun/engine/containers.hpp"
+#include "gpurun/select/claims.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "util/error.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -154,7 +154,8 @@ TEST(ParseGpuContainers, DeviceNodesAreRecordedByMinorNumber) {
 
 // podman (and docker compose before 2.30) keep a CDI name given to --device as a device mapping.
 TEST(ParseGpuContainers, CdiNamesAmongDeviceMappings) {
-  const auto containers = parse_gpu_containers(R"([{"Id": "p0d", "Name": "/ollama", "Config": {"Image": "ollama/ollama"},
+  const auto containers =
+      parse_gpu_containers(R"([{"Id": "p0d", "Name": "/ollama", "Config": {"Image": "ollama/ollama"},
     "HostConfig": {"Devices": [{"PathOnHost": "nvidia.com/gpu=1", "PathInContainer": "nvidia.com/gpu=1", "CgroupPermissions": ""}]}}])");
   ASSERT_EQ(containers.size(), 1U);
   EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(1));

@@ -1,6 +1,6 @@
 // Unit tests for the Engine API client: where the docker CLI would connect, the version asked
 // in, and the queries against a stand-in engine on a unix socket of the test's own.
-#include "engine/docker_api.hpp"
+#include "docker/docker_api.hpp"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/util/error.hpp"
 #include "stand_in_engine.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -84,10 +84,12 @@ const std::string kC = "cccc0000000000000000000000000000000000000000000000000000
 TEST(DockerApiGpuHolders, ListsThenInspectsEachRunningContainerInTheNegotiatedVersion) {
   StandInEngine engine({
       {"/_ping", {200, "OK"}},
-      {"/v1.41/containers/json", {200, R"([{"Id": ")" + kA + R"(", "Names": ["/gpu-job"]}, {"Id": ")" + kB +
-                                             R"("}, {"Id": ")" + kC + R"("}, {"Id": "../../x"}])"}},
+      {"/v1.41/containers/json",
+       {200, R"([{"Id": ")" + kA + R"(", "Names": ["/gpu-job"]}, {"Id": ")" + kB + R"("}, {"Id": ")" + kC +
+                 R"("}, {"Id": "../../x"}])"}},
       {"/v1.41/containers/" + kA + "/json",
-       {200, R"({"Id": ")" + kA + R"(", "Name": "/gpu-job", "Config": {"Image": "cuda"}, "HostConfig": {"DeviceRequests": [
+       {200,
+        R"({"Id": ")" + kA + R"(", "Name": "/gpu-job", "Config": {"Image": "cuda"}, "HostConfig": {"DeviceRequests": [
           {"Driver": "", "Count": 0, "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}})"}},
       {"/v1.41/containers/" + kB + "/json", {200, R"({"Id": ")" + kB + R"(", "Name": "/web", "HostConfig": {}})"}},
       // kC is gone between the list and its inspect: a 404, left out.
@@ -110,11 +112,13 @@ TEST(DockerApiGpuHolders, ListsThenInspectsEachRunningContainerInTheNegotiatedVe
 TEST(DockerApiGpuHolders, InspectsAtOnceAndKeepsTheListsOrder) {
   const auto gpu_job = [](const std::string& id, const std::string& name, const std::string& device) {
     return R"({"Id": ")" + id + R"(", "Name": "/)" + name + R"(", "HostConfig": {"DeviceRequests": [
-        {"Driver": "", "Count": 0, "DeviceIDs": [")" + device + R"("], "Capabilities": [["gpu"]]}]}})";
+        {"Driver": "", "Count": 0, "DeviceIDs": [")" +
+           device + R"("], "Capabilities": [["gpu"]]}]}})";
   };
   StandInEngine engine({
       {"/_ping", {200, "OK"}},
-      {"/v1.41/containers/json", {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}, {"Id": ")" + kC + R"("}])"}},
+      {"/v1.41/containers/json",
+       {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}, {"Id": ")" + kC + R"("}])"}},
       // The first answers last; kB is gone (404) between list and inspect.
       {"/v1.41/containers/" + kA + "/json", {200, gpu_job(kA, "first", "0"), std::chrono::milliseconds(150)}},
       {"/v1.41/containers/" + kC + "/json", {200, gpu_job(kC, "third", "3")}},
@@ -145,13 +149,14 @@ TEST(DockerApiGpuHolders, NoContainersIsNoHolders) {
 }
 
 TEST(DockerApiGpuHolders, TheEnginesRefusalIsAnError) {
-  StandInEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {500, R"({"message":"database is locked"})"}}});
+  StandInEngine engine(
+      {{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {500, R"({"message":"database is locked"})"}}});
   try {
     docker_api_gpu_holders(engine.path(), std::chrono::seconds(5));
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "the Docker engine at " + engine.path() +
-                                         " refused the container list (HTTP 500): database is locked");
+    EXPECT_EQ(std::string(e.what()),
+              "the Docker engine at " + engine.path() + " refused the container list (HTTP 500): database is locked");
   }
 }
 
@@ -169,7 +174,8 @@ TEST(DockerApiGpuHolders, AnEngineThatDoesNotAnswerTimesOut) {
 
 TEST(DockerApiGpuHolders, NoSocketIsAnError) {
   EXPECT_THAT([] { docker_api_gpu_holders("/nonexistent/gpurun/d.sock", std::chrono::seconds(1)); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("the Docker engine at /nonexistent/gpurun/d.sock cannot be reached: ")));
+              ::testing::ThrowsMessage<Error>(
+                  HasSubstr("the Docker engine at /nonexistent/gpurun/d.sock cannot be reached: ")));
 }
 
 TEST(DockerApiEngine, PodmansClientAndAMissingSocketAreLeftToTheCli) {

@@ -1,6 +1,6 @@
 // Unit tests for the docker-CLI container engine: its argv for run, stop, logs and attach, and
 // its GPU holders as the stand-in docker client (tests/fakes/docker) answers `ps` and `inspect`.
-#include "engine/docker_cli_engine.hpp"
+#include "docker/docker_cli_engine.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "util/error.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -44,7 +44,8 @@ TEST(DockerCliEngine, RunsTheJobWithItsOwnClientAsArgvZero) {
   request.gpu_indices = {2};
   request.gpu_uuids = {"GPU-2"};
   request.cpus = 4;
-  request.identity = {.uid = 1000, .gid = 1000, .login = "alice", .workdir = "/home/alice", .workdir_source = {}, .groups = {}};
+  request.identity = {
+      .uid = 1000, .gid = 1000, .login = "alice", .workdir = "/home/alice", .workdir_source = {}, .groups = {}};
   request.name = "job";
   request.command = {"true"};
   const DockerCliEngine engine("/opt/docker/bin/docker");

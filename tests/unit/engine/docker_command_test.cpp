@@ -1,5 +1,5 @@
 // Unit tests for the `docker run` argv: the whole vector is asserted, so any change shows here.
-#include "engine/docker_command.hpp"
+#include "gpurun/engine/docker_command.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -217,8 +217,8 @@ TEST(BuildDockerArgv, CpusetOfTheGpusNodesFollowsTheQuota) {
   const auto cpus = std::find(argv.begin(), argv.end(), "--cpus");
   ASSERT_NE(cpus, argv.end());
   EXPECT_EQ(std::vector<std::string>(cpus, cpus + 7),
-            (std::vector<std::string>{"--cpus", "32", "--cpuset-cpus", "16-31,48-63,144-159,176-191", "--cpuset-mems", "1,3",
-                                      "--user"}));
+            (std::vector<std::string>{"--cpus", "32", "--cpuset-cpus", "16-31,48-63,144-159,176-191", "--cpuset-mems",
+                                      "1,3", "--user"}));
   r.cpuset_cpus.clear();
   r.cpuset_mems.clear();
   EXPECT_EQ(build_docker_argv(r), build_docker_argv(representative_request()));

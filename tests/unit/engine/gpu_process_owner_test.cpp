@@ -14,7 +14,7 @@
 //    the user's ("9:name=systemd:/" ... "0::/"); their parent is conmon, "-c <id>" in its argv.
 //  - Kubernetes: kubepods-…-pod<uid>.slice/cri-containerd-<id>.scope (systemd driver) and
 //    /kubepods/besteffort/pod<uid>/<id> (cgroupfs driver), kubernetes.io "cgroup drivers".
-#include "engine/gpu_process_owner.hpp"
+#include "gpurun/engine/gpu_process_owner.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -44,17 +44,18 @@ TEST(ContainerFromCgroup, DockerSystemdDriverOnCgroupV2) {
 }
 
 TEST(ContainerFromCgroup, DockerCgroupfsDriverOnAHybridV1Host) {
-  const auto c = container_from_cgroup("12:pids:/docker/" + kId + "\n11:memory:/docker/" + kId +
-                                       "\n2:cpu,cpuacct:/docker/" + kId + "\n1:name=systemd:/docker/" + kId +
-                                       "\n0::/system.slice/containerd.service\n");
+  const auto c =
+      container_from_cgroup("12:pids:/docker/" + kId + "\n11:memory:/docker/" + kId + "\n2:cpu,cpuacct:/docker/" + kId +
+                            "\n1:name=systemd:/docker/" + kId + "\n0::/system.slice/containerd.service\n");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->id, kId);
   EXPECT_EQ(c->engine, "docker");
 }
 
 TEST(ContainerFromCgroup, RootfulPodmanOnCgroupV1) {
-  const auto c = container_from_cgroup("12:pids:/machine.slice/libpod-" + kId + ".scope\n9:devices:/machine.slice/libpod-" +
-                                       kId + ".scope\n1:name=systemd:/machine.slice/libpod-" + kId + ".scope/init.scope\n");
+  const auto c =
+      container_from_cgroup("12:pids:/machine.slice/libpod-" + kId + ".scope\n9:devices:/machine.slice/libpod-" + kId +
+                            ".scope\n1:name=systemd:/machine.slice/libpod-" + kId + ".scope/init.scope\n");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->id, kId);
   EXPECT_EQ(c->engine, "podman");
@@ -63,7 +64,8 @@ TEST(ContainerFromCgroup, RootfulPodmanOnCgroupV1) {
 
 // Podman's cgroupfs driver (no systemd): the cgroup is named like the scope, without ".scope".
 TEST(ContainerFromCgroup, PodmanWithTheCgroupfsDriver) {
-  const auto c = container_from_cgroup("9:name=systemd:/libpod_parent/libpod-" + kId + "\n0::/libpod_parent/libpod-" + kId + "\n");
+  const auto c =
+      container_from_cgroup("9:name=systemd:/libpod_parent/libpod-" + kId + "\n0::/libpod_parent/libpod-" + kId + "\n");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->id, kId);
   EXPECT_EQ(c->engine, "podman");
@@ -71,14 +73,14 @@ TEST(ContainerFromCgroup, PodmanWithTheCgroupfsDriver) {
 }
 
 TEST(ContainerFromCgroup, RootlessEnginesRunUnderTheirUsersManager) {
-  const auto podman = container_from_cgroup("0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + kId +
-                                            ".scope/container\n");
+  const auto podman = container_from_cgroup("0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" +
+                                            kId + ".scope/container\n");
   ASSERT_TRUE(podman);
   EXPECT_EQ(podman->id, kId);
   EXPECT_EQ(podman->engine, "podman");
   EXPECT_EQ(podman->rootless_uid, 1000U);
-  const auto docker = container_from_cgroup("0::/user.slice/user-1001.slice/user@1001.service/user.slice/docker-" + kId2 +
-                                            ".scope\n");
+  const auto docker =
+      container_from_cgroup("0::/user.slice/user-1001.slice/user@1001.service/user.slice/docker-" + kId2 + ".scope\n");
   ASSERT_TRUE(docker);
   EXPECT_EQ(docker->id, kId2);
   EXPECT_EQ(docker->engine, "docker");
@@ -88,7 +90,8 @@ TEST(ContainerFromCgroup, RootlessEnginesRunUnderTheirUsersManager) {
 TEST(ContainerFromCgroup, KubernetesPodsWithEitherDriver) {
   const auto systemd = container_from_cgroup(
       "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0f1e2d3c_4b5a_6978_8a9b_0c1d2e3f4a5b.slice/"
-      "cri-containerd-" + kId + ".scope\n");
+      "cri-containerd-" +
+      kId + ".scope\n");
   ASSERT_TRUE(systemd);
   EXPECT_EQ(systemd->id, kId);
   EXPECT_EQ(systemd->engine, "containerd");
@@ -137,8 +140,8 @@ class ProcessOwnerInFakeProc : public ::testing::Test {
   void add_child(long pid, long ppid, const std::string& uid, const std::string& cgroup, const std::string& cmdline) {
     add(pid, uid, cgroup);
     std::ofstream(fs::path(root_) / std::to_string(pid) / "status")
-        << "Name:\tx\nPid:\t" << pid << "\nPPid:\t" << ppid << "\nUid:\t" << uid << "\t" << uid << "\t" << uid
-        << "\t" << uid << "\n";
+        << "Name:\tx\nPid:\t" << pid << "\nPPid:\t" << ppid << "\nUid:\t" << uid << "\t" << uid << "\t" << uid << "\t"
+        << uid << "\n";
     std::ofstream(fs::path(root_) / std::to_string(pid) / "cmdline") << cmdline;
   }
   std::string root_;
@@ -147,18 +150,23 @@ class ProcessOwnerInFakeProc : public ::testing::Test {
 // What /proc/PID/cgroup holds for a rootless podman container on a cgroup v1 host (podman 4.3,
 // --cgroup-manager=cgroupfs, no systemd user session): the user's own cgroups, nothing podman's.
 const std::string kRootlessV1Cgroup =
-    "9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n4:memory:/\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::/\n";
+    "9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n4:memory:/\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/"
+    "\n0::/\n";
 // Its conmon's argv as podman 4.3 starts it (shortened after the container's name).
 std::string conmon_argv(const std::string& id) {
-  return "/usr/bin/conmon\0--api-version\0" "1\0-c\0"s + id + "\0-u\0"s + id +
+  return "/usr/bin/conmon\0--api-version\0"
+         "1\0-c\0"s +
+         id + "\0-u\0"s + id +
          "\0-r\0/usr/bin/runc\0-b\0/home/gpurun-e2e-rl/.local/share/containers/storage/vfs-containers/"s + id +
          "/userdata\0-n\0rl\0--exit-dir\0/tmp/rt/libpod/tmp/exits\0"s;
 }
 
 TEST_F(ProcessOwnerInFakeProc, RootlessPodmanOnCgroupV1IsFoundThroughItsConmon) {
   EXPECT_FALSE(container_from_cgroup(kRootlessV1Cgroup));
-  add_child(17272, 1, "1001", kRootlessV1Cgroup, conmon_argv(kId));            // conmon, the user's
-  add_child(17281, 17272, "1001", kRootlessV1Cgroup, "sleep\0" "300\0"s);  // the container's init
+  add_child(17272, 1, "1001", kRootlessV1Cgroup, conmon_argv(kId));  // conmon, the user's
+  add_child(17281, 17272, "1001", kRootlessV1Cgroup,
+            "sleep\0"
+            "300\0"s);                                                         // the container's init
   add_child(17300, 17281, "1001", kRootlessV1Cgroup, "python3\0train.py\0"s);  // its GPU process
   for (long pid : {17281L, 17300L}) {
     const auto owner = process_owner(pid, root_);
@@ -211,7 +219,8 @@ TEST_F(ProcessOwnerInFakeProc, TheOwnerIsTheProcesssUserOutsideARootlessEngine) 
 
 TEST_F(ProcessOwnerInFakeProc, InARootlessEngineTheOwnerIsTheEnginesUser) {
   // Inside the user namespace the process runs as one of uid 3999999's subordinate uids.
-  add(5151, "4100000", "0::/user.slice/user-3999999.slice/user@3999999.service/user.slice/libpod-" + kId + ".scope/container\n");
+  add(5151, "4100000",
+      "0::/user.slice/user-3999999.slice/user@3999999.service/user.slice/libpod-" + kId + ".scope/container\n");
   const auto owner = process_owner(5151, root_);
   ASSERT_TRUE(owner);
   EXPECT_EQ(owner->uid, 4100000U);

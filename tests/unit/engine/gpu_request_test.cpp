@@ -1,5 +1,5 @@
 // Unit tests for how a container asks for its GPUs: each form's exact argv, and the choice of auto.
-#include "engine/gpu_request.hpp"
+#include "gpurun/engine/gpu_request.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/docker_command.hpp"
+#include "gpurun/engine/docker_command.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {
@@ -21,7 +21,8 @@ const std::string kUuid6 = "GPU-5ed111c7-33e3-e3dc-484e-1a81a32f79de";
 const std::string kMig = "MIG-4e4c1cc5-4b1d-5e7f-9d0b-8d9a3c6f0a11";
 
 TEST(GpuRequestArgs, GpusKeepsDockersIndexForm) {
-  EXPECT_THAT(gpu_request_args(GpuRequestForm::gpus, {3, 6}, {kUuid3, kUuid6}), ElementsAre("--gpus", "\"device=3,6\""));
+  EXPECT_THAT(gpu_request_args(GpuRequestForm::gpus, {3, 6}, {kUuid3, kUuid6}),
+              ElementsAre("--gpus", "\"device=3,6\""));
   EXPECT_THAT(gpu_request_args(GpuRequestForm::gpus, {2}, {kMig}), ElementsAre("--gpus", "\"device=" + kMig + "\""));
 }
 
@@ -42,7 +43,8 @@ TEST(GpuRequestArgs, RuntimeSetsTheNvidiaRuntimeAndVisibleDevicesByUuid) {
 TEST(GpuRequestArgs, AGpuWithoutUuidIsNamedByIndex) {
   EXPECT_THAT(gpu_request_args(GpuRequestForm::cdi, {3, 6}, {"", kUuid6}),
               ElementsAre("--device", "nvidia.com/gpu=3", "--device", "nvidia.com/gpu=" + kUuid6));
-  EXPECT_THAT(gpu_request_args(GpuRequestForm::runtime, {3}, {}), ElementsAre("--runtime=nvidia", "--env", "NVIDIA_VISIBLE_DEVICES=3"));
+  EXPECT_THAT(gpu_request_args(GpuRequestForm::runtime, {3}, {}),
+              ElementsAre("--runtime=nvidia", "--env", "NVIDIA_VISIBLE_DEVICES=3"));
 }
 
 TEST(BuildDockerArgv, TheGpuFormTakesTheGpusPlaceBeforeCpus) {
@@ -73,10 +75,12 @@ TEST(CdiFromSpecDirs, DockerInfosAnswer) {
 }
 
 TEST(ChooseGpuRequest, AutoTakesCdiWhereTheEngineHasItElseGpus) {
-  const GpuRequestChoice cdi = choose_gpu_request("auto", "docker", {true, "docker info lists CDI spec directories /etc/cdi"});
+  const GpuRequestChoice cdi =
+      choose_gpu_request("auto", "docker", {true, "docker info lists CDI spec directories /etc/cdi"});
   EXPECT_EQ(cdi.form, GpuRequestForm::cdi);
   EXPECT_EQ(cdi.why, "gpu_request auto: docker info lists CDI spec directories /etc/cdi");
-  const GpuRequestChoice gpus = choose_gpu_request("auto", "docker", {false, "docker info lists no CDI spec directory"});
+  const GpuRequestChoice gpus =
+      choose_gpu_request("auto", "docker", {false, "docker info lists no CDI spec directory"});
   EXPECT_EQ(gpus.form, GpuRequestForm::gpus);
   EXPECT_EQ(gpus.why, "gpu_request auto: docker info lists no CDI spec directory");
 }
@@ -91,7 +95,8 @@ TEST(ChooseGpuRequest, AnExplicitFormIsTakenAsSaid) {
 TEST(ChooseGpuRequest, PodmanNeverTakesGpus) {
   const auto refused = test::caught_error([] { choose_gpu_request("gpus", "podman", {true, ""}); });
   EXPECT_THAT(refused.message, HasSubstr("podman's --gpus 2 means GPU index 2"));
-  EXPECT_EQ(choose_gpu_request("auto", "podman", {true, "podman always resolves CDI devices"}).form, GpuRequestForm::cdi);
+  EXPECT_EQ(choose_gpu_request("auto", "podman", {true, "podman always resolves CDI devices"}).form,
+            GpuRequestForm::cdi);
 }
 
 TEST(ChooseGpuRequest, AnyOtherWordIsAnError) {

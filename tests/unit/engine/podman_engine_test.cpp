@@ -1,5 +1,5 @@
 // Unit tests for where podman's Docker-compatible API socket is, rootful and rootless.
-#include "engine/podman_engine.hpp"
+#include "podman/podman_engine.hpp"
 
 #include <gtest/gtest.h>
 

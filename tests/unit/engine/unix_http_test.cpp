@@ -1,5 +1,5 @@
 // Unit tests for the unix-socket HTTP client's concurrent GETs, against a stand-in engine.
-#include "engine/unix_http.hpp"
+#include "docker/unix_http.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/util/error.hpp"
 #include "stand_in_engine.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -24,19 +24,23 @@ std::vector<std::string> bodies(const std::vector<HttpResponse>& answers) {
 }
 
 TEST(UnixHttpGetAll, AnswersInTheOrderAskedWhateverOrderTheyCome) {
-  StandInEngine engine({{"/a", {200, "A", 200ms}}, {"/b", {200, "B", 100ms}}, {"/d", {200, "D"}}, {"/e", {200, "E"}},
+  StandInEngine engine({{"/a", {200, "A", 200ms}},
+                        {"/b", {200, "B", 100ms}},
+                        {"/d", {200, "D"}},
+                        {"/e", {200, "E"}},
                         {"/f", {200, "F"}}});
   UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
   // "/c" is not there: its 404 is an answer like any other.
   const auto answers = client.get_all({"/a", "/b", "/c", "/d", "/e", "/f"}, 4);
-  EXPECT_THAT(bodies(answers), ElementsAre("200 A", "200 B", R"(404 {"message":"page not found"})", "200 D", "200 E", "200 F"));
+  EXPECT_THAT(bodies(answers),
+              ElementsAre("200 A", "200 B", R"(404 {"message":"page not found"})", "200 D", "200 E", "200 F"));
   EXPECT_EQ(answers[0].api_version, "1.41");
   EXPECT_EQ(engine.connections(), 4U);  // no more than asked, kept alive for the rest
 }
 
 TEST(UnixHttpGetAll, AskedAtOnceTheyTakeAboutTheLongestNotTheSum) {
-  StandInEngine engine({{"/a", {200, "A", 300ms}}, {"/b", {200, "B", 300ms}}, {"/c", {200, "C", 300ms}},
-                        {"/d", {200, "D", 300ms}}});
+  StandInEngine engine(
+      {{"/a", {200, "A", 300ms}}, {"/b", {200, "B", 300ms}}, {"/c", {200, "C", 300ms}}, {"/d", {200, "D", 300ms}}});
   UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_THAT(bodies(client.get_all({"/a", "/b", "/c", "/d"}, 4)), ElementsAre("200 A", "200 B", "200 C", "200 D"));
@@ -57,16 +61,22 @@ TEST(UnixHttpGetAll, OneSlowAnswerPastTheDeadlineEndsThemAll) {
   StandInEngine engine({{"/a", {200, "A"}}, {"/slow", {200, "S", 1000ms}}, {"/b", {200, "B"}}});
   UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 200ms);
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_THAT([&] { client.get_all({"/a", "/slow", "/b"}, 4); },
-              ::testing::ThrowsMessage<Error>("the Docker engine at " + engine.path() + " did not answer in time"));
+  EXPECT_THAT(
+      [&] {
+        client.get_all({"/a", "/slow", "/b"}, 4);
+      },
+      ::testing::ThrowsMessage<Error>("the Docker engine at " + engine.path() + " did not answer in time"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 800ms);
 }
 
 TEST(UnixHttpGetAll, NoSocketIsAnError) {
   UnixHttpClient client("/nonexistent/gpurun/d.sock", std::chrono::steady_clock::now() + 1s);
-  EXPECT_THAT([&] { client.get_all({"/a", "/b"}, 4); },
-              ::testing::ThrowsMessage<Error>(
-                  "the Docker engine at /nonexistent/gpurun/d.sock cannot be reached: No such file or directory"));
+  EXPECT_THAT(
+      [&] {
+        client.get_all({"/a", "/b"}, 4);
+      },
+      ::testing::ThrowsMessage<Error>(
+          "the Docker engine at /nonexistent/gpurun/d.sock cannot be reached: No such file or directory"));
 }
 
 }  // namespace

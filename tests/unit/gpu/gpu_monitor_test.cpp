@@ -1,6 +1,6 @@
 // Unit tests for the GPU monitor: one long-lived nvidia-smi stream (here a stand-in script),
 // its samples counted per GPU, restarted when it dies, killed when the monitor stops.
-#include "gpu/gpu_monitor.hpp"
+#include "gpurun/gpu/gpu_monitor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -33,14 +33,17 @@ TEST(GpuMonitor, CountsTheSamplesOfItsGpusAndRestartsAStreamThatDied) {
   const std::string calls = dir / "calls";
   // The first stream prints a few samples (one of a GPU not watched, one unreadable) and ends;
   // the second stays silent, as a real stream between samples.
-  const std::string smi = test::write_script(dir / "nvidia-smi",
-                                             "printf '%s\\n' \"$*\" >> '" + calls + "'\n"
-                                             "[ \"$(wc -l < '" + calls + "')\" -gt 1 ] && exec sleep 30\n"
-                                             "echo '0, GPU-0, A100, 100, 81920, 40, Disabled'\n"
-                                             "echo '2, GPU-2, A100, 300, 81920, 80, Disabled'\n"
-                                             "echo '1, GPU-1, A100, 999, 81920, 99, Disabled'\n"
-                                             "echo 'not a sample'\n"
-                                             "echo '0, GPU-0, A100, 200, 81920, 60, Disabled'\n");
+  const std::string smi =
+      test::write_script(dir / "nvidia-smi", "printf '%s\\n' \"$*\" >> '" + calls +
+                                                 "'\n"
+                                                 "[ \"$(wc -l < '" +
+                                                 calls +
+                                                 "')\" -gt 1 ] && exec sleep 30\n"
+                                                 "echo '0, GPU-0, A100, 100, 81920, 40, Disabled'\n"
+                                                 "echo '2, GPU-2, A100, 300, 81920, 80, Disabled'\n"
+                                                 "echo '1, GPU-1, A100, 999, 81920, 99, Disabled'\n"
+                                                 "echo 'not a sample'\n"
+                                                 "echo '0, GPU-0, A100, 200, 81920, 60, Disabled'\n");
   GpuMonitor monitor(smi, {0, 2}, 50ms);
   ASSERT_TRUE(wait_for_lines(calls, 2)) << "the stream was not restarted";
   const auto stopping = Clock::now();

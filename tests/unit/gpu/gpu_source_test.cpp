@@ -1,6 +1,6 @@
 // Unit tests for the GPU-source seam: the nvidia-smi source against the stand-in nvidia-smi
 // (scenarios in tests/data/scenarios/), the recorded-CSV source on captures, and the factory.
-#include "gpu/gpu_source.hpp"
+#include "gpurun/gpu/gpu_source.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,9 +12,9 @@
 #include <sstream>
 #include <string>
 
-#include "gpu/csv_snapshot_source.hpp"
-#include "gpu/nvidia_smi_source.hpp"
-#include "util/error.hpp"
+#include "gpurun/util/error.hpp"
+#include "smi/csv_snapshot_source.hpp"
+#include "smi/nvidia_smi_source.hpp"
 
 namespace gpurun {
 namespace {
@@ -88,7 +88,8 @@ TEST_F(FakeSmiTest, ADriverBeforeR450IsAskedAgainWithoutMigModeAndRemembersIt) {
 }
 
 TEST_F(FakeSmiTest, ARequiredFieldUnknownIsStillAnErrorWithTheHint) {
-  const fs::path scenario_file = fs::temp_directory_path() / ("gpurun-no-memory-" + std::to_string(::getpid()) + ".json");
+  const fs::path scenario_file =
+      fs::temp_directory_path() / ("gpurun-no-memory-" + std::to_string(::getpid()) + ".json");
   std::ofstream(scenario_file) << R"({"unknown_fields": ["memory.used"], "gpus": [{"index": 0}]})";
   ::setenv("FAKE_SMI_SCENARIO", scenario_file.c_str(), 1);
   NvidiaSmiSource source(kFakeSmi);
@@ -175,7 +176,8 @@ TEST(CsvSnapshotSource, WithAnAppsFileProcessesAreAttachedAndKnown) {
 
 TEST(CsvSnapshotSource, ALostGpuInASnapshotIsKept) {
   const Snapshot s =
-      CsvSnapshotSource((kData / "captures" / "lost-gpu-among-rows.noheader-nounits.csv").string(), std::nullopt).read(kTimeout);
+      CsvSnapshotSource((kData / "captures" / "lost-gpu-among-rows.noheader-nounits.csv").string(), std::nullopt)
+          .read(kTimeout);
   EXPECT_THAT(indices(s), ElementsAre(0, 2, 3));
   ASSERT_EQ(s.lost.size(), 1u);
   EXPECT_EQ(s.lost[0].pci_bus_id, "0000:34:00.0");

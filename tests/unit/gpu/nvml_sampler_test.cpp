@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "gpu/gpu_monitor.hpp"
+#include "gpurun/gpu/gpu_monitor.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {

@@ -1,6 +1,6 @@
 // The NVML source against the stand-in libnvidia-ml (tests/fakes/nvml) and its scenarios
 // (tests/data/nvml), and against the nvidia-smi stand-in for parity.
-#include "gpu/nvml_source.hpp"
+#include "nvml/nvml_source.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 #include <tuple>
 #include <vector>
 
-#include "gpu/nvml_api.hpp"
-#include "gpu/gpu_source.hpp"
-#include "util/error.hpp"
+#include "gpurun/gpu/gpu_source.hpp"
+#include "gpurun/util/error.hpp"
+#include "nvml/nvml_api.hpp"
 
 namespace gpurun {
 namespace {
@@ -70,8 +70,7 @@ void expect_busy_box(const Snapshot& snapshot) {
   EXPECT_FALSE(gpu0.mig_enabled);
   EXPECT_EQ(rows(gpu0.processes), (std::vector<ProcessRow>{{gpu0.uuid, 48213, 77824.0}}));
   const Gpu& gpu1 = snapshot.gpus[1];
-  EXPECT_EQ(rows(gpu1.processes),
-            (std::vector<ProcessRow>{{gpu1.uuid, 48214, 70144.0}, {gpu1.uuid, 51022, 596.0}}));
+  EXPECT_EQ(rows(gpu1.processes), (std::vector<ProcessRow>{{gpu1.uuid, 48214, 70144.0}, {gpu1.uuid, 51022, 596.0}}));
   EXPECT_EQ(rows(snapshot.gpus[3].processes),
             (std::vector<ProcessRow>{{"GPU-e81c1aad-236d-31de-f0b9-d2993134b65a", 52771, 0.0}}));
   EXPECT_TRUE(snapshot.gpus[2].processes.empty());
@@ -133,9 +132,8 @@ TEST(NvmlSource, MigInstancesWithTheirProfilesMemoryAndProcesses) {
   EXPECT_EQ(mig.uuid, parent);
   EXPECT_EQ(mig.utilization_percent, std::nullopt);  // NVML has none for a MIG GPU
   EXPECT_EQ(mig.memory_used_mib, 22150.0);
-  EXPECT_EQ(rows(mig.processes), (std::vector<ProcessRow>{{parent, 8101, 17920.0},
-                                                           {parent, 8102, std::nullopt},
-                                                           {parent, 8301, 3584.0}}));
+  EXPECT_EQ(rows(mig.processes),
+            (std::vector<ProcessRow>{{parent, 8101, 17920.0}, {parent, 8102, std::nullopt}, {parent, 8301, 3584.0}}));
 
   ASSERT_EQ(snapshot.mig_instances.size(), 4U);
   struct Expected {
@@ -237,8 +235,9 @@ TEST(NvmlSource, InsufficientSizeGrowsAndRetries) {
   for (long i = 0; i < 40; ++i) expected.emplace_back(gpu.uuid, 20000 + i, static_cast<double>(100 + i));
   EXPECT_EQ(rows(gpu.processes), expected);
   // A driver that never has room enough: that GPU's processes are unknown, so it is left out.
-  EXPECT_EQ(snapshot.warnings, (std::vector<std::string>{
-                                   "GPU 1: NVML says Insufficient Size (NVML error 7) listing its processes; left out"}));
+  EXPECT_EQ(
+      snapshot.warnings,
+      (std::vector<std::string>{"GPU 1: NVML says Insufficient Size (NVML error 7) listing its processes; left out"}));
 }
 
 TEST(NvmlSource, ThirtyTwoByteV3RecordsOfEarlyR535Drivers) {
@@ -246,9 +245,8 @@ TEST(NvmlSource, ThirtyTwoByteV3RecordsOfEarlyR535Drivers) {
   ASSERT_EQ(snapshot.gpus.size(), 2U);
   const std::string uuid0 = snapshot.gpus[0].uuid;
   EXPECT_EQ(snapshot.gpus[0].memory_used_mib, 30410.0);  // 30409.81 MiB rounds as nvidia-smi rounds it
-  EXPECT_EQ(rows(snapshot.gpus[0].processes), (std::vector<ProcessRow>{{uuid0, 51001, 20480.0},
-                                                                        {uuid0, 51002, 9216.0},
-                                                                        {uuid0, 51003, std::nullopt}}));
+  EXPECT_EQ(rows(snapshot.gpus[0].processes),
+            (std::vector<ProcessRow>{{uuid0, 51001, 20480.0}, {uuid0, 51002, 9216.0}, {uuid0, 51003, std::nullopt}}));
   EXPECT_EQ(rows(snapshot.gpus[1].processes), (std::vector<ProcessRow>{{snapshot.gpus[1].uuid, 52001, 1.0}}));
 }
 

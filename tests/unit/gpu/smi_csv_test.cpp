@@ -1,6 +1,6 @@
 // Unit tests for the nvidia-smi CSV parsers: every recorded capture in tests/data/captures, then
 // inline cases for each rule of the format (units, headers, unavailable values, malformed input).
-#include "gpu/smi_csv.hpp"
+#include "smi/smi_csv.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -145,7 +145,8 @@ const std::map<std::string, std::vector<Gpu>>& gpu_captures() {
        {gpu(0, "GPU-5e8a2f71-c34b-4d09-a6e2-1b7f90c3d485", "Quadro P4000", 701, 8105, 0)}},
       {"driver-610-bare-na-empty.noheader-nounits.csv",
        {gpu(0, "GPU-a3d6f0b2-7c41-4e85-9b2a-60e1f4c7d938", "NVIDIA RTX PRO 6000 Blackwell Server Edition", 0, 97887, 0),
-        gpu(1, "GPU-6e0b9c47-2f18-4a3d-b7e5-d92c1a08f5b6", "NVIDIA RTX PRO 6000 Blackwell Server Edition", N, 97887, N)}},
+        gpu(1, "GPU-6e0b9c47-2f18-4a3d-b7e5-d92c1a08f5b6", "NVIDIA RTX PRO 6000 Blackwell Server Edition", N, 97887,
+            N)}},
       {"v100-driver-418-no-mig.header-units.csv",
        {gpu(0, "GPU-1d7e4b90-a2c5-4f38-8e61-c09b3d5f27a4", "Tesla V100-PCIE-16GB", 0, 16160, 0),
         gpu(1, "GPU-f29c0d81-6b3e-47a5-9d20-5e8a1b4c73f6", "Tesla V100-PCIE-16GB", 15313, 16160, 100)}},
@@ -529,7 +530,8 @@ TEST(GpuTable, Driver610BareNaAndEmptyCellsAreMissing) {
 
 TEST(GpuTable, HeaderlessRowsFollowTheFieldsAskedFor) {
   // A driver before R450 asked without mig.mode.current answers six columns.
-  constexpr std::array<std::string_view, 6> fields{"index", "uuid", "name", "memory.used", "memory.total", "utilization.gpu"};
+  constexpr std::array<std::string_view, 6> fields{"index",       "uuid",         "name",
+                                                   "memory.used", "memory.total", "utilization.gpu"};
   const GpuTable table = parse_gpu_table("0, GPU-a, Tesla P100-PCIE-16GB, 10, 16280, 3\n", fields);
   ASSERT_EQ(table.gpus.size(), 1u);
   EXPECT_EQ(table.gpus[0].memory_total_mib, 16280.0);

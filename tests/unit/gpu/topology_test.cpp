@@ -1,6 +1,6 @@
 // gpu/topology: bus ids as sysfs names them, CPU lists, GPUs placed from fake sysfs trees of the
 // three hosts of issue 14, and `nvidia-smi topo -m` captures (tests/data/topology) parsed.
-#include "gpu/topology.hpp"
+#include "gpurun/gpu/topology.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -123,9 +123,9 @@ TEST(SysfsRoot, ComesFromTheEnvironment) {
 TEST(TopoMatrix, Dgx1HybridCubeMesh) {
   const auto links = parse_topo_matrix(capture("dgx1_v100.txt"));
   ASSERT_EQ(links.size(), 28u);  // 8 choose 2; the mlx5_0 column and row are not GPUs
-  EXPECT_THAT(words(links), ::testing::IsSupersetOf({"0-1:NV1", "0-2:NV1", "0-3:NV2", "0-4:NV2", "0-5:SYS", "1-2:NV2",
-                                                      "1-3:NV1", "1-5:NV2", "2-6:NV1", "3-7:NV1", "4-7:NV2",
-                                                      "5-7:NV1", "6-7:NV2"}));
+  EXPECT_THAT(words(links),
+              ::testing::IsSupersetOf({"0-1:NV1", "0-2:NV1", "0-3:NV2", "0-4:NV2", "0-5:SYS", "1-2:NV2", "1-3:NV1",
+                                       "1-5:NV2", "2-6:NV1", "3-7:NV1", "4-7:NV2", "5-7:NV1", "6-7:NV2"}));
 }
 
 TEST(TopoMatrix, DgxA100IsAllNv12) {

@@ -1,7 +1,7 @@
 // UtilizationStats: the streaming figures of --report, checked against hand-computed values.
 #include <gtest/gtest.h>
 
-#include "gpu/utilization_stats.hpp"
+#include "gpurun/gpu/utilization_stats.hpp"
 
 namespace gpurun {
 namespace {

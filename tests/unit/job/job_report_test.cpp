@@ -1,5 +1,5 @@
 // Unit tests for --report's summary: the text and JSON, and the GPU efficiency they rest on.
-#include "job/job_report.hpp"
+#include "job_report.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,9 +12,9 @@
 namespace gpurun {
 namespace {
 
+using test::make_gpu;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using test::make_gpu;
 
 UtilizationStats feed(std::initializer_list<std::optional<double>> samples, std::optional<double> memory = {}) {
   UtilizationStats stats;
@@ -101,13 +101,14 @@ TEST(FormatJobReport, NoSamplesAtAllSaysWhy) {
 }
 
 TEST(JobReportJson, HasEveryFigureWithNullForWhatIsUnknown) {
-  EXPECT_EQ(job_report_json(half_busy_job()).dump(),
-            R"j({"wall_s":3725.4,"exit_status":0,"cpus":16,"gpu_efficiency":50.0,"threshold":80.0,"gpus":[)j"
-            R"j({"index":0,"uuid":"GPU-0","name":"NVIDIA A100-SXM4-80GB","samples":2,"missing_samples":0,)j"
-            R"j("util_mean":50.0,"util_p95":60,"util_under_50_share":0.5,"mem_peak_mib":2000.0,"mem_total_mib":81920.0},)j"
-            R"j({"index":2,"uuid":"GPU-2","name":"NVIDIA A100-SXM4-80GB","samples":0,"missing_samples":1,)j"
-            R"j("util_mean":null,"util_p95":null,"util_under_50_share":null,"mem_peak_mib":null,)j"
-            R"j("mem_total_mib":81920.0}]})j");
+  EXPECT_EQ(
+      job_report_json(half_busy_job()).dump(),
+      R"j({"wall_s":3725.4,"exit_status":0,"cpus":16,"gpu_efficiency":50.0,"threshold":80.0,"gpus":[)j"
+      R"j({"index":0,"uuid":"GPU-0","name":"NVIDIA A100-SXM4-80GB","samples":2,"missing_samples":0,)j"
+      R"j("util_mean":50.0,"util_p95":60,"util_under_50_share":0.5,"mem_peak_mib":2000.0,"mem_total_mib":81920.0},)j"
+      R"j({"index":2,"uuid":"GPU-2","name":"NVIDIA A100-SXM4-80GB","samples":0,"missing_samples":1,)j"
+      R"j("util_mean":null,"util_p95":null,"util_under_50_share":null,"mem_peak_mib":null,)j"
+      R"j("mem_total_mib":81920.0}]})j");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Mount pins (job/mount_pins.hpp): what a pin shows is the object opened, whatever its path
 // names afterwards. Bind mounts need root: skipped otherwise (CI runs as root).
-#include "job/mount_pins.hpp"
+#include "mount_pins.hpp"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -12,8 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpurun/util/fd.hpp"
 #include "support/test_support.hpp"
-#include "util/fd.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,21 +1,21 @@
 // Unit tests for the Slurm launch's pure parts: Options -> SlurmJob, the OCI job's config.json,
 // the answers of salloc and scontrol, and the command the step runs for --report.
-#include "job/slurm_launch.hpp"
+#include "slurm_launch.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "config/settings.hpp"
-#include "job/slurm_oci.hpp"
-#include "job/slurm_report.hpp"
+#include "gpurun/config/settings.hpp"
+#include "slurm_oci.hpp"
+#include "slurm_report.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
 
+using test::caught_error;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using test::caught_error;
 using json = nlohmann::json;
 
 TEST(SlurmSettings, BackendAndContainerTakeTheirWordsOnly) {
@@ -84,7 +84,9 @@ TEST(OciJobConfig, WorkdirVolumesUserAndOnlyTheJobsGpus) {
   EXPECT_EQ(paths[1], "/dev/nvidia7");
   EXPECT_EQ(c["linux"]["resources"]["devices"][0], json::parse(R"({"allow": false, "access": "rwm"})"));
   EXPECT_EQ(c["linux"]["resources"]["devices"][1]["allow"], true);
-  EXPECT_THAT(caught_error([&] { oci_job_config(image, {"/w", 0, 0, {"named:/x"}, {0}}); }).message,
+  EXPECT_THAT(caught_error([&] {
+                oci_job_config(image, {"/w", 0, 0, {"named:/x"}, {0}});
+              }).message,
               HasSubstr("no named Docker volumes"));
 }
 
@@ -137,8 +139,8 @@ TEST(SlurmOci, DetachedTheBatchScriptRunsGpurunOnTheNode) {
               ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "oci", "--image",
                           "oci:/images/bb:1", "--cpus-per-gpu", "16", "--slurm-oci-cache", "/shared/oci", "--env",
                           "MODE", "--env", "HOME", "--volume", "/data:/data:ro", "--report", "--nvidia-smi",
-                          "/usr/bin/nvidia-smi", "--report-interval", "0.5", "--report-threshold", "80",
-                          "--gpu-source", "auto", "2", "--", "sh", "-c", "echo hi"));
+                          "/usr/bin/nvidia-smi", "--report-interval", "0.5", "--report-threshold", "80", "--gpu-source",
+                          "auto", "2", "--", "sh", "-c", "echo hi"));
   o.volumes = {"cache:/cache"};
   EXPECT_THAT(caught_error([&] { oci_batch_job(o, slurm_job_from(o, 16, "/w", false), "/opt/gpurun"); }).message,
               HasSubstr("no named Docker volumes"));

@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "job/job_report.hpp"
-#include "job/supervise.hpp"
+#include "gpurun/util/error.hpp"
+#include "job_report.hpp"
+#include "supervise.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {

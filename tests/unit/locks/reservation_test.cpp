@@ -1,6 +1,6 @@
 // Unit tests for GPU reservations: the lock directory, the selection lock, and one flock per GPU
 // that a second launch (another open file, or another process) cannot take while it is held.
-#include "locks/reservation.hpp"
+#include "gpurun/locks/reservation.hpp"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -13,24 +13,24 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "gpurun/util/accounts.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/proc_info.hpp"
 #include "support/test_support.hpp"
-#include "util/accounts.hpp"
-#include "util/error.hpp"
-#include "util/proc_info.hpp"
 
 namespace gpurun {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using test::make_gpu;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using test::make_gpu;
 
 // How gpurun names this very process as a lock holder: "pid 123, alice, gpurun_unit_tes".
 std::string this_process() {
@@ -99,8 +99,8 @@ TEST(PrepareLockDir, RootRefusesADirectoryNotItsOwnWithTheMend) {
   ASSERT_EQ(::chown(locks.c_str(), 65534, 0), 0);
   const auto e = test::caught_error([&] { prepare_lock_dir({.dir = locks, .group = own_group()}); });
   EXPECT_THAT(e.message, ::testing::HasSubstr("not root's, so whoever owns it could forge or hide reservations"));
-  EXPECT_THAT(e.message, ::testing::HasSubstr(fmt::format("sudo chown root:{} {} && sudo chmod 2775 {}", own_group(),
-                                                          locks, locks)));
+  EXPECT_THAT(e.message, ::testing::HasSubstr(
+                             fmt::format("sudo chown root:{} {} && sudo chmod 2775 {}", own_group(), locks, locks)));
   EXPECT_EQ(e.exit_code, exit_code::failure);
 }
 
@@ -137,9 +137,8 @@ TEST(PrepareLockDir, AnOrdinaryUserIsRefusedTheMachinesDirectoryWhenAnyoneCouldW
   if (::geteuid() == 0) {
     EXPECT_EQ(as_ordinary_user([&] { return error_kind([&] { prepare_lock_dir(machines); }); }), 10);
     // A user's own choice is theirs, however it is set.
-    EXPECT_EQ(as_ordinary_user([&] {
-                return error_kind([&] { prepare_lock_dir({.dir = locks, .group = "x", .shared = false}); });
-              }),
+    EXPECT_EQ(as_ordinary_user(
+                  [&] { return error_kind([&] { prepare_lock_dir({.dir = locks, .group = "x", .shared = false}); }); }),
               0);
   } else {
     EXPECT_EQ(error_kind([&] { prepare_lock_dir(machines); }), 10);
@@ -175,8 +174,9 @@ TEST(PrepareLockDir, RefusesASymbolicLinkAndAFile) {
   test::write_file(dir / "file", "");
 
   auto e = test::caught_error([&] { prepare_lock_dir({.dir = dir / "link"}); });
-  EXPECT_EQ(e.message, "lock directory " + (dir / "link") + " cannot be used: it is a symbolic link, which gpurun "
-                       "does not follow");
+  EXPECT_EQ(e.message, "lock directory " + (dir / "link") +
+                           " cannot be used: it is a symbolic link, which gpurun "
+                           "does not follow");
   EXPECT_EQ(e.exit_code, exit_code::failure);
   e = test::caught_error([&] { prepare_lock_dir({.dir = dir / "file"}); });
   EXPECT_EQ(e.message, "lock directory " + (dir / "file") + " cannot be used: it is not a directory");

@@ -1,6 +1,6 @@
 // Unit tests for the --wait queue: first come, first served across processes; a dead waiter's
 // ticket is swept by the next one to look.
-#include "locks/wait_queue.hpp"
+#include "gpurun/locks/wait_queue.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,14 +1,14 @@
 // Unit tests for the completion script generator: what each kind of option turns into. The
 // scripts' behaviour in real shells is tested end to end (e2e/completion_test.cpp).
-#include "render/completion.hpp"
+#include "gpurun/render/completion.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -32,7 +32,9 @@ TEST(BashCompletion, OnlyOptionsThatTakeTheNextWordConsumeIt) {
   EXPECT_THAT(script, HasSubstr("      -P | --profile | -e | --env | --lock-dir) expect=$word ;;\n"));
   EXPECT_THAT(script, HasSubstr("compgen -W \"-P --profile --wait -e --env --dry-run --lock-dir\""));
   EXPECT_THAT(script, HasSubstr("    --lock-dir) _gpurun_files -d ;;\n"));
-  EXPECT_THAT(script, HasSubstr("-P | --profile) _gpurun_reply_lines < <(_gpurun_ask \"${configs[@]}\" completion profiles) ;;"));
+  EXPECT_THAT(
+      script,
+      HasSubstr("-P | --profile) _gpurun_reply_lines < <(_gpurun_ask \"${configs[@]}\" completion profiles) ;;"));
   EXPECT_THAT(script, HasSubstr("      config) COMPREPLY=($(compgen -W \"init\" -- \"$cur\")) ;;\n"));
   EXPECT_THAT(script, HasSubstr(" \" pick config \" == "));
   EXPECT_THAT(script, HasSubstr("complete -F _gpurun gpurun\n"));

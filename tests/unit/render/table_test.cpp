@@ -1,5 +1,5 @@
 // Unit tests for the one table printer: widths, alignment, overflow, the unpadded last column.
-#include "render/table.hpp"
+#include "gpurun/render/table.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Unit tests for plan_cpus: the --cpus a job gets.
-#include "select/cpu_quota.hpp"
+#include "gpurun/select/cpu_quota.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <ostream>
 #include <string>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,6 +1,6 @@
 // Unit tests for take_inventory's container side: an in-process fake engine says which containers
 // hold GPUs; the GPU table comes from the stand-in nvidia-smi (tests/fakes/nvidia-smi).
-#include "select/inventory.hpp"
+#include "gpurun/select/inventory.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -109,8 +109,9 @@ TEST_F(TakeInventoryFromEngine, AGpuProcessInARootlessContainerMakesItsGpuBusyAn
   const std::string id(64, 'c');
   test::TempDir root("gpurun-proc");
   test::write_file(root.path() / "proc/4242/status", "Name:\tpython3\nUid:\t4100000\t4100000\t4100000\t4100000\n");
-  test::write_file(root.path() / "proc/4242/cgroup",
-                   "0::/user.slice/user-3999999.slice/user@3999999.service/user.slice/libpod-" + id + ".scope/container\n");
+  test::write_file(
+      root.path() / "proc/4242/cgroup",
+      "0::/user.slice/user-3999999.slice/user@3999999.service/user.slice/libpod-" + id + ".scope/container\n");
   test::write_file(root.path() / "scenario.json", R"({"gpus": [
     {"index": 0, "uuid": "GPU-0", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0},
     {"index": 1, "uuid": "GPU-1", "name": "A100", "memory.used": 4, "memory.total": 81920, "utilization.gpu": 0},

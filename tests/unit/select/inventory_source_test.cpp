@@ -1,7 +1,7 @@
 // Unit tests for the inventory through a real source: a --from-csv snapshot joined with the reservations in a lock
 // directory and the site policy's allowed GPUs, assessed in index order. Kept small: they go
 // through the public functions only.
-#include "select/inventory.hpp"
+#include "gpurun/select/inventory.hpp"
 
 #include <unistd.h>
 
@@ -14,11 +14,11 @@
 #include <tuple>
 #include <vector>
 
-#include "gpu/gpu_source.hpp"
-#include "locks/reservation.hpp"
+#include "gpurun/gpu/gpu_source.hpp"
+#include "gpurun/locks/reservation.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/proc_info.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
-#include "util/proc_info.hpp"
 
 namespace gpurun {
 namespace {
@@ -81,9 +81,9 @@ TEST_F(InventoryTest, ReservedGpusAreBusyAndPolicyWithheldOnesAreMarked) {
   EXPECT_THAT(gpu0.reasons, IsEmpty());
   EXPECT_FALSE(gpu1.free);
   EXPECT_FALSE(gpu1.withheld);
-  EXPECT_THAT(gpu1.reasons, ElementsAre("reserved by another gpurun launch (pid " + std::to_string(::getpid()) +
-                                        ", " + process_user(::getpid()).value_or("?") + ", " +
-                                        process_command(::getpid()) + ")"));
+  EXPECT_THAT(gpu1.reasons,
+              ElementsAre("reserved by another gpurun launch (pid " + std::to_string(::getpid()) + ", " +
+                          process_user(::getpid()).value_or("?") + ", " + process_command(::getpid()) + ")"));
   EXPECT_FALSE(gpu2.free);
   EXPECT_TRUE(gpu2.withheld);
   EXPECT_THAT(gpu2.reasons, ElementsAre("not offered by the site policy \"allowed_gpus\" in the system file"));

@@ -1,6 +1,6 @@
 // Unit tests for take_inventory's GPU side with an in-process fake GpuSource, and for the issue-16
 // decisions it feeds (unified memory, MIG, snapshots without processes, lost GPUs, N > GPUs).
-#include "select/inventory.hpp"
+#include "gpurun/select/inventory.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpu/smi_csv.hpp"
-#include "render/report.hpp"
+#include "gpurun/render/report.hpp"
+#include "smi/smi_csv.hpp"
 
 namespace gpurun {
 namespace {
@@ -124,8 +124,9 @@ TEST(TakeInventory, AMigGpuIsNeverHandedOutWholeEvenWithAllowBusy) {
   EXPECT_THAT(indices(pick(inventory.assessed, 3, true).gpus_or_throw()), ElementsAre(0, 2, 3));
   const PickResult all = pick(inventory.assessed, 4, true);
   EXPECT_FALSE(all.waiting_can_help);
-  EXPECT_EQ(all.shortfall, "need 4 GPUs but this machine has 4, of which gpurun can hand out 3 (1 has MIG enabled and "
-                           "is never handed out whole)");
+  EXPECT_EQ(all.shortfall,
+            "need 4 GPUs but this machine has 4, of which gpurun can hand out 3 (1 has MIG enabled and "
+            "is never handed out whole)");
 }
 
 TEST(TakeInventory, TooFewFreeIsAShortfallWaitingCanHelp) {
@@ -143,7 +144,8 @@ TEST(TakeInventory, ASnapshotWithoutProcessesShowsThemAsNotChecked) {
   const Inventory inventory = take_inventory(offline(), "", source, nullptr);
   EXPECT_FALSE(inventory.processes_known);
   EXPECT_THAT(unchecked_processes_warning(inventory), HasSubstr("processes were not checked"));
-  EXPECT_THAT(inventory.assessed[2].notes, testing::Contains("processes not checked: the snapshot has no process list"));
+  EXPECT_THAT(inventory.assessed[2].notes,
+              testing::Contains("processes not checked: the snapshot has no process list"));
   EXPECT_TRUE(status_json(inventory.assessed)["gpus"][2]["processes"].is_null());
   const std::string table = format_gpu_table(inventory.assessed);
   EXPECT_THAT(table, HasSubstr("0 / 81920 MiB    0%      ?"));

@@ -1,5 +1,5 @@
 // MIG instances as units: made from a Snapshot, matched to a requested profile, picked.
-#include "select/mig_units.hpp"
+#include "gpurun/select/mig_units.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -24,10 +24,10 @@ MigInstance instance(int gpu, int gi, const std::string& profile, double used, d
 
 Snapshot mig_box() {
   Snapshot s;
-  s.mig_instances = {instance(1, 2, "3g.40gb", 10, 40320),        // unit 0: free
-                     instance(1, 3, "2g.20gb", 15, 20096),        // unit 1: free
+  s.mig_instances = {instance(1, 2, "3g.40gb", 10, 40320),           // unit 0: free
+                     instance(1, 3, "2g.20gb", 15, 20096),           // unit 1: free
                      instance(1, 9, "1g.10gb", 3891, 9984, {8301}),  // unit 2: busy
-                     instance(1, 10, "1g.10gb", 12, 9984)};       // unit 3: free
+                     instance(1, 10, "1g.10gb", 12, 9984)};          // unit 3: free
   return s;
 }
 

@@ -1,11 +1,11 @@
 // select/placement: which of several equally free GPU sets pick() takes, and the container's
 // CPUs and memory nodes, on the hosts of issue 14 (as select sees them: assessed GPUs).
-#include "select/placement.hpp"
+#include "gpurun/select/placement.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gpu/topology.hpp"
+#include "gpurun/gpu/topology.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {

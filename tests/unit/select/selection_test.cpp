@@ -1,5 +1,5 @@
 // Unit tests for GPU selection: score(), assess(), pick() and ranked().
-#include "select/selection.hpp"
+#include "gpurun/select/selection.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,17 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
 
+using test::make_gpu;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using test::make_gpu;
 
 constexpr std::nullopt_t N = std::nullopt;
 
@@ -226,7 +226,9 @@ TEST(Pick, AllowBusyRanksAllGpusByScore) {
 }
 
 TEST(Pick, AllowBusyStillNeedsEnoughGpus) {
-  const auto e = test::caught_error([] { pick({assessment(0, 90, false), assessment(1, 5, true)}, 3, true).gpus_or_throw(); });
+  const auto e = test::caught_error([] {
+    pick({assessment(0, 90, false), assessment(1, 5, true)}, 3, true).gpus_or_throw();
+  });
   EXPECT_EQ(e.exit_code, exit_code::failure);
   EXPECT_THAT(e.message, AllOf(HasSubstr("3"), HasSubstr("has 2")));
 }
@@ -255,8 +257,8 @@ TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
 }
 
 TEST(Pick, NoFreeGpuAtAllIsAnError) {
-  const auto e =
-      test::caught_error([] { pick({assessment(0, 90, false, {"utilization 90% > limit 10%"})}, 1, false).gpus_or_throw(); });
+  const auto e = test::caught_error(
+      [] { pick({assessment(0, 90, false, {"utilization 90% > limit 10%"})}, 1, false).gpus_or_throw(); });
   EXPECT_EQ(e.exit_code, 125);
   EXPECT_THAT(e.message, AllOf(HasSubstr("0 of 1"), HasSubstr("GPU 0"), HasSubstr("utilization 90% > limit 10%")));
 }

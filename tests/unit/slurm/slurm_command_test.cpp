@@ -1,18 +1,18 @@
 // Unit tests for the srun/sbatch argv of the Slurm backend: whole vectors are asserted.
-#include "slurm/slurm_command.hpp"
+#include "gpurun/slurm/slurm_command.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "gpurun/util/shell_quote.hpp"
 #include "support/test_support.hpp"
-#include "util/shell_quote.hpp"
 
 namespace gpurun {
 namespace {
 
+using test::caught_error;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using test::caught_error;
 
 SlurmJob plain_job() {
   SlurmJob job;
@@ -25,9 +25,8 @@ SlurmJob plain_job() {
 }
 
 TEST(SrunArgv, PlainJobFailsAtOnceWithoutWait) {
-  EXPECT_THAT(build_srun_argv(plain_job()),
-              ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16", "--job-name=gpurun",
-                          "--immediate", "python", "train.py"));
+  EXPECT_THAT(build_srun_argv(plain_job()), ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
+                                                        "--job-name=gpurun", "--immediate", "python", "train.py"));
 }
 
 TEST(SrunArgv, WaitQueuesAndALimitBecomesImmediateSeconds) {
@@ -89,10 +88,9 @@ TEST(SrunArgv, AnOverlappingStepAndTheStepItStarts) {
   job.container = SlurmContainer::pyxis;
   job.image = "busybox";
   job.env = {"A=1"};
-  EXPECT_THAT(build_step_argv(job), ElementsAre("srun", "--container-image=busybox",
-                                                "--container-mounts=/home/ada/proj:/home/ada/proj",
-                                                "--container-workdir=/home/ada/proj", "--container-env=A", "python",
-                                                "train.py"));
+  EXPECT_THAT(build_step_argv(job),
+              ElementsAre("srun", "--container-image=busybox", "--container-mounts=/home/ada/proj:/home/ada/proj",
+                          "--container-workdir=/home/ada/proj", "--container-env=A", "python", "train.py"));
 }
 
 TEST(SallocArgv, TheAllocationAloneWithTheQueueAndSiteOptions) {
@@ -101,9 +99,9 @@ TEST(SallocArgv, TheAllocationAloneWithTheQueueAndSiteOptions) {
   job.queue = true;
   job.queue_limit = std::chrono::seconds(90);
   job.extra = {"--exclusive"};
-  EXPECT_THAT(build_salloc_argv(job), ElementsAre("salloc", "--no-shell", "--nodes=1", "--gpus-per-node=2",
-                                                  "--cpus-per-gpu=16", "--job-name=gpurun", "--immediate=90",
-                                                  "--exclusive"));
+  EXPECT_THAT(build_salloc_argv(job),
+              ElementsAre("salloc", "--no-shell", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
+                          "--job-name=gpurun", "--immediate=90", "--exclusive"));
   job.command = {};
   EXPECT_THAT(caught_error([&] { build_salloc_argv(job); }).message, HasSubstr("no command"));
 }

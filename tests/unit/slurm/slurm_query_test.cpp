@@ -1,5 +1,5 @@
 // Unit tests for the parsing of sinfo and squeue output (recorded from Slurm 22.05).
-#include "slurm/slurm_query.hpp"
+#include "gpurun/slurm/slurm_query.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 namespace gpurun {
 namespace {
 
-using ::testing::HasSubstr;
 using test::caught_error;
+using ::testing::HasSubstr;
 
 TEST(IndexRanges, SlurmLists) {
   EXPECT_EQ(parse_index_ranges("0,2-3"), (std::vector<int>{0, 2, 3}));
@@ -48,7 +48,9 @@ TEST(Partitions, DefaultAndSmallestGpuNode) {
 }
 
 TEST(Nodes, RecordedSinfo) {
-  const auto nodes = parse_nodes("localhost           |gpu*                |mixed               |40/24/0/64          |gpu:4               |gpu:3(IDX:0-2)      |\n");
+  const auto nodes = parse_nodes(
+      "localhost           |gpu*                |mixed               |40/24/0/64          |gpu:4               "
+      "|gpu:3(IDX:0-2)      |\n");
   ASSERT_EQ(nodes.size(), 1U);
   EXPECT_EQ(nodes[0].name, "localhost");
   EXPECT_EQ(nodes[0].partition, "gpu*");

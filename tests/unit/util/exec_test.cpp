@@ -1,6 +1,6 @@
 // Unit tests for finding and exec'ing the job's program: exit 127 when it is missing, 126 when it
 // cannot be executed, and no /bin/sh fallback for files that are not programs.
-#include "util/exec.hpp"
+#include "gpurun/util/exec.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <string>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {
@@ -72,12 +72,14 @@ TEST_F(Exec, LocateProgramSaysWhatToDoWith127ForMissingAnd126ForNotExecutable) {
   const test::EnvGuard path("PATH", dir_ / "bin");
   auto e = test::caught_error([] { locate_program("gpurun-no-such-program"); });
   EXPECT_EQ(e.exit_code, 127);
-  EXPECT_EQ(e.message, "gpurun-no-such-program not found on PATH: install docker (Debian: apt-get install docker.io), "
-                       "or pass --docker PATH or set GPURUN_DOCKER");
+  EXPECT_EQ(e.message,
+            "gpurun-no-such-program not found on PATH: install docker (Debian: apt-get install docker.io), "
+            "or pass --docker PATH or set GPURUN_DOCKER");
   e = test::caught_error([&] { locate_program(dir_ / "bin/missing"); });
   EXPECT_EQ(e.exit_code, 127);
-  EXPECT_EQ(e.message, (dir_ / "bin/missing") + " not found: install docker (Debian: apt-get install docker.io), "
-                                                 "or pass --docker PATH or set GPURUN_DOCKER");
+  EXPECT_EQ(e.message, (dir_ / "bin/missing") +
+                           " not found: install docker (Debian: apt-get install docker.io), "
+                           "or pass --docker PATH or set GPURUN_DOCKER");
   e = test::caught_error([&] { locate_program(not_executable_); });
   EXPECT_EQ(e.exit_code, 126);
   EXPECT_EQ(e.message, "cannot execute " + not_executable_ + ": Permission denied");

@@ -1,5 +1,5 @@
-// Unit tests for the descriptor owner (util/fd.hpp) and the argv conversion for exec and spawn.
-#include "util/fd.hpp"
+// Unit tests for the descriptor owner (gpurun/util/fd.hpp) and the argv conversion for exec and spawn.
+#include "gpurun/util/fd.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "util/exec.hpp"
+#include "gpurun/util/exec.hpp"
 
 namespace gpurun {
 namespace {

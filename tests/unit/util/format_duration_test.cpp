@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "util/units.hpp"
+#include "gpurun/util/units.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,5 +1,5 @@
 // Unit tests for who runs a process, read from /proc.
-#include "util/proc_info.hpp"
+#include "gpurun/util/proc_info.hpp"
 
 #include <pwd.h>
 #include <sys/wait.h>
@@ -27,9 +27,7 @@ TEST(ProcessUser, IsTheLoginNameOfTheRealUser) {
   EXPECT_EQ(process_user(::getpid()), expected);
 }
 
-TEST(ProcessCommand, IsTheCommandNameCutTo15Characters) {
-  EXPECT_EQ(process_command(::getpid()), "gpurun_unit_tes");
-}
+TEST(ProcessCommand, IsTheCommandNameCutTo15Characters) { EXPECT_EQ(process_command(::getpid()), "gpurun_unit_tes"); }
 
 TEST(ProcessInfo, AProcessThatIsGoneHasNoUserAndNoCommand) {
   const long pid = gone_pid();

@@ -1,5 +1,5 @@
 // Unit tests for run_process / run_processes: output capture, exact ends, deadlines, environment.
-#include "util/process.hpp"
+#include "gpurun/util/process.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

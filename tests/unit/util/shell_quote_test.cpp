@@ -1,6 +1,6 @@
 // Unit tests for shell_quote / shell_join. The property that matters: pasting the printed line
 // into a POSIX shell runs exactly the same argv. It is checked by running /bin/sh on the line.
-#include "util/shell_quote.hpp"
+#include "gpurun/util/shell_quote.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/util/process.hpp"
 #include "support/test_support.hpp"
-#include "util/process.hpp"
 
 namespace gpurun {
 namespace {

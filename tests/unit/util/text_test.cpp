@@ -1,5 +1,5 @@
 // Unit tests for gpurun::text: the string helpers under the parsers.
-#include "util/text.hpp"
+#include "gpurun/util/text.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Unit tests for the typed setting values: memory and utilization limits, wait durations, and
 // the one duration formatter.
-#include "util/units.hpp"
+#include "gpurun/util/units.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <ostream>
 #include <string>
 
+#include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
-#include "util/error.hpp"
 
 namespace gpurun {
 namespace {

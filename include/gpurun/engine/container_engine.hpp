@@ -1,0 +1,54 @@
+#pragma once
+// The container-engine seam: what gpurun asks of an engine (which containers hold GPUs) and how
+// it runs a job there (the argv of `run`, `stop`, `logs`, `attach`). The docker CLI is the
+// implementation here; the Engine API, podman and Slurm are others. Tests can pass a fake.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpurun/engine/containers.hpp"
+#include "gpurun/engine/docker_command.hpp"
+#include "gpurun/engine/gpu_request.hpp"
+
+namespace gpurun {
+
+class ContainerEngine {
+ public:
+  virtual ~ContainerEngine() = default;
+  ContainerEngine() = default;
+  ContainerEngine(const ContainerEngine&) = delete;
+  ContainerEngine& operator=(const ContainerEngine&) = delete;
+
+  // "docker", "podman", ...: for messages and --verbose.
+  virtual std::string name() const = 0;
+  // The running containers that hold GPUs, whoever started them. Throws Error when the engine
+  // cannot be asked.
+  virtual std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) = 0;
+  // Whether the engine resolves CDI devices (--device nvidia.com/gpu=UUID), and why we think so.
+  // Never throws: an engine that cannot be asked has no CDI we know of.
+  virtual CdiSupport cdi_support(std::chrono::milliseconds timeout) = 0;
+  // The argv that runs the job (argv[0] is the client program).
+  virtual std::vector<std::string> run_argv(const DockerRunRequest& request) const = 0;
+  // The argv that stops, follows the logs of, or attaches to a container.
+  virtual std::vector<std::string> stop_argv(const std::string& container) const = 0;
+  virtual std::vector<std::string> logs_argv(const std::string& container) const = 0;
+  virtual std::vector<std::string> attach_argv(const std::string& container) const = 0;
+  // The argv that prints a container's inspect JSON (`docker|podman inspect --type container`).
+  virtual std::vector<std::string> inspect_argv(const std::string& container) const = 0;
+};
+
+// The docker engine that `client` (--docker) talks to: the Engine API over its socket where it
+// applies, else the CLI.
+std::unique_ptr<ContainerEngine> make_container_engine(const std::string& client);
+
+// Which engine, and its clients: the engine, docker and podman settings.
+struct EngineSpec {
+  // auto (docker when its client is found or the docker setting names one, else podman), docker, podman
+  std::string engine = "auto";
+  std::string docker = "docker";
+  std::string podman = "podman";
+};
+std::unique_ptr<ContainerEngine> make_container_engine(const EngineSpec& spec);
+
+}  // namespace gpurun

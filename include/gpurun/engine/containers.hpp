@@ -1,0 +1,40 @@
+#pragma once
+// Container awareness: which running containers hold GPUs, whoever started them. A detached
+// container that has not touched its GPU yet looks idle to nvidia-smi; the engine knows better.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurun {
+
+struct GpuContainer {
+  std::string id;
+  std::string name;
+  std::string image;
+  std::string user;        // gpurun's label, else the container's configured user
+  std::string status;      // "running", "paused", ...
+  std::string started_at;  // RFC 3339, as docker says
+  bool all_gpus = false;   // --gpus all, NVIDIA_VISIBLE_DEVICES=all, nvidia.com/gpu=all, --privileged
+  // Indices or UUIDs (MIG ones too), as the engine was told; "minor:N" for a device node
+  // /dev/nvidiaN given with --device (see device_minor).
+  std::vector<std::string> devices;
+  bool started_by_gpurun = false;
+};
+
+// Parses `docker inspect` JSON (an array of containers) and keeps those that hold GPUs, from
+// their device requests (--gpus, CDI's --device nvidia.com/gpu=N), their device nodes
+// (--device /dev/nvidiaN), --privileged (every GPU), or else their NVIDIA_VISIBLE_DEVICES
+// (--runtime=nvidia).
+// Throws Error on text that is not such JSON.
+std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json);
+
+// A device given as its node /dev/nvidiaN is recorded as "minor:N". N is the driver's minor
+// number, not the GPU's index; they agree on nearly every host (both follow PCI order), and
+// where a GPU source knows minor numbers (NVML) it should map them exactly.
+inline constexpr std::string_view kMinorPrefix = "minor:";
+// N of "minor:N", or nullopt for any other device.
+std::optional<int> device_minor(std::string_view device);
+
+}  // namespace gpurun

@@ -1,0 +1,59 @@
+#pragma once
+// Builds the `docker run` argv for a launch: a pure function of its inputs.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpurun/engine/gpu_request.hpp"
+
+namespace gpurun {
+
+// Who launches, and from where; read from the process by current_identity().
+struct LaunchIdentity {
+  unsigned uid = 0;
+  unsigned gid = 0;
+  std::string login;             // login name; starts the container name (servers' naming rule)
+  std::string workdir;           // mounted at the same path and used as the working directory
+  std::string workdir_source;    // the host path mounted there; empty: workdir itself
+  std::vector<unsigned> groups;  // supplementary groups to add (--group-add); set under sudo only
+};
+LaunchIdentity current_identity();
+
+struct DockerRunRequest {
+  std::string docker = "docker";  // argv[0]
+  std::string image;
+  std::vector<int> gpu_indices;                       // ascending
+  std::vector<std::string> gpu_uuids;                 // same order as gpu_indices
+  GpuRequestForm gpu_request = GpuRequestForm::gpus;  // how the GPUs are asked for (gpu_request.hpp)
+  int cpus = 0;
+  std::string cpuset_cpus;  // --cpuset-cpus "48-63,176-191"; empty: none
+  std::string cpuset_mems;  // --cpuset-mems "3"; empty: none
+  LaunchIdentity identity;
+  bool tty = false;                      // add --tty (stdin and stdout are terminals)
+  bool detach = false;                   // --detach instead of --interactive/--tty
+  std::string name;                      // container name; empty: generated from login and GPUs
+  std::string name_suffix;               // makes a generated name unique per launch
+  std::vector<std::string> env;          // -e/--env
+  std::vector<std::string> volumes;      // -v/--volume
+  std::vector<std::string> publish;      // -p/--publish
+  std::vector<std::string> docker_opts;  // --docker-opt, verbatim
+  std::vector<std::string> command;      // after the image; empty: the image's own command
+  bool for_caller = false;               // under sudo: --security-opt no-new-privileges, the uid label,
+                                         // NVIDIA_VISIBLE_DEVICES pinned to the reserved GPUs
+};
+
+std::vector<std::string> build_docker_argv(const DockerRunRequest& request);
+
+// "<login>_gpu2-5_<suffix>", with characters docker refuses in names replaced by '_'.
+std::string container_name(std::string_view login, const std::vector<int>& gpu_indices, std::string_view suffix);
+
+// A short random hex string for container names.
+std::string random_suffix();
+
+// The labels gpurun puts on its containers (read back by later verbs).
+inline constexpr std::string_view kLabelUser = "gpurun.user";
+inline constexpr std::string_view kLabelGpus = "gpurun.gpus";
+inline constexpr std::string_view kLabelGpuUuids = "gpurun.gpu-uuids";
+inline constexpr std::string_view kLabelUid = "gpurun.uid";  // under sudo: the caller's uid
+
+}  // namespace gpurun

@@ -1,0 +1,52 @@
+#pragma once
+// What gpurun knows about one GPU, as read from nvidia-smi. Optional values are ones the driver
+// reported as unavailable ([N/A], [Not Supported], ...): they are missing, never zero.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurun {
+
+struct GpuProcess {
+  std::string gpu_uuid;
+  long pid = 0;
+  std::optional<double> used_memory_mib;
+};
+
+// Where a MIG instance handed out as a unit of its own lives (--mig).
+struct MigPlace {
+  int gpu_index = 0;  // the parent GPU
+  int gpu_instance_id = 0;
+  int compute_instance_id = 0;
+  std::string profile;  // "1g.10gb"
+};
+
+struct Gpu {
+  int index = 0;
+  std::string uuid;
+  std::string name;
+  std::optional<double> memory_used_mib;
+  std::optional<double> memory_total_mib;
+  std::optional<double> utilization_percent;
+  bool mig_enabled = false;
+  std::vector<GpuProcess> processes;
+  std::optional<MigPlace> mig;  // set: a MIG instance as a unit (index: its place among the units)
+  // Where it sits on the host (gpurun/gpu/topology.hpp): empty where the source or sysfs does not say.
+  std::string pci_bus_id;        // as the source printed it: "00000000:07:00.0"
+  std::optional<int> numa_node;  // sysfs numa_node; none on single-node hosts (-1 there)
+  std::string local_cpus;        // sysfs local_cpulist: "48-63,176-191"
+  std::optional<int> socket;     // physical package of its local CPUs
+};
+
+// A GPU the driver could not reach, named only by its PCI bus id, as nvidia-smi reports it between
+// the rows: "Unable to determine the device handle for GPU0000:34:00.0: Unknown Error".
+struct LostGpu {
+  std::string pci_bus_id;  // "0000:34:00.0"
+  std::string error;       // "Unknown Error"
+};
+
+// Reasons GPUs are busy that the driver cannot show (reservations, containers), by GPU index.
+using ExternalClaims = std::map<int, std::vector<std::string>>;
+
+}  // namespace gpurun

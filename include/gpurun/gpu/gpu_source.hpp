@@ -1,0 +1,48 @@
+#pragma once
+// The GPU-source seam: where a Snapshot comes from. nvidia-smi and a recorded CSV snapshot are
+// the implementations here; NVML is another. Tests can pass an in-process fake.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gpurun/gpu/snapshot.hpp"
+
+namespace gpurun {
+
+class GpuSource {
+ public:
+  virtual ~GpuSource() = default;
+  GpuSource() = default;
+  GpuSource(const GpuSource&) = delete;
+  GpuSource& operator=(const GpuSource&) = delete;
+
+  // One look at every GPU; throws Error (exit 125) with a message saying what to do.
+  virtual Snapshot read(std::chrono::milliseconds timeout) = 0;
+  // "nvidia-smi", "nvml", "snapshot FILE": for --verbose and `status`.
+  virtual std::string name() const = 0;
+};
+
+// The values of `gpu_source`.
+inline constexpr const char* kGpuSourceAuto = "auto";
+inline constexpr const char* kGpuSourceNvml = "nvml";
+inline constexpr const char* kGpuSourceNvidiaSmi = "nvidia-smi";
+
+// Which source to use: a recorded snapshot when `csv` is given, else the one `kind` names.
+struct GpuSourceSpec {
+  std::string nvidia_smi = "nvidia-smi";
+  std::optional<std::string> csv;          // a recorded --query-gpu CSV ("-" for stdin)
+  std::optional<std::string> apps_csv;     // with it, a recorded --query-compute-apps CSV
+  std::string kind = kGpuSourceNvidiaSmi;  // "auto": NVML when it loads and initialises, else nvidia-smi
+  std::string nvml_library;                // "": libnvidia-ml.so.1 on the loader's path
+};
+
+// The source the spec names; throws Error (exit 125) for an apps CSV without a GPU CSV or an
+// unknown kind. `auto` loads NVML now and says at debug level (--verbose) which source answers
+// and why NVML does not; `nvml` loads it at the first read (an Error saying what to do).
+std::unique_ptr<GpuSource> make_gpu_source(const GpuSourceSpec& spec);
+
+// Why `kind` is not a gpu_source value, or "" when it is one.
+std::string gpu_source_kind_problem(const std::string& kind);
+
+}  // namespace gpurun

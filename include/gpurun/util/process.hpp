@@ -1,0 +1,61 @@
+#pragma once
+// Runs external programs with posix_spawnp and an explicit argv (never a shell), each with a
+// deadline after which it is killed, its stdout and stderr captured and its end kept exact.
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpurun/util/fd.hpp"
+
+namespace gpurun {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;                               // argv[0] is looked up on PATH when it has no '/'
+  std::vector<std::pair<std::string, std::string>> extra_env;  // added to (or replacing in) our environment
+};
+
+struct ProcessResult {
+  enum class End { exited, signaled, timed_out, not_started };
+  End end = End::not_started;
+  int exit_code = 0;    // End::exited
+  int signal = 0;       // End::signaled
+  int spawn_errno = 0;  // End::not_started
+  std::string out;
+  std::string err;
+
+  bool succeeded() const { return end == End::exited && exit_code == 0; }
+};
+
+// Runs all specs at once and waits for all of them; each is killed with SIGKILL at `timeout`.
+std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, std::chrono::milliseconds timeout);
+ProcessResult run_process(const ProcessSpec& spec, std::chrono::milliseconds timeout);
+
+// "exited with status 2", "was killed by signal 9 (Killed)", "did not answer within 10 s and was killed",
+// "could not be started: No such file or directory"
+std::string describe_end(const ProcessResult& result, std::chrono::milliseconds timeout);
+
+// A child whose stdout is read as it comes (`nvidia-smi -l 1`); killed and reaped on destruction.
+class ChildStream {
+ public:
+  explicit ChildStream(const ProcessSpec& spec);  // throws Error when it cannot start
+  ChildStream(const ChildStream&) = delete;
+  ChildStream& operator=(const ChildStream&) = delete;
+  ~ChildStream();
+
+  // Waits up to `timeout` for output and appends it to `sink`; false once the stream has ended.
+  bool read(std::string& sink, std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  Fd out_;
+};
+
+// Starts argv with our stdin, stdout and stderr, in a process group of its own, with default
+// signal handling. Throws Error (126/127) when it cannot be started.
+pid_t spawn_foreground_job(const std::vector<std::string>& argv);
+
+}  // namespace gpurun

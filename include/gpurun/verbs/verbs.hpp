@@ -1,0 +1,30 @@
+#pragma once
+// One library function per verb (the launch itself is gpurun/job/launch.hpp); the CLI layer fills
+// Options and calls one of these.
+// Each returns the process exit code or throws gpurun::Error. Results go to `out`.
+#include <iosfwd>
+#include <string>
+
+#include "gpurun/config/config.hpp"
+#include "gpurun/config/options.hpp"
+
+namespace gpurun {
+
+// Prints the chosen GPUs' indices, "2,5" (or JSON).
+int run_pick(const Options& options, std::ostream& out);
+
+// Prints every GPU with its state (a table, or JSON).
+int run_status(const Options& options, std::ostream& out);
+
+// Prints the running containers that hold GPUs, whoever started them (a table, or JSON).
+int run_ps(const Options& options, std::ostream& out);
+
+// `gpurun logs|attach|stop NAME`: execs `docker logs --follow|attach|stop` on a container gpurun
+// started; under sudo only on the caller's own (or any, for the policy's admin_group).
+[[noreturn]] int run_manage(const std::string& verb, const std::string& name, const Options& options);
+
+// `gpurun config [--json]`: the effective configuration; `gpurun config init`: writes the starter
+// user file (never over an existing one) and prints its path.
+int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool json, std::ostream& out);
+
+}  // namespace gpurun

@@ -1,0 +1,220 @@
+#include "docker/docker_api.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "docker/unix_http.hpp"
+#include "gpurun/engine/docker_command.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+using nlohmann::json;
+
+// Inspects asked at once, each on a connection of its own, so that the engine's answers overlap;
+// each connection costs a connect, and a GPU server runs few containers.
+constexpr std::size_t kInspectConnections = 4;
+
+std::optional<std::string> env_value(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::optional<std::string>(value) : std::nullopt;
+}
+
+// config.json's currentContext ("" when there is none, or no readable file).
+std::string current_context(const DockerClientEnvironment& env) {
+  std::string dir;
+  if (env.docker_config)
+    dir = *env.docker_config;
+  else if (env.home)
+    dir = *env.home + "/.docker";
+  else
+    return {};
+  std::ifstream file(dir + "/config.json");
+  if (!file) return {};
+  std::stringstream text;
+  text << file.rdbuf();
+  const json config = json::parse(text.str(), nullptr, false);
+  if (!config.is_object()) return {};
+  const auto it = config.find("currentContext");
+  return it != config.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
+// "1.41" -> {1, 41}; nullopt for anything else.
+std::optional<std::pair<long long, long long>> parse_version(std::string_view version) {
+  const auto parts = text::split(text::trim(version), '.');
+  if (parts.size() != 2) return std::nullopt;
+  const auto major = text::parse_integer(parts[0]);
+  const auto minor = text::parse_integer(parts[1]);
+  if (!major || !minor || *major < 0 || *minor < 0) return std::nullopt;
+  return std::pair{*major, *minor};
+}
+
+// The engine's own words for a refusal: {"message": "..."}.
+std::string engine_message(const HttpResponse& response) {
+  const json body = json::parse(response.body, nullptr, false);
+  if (body.is_object() && body.contains("message") && body["message"].is_string())
+    return text::printable(body["message"].get<std::string>(), 200);
+  return text::printable(text::trim(response.body), 200);
+}
+
+// Container IDs are hex; anything else is not put into a request path.
+bool plain_id(std::string_view id) {
+  return !id.empty() && id.size() <= 128 &&
+         std::all_of(id.begin(), id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+}
+
+class DockerApiEngine final : public ContainerEngine {
+ public:
+  DockerApiEngine(std::string docker_cli, std::string socket_path, std::string name)
+      : docker_(std::move(docker_cli)), socket_(std::move(socket_path)), name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
+  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) override {
+    return docker_api_gpu_holders(socket_, timeout);
+  }
+  CdiSupport cdi_support(std::chrono::milliseconds timeout) override {
+    if (name_ == "podman") return {true, "podman always resolves CDI devices"};
+    return docker_api_cdi_support(socket_, timeout);
+  }
+  std::vector<std::string> run_argv(const DockerRunRequest& request) const override {
+    DockerRunRequest r = request;
+    r.docker = docker_;
+    return build_docker_argv(r);
+  }
+  std::vector<std::string> stop_argv(const std::string& container) const override {
+    return {docker_, "stop", container};
+  }
+  std::vector<std::string> logs_argv(const std::string& container) const override {
+    return {docker_, "logs", "--follow", container};
+  }
+  std::vector<std::string> attach_argv(const std::string& container) const override {
+    return {docker_, "attach", container};
+  }
+  std::vector<std::string> inspect_argv(const std::string& container) const override {
+    return {docker_, "inspect", "--type", "container", "--", container};
+  }
+
+ private:
+  std::string docker_;
+  std::string socket_;
+  std::string name_;
+};
+
+}  // namespace
+
+DockerClientEnvironment DockerClientEnvironment::from_process() {
+  return {env_value("DOCKER_HOST"), env_value("DOCKER_CONTEXT"), env_value("DOCKER_CONFIG"), env_value("HOME")};
+}
+
+std::optional<std::string> docker_socket_path(const DockerClientEnvironment& env, std::string& why_not) {
+  // The docker CLI's order (cli/command/cli.go, resolveContextName): DOCKER_HOST means the
+  // default context with that host, then DOCKER_CONTEXT, then config.json's currentContext.
+  if (env.docker_host) {
+    constexpr std::string_view unix_scheme = "unix://";
+    if (env.docker_host->starts_with(unix_scheme) && env.docker_host->size() > unix_scheme.size())
+      return env.docker_host->substr(unix_scheme.size());
+    why_not = fmt::format("DOCKER_HOST is {}, not a unix socket", text::printable(*env.docker_host, 100));
+    return std::nullopt;
+  }
+  const std::string context = env.docker_context ? *env.docker_context : current_context(env);
+  if (!context.empty() && context != "default") {
+    why_not = fmt::format("the docker context \"{}\" is in use", text::printable(context, 100));
+    return std::nullopt;
+  }
+  return std::string(kDefaultDockerSocket);
+}
+
+std::string docker_api_version(std::string_view engine_version) {
+  const auto engine = parse_version(engine_version);
+  if (!engine) return {};
+  const auto ours = parse_version(kDockerApiVersion);
+  return *engine < *ours ? std::string(text::trim(engine_version)) : std::string(kDockerApiVersion);
+}
+
+std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout) {
+  UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout);
+  const auto refused = [&](const std::string& what, const HttpResponse& r) {
+    return Error(fmt::format("the Docker engine at {} refused {} (HTTP {}): {}", socket_path, what, r.status,
+                             engine_message(r)));
+  };
+  const HttpResponse ping = client.get("/_ping");
+  if (ping.status != 200) throw refused("/_ping", ping);
+  const std::string version = docker_api_version(ping.api_version);
+  const std::string prefix = version.empty() ? std::string{} : "/v" + version;
+
+  const HttpResponse list = client.get(prefix + "/containers/json");  // running ones, as `docker ps`
+  if (list.status != 200) throw refused("the container list", list);
+  const json containers = json::parse(list.body, nullptr, false);
+  if (!containers.is_array())
+    throw Error(fmt::format("the Docker engine at {} answered the container list with no JSON array", socket_path));
+
+  // Each container's inspect answer, up to kInspectConnections asked at once; one JSON array of
+  // them, as `docker inspect` prints it, for parse_gpu_containers.
+  std::vector<std::string> targets;
+  for (const json& c : containers) {
+    const json* id = c.is_object() && c.contains("Id") ? &c["Id"] : nullptr;
+    if (id == nullptr || !id->is_string() || !plain_id(id->get_ref<const std::string&>())) continue;
+    targets.push_back(fmt::format("{}/containers/{}/json", prefix, id->get_ref<const std::string&>()));
+  }
+  std::string inspected = "[";
+  for (const HttpResponse& one : client.get_all(targets, kInspectConnections)) {
+    if (one.status == 404) continue;  // gone since the list
+    if (one.status != 200) throw refused("to inspect a container", one);
+    if (inspected.size() > 1) inspected += ',';
+    inspected += one.body;
+  }
+  inspected += ']';
+  return parse_gpu_containers(inspected);
+}
+
+CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout) {
+  try {
+    UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout);
+    const HttpResponse info = client.get("/info");
+    if (info.status != 200) return {false, fmt::format("the engine's /info answered HTTP {}", info.status)};
+    const json answer = json::parse(info.body, nullptr, false);
+    const json dirs = answer.is_object() && answer.contains("CDISpecDirs") ? answer["CDISpecDirs"] : json();
+    return cdi_from_spec_dirs(dirs.dump(), "the engine's /info");
+  } catch (const std::exception& e) {
+    return {false, fmt::format("the engine's /info could not be asked ({})", e.what())};
+  }
+}
+
+std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& docker_cli,
+                                                           const std::string& socket_path, const std::string& name) {
+  return std::make_unique<DockerApiEngine>(docker_cli, socket_path, name);
+}
+
+std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docker_cli, std::string& why_not) {
+  const auto decline = [&](std::string reason) -> std::unique_ptr<ContainerEngine> {
+    why_not = std::move(reason);
+    spdlog::debug("asking {} (the CLI), not the Engine API: {}", docker_cli, why_not);
+    return nullptr;
+  };
+  // podman's CLI talks to podman, not to docker's socket (podman has an engine of its own).
+  const std::string_view base = std::string_view(docker_cli).substr(docker_cli.rfind('/') + 1);
+  if (base.starts_with("podman")) return decline(fmt::format("{} is not docker's client", docker_cli));
+  std::string reason;
+  const auto socket = docker_socket_path(DockerClientEnvironment::from_process(), reason);
+  if (!socket) return decline(reason);
+  struct stat st {};
+  if (::stat(socket->c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
+    return decline(fmt::format("no socket at {}", *socket));
+  if (::access(socket->c_str(), R_OK | W_OK) != 0)
+    return decline(fmt::format("{} may not be opened by this user", *socket));
+  return make_docker_api_engine_at(docker_cli, *socket);
+}
+
+}  // namespace gpurun

@@ -1,0 +1,72 @@
+#include "docker/docker_cli_engine.hpp"
+
+#include <fmt/format.h>
+
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+std::string short_error(const ProcessResult& result) {
+  const auto lines = text::non_blank_lines(result.err.empty() ? result.out : result.err);
+  return lines.empty() ? std::string{} : ": " + text::printable(text::trim(lines.front().text), 200);
+}
+
+}  // namespace
+
+std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds timeout) {
+  // A container that exits between `ps` and `inspect` makes inspect exit 1 while it still
+  // describes the others: its JSON is kept then.
+  const auto ask = [&](std::vector<std::string> argv, bool output_counts_on_failure) {
+    argv.insert(argv.begin(), client_);
+    const ProcessResult result = run_process({argv, {}}, timeout);
+    const bool usable = result.succeeded() || (output_counts_on_failure && result.end == ProcessResult::End::exited &&
+                                               text::trim(result.out).starts_with("["));
+    if (!usable)
+      throw Error(fmt::format("`{} {}` {}{}", client_, argv[1], describe_end(result, timeout), short_error(result)));
+    return result.out;
+  };
+  std::vector<std::string> inspect{"inspect", "--type", "container"};
+  const std::string ids = ask({"ps", "--quiet", "--no-trunc"}, false);  // the lines below point into it
+  for (const auto& line : text::non_blank_lines(ids)) inspect.emplace_back(text::trim(line.text));
+  if (inspect.size() == 3) return {};
+  return parse_gpu_containers(ask(inspect, true));
+}
+
+CdiSupport DockerCliEngine::cdi_support(std::chrono::milliseconds timeout) {
+  if (name_ == "podman") return {true, "podman always resolves CDI devices"};
+  try {
+    const ProcessResult result = run_process({{client_, "info", "--format", "{{json .CDISpecDirs}}"}, {}}, timeout);
+    // A docker before 25 knows no such field: its template fails, and it has no CDI.
+    if (!result.succeeded()) return {false, fmt::format("`{} info` names no CDI spec directory", client_)};
+    return cdi_from_spec_dirs(text::trim(result.out), fmt::format("`{} info`", client_));
+  } catch (const Error& e) {
+    return {false, fmt::format("`{} info` could not be run ({})", client_, e.what())};
+  }
+}
+
+std::vector<std::string> DockerCliEngine::run_argv(const DockerRunRequest& request) const {
+  std::vector<std::string> argv = build_docker_argv(request);
+  argv.front() = client_;
+  return argv;
+}
+
+std::vector<std::string> DockerCliEngine::stop_argv(const std::string& container) const {
+  return {client_, "stop", container};
+}
+
+std::vector<std::string> DockerCliEngine::logs_argv(const std::string& container) const {
+  return {client_, "logs", "-f", container};
+}
+
+std::vector<std::string> DockerCliEngine::attach_argv(const std::string& container) const {
+  return {client_, "attach", container};
+}
+
+std::vector<std::string> DockerCliEngine::inspect_argv(const std::string& container) const {
+  return {client_, "inspect", "--type", "container", "--", container};
+}
+
+}  // namespace gpurun

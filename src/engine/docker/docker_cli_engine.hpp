@@ -1,0 +1,36 @@
+#pragma once
+// The docker command-line client as the container engine: holders from `docker ps` and
+// `docker inspect`, jobs run by `docker run` (docker_command.hpp). Podman's CLI speaks the same.
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpurun/engine/container_engine.hpp"
+
+namespace gpurun {
+
+class DockerCliEngine final : public ContainerEngine {
+ public:
+  // `client`: the program (--docker, or --podman with `name` "podman"), looked up on PATH when
+  // it has no '/'.
+  explicit DockerCliEngine(std::string client, std::string name = "docker")
+      : client_(std::move(client)), name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
+  // Podman: always. Docker: `docker info --format '{{json .CDISpecDirs}}'`.
+  CdiSupport cdi_support(std::chrono::milliseconds timeout) override;
+  // `docker ps`, then `docker inspect` of what it lists, each killed after `timeout`.
+  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) override;
+  std::vector<std::string> run_argv(const DockerRunRequest& request) const override;
+  std::vector<std::string> stop_argv(const std::string& container) const override;
+  std::vector<std::string> logs_argv(const std::string& container) const override;
+  std::vector<std::string> attach_argv(const std::string& container) const override;
+  std::vector<std::string> inspect_argv(const std::string& container) const override;
+
+ private:
+  std::string client_;
+  std::string name_;
+};
+
+}  // namespace gpurun

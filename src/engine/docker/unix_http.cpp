@@ -1,0 +1,143 @@
+#include "docker/unix_http.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/privileges.hpp"
+
+namespace gpurun {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+namespace {
+
+// The engine's list of every container on a busy host can be large; its inspect answers are not.
+constexpr std::uint64_t kBodyLimit = 64ULL << 20;
+
+struct Connection {
+  explicit Connection(asio::io_context& io) : socket(io) {}
+  void close() {
+    error_code ignored;
+    socket.close(ignored);  // cancels what is pending on it
+    buffer.clear();
+    connected = false;
+  }
+  asio::local::stream_protocol::socket socket;
+  boost::beast::flat_buffer buffer;
+  bool connected = false;
+};
+
+// One GET and the parser of its answer, alive until the answer is read.
+struct Exchange {
+  explicit Exchange(const std::string& target) : request{http::verb::get, target, 11} {
+    request.set(http::field::host, "docker");  // the engine wants a Host; docker's CLI sends a made-up one too
+    request.set(http::field::user_agent, "gpurun");
+    request.keep_alive(true);
+    parser.body_limit(kBodyLimit);
+  }
+  http::request<http::empty_body> request;
+  http::response_parser<http::string_body> parser;
+};
+
+}  // namespace
+
+struct UnixHttpClient::State {
+  asio::io_context io;
+  std::vector<std::unique_ptr<Connection>> connections;  // [0] is get()'s
+};
+
+UnixHttpClient::UnixHttpClient(std::string socket_path, std::chrono::steady_clock::time_point deadline)
+    : socket_path_(std::move(socket_path)), deadline_(deadline), state_(std::make_unique<State>()) {}
+
+UnixHttpClient::~UnixHttpClient() = default;
+
+HttpResponse UnixHttpClient::get(const std::string& target) { return std::move(get_all({target}, 1).front()); }
+
+std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>& targets, std::size_t connections) {
+  State& s = *state_;
+  const std::size_t lanes = std::clamp<std::size_t>(targets.size(), 1, std::max<std::size_t>(connections, 1));
+  while (s.connections.size() < lanes) s.connections.push_back(std::make_unique<Connection>(s.io));
+
+  std::vector<HttpResponse> answers(targets.size());
+  std::vector<std::optional<Exchange>> exchanges(lanes);
+  std::size_t next = 0;
+  std::size_t answered = 0;
+  struct Failure {  // (read through the optional below, which cppcheck does not follow)
+    // cppcheck-suppress unusedStructMember
+    std::string target;
+    error_code error;
+    // cppcheck-suppress unusedStructMember
+    bool connected;
+  };
+  std::optional<Failure> failure;
+
+  // Each lane connects (once), writes, reads, then takes the next target, until none is left or
+  // one failed. Asynchronous, so that the io_context's deadline can stop them all.
+  // (The handlers hold the lane's connection and exchange by pointer: both outlive them.)
+  std::function<void(std::size_t)> start = [&](std::size_t lane) {
+    if (failure || next == targets.size()) return;
+    const std::size_t i = next++;
+    Connection* c = s.connections[lane].get();
+    Exchange* x = &exchanges[lane].emplace(targets[i]);
+    const auto finish = [&, c, x, lane, i](error_code ec) {
+      if (ec) {
+        if (!failure) failure = Failure{targets[i], ec, c->connected};
+        for (const auto& other : s.connections) other->close();  // the others end at once
+        return;
+      }
+      http::response<http::string_body> response = x->parser.release();
+      answers[i] = {static_cast<int>(response.result_int()), std::move(response.body()),
+                    std::string(response["API-Version"])};
+      ++answered;
+      if (!response.keep_alive()) c->close();  // the lane's next request connects again
+      start(lane);
+    };
+    const auto write = [c, x, finish] {
+      http::async_write(c->socket, x->request, [c, x, finish](error_code ec, std::size_t) {
+        if (ec) return finish(ec);
+        http::async_read(c->socket, c->buffer, x->parser,
+                         [finish](error_code read_ec, std::size_t) { finish(read_ec); });
+      });
+    };
+    if (c->connected) return write();
+    // Under sudo the engine's socket is root's (docker group at most): connect as root, and only
+    // that. asio calls connect(2) right here, so the raised rights end with this scope.
+    const AsRoot as_root;
+    c->socket.async_connect(asio::local::stream_protocol::endpoint(socket_path_), [c, write, finish](error_code ec) {
+      if (ec) return finish(ec);
+      c->connected = true;
+      write();
+    });
+  };
+  for (std::size_t lane = 0; lane < lanes; ++lane) start(lane);
+  s.io.restart();
+  s.io.run_until(deadline_);
+  if (answered == targets.size()) return answers;
+
+  const bool timed_out = !failure;                 // (closing below fails what is pending: not the cause)
+  for (const auto& c : s.connections) c->close();  // let what is pending end before the exchanges go
+  s.io.restart();
+  s.io.run();
+  if (timed_out) throw Error(fmt::format("the Docker engine at {} did not answer in time", socket_path_));
+  const std::string message = failure->error.message();
+  throw Error(fmt::format("the Docker engine at {} {}", socket_path_,
+                          failure->connected ? fmt::format("broke off its answer to {}: {}", failure->target, message)
+                                             : fmt::format("cannot be reached: {}", message)));
+}
+
+}  // namespace gpurun

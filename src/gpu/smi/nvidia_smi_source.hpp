@@ -1,0 +1,30 @@
+#pragma once
+// The GPU source that runs nvidia-smi: the GPU query and the compute-apps query at once.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpurun/gpu/gpu_source.hpp"
+
+namespace gpurun {
+
+class NvidiaSmiSource final : public GpuSource {
+ public:
+  explicit NvidiaSmiSource(std::string program);
+
+  // Throws Error with nvidia-smi's own words (it prints its errors on stdout) and a hint. An
+  // answer with data despite a warning exit (14: infoROM corrupted, 15: a GPU lost) is taken,
+  // with the warnings in the snapshot. A driver that does not know an optional field (before
+  // R450: mig.mode.current) is asked again without it, and never again with it by this source.
+  Snapshot read(std::chrono::milliseconds timeout) override;
+  std::string name() const override { return "nvidia-smi"; }
+
+  // The --query-gpu fields asked for now.
+  const std::vector<std::string_view>& gpu_fields() const { return fields_; }
+
+ private:
+  std::string program_;
+  std::vector<std::string_view> fields_;
+};
+
+}  // namespace gpurun
