@@ -218,9 +218,10 @@ CompletionSpec completion_spec(const CLI::App& app) {
     for (const auto& name : option->get_lnames()) described.names.push_back("--" + name);
     const Setting* setting = find_flag(described.names.back());
     const auto meta = kMeta.find(described.names.back());
-    if (setting != nullptr)
+    if (setting != nullptr) {
       described.value = setting->completion;
-    else if (meta != kMeta.end())
+      described.choices.assign(setting->words.begin(), setting->words.end());
+    } else if (meta != kMeta.end())
       described.value = meta->second;
     else if (option->get_items_expected_min() > 0)
       described.value = CompletionValue::word;

@@ -224,6 +224,13 @@ void apply_to(const Config& config, Options& options) {
   options.caller = config.caller;
   const auto lock_dir_from = config.at("lock_dir").source.kind;  // the machine's, or a user's own choice
   options.lock_dir_shared = lock_dir_from == Kind::defaults || lock_dir_from == Kind::system;
+  settle_options(options);
+}
+
+void settle_options(Options& options) {
+  if (!options.report_json.empty()) options.report = true;  // --report-json implies --report
+  if (options.watch_s && !(*options.watch_s >= 0.1 && *options.watch_s <= 86400))
+    throw Error(fmt::format("--watch {:g}: give 0.1 to 86400 seconds", *options.watch_s));
 }
 
 ItemOrigins item_origins(const Config& config) {

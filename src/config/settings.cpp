@@ -1,13 +1,15 @@
 #include "gpurun/config/settings.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <initializer_list>
 
 #include "gpurun/config/options.hpp"
+#include "gpurun/util/choices.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
+#include "suggest.hpp"
 
 namespace gpurun {
 namespace {
@@ -26,14 +28,15 @@ constexpr std::string_view kSlurm = "On a Slurm cluster (backend slurm)";
 
 std::vector<std::string> strings(const json& v) { return v.get<std::vector<std::string>>(); }
 
-// A text setting with a fixed set of words: anything else is an error that lists them.
-std::string one_of(const json& v, std::string_view key, std::initializer_list<std::string_view> words) {
-  std::string word = v.get<std::string>();
-  for (std::string_view w : words)
-    if (word == w) return word;
-  std::string list;
-  for (std::string_view w : words) list += (list.empty() ? "" : ", ") + std::string(w);
-  throw Error(fmt::format("{} \"{}\": expected one of {}", key, word, list));
+// A setting whose value is one of Choices<E>::words: anything else is an error that lists them,
+// with the nearest as a suggestion.
+template <typename E>
+E choice(const json& v, std::string_view key) {
+  const std::string word = v.get<std::string>();
+  if (const auto value = choice_from<E>(word)) return *value;
+  const std::vector<std::string> words(Choices<E>::words.begin(), Choices<E>::words.end());
+  throw Error(fmt::format("{} \"{}\": expected one of {}{}", key, text::printable(word), fmt::join(words, ", "),
+                          suggestion(word, words)));
 }
 
 // Each entry names only the fields it sets; the rest keep Setting's defaults. GCC 12 warns about
@@ -59,13 +62,9 @@ std::vector<Setting> make_settings() {
        .group = kSource,
        .fallback = R"("auto")",
        .example = R"("auto")",
-       .completion = H::word,
-       .apply =
-           [](const json& v, Options& o) {
-             o.gpu_source = v.get<std::string>();
-             if (o.gpu_source != "auto" && o.gpu_source != "nvml" && o.gpu_source != "nvidia-smi")
-               throw Error(fmt::format("gpu_source \"{}\": expected auto, nvml or nvidia-smi", o.gpu_source));
-           }},
+       .completion = H::choice,
+       .words = Choices<GpuSourceSetting>::words,
+       .apply = [](const json& v, Options& o) { o.gpu_source = choice<GpuSourceSetting>(v, "gpu_source"); }},
       {.key = "nvml_library",
        .flag = "--nvml-library",
        .help = "the NVML library to load (default libnvidia-ml.so.1 on the loader's path)",
@@ -218,12 +217,10 @@ std::vector<Setting> make_settings() {
        .group = kLaunch,
        .fallback = R"("auto")",
        .example = R"("auto")",
-       .completion = H::word,
+       .completion = H::choice,
+       .words = Choices<EngineSetting>::words,
        .root_only = true,  // it chooses the program root runs under sudo
-       .apply =
-           [](const json& v, Options& o) {
-             o.engine = one_of(v, "engine", {"auto", "docker", "podman"});
-           }},
+       .apply = [](const json& v, Options& o) { o.engine = choice<EngineSetting>(v, "engine"); }},
       {.key = "podman",
        .flag = "--podman",
        .help = "podman client to exec (engine podman)",
@@ -241,11 +238,9 @@ std::vector<Setting> make_settings() {
        .group = kLaunch,
        .fallback = R"("auto")",
        .example = R"("auto")",
-       .completion = H::word,
-       .apply =
-           [](const json& v, Options& o) {
-             o.gpu_request = one_of(v, "gpu_request", {"auto", "gpus", "cdi", "runtime"});
-           }},
+       .completion = H::choice,
+       .words = Choices<GpuRequestSetting>::words,
+       .apply = [](const json& v, Options& o) { o.gpu_request = choice<GpuRequestSetting>(v, "gpu_request"); }},
       {.key = "dry_run",
        .type = T::boolean,
        .scope = Scope::invocation,
@@ -355,11 +350,9 @@ std::vector<Setting> make_settings() {
        .group = kSlurm,
        .fallback = R"("local")",
        .example = R"("local")",
-       .completion = H::word,
-       .apply =
-           [](const json& v, Options& o) {
-             o.backend = one_of(v, "backend", {"local", "slurm"});
-           }},
+       .completion = H::choice,
+       .words = Choices<Backend>::words,
+       .apply = [](const json& v, Options& o) { o.backend = choice<Backend>(v, "backend"); }},
       {.key = "slurm_partition",
        .flag = "--slurm-partition",
        .help = "Slurm partition (default: the cluster's)",
@@ -407,11 +400,9 @@ std::vector<Setting> make_settings() {
        .group = kSlurm,
        .fallback = R"("pyxis")",
        .example = R"("pyxis")",
-       .completion = H::word,
-       .apply =
-           [](const json& v, Options& o) {
-             o.slurm.container = one_of(v, "slurm_container", {"pyxis", "oci", "none"});
-           }},
+       .completion = H::choice,
+       .words = Choices<SlurmContainer>::words,
+       .apply = [](const json& v, Options& o) { o.slurm.container = choice<SlurmContainer>(v, "slurm_container"); }},
       {.key = "slurm_gres",
        .type = T::boolean,
        .flag = "--slurm-gres",

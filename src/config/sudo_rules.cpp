@@ -206,7 +206,7 @@ std::string canonical(const DockerArg& arg) { return "--" + arg.name + (arg.valu
 void enforce_caller_rules(const Options& options, bool dry_run) {
   if (!options.caller) return;
   // srun/sbatch as root would run the caller's job as root on the cluster; Slurm already knows users.
-  if (options.backend == "slurm")
+  if (options.backend == Backend::slurm)
     refuse(
         "backend slurm: a Slurm job started under sudo would run as root; run gpurun without sudo for "
         "the cluster (Slurm runs the job as you)");

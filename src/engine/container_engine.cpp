@@ -20,8 +20,8 @@ std::unique_ptr<ContainerEngine> make_container_engine(const std::string& client
 std::unique_ptr<ContainerEngine> make_container_engine(const EngineSpec& spec) {
   // A docker setting that names podman (the old way to use it) means the podman engine.
   const std::string_view docker_base = std::string_view(spec.docker).substr(spec.docker.rfind('/') + 1);
-  if (spec.engine == "podman") return make_podman_engine(spec.podman);
-  if (spec.engine == "docker" || docker_base.starts_with("podman"))
+  if (spec.engine == EngineSetting::podman) return make_podman_engine(spec.podman);
+  if (spec.engine == EngineSetting::docker || docker_base.starts_with("podman"))
     return docker_base.starts_with("podman") ? make_podman_engine(spec.docker) : make_container_engine(spec.docker);
   // auto: docker where its client is found or was named (the docker setting changed), else
   // podman where its is; else docker, whose absence the launch then reports.

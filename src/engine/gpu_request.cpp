@@ -43,16 +43,21 @@ CdiSupport cdi_from_spec_dirs(std::string_view spec_dirs_json, std::string_view 
   return {true, fmt::format("{} lists CDI spec directories {}", asked, fmt::join(listed, ", "))};
 }
 
-GpuRequestChoice choose_gpu_request(std::string_view setting, std::string_view engine_name, const CdiSupport& cdi) {
-  if (setting == "gpus" && engine_name == "podman")
+GpuRequestChoice choose_gpu_request(GpuRequestSetting setting, std::string_view engine_name, const CdiSupport& cdi) {
+  if (setting == GpuRequestSetting::gpus && engine_name == "podman")
     throw Error(
         "gpu_request gpus does not go with podman: podman's --gpus 2 means GPU index 2, not two GPUs. "
         "Use gpu_request auto or cdi (--device nvidia.com/gpu=UUID), or runtime");
-  if (setting == "gpus") return {GpuRequestForm::gpus, "gpu_request is gpus"};
-  if (setting == "cdi") return {GpuRequestForm::cdi, "gpu_request is cdi"};
-  if (setting == "runtime") return {GpuRequestForm::runtime, "gpu_request is runtime"};
-  if (setting != "auto")
-    throw Error(fmt::format("gpu_request \"{}\": expected one of auto, gpus, cdi, runtime", setting));
+  switch (setting) {
+    case GpuRequestSetting::gpus:
+      return {GpuRequestForm::gpus, "gpu_request is gpus"};
+    case GpuRequestSetting::cdi:
+      return {GpuRequestForm::cdi, "gpu_request is cdi"};
+    case GpuRequestSetting::runtime:
+      return {GpuRequestForm::runtime, "gpu_request is runtime"};
+    case GpuRequestSetting::automatic:
+      break;
+  }
   if (cdi.available) return {GpuRequestForm::cdi, "gpu_request auto: " + cdi.why};
   return {GpuRequestForm::gpus, "gpu_request auto: " + cdi.why};
 }

@@ -10,19 +10,13 @@
 
 namespace gpurun {
 
-std::string gpu_source_kind_problem(const std::string& kind) {
-  if (kind == kGpuSourceAuto || kind == kGpuSourceNvml || kind == kGpuSourceNvidiaSmi) return {};
-  return fmt::format("gpu_source \"{}\": expected auto, nvml or nvidia-smi", kind);
-}
-
 std::unique_ptr<GpuSource> make_gpu_source(const GpuSourceSpec& spec) {
   if (spec.csv) return std::make_unique<CsvSnapshotSource>(*spec.csv, spec.apps_csv);
   if (spec.apps_csv)
     throw Error(
         "--from-apps-csv is the process list of a recorded snapshot: give the snapshot with --from-csv FILE too");
-  if (const std::string problem = gpu_source_kind_problem(spec.kind); !problem.empty()) throw Error(problem);
-  if (spec.kind == kGpuSourceNvml) return make_nvml_source(spec.nvml_library);
-  if (spec.kind == kGpuSourceAuto) {
+  if (spec.kind == GpuSourceSetting::nvml) return make_nvml_source(spec.nvml_library);
+  if (spec.kind == GpuSourceSetting::automatic) {
     // Most hosts have NVML; where it does not load (no driver, a container without it), the
     // nvidia-smi program may still answer, so the fallback is silent unless asked (--verbose).
     NvmlProbe probe = probe_nvml_source(spec.nvml_library);

@@ -98,7 +98,8 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
 GpuRequestForm gpu_request_form(const Options& options, ContainerEngine& engine, const DockerRunRequest& request,
                                 spdlog::level::level_enum level) {
   // Only auto asks the engine (a millisecond through its socket).
-  const CdiSupport cdi = options.gpu_request == "auto" ? engine.cdi_support(smi_timeout(options)) : CdiSupport{};
+  const CdiSupport cdi =
+      options.gpu_request == GpuRequestSetting::automatic ? engine.cdi_support(smi_timeout(options)) : CdiSupport{};
   const GpuRequestChoice choice = choose_gpu_request(options.gpu_request, engine.name(), cdi);
   spdlog::log(level, "GPUs requested as {} ({})", form_name(choice.form), choice.why);
   if (choice.form != GpuRequestForm::gpus)
@@ -290,10 +291,10 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 int run_launch(const Options& options, std::ostream& out) {
   enforce_policy(options);                         // whoever calls the library: the site policy holds
   enforce_caller_rules(options, options.dry_run);  // under sudo: gpurun/config/sudo_rules.hpp
-  if (options.backend == "slurm") return run_slurm_launch(options, out);         // Slurm picks: job/slurm_launch.cpp
+  if (options.backend == Backend::slurm) return run_slurm_launch(options, out);  // Slurm picks: job/slurm_launch.cpp
   if (options.caller) check_caller_mounts(options, current_identity().workdir);  // fail before taking GPUs
-  check_image(options.image);                                          // before asking nvidia-smi anything: fail fast
-  const bool report = options.report || !options.report_json.empty();  // --report-json implies --report
+  check_image(options.image);          // before asking nvidia-smi anything: fail fast
+  const bool report = options.report;  // --report-json set it too (settle_options)
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
   if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");

@@ -126,7 +126,7 @@ SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::str
   job.queue = options.wait.enabled;
   job.queue_limit = options.wait.limit;
   job.pty = tty && !options.detach;
-  job.container = slurm_container_from(options.slurm.container);
+  job.container = options.slurm.container;
   job.image = options.image;
   job.workdir = workdir;
   job.env = options.env;
@@ -137,10 +137,10 @@ SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::str
 
 int run_slurm_launch(const Options& options, std::ostream& out) {
   if (options.from_csv) throw Error("--from-csv describes one server's GPUs; it cannot go with the Slurm backend");
-  const bool report = options.report || !options.report_json.empty();
+  const bool report = options.report;
   if (report && inside_slurm_step()) return run_step_report(options);  // the inner gpurun, on the node
   warn_local_only(options);
-  const SlurmContainer container = slurm_container_from(options.slurm.container);
+  const SlurmContainer container = options.slurm.container;
   if (container == SlurmContainer::none && !options.image.empty())
     spdlog::info("slurm_container none: the image {} is not used; the command runs on the node itself", options.image);
 

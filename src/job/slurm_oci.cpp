@@ -113,7 +113,7 @@ std::vector<std::string> oci_step_argv(const Options& options, const SlurmJob& j
     else if (const char* v = std::getenv(e.c_str()))
       argv.push_back(e + "=" + v);
   argv.insert(argv.end(), job.command.begin(), job.command.end());
-  if (!options.report && options.report_json.empty()) return argv;
+  if (!options.report) return argv;
   std::vector<std::string> sampler{"srun", "--jobid=" + id, "--overlap"};
   const auto inner = report_step_command(options, own_path(), argv);
   sampler.insert(sampler.end(), inner.begin(), inner.end());
@@ -214,7 +214,7 @@ SlurmJob oci_batch_job(const Options& options, SlurmJob job, const std::string& 
   // The names only: sbatch carries the values in the job's environment (env K=V sbatch ...).
   for (const std::string& item : job.env) argv.insert(argv.end(), {"--env", item.substr(0, item.find('='))});
   for (const std::string& volume : job.volumes) argv.insert(argv.end(), {"--volume", volume});
-  if (options.report || !options.report_json.empty()) {
+  if (options.report) {
     const auto flags = report_flags(options);  // the report goes to the job's output file
     argv.insert(argv.end(), flags.begin(), flags.end());
   }

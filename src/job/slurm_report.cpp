@@ -49,7 +49,7 @@ std::vector<std::string> report_flags(const Options& options) {
                                 "--report-threshold",
                                 fmt::format("{:g}", options.report_threshold),
                                 "--gpu-source",
-                                options.gpu_source};
+                                std::string(word_of(options.gpu_source))};
   if (!options.nvml_library.empty()) argv.insert(argv.end(), {"--nvml-library", options.nvml_library});
   if (!options.report_json.empty()) argv.insert(argv.end(), {"--report-json", options.report_json});
   return argv;

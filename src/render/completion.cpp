@@ -231,6 +231,10 @@ std::string bash_value_action(CompletionValue value, std::string_view program) {
 
 std::string bash_values(const CompletionSpec& spec) {
   std::string branches;
+  for (const auto& option : spec.options)  // each choice setting offers its own words
+    if (option.value == CompletionValue::choice)
+      branches += fmt::format("    {}) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")) ;;\n", join(option.names, " | "),
+                              join(option.choices, " "));
   for (const auto value : {CompletionValue::file, CompletionValue::directory, CompletionValue::program,
                            CompletionValue::profile, CompletionValue::image, CompletionValue::word}) {
     std::vector<std::string> names;
@@ -282,6 +286,7 @@ std::string zsh_value_action(CompletionValue value, std::string_view program) {
     case CompletionValue::image:
       return fmt::format(":image:_{}_images", program);
     case CompletionValue::word:
+    case CompletionValue::choice:
     case CompletionValue::optional_word:
       return ":value: ";
     case CompletionValue::none:
@@ -298,8 +303,10 @@ std::string zsh_options(const CompletionSpec& spec) {
       std::string form = name;
       if (takes_next_word(option.value)) form += name.starts_with("--") ? "=" : "+";
       if (option.value == CompletionValue::optional_word && name.starts_with("--")) form += "=-";
-      lines.push_back(fmt::format("    '{}{}[{}]{}'", exclusion, form, zsh_escape(option.help),
-                                  zsh_value_action(option.value, spec.program)));
+      const std::string action = option.value == CompletionValue::choice
+                                     ? fmt::format(":value:({})", join(option.choices, " "))
+                                     : zsh_value_action(option.value, spec.program);
+      lines.push_back(fmt::format("    '{}{}[{}]{}'", exclusion, form, zsh_escape(option.help), action));
     }
   }
   return join(lines, "\n");

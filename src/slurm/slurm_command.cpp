@@ -94,13 +94,6 @@ std::vector<std::string> step_tail(const SlurmJob& job) {
 
 }  // namespace
 
-SlurmContainer slurm_container_from(const std::string& word) {
-  if (word == "pyxis") return SlurmContainer::pyxis;
-  if (word == "oci") return SlurmContainer::oci;
-  if (word == "none") return SlurmContainer::none;
-  throw Error(fmt::format("slurm_container \"{}\": expected pyxis, oci or none", word));
-}
-
 std::string pyxis_image(const std::string& image) {
   if (image.empty() || image.front() == '/' || image.front() == '.' || image.find('#') != std::string::npos)
     return image;  // a squashfs file, or already in enroot's syntax

@@ -14,7 +14,7 @@ namespace gpurun {
 
 int run_pick(const Options& options, std::ostream& out) {
   enforce_policy(options);
-  if (options.backend == "slurm")
+  if (options.backend == Backend::slurm)
     throw Error(
         "pick names GPUs of this server; with the Slurm backend Slurm picks them when the job starts "
         "(see `gpurun status`)");

@@ -109,6 +109,10 @@ Config load_config(const ConfigInputs& inputs);
 // policy and the list items' origins; leaves per-invocation fields not given (dry_run, ...) alone.
 void apply_to(const Config& config, Options& options);
 
+// Settles what follows from other settings, once, at the end of apply_to(): --report-json
+// implies --report; --watch's range. Throws Error (exit 125) for a value out of range.
+void settle_options(Options& options);
+
 // Where each item of the list settings came from (for refusals that name it).
 ItemOrigins item_origins(const Config& config);
 

@@ -9,6 +9,7 @@
 
 #include "gpurun/config/caller.hpp"
 #include "gpurun/config/policy.hpp"
+#include "gpurun/util/choices.hpp"
 #include "gpurun/util/units.hpp"
 
 namespace gpurun {
@@ -20,9 +21,9 @@ struct SlurmSettings {
   std::string time_limit;  // as Slurm writes it: "4:00:00", "1-00:00:00"
   std::string qos;
   std::vector<std::string> srun_opts;  // more srun/sbatch arguments, verbatim
-  std::string container = "pyxis";     // pyxis | oci | none
-  bool gres = false;                   // spell GPUs --gres=gpu:N instead of --gpus-per-node=N
-  std::string oci_cache;               // where OCI bundles are built; empty: ~/.cache/gpurun/oci
+  SlurmContainer container = SlurmContainer::pyxis;
+  bool gres = false;      // spell GPUs --gres=gpu:N instead of --gpus-per-node=N
+  std::string oci_cache;  // where OCI bundles are built; empty: ~/.cache/gpurun/oci
 };
 
 // Grouped by topic for readers, not by size: there is one per process.
@@ -32,8 +33,8 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   std::chrono::milliseconds smi_timeout{10'000};  // every child gpurun asks, nvidia-smi and docker
   std::optional<std::string> from_csv;            // a recorded --query-gpu snapshot ("-" for stdin)
   std::optional<std::string> from_apps_csv;       // with it, a recorded --query-compute-apps snapshot
-  std::string gpu_source = "auto";                // "auto", "nvml" or "nvidia-smi"
-  std::string nvml_library;                       // "": libnvidia-ml.so.1 on the loader's path
+  GpuSourceSetting gpu_source = GpuSourceSetting::automatic;
+  std::string nvml_library;  // "": libnvidia-ml.so.1 on the loader's path
 
   // What counts as free, and how many to take.
   int gpus = 1;
@@ -49,9 +50,9 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
 
   // The docker run command.
   std::string docker = "docker";
-  std::string engine = "auto";       // "auto", "docker" or "podman"
-  std::string podman = "podman";     // the podman client (engine podman)
-  std::string gpu_request = "auto";  // "auto", "gpus", "cdi" or "runtime" (gpurun/engine/gpu_request.hpp)
+  EngineSetting engine = EngineSetting::automatic;
+  std::string podman = "podman";                                 // the podman client (engine podman)
+  GpuRequestSetting gpu_request = GpuRequestSetting::automatic;  // gpurun/engine/gpu_request.hpp
   std::string image;
   std::optional<int> cpus_per_gpu;
   std::optional<int> host_cpus;
@@ -67,7 +68,7 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   bool numa_affinity = true;  // --cpuset-cpus/--cpuset-mems of the chosen GPUs' NUMA nodes
 
   // Where the job runs: "local" (docker on this server) or "slurm" (srun/sbatch on a cluster).
-  std::string backend = "local";
+  Backend backend = Backend::local;
   SlurmSettings slurm;
 
   // --report: run the job as a child and summarise how well it used its GPUs.

@@ -4,6 +4,7 @@
 // starter file are all generated from this table, so adding a setting is one entry here plus the
 // code that uses its Options field.
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@ enum class CompletionHint {
   none,           // a flag: takes no value
   optional_word,  // takes a value only as --flag=VALUE (--wait=30s)
   word,           // a value of gpurun's own (a number, a name): nothing to offer
+  choice,         // one of the setting's words (Setting::words), which completion offers
   file,
   directory,
   program,  // a command on PATH or a path
@@ -45,8 +47,9 @@ struct Setting {
   std::string_view fallback;    // the built-in default, as JSON ("\"10%\"", "null": unset)
   std::string_view example;     // the starter file's example value, as JSON; "" for none
   CompletionHint completion = CompletionHint::none;
-  bool program = false;    // names a program gpurun runs: never from a project's file
-  bool root_only = false;  // under sudo, only the system file sets it (gpurun/config/sudo_rules.hpp)
+  std::span<const std::string_view> words;  // CompletionHint::choice: every word it takes (gpurun/util/choices.hpp)
+  bool program = false;                     // names a program gpurun runs: never from a project's file
+  bool root_only = false;                   // under sudo, only the system file sets it (gpurun/config/sudo_rules.hpp)
   void (*apply)(const nlohmann::json& value, Options& options) = nullptr;  // stores the typed value
 
   std::string env() const;               // "GPURUN_MAX_UTIL"; "" when no variable sets it

@@ -10,6 +10,7 @@
 #include "gpurun/engine/containers.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/engine/gpu_request.hpp"
+#include "gpurun/util/choices.hpp"
 
 namespace gpurun {
 
@@ -44,8 +45,8 @@ std::unique_ptr<ContainerEngine> make_container_engine(const std::string& client
 
 // Which engine, and its clients: the engine, docker and podman settings.
 struct EngineSpec {
-  // auto (docker when its client is found or the docker setting names one, else podman), docker, podman
-  std::string engine = "auto";
+  // automatic: docker when its client is found or the docker setting names one, else podman
+  EngineSetting engine = EngineSetting::automatic;
   std::string docker = "docker";
   std::string podman = "podman";
 };

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpurun/util/choices.hpp"
+
 namespace gpurun {
 
 enum class GpuRequestForm { gpus, cdi, runtime };
@@ -33,7 +35,7 @@ struct GpuRequestChoice {
 // The form `setting` (auto, gpus, cdi, runtime) asks for; auto takes CDI where the engine has
 // it, else --gpus. Podman (`engine_name`) never takes --gpus: its `--gpus 2` means GPU index 2.
 // Throws Error for any other word.
-GpuRequestChoice choose_gpu_request(std::string_view setting, std::string_view engine_name, const CdiSupport& cdi);
+GpuRequestChoice choose_gpu_request(GpuRequestSetting setting, std::string_view engine_name, const CdiSupport& cdi);
 
 // The `run` arguments that give the container these GPUs, named by UUID (a MIG instance by its
 // MIG UUID) where `uuids[i]` is known, else by index. --gpus keeps docker's index form for whole

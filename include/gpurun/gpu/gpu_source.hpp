@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpurun/gpu/snapshot.hpp"
+#include "gpurun/util/choices.hpp"
 
 namespace gpurun {
 
@@ -23,26 +24,18 @@ class GpuSource {
   virtual std::string name() const = 0;
 };
 
-// The values of `gpu_source`.
-inline constexpr const char* kGpuSourceAuto = "auto";
-inline constexpr const char* kGpuSourceNvml = "nvml";
-inline constexpr const char* kGpuSourceNvidiaSmi = "nvidia-smi";
-
 // Which source to use: a recorded snapshot when `csv` is given, else the one `kind` names.
 struct GpuSourceSpec {
   std::string nvidia_smi = "nvidia-smi";
-  std::optional<std::string> csv;          // a recorded --query-gpu CSV ("-" for stdin)
-  std::optional<std::string> apps_csv;     // with it, a recorded --query-compute-apps CSV
-  std::string kind = kGpuSourceNvidiaSmi;  // "auto": NVML when it loads and initialises, else nvidia-smi
-  std::string nvml_library;                // "": libnvidia-ml.so.1 on the loader's path
+  std::optional<std::string> csv;                        // a recorded --query-gpu CSV ("-" for stdin)
+  std::optional<std::string> apps_csv;                   // with it, a recorded --query-compute-apps CSV
+  GpuSourceSetting kind = GpuSourceSetting::nvidia_smi;  // automatic: NVML when it loads and initialises
+  std::string nvml_library;                              // "": libnvidia-ml.so.1 on the loader's path
 };
 
-// The source the spec names; throws Error (exit 125) for an apps CSV without a GPU CSV or an
-// unknown kind. `auto` loads NVML now and says at debug level (--verbose) which source answers
-// and why NVML does not; `nvml` loads it at the first read (an Error saying what to do).
+// The source the spec names; throws Error (exit 125) for an apps CSV without a GPU CSV. `auto` loads NVML now and says
+// at debug level (--verbose) which source answers and why NVML does not; `nvml` loads it at the first read (an Error
+// saying what to do).
 std::unique_ptr<GpuSource> make_gpu_source(const GpuSourceSpec& spec);
-
-// Why `kind` is not a gpu_source value, or "" when it is one.
-std::string gpu_source_kind_problem(const std::string& kind);
 
 }  // namespace gpurun

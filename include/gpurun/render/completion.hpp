@@ -19,8 +19,9 @@ using CompletionValue = CompletionHint;
 struct CompletionOption {
   std::vector<std::string> names;  // "-P", "--profile"
   CompletionValue value = CompletionValue::none;
-  std::string help;         // one line
-  bool repeatable = false;  // may be given more than once (-e, --verbose)
+  std::string help;                  // one line
+  bool repeatable = false;           // may be given more than once (-e, --verbose)
+  std::vector<std::string> choices;  // CompletionValue::choice: the words it takes
 };
 
 struct CompletionVerb {

@@ -6,11 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/util/choices.hpp"
+
 namespace gpurun {
-
-enum class SlurmContainer { none, pyxis, oci };
-
-SlurmContainer slurm_container_from(const std::string& word);  // "pyxis", "oci", "none"
 
 struct SlurmJob {
   int gpus = 1;

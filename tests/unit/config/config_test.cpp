@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gpurun/config/options.hpp"
+#include "gpurun/config/settings.hpp"
 #include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
 
@@ -775,6 +776,35 @@ TEST_F(ConfigTest, StarterFileStillParsesWithEveryExampleUncommented) {
       EXPECT_NE(config.at(key.name).source.kind, Kind::defaults) << key.name;
     }
   }
+}
+
+TEST(SettleOptions, WhatFollowsFromOtherSettingsIsSettledOnce) {
+  Options o;
+  o.report_json = "r.json";
+  settle_options(o);
+  EXPECT_TRUE(o.report);  // --report-json implies --report
+  o.watch_s = 0.05;
+  EXPECT_EQ(test::caught_error([&] { settle_options(o); }).message, "--watch 0.05: give 0.1 to 86400 seconds");
+  o.watch_s = 2;
+  EXPECT_NO_THROW(settle_options(o));
+}
+
+TEST(Choices, EveryWordSettingIsTypedAndOffersItsWords) {
+  for (const auto* key : {"backend", "engine", "gpu_source", "gpu_request", "slurm_container"}) {
+    const Setting* setting = find_setting(key);
+    ASSERT_NE(setting, nullptr) << key;
+    EXPECT_EQ(setting->completion, CompletionHint::choice) << key;
+    EXPECT_FALSE(setting->words.empty()) << key;
+    Options o;
+    for (std::string_view word : setting->words) EXPECT_NO_THROW(setting->apply(json(std::string(word)), o)) << word;
+  }
+  Options o;
+  find_setting("gpu_source")->apply(json("nvidia-smi"), o);
+  EXPECT_EQ(o.gpu_source, GpuSourceSetting::nvidia_smi);
+  EXPECT_EQ(word_of(GpuSourceSetting::nvidia_smi), "nvidia-smi");
+  EXPECT_THAT(
+      test::caught_error([&] { find_setting("engine")->apply(json("dokcer"), o); }).message,
+      ::testing::HasSubstr("engine \"dokcer\": expected one of auto, docker, podman (did you mean \"docker\"?)"));
 }
 
 }  // namespace

@@ -174,7 +174,7 @@ TEST(SudoRules, LowHostPortsAndSnapshotsForALaunchAreRefused) {
 
 TEST(SudoRules, SlurmJobsAreNotStartedAsRoot) {
   Options o = caller_options({});
-  o.backend = "slurm";
+  o.backend = Backend::slurm;
   const auto e = test::caught_error([&] { enforce_caller_rules(o, true); });
   EXPECT_EQ(e.message,
             "not allowed under sudo: backend slurm: a Slurm job started under sudo would run as root; "

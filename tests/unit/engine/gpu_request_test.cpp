@@ -1,6 +1,9 @@
 // Unit tests for how a container asks for its GPUs: each form's exact argv, and the choice of auto.
 #include "gpurun/engine/gpu_request.hpp"
 
+#include "gpurun/config/options.hpp"
+#include "gpurun/config/settings.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -75,33 +78,38 @@ TEST(CdiFromSpecDirs, DockerInfosAnswer) {
 }
 
 TEST(ChooseGpuRequest, AutoTakesCdiWhereTheEngineHasItElseGpus) {
-  const GpuRequestChoice cdi =
-      choose_gpu_request("auto", "docker", {true, "docker info lists CDI spec directories /etc/cdi"});
+  const GpuRequestChoice cdi = choose_gpu_request(GpuRequestSetting::automatic, "docker",
+                                                  {true, "docker info lists CDI spec directories /etc/cdi"});
   EXPECT_EQ(cdi.form, GpuRequestForm::cdi);
   EXPECT_EQ(cdi.why, "gpu_request auto: docker info lists CDI spec directories /etc/cdi");
   const GpuRequestChoice gpus =
-      choose_gpu_request("auto", "docker", {false, "docker info lists no CDI spec directory"});
+      choose_gpu_request(GpuRequestSetting::automatic, "docker", {false, "docker info lists no CDI spec directory"});
   EXPECT_EQ(gpus.form, GpuRequestForm::gpus);
   EXPECT_EQ(gpus.why, "gpu_request auto: docker info lists no CDI spec directory");
 }
 
 TEST(ChooseGpuRequest, AnExplicitFormIsTakenAsSaid) {
-  EXPECT_EQ(choose_gpu_request("gpus", "docker", {true, ""}).form, GpuRequestForm::gpus);
-  EXPECT_EQ(choose_gpu_request("cdi", "docker", {false, ""}).form, GpuRequestForm::cdi);
-  EXPECT_EQ(choose_gpu_request("runtime", "podman", {true, ""}).form, GpuRequestForm::runtime);
-  EXPECT_EQ(choose_gpu_request("runtime", "docker", {}).why, "gpu_request is runtime");
+  EXPECT_EQ(choose_gpu_request(GpuRequestSetting::gpus, "docker", {true, ""}).form, GpuRequestForm::gpus);
+  EXPECT_EQ(choose_gpu_request(GpuRequestSetting::cdi, "docker", {false, ""}).form, GpuRequestForm::cdi);
+  EXPECT_EQ(choose_gpu_request(GpuRequestSetting::runtime, "podman", {true, ""}).form, GpuRequestForm::runtime);
+  EXPECT_EQ(choose_gpu_request(GpuRequestSetting::runtime, "docker", {}).why, "gpu_request is runtime");
 }
 
 TEST(ChooseGpuRequest, PodmanNeverTakesGpus) {
-  const auto refused = test::caught_error([] { choose_gpu_request("gpus", "podman", {true, ""}); });
+  const auto refused = test::caught_error([] { choose_gpu_request(GpuRequestSetting::gpus, "podman", {true, ""}); });
   EXPECT_THAT(refused.message, HasSubstr("podman's --gpus 2 means GPU index 2"));
-  EXPECT_EQ(choose_gpu_request("auto", "podman", {true, "podman always resolves CDI devices"}).form,
-            GpuRequestForm::cdi);
+  EXPECT_EQ(
+      choose_gpu_request(GpuRequestSetting::automatic, "podman", {true, "podman always resolves CDI devices"}).form,
+      GpuRequestForm::cdi);
 }
 
-TEST(ChooseGpuRequest, AnyOtherWordIsAnError) {
-  EXPECT_THAT(test::caught_error([] { choose_gpu_request("legacy", "docker", {}); }).message,
+TEST(ChooseGpuRequest, AnyOtherWordIsAnErrorOfTheSetting) {
+  // The word is typed where it is read: the registry refuses it, naming the words it takes.
+  Options o;
+  EXPECT_THAT(test::caught_error([&] { find_setting("gpu_request")->apply(nlohmann::json("legacy"), o); }).message,
               HasSubstr("expected one of auto, gpus, cdi, runtime"));
+  EXPECT_THAT(test::caught_error([&] { find_setting("gpu_request")->apply(nlohmann::json("cid"), o); }).message,
+              HasSubstr("(did you mean \"cdi\"?)"));
 }
 
 }  // namespace

@@ -184,10 +184,12 @@ TEST(CsvSnapshotSource, ALostGpuInASnapshotIsKept) {
 }
 
 TEST(MakeGpuSource, PicksTheSourceTheSpecNames) {
-  EXPECT_EQ(make_gpu_source({"nvidia-smi", std::nullopt, std::nullopt, "nvidia-smi", ""})->name(), "nvidia-smi");
-  EXPECT_EQ(make_gpu_source({"nvidia-smi", "some.csv", std::nullopt, "nvidia-smi", ""})->name(), "snapshot some.csv");
-  EXPECT_THROW(make_gpu_source({"nvidia-smi", std::nullopt, "apps.csv", "nvidia-smi", ""}), Error);
-  EXPECT_THROW(make_gpu_source({"nvidia-smi", "-", "-", "nvidia-smi", ""}), Error);
+  EXPECT_EQ(make_gpu_source({"nvidia-smi", std::nullopt, std::nullopt, GpuSourceSetting::nvidia_smi, ""})->name(),
+            "nvidia-smi");
+  EXPECT_EQ(make_gpu_source({"nvidia-smi", "some.csv", std::nullopt, GpuSourceSetting::nvidia_smi, ""})->name(),
+            "snapshot some.csv");
+  EXPECT_THROW(make_gpu_source({"nvidia-smi", std::nullopt, "apps.csv", GpuSourceSetting::nvidia_smi, ""}), Error);
+  EXPECT_THROW(make_gpu_source({"nvidia-smi", "-", "-", GpuSourceSetting::nvidia_smi, ""}), Error);
 }
 
 }  // namespace

@@ -21,18 +21,18 @@ using json = nlohmann::json;
 TEST(SlurmSettings, BackendAndContainerTakeTheirWordsOnly) {
   Options o;
   find_setting("backend")->apply(json("slurm"), o);
-  EXPECT_EQ(o.backend, "slurm");
+  EXPECT_EQ(o.backend, Backend::slurm);
   EXPECT_THAT(caught_error([&] { find_setting("backend")->apply(json("cluster"), o); }).message,
               HasSubstr("backend \"cluster\": expected one of local, slurm"));
   find_setting("slurm_container")->apply(json("oci"), o);
-  EXPECT_EQ(o.slurm.container, "oci");
+  EXPECT_EQ(o.slurm.container, SlurmContainer::oci);
   EXPECT_THAT(caught_error([&] { find_setting("slurm_container")->apply(json("docker"), o); }).message,
               HasSubstr("expected one of pyxis, oci, none"));
 }
 
 TEST(SlurmJobFrom, CarriesTheLaunchOver) {
   Options o;
-  o.backend = "slurm";
+  o.backend = Backend::slurm;
   o.gpus = 2;
   o.image = "img";
   o.env = {"A=1"};
@@ -122,7 +122,7 @@ TEST(SlurmOci, DetachedTheBatchScriptRunsGpurunOnTheNode) {
   o.volumes = {"/data:/data:ro"};
   o.command = {"sh", "-c", "echo hi"};
   o.detach = true;
-  o.slurm.container = "oci";
+  o.slurm.container = SlurmContainer::oci;
   const SlurmJob job = oci_batch_job(o, slurm_job_from(o, 16, "/w", false), "/opt/gpurun");
   EXPECT_TRUE(job.batch_runs_command);
   EXPECT_EQ(job.container, SlurmContainer::none);

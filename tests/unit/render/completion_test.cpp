@@ -27,6 +27,15 @@ CompletionSpec sample_spec() {
   return spec;
 }
 
+TEST(Completion, AChoiceOffersItsWords) {
+  CompletionSpec spec = sample_spec();
+  spec.options.push_back(
+      {{"--engine"}, CompletionValue::choice, "container engine", false, {"auto", "docker", "podman"}});
+  EXPECT_THAT(bash_completion(spec),
+              HasSubstr(R"(--engine) COMPREPLY=($(compgen -W "auto docker podman" -- "$cur")) ;;)"));
+  EXPECT_THAT(zsh_completion(spec), HasSubstr("'(--engine)--engine=[container engine]:value:(auto docker podman)'"));
+}
+
 TEST(BashCompletion, OnlyOptionsThatTakeTheNextWordConsumeIt) {
   const std::string script = bash_completion(sample_spec());
   EXPECT_THAT(script, HasSubstr("      -P | --profile | -e | --env | --lock-dir) expect=$word ;;\n"));
