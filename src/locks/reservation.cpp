@@ -59,6 +59,8 @@ void normalize_as_root(int dir_fd, const struct stat& info, const std::string& d
   Fd entries_fd(::dup(dir_fd));
   DIR* entries = entries_fd.valid() ? ::fdopendir(entries_fd.release()) : nullptr;
   if (entries == nullptr) return;
+  // readdir_r is deprecated; readdir is safe on a stream no other thread reads.
+  // cppcheck-suppress readdirCalled
   while (const dirent* entry = ::readdir(entries)) {
     Fd file(::openat(dir_fd, entry->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat file_info {};
@@ -167,7 +169,7 @@ void FileLock::keep_across_exec() const {
 
 std::string prepare_lock_dir(const LockDirSpec& spec, LockDirUse use) {
   const AsRoot root;  // under sudo: root's directory, seen with root's eyes
-  const std::string dir = spec.dir.empty() ? kDefaultLockDir : spec.dir;
+  std::string dir = spec.dir.empty() ? kDefaultLockDir : spec.dir;
   const bool as_root = ::geteuid() == 0;
   const bool own_choice = !as_root && !spec.shared;  // a user's private set: theirs to split off
   const auto group = group_id(spec.group);
