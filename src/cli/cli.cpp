@@ -18,50 +18,34 @@
 #include "gpurun/config/config.hpp"
 #include "gpurun/config/settings.hpp"
 #include "gpurun/config/values.hpp"
-#include "gpurun/job/launch.hpp"
 #include "gpurun/render/completion.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/version.hpp"
-#include "gpurun/verbs/verbs.hpp"
+#include "gpurun/verbs/verb_table.hpp"
 
 namespace gpurun::cli {
 namespace {
 
-// The verbs, as the help footer and the completion scripts show them.
-const std::vector<CompletionVerb>& verbs() {
-  static const std::vector<CompletionVerb> list{
-      {"pick", "print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)", {}, true},
-      {"status", "show every GPU: memory, utilization, processes, score, free or busy and why", {}, false},
-      {"ps", "list the running containers that hold GPUs, whoever started them", {}, false},
-      {"config",
-       "show every setting and where it comes from; `config init` writes a starter user file",
-       {"init"},
-       false},
-      {"completion", "print the bash or zsh completion script: `completion bash`", {"bash", "zsh"}, false},
-      {"logs", "follow the output of a container gpurun started (under sudo: one of yours)", {}, false},
-      {"attach", "attach to a container gpurun started (under sudo: one of yours)", {}, false},
-      {"stop", "stop a container gpurun started (under sudo: one of yours)", {}, false},
-  };
-  return list;
+// The verbs as the completion scripts show them: the rows of the verb table that have a name.
+std::vector<CompletionVerb> completion_verbs() {
+  std::vector<CompletionVerb> verbs;
+  for (const Verb& verb : verb_table())
+    if (!verb.name.empty())
+      verbs.push_back({std::string(verb.name), std::string(verb.help), verb.words, verb.takes_count});
+  return verbs;
 }
 
-const CompletionVerb* find_verb(std::string_view word) {
-  const auto verb =
-      std::find_if(verbs().begin(), verbs().end(), [&](const CompletionVerb& v) { return v.name == word; });
-  return verb != verbs().end() ? &*verb : nullptr;
-}
-
-bool is_verb(std::string_view word) { return find_verb(word) != nullptr; }
+bool is_verb(std::string_view word) { return !word.empty() && find_verb(word) != nullptr; }
 
 std::string footer() {
   std::string verb_lines;
-  for (const CompletionVerb& verb : verbs()) verb_lines += fmt::format("\n  {:<10}  {}", verb.name, verb.help);
+  for (const Verb& verb : verb_table())
+    verb_lines += fmt::format("\n  {:<10}  {}", verb.name.empty() ? "(none)" : verb.name, verb.help);
   return fmt::format(R"(Full form: gpurun [OPTIONS] [VERB] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
 Options stop at the first word after N; the rest is the job's command, passed as given.
 
-Verbs:
-  (none)      pick N GPUs and run IMAGE [COMMAND...] on them with docker run{}
+Verbs:{}
 
 Examples:
   gpurun --image me/pytorch:24.05 2 -- python train.py
@@ -172,12 +156,12 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     b.words["watch"] = *line.count;
     line.count.reset();
   }
-  if ((line.verb == "config" && line.count == "init") || line.verb == "completion" || line.verb == "logs" ||
-      line.verb == "attach" || line.verb == "stop") {
+  const Verb& verb = *find_verb(line.verb);
+  if (verb.takes_argument || (line.count && contains(verb.words, *line.count))) {  // `stop NAME`, `config init`
     parsed.subverb = line.count.value_or("");
     line.count.reset();
   }
-  if (!line.verb.empty() && !find_verb(line.verb)->takes_count && line.count)
+  if (!verb.takes_count && line.count)
     throw Error(fmt::format("gpurun {} takes no N, but got \"{}\"", line.verb, *line.count));
   parsed.verb = line.verb;
   parsed.verbosity = b.verbose - b.quiet;
@@ -211,7 +195,7 @@ CompletionSpec completion_spec(const CLI::App& app) {
   static const std::map<std::string, CompletionValue> kMeta{{"--profile", CompletionValue::profile},
                                                             {"--config", CompletionValue::file}};
   CompletionSpec spec;
-  spec.verbs = verbs();
+  spec.verbs = completion_verbs();
   for (const CLI::Option* option : app.get_options()) {
     CompletionOption described;
     for (const auto& name : option->get_snames()) described.names.push_back("-" + name);
@@ -264,18 +248,14 @@ int main(int argc, char** argv) {
       return exit_code::failure;
     }
     configure_logging(parsed.verbosity);
-    if (parsed.verb == "completion")
-      return run_completion(parsed.subverb, completion_spec(app), parsed.config_inputs, std::cout);
+    const Verb& verb = *find_verb(parsed.verb);
+    Invocation invocation{parsed.options, nullptr, parsed.config_inputs, parsed.subverb,
+                          [&app] { return completion_spec(app); }};
+    if (!verb.configured) return verb.run(invocation, std::cout);
     const Config config = configure(parsed.config_inputs, parsed.options);
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
-    if (parsed.verb == "config")
-      return run_config(config, parsed.config_inputs, parsed.subverb == "init", parsed.options.json, std::cout);
-    if (parsed.verb == "pick") return run_pick(parsed.options, std::cout);
-    if (parsed.verb == "status") return run_status(parsed.options, std::cout);
-    if (parsed.verb == "ps") return run_ps(parsed.options, std::cout);
-    if (parsed.verb == "logs" || parsed.verb == "attach" || parsed.verb == "stop")
-      return run_manage(parsed.verb, parsed.subverb, parsed.options);
-    return run_launch(parsed.options, std::cout);
+    invocation.config = &config;
+    return verb.run(invocation, std::cout);
   } catch (const Error& e) {
     report_error(e.what());
     return e.exit_code();

@@ -303,12 +303,13 @@ int run_launch(const Options& options, std::ostream& out) {
   const std::string lock_dir =
       options.dry_run ? lock_dir_for_reading(options) : prepare_lock_dir(lock_dir_spec(options));
   if (!options.dry_run) spdlog::debug("reservations: {}", lock_dir);
-  const auto source = make_gpu_source(gpu_source_spec(options));
-  const std::unique_ptr<ContainerEngine> engine = make_container_engine(engine_spec(options));
+  const Machine machine = open_machine(options);
+  GpuSource& source = *machine.source;
+  ContainerEngine* const engine = machine.engine.get();
   FileLock selection;
   Inventory inventory;
   std::vector<GpuAssessment> chosen;
-  if (const auto status = pick_gpus(options, lock_dir, *source, *engine, selection, inventory, chosen)) return *status;
+  if (const auto status = pick_gpus(options, lock_dir, source, *engine, selection, inventory, chosen)) return *status;
 
   const CpuPlan cpus = plan_cpus(options.gpus, static_cast<int>(inventory.assessed.size()),
                                  options.host_cpus.value_or(host_cpu_count()), options.cpus_per_gpu);

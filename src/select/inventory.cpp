@@ -146,6 +146,10 @@ std::string unchecked_processes_warning(const Inventory& inventory) {
          "--from-apps-csv FILE)";
 }
 
+Machine open_machine(const Options& options) {
+  return {make_gpu_source(gpu_source_spec(options)), make_container_engine(engine_spec(options))};
+}
+
 LockDirSpec lock_dir_spec(const Options& options) {
   return {.dir = options.lock_dir, .group = options.lock_group, .shared = options.lock_dir_shared};
 }

@@ -18,9 +18,9 @@ int run_pick(const Options& options, std::ostream& out) {
     throw Error(
         "pick names GPUs of this server; with the Slurm backend Slurm picks them when the job starts "
         "(see `gpurun status`)");
-  const auto source = make_gpu_source(gpu_source_spec(options));
-  const auto engine = make_container_engine(engine_spec(options));
-  const Inventory inventory = take_inventory(options, lock_dir_for_reading(options), *source, engine.get());
+  const Machine machine = open_machine(options);
+  const Inventory inventory =
+      take_inventory(options, lock_dir_for_reading(options), *machine.source, machine.engine.get());
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) spdlog::warn("{}", warning);

@@ -51,9 +51,9 @@ int run_ps(const Options& options, std::ostream& out) {
   const auto timeout = smi_timeout(options);
   // GPU indices and UUIDs come from nvidia-smi (asked while the engine answers); without it, the
   // devices as docker was told.
-  const auto source = make_gpu_source(gpu_source_spec(options));
-  auto gpus_read = std::async(std::launch::async, [&] { return source->read(timeout); });
-  std::vector<GpuContainer> containers = make_container_engine(engine_spec(options))->gpu_holders(timeout);
+  const Machine machine = open_machine(options);
+  auto gpus_read = std::async(std::launch::async, [&] { return machine.source->read(timeout); });
+  std::vector<GpuContainer> containers = machine.engine->gpu_holders(timeout);
   std::vector<Gpu> gpus;
   try {
     gpus = gpus_read.get().gpus;

@@ -27,12 +27,11 @@ int watch(const Options& options, std::ostream& out) {
   const double interval = *options.watch_s;  // 0.1 to 86400: settle_options
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   const std::string lock_dir = lock_dir_for_reading(options);
-  const auto source = make_gpu_source(gpu_source_spec(options));
-  const auto engine = make_container_engine(engine_spec(options));
+  const Machine machine = open_machine(options);
   std::set<std::string> told;
   for (int frame = 1;; ++frame) {
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(interval * 1000));
-    const Inventory inventory = take_inventory(options, lock_dir, *source, engine.get());
+    const Inventory inventory = take_inventory(options, lock_dir, *machine.source, machine.engine.get());
     warn_once(inventory.warnings, told);
     const std::time_t now = std::time(nullptr);
     std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval,
@@ -54,10 +53,9 @@ int run_status(const Options& options, std::ostream& out) {
   }
   if (options.topology && options.json)
     throw Error("status --topology prints a matrix; for JSON, `status --json` has each GPU's NUMA node");
-  const auto source = make_gpu_source(gpu_source_spec(options));
-  const auto engine = make_container_engine(engine_spec(options));
+  const Machine machine = open_machine(options);
   const std::string lock_dir = lock_dir_for_reading(options);
-  const Inventory inventory = take_inventory(options, lock_dir, *source, engine.get());
+  const Inventory inventory = take_inventory(options, lock_dir, *machine.source, machine.engine.get());
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (options.json) {

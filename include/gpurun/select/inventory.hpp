@@ -2,6 +2,7 @@
 // The machine's GPUs as the verbs see them: read (nvidia-smi or a snapshot), joined with what
 // nvidia-smi cannot show (reservations of other launches, containers holding GPUs), assessed.
 #include <chrono>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +38,14 @@ GpuSourceSpec gpu_source_spec(const Options& options);
 
 // The container engine the options name (engine, docker, podman).
 EngineSpec engine_spec(const Options& options);
+
+// What every verb that looks at the GPUs opens first: the GPU source and the container engine the
+// options name (take_inventory decides whether the engine is asked).
+struct Machine {
+  std::unique_ptr<GpuSource> source;
+  std::unique_ptr<ContainerEngine> engine;
+};
+Machine open_machine(const Options& options);
 
 // Reads the GPUs from `source` and, at the same time, asks `engine` which containers hold GPUs
 // (not when it is null, for a --from-csv snapshot or with container awareness off; a failure

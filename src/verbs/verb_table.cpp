@@ -1,0 +1,69 @@
+#include "gpurun/verbs/verb_table.hpp"
+
+#include <algorithm>
+
+#include "gpurun/job/launch.hpp"
+#include "gpurun/verbs/verbs.hpp"
+
+namespace gpurun {
+
+// Each row names only the fields it sets; GCC 12 warns about every designated initializer that
+// leaves a field out, which is the point here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+const std::vector<Verb>& verb_table() {
+  // Each row's function adapts the invocation to the verb's own function (gpurun/verbs/verbs.hpp).
+  static const std::vector<Verb> table{
+      {.name = "",
+       .help = "pick N GPUs and run IMAGE [COMMAND...] on them with docker run",
+       .takes_count = true,
+       .run = [](const Invocation& i, std::ostream& out) { return run_launch(i.options, out); }},
+      {.name = "pick",
+       .help = "print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)",
+       .takes_count = true,
+       .run = [](const Invocation& i, std::ostream& out) { return run_pick(i.options, out); }},
+      {.name = "status",
+       .help = "show every GPU: memory, utilization, processes, score, free or busy and why",
+       .run = [](const Invocation& i, std::ostream& out) { return run_status(i.options, out); }},
+      {.name = "ps",
+       .help = "list the running containers that hold GPUs, whoever started them",
+       .run = [](const Invocation& i, std::ostream& out) { return run_ps(i.options, out); }},
+      {.name = "config",
+       .help = "show every setting and where it comes from; `config init` writes a starter user file",
+       .words = {"init"},
+       .takes_argument = true,
+       .run =
+           [](const Invocation& i, std::ostream& out) {
+             return run_config(*i.config, i.inputs, i.argument == "init", i.options.json, out);
+           }},
+      {.name = "completion",
+       .help = "print the bash or zsh completion script: `completion bash`",
+       .words = {"bash", "zsh"},
+       .takes_argument = true,
+       .configured = false,
+       .run = [](const Invocation& i,
+                 std::ostream& out) { return run_completion(i.argument, i.describe_cli(), i.inputs, out); }},
+      {.name = "logs",
+       .help = "follow the output of a container gpurun started (under sudo: one of yours)",
+       .takes_argument = true,
+       .run = [](const Invocation& i, std::ostream&) { return run_manage("logs", i.argument, i.options); }},
+      {.name = "attach",
+       .help = "attach to a container gpurun started (under sudo: one of yours)",
+       .takes_argument = true,
+       .run = [](const Invocation& i, std::ostream&) { return run_manage("attach", i.argument, i.options); }},
+      {.name = "stop",
+       .help = "stop a container gpurun started (under sudo: one of yours)",
+       .takes_argument = true,
+       .run = [](const Invocation& i, std::ostream&) { return run_manage("stop", i.argument, i.options); }},
+  };
+  return table;
+}
+#pragma GCC diagnostic pop
+
+const Verb* find_verb(std::string_view name) {
+  const auto& table = verb_table();
+  const auto verb = std::find_if(table.begin(), table.end(), [&](const Verb& v) { return v.name == name; });
+  return verb != table.end() ? &*verb : nullptr;
+}
+
+}  // namespace gpurun
