@@ -1,4 +1,4 @@
-#include "job_report.hpp"
+#include "gpurun/job/job_report.hpp"
 
 #include <fmt/format.h>
 

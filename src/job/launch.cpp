@@ -21,6 +21,8 @@
 #include "gpurun/engine/container_engine.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/engine/gpu_request.hpp"
+#include "gpurun/job/job_report.hpp"
+#include "gpurun/job/supervise.hpp"
 #include "gpurun/locks/reservation.hpp"
 #include "gpurun/locks/wait_queue.hpp"
 #include "gpurun/render/report.hpp"
@@ -32,10 +34,7 @@
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/shell_quote.hpp"
 #include "gpurun/util/units.hpp"
-#include "job_report.hpp"
 #include "mount_pins.hpp"
-#include "slurm_launch.hpp"
-#include "supervise.hpp"
 
 namespace gpurun {
 namespace {
@@ -291,7 +290,6 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 int run_launch(const Options& options, std::ostream& out) {
   enforce_policy(options);                         // whoever calls the library: the site policy holds
   enforce_caller_rules(options, options.dry_run);  // under sudo: gpurun/config/sudo_rules.hpp
-  if (options.backend == Backend::slurm) return run_slurm_launch(options, out);  // Slurm picks: job/slurm_launch.cpp
   if (options.caller) check_caller_mounts(options, current_identity().workdir);  // fail before taking GPUs
   check_image(options.image);          // before asking nvidia-smi anything: fail fast
   const bool report = options.report;  // --report-json set it too (settle_options)

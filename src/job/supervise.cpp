@@ -1,5 +1,5 @@
 // --report's job control: the job runs as gpurun's child while its GPUs are sampled.
-#include "supervise.hpp"
+#include "gpurun/job/supervise.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -14,10 +14,6 @@ namespace gpurun {
 
 int run_pick(const Options& options, std::ostream& out) {
   enforce_policy(options);
-  if (options.backend == Backend::slurm)
-    throw Error(
-        "pick names GPUs of this server; with the Slurm backend Slurm picks them when the job starts "
-        "(see `gpurun status`)");
   const Machine machine = open_machine(options);
   const Inventory inventory =
       take_inventory(options, lock_dir_for_reading(options), *machine.source, machine.engine.get());

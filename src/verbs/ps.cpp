@@ -17,7 +17,6 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/units.hpp"
 #include "gpurun/verbs/verbs.hpp"
-#include "slurm_views.hpp"
 
 namespace gpurun {
 namespace {
@@ -47,7 +46,6 @@ std::string gpu_list(const GpuContainer& c, const std::vector<Gpu>& gpus) {
 }  // namespace
 
 int run_ps(const Options& options, std::ostream& out) {
-  if (options.backend == Backend::slurm) return run_slurm_ps(options, out);  // the cluster: verbs/slurm_views.cpp
   const auto timeout = smi_timeout(options);
   // GPU indices and UUIDs come from nvidia-smi (asked while the engine answers); without it, the
   // devices as docker was told.

@@ -16,7 +16,6 @@
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/verbs/verbs.hpp"
-#include "slurm_views.hpp"
 
 namespace gpurun {
 namespace {
@@ -46,7 +45,6 @@ int watch(const Options& options, std::ostream& out) {
 }  // namespace
 
 int run_status(const Options& options, std::ostream& out) {
-  if (options.backend == Backend::slurm) return run_slurm_status(options, out);  // the cluster: verbs/slurm_views.cpp
   if (options.watch_s) {
     if (options.json) throw Error("status --watch draws a live view; for JSON, call `gpurun status --json` repeatedly");
     return watch(options, out);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "gpurun/job/launch.hpp"
+#include "gpurun/verbs/backends.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun {
@@ -17,17 +17,21 @@ const std::vector<Verb>& verb_table() {
       {.name = "",
        .help = "pick N GPUs and run IMAGE [COMMAND...] on them with docker run",
        .takes_count = true,
-       .run = [](const Invocation& i, std::ostream& out) { return run_launch(i.options, out); }},
+       .run = [](const Invocation& i,
+                 std::ostream& out) { return backend_table(i.options.backend).launch(i.options, out); }},
       {.name = "pick",
        .help = "print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)",
        .takes_count = true,
-       .run = [](const Invocation& i, std::ostream& out) { return run_pick(i.options, out); }},
+       .run = [](const Invocation& i,
+                 std::ostream& out) { return backend_table(i.options.backend).pick(i.options, out); }},
       {.name = "status",
        .help = "show every GPU: memory, utilization, processes, score, free or busy and why",
-       .run = [](const Invocation& i, std::ostream& out) { return run_status(i.options, out); }},
+       .run = [](const Invocation& i,
+                 std::ostream& out) { return backend_table(i.options.backend).status(i.options, out); }},
       {.name = "ps",
        .help = "list the running containers that hold GPUs, whoever started them",
-       .run = [](const Invocation& i, std::ostream& out) { return run_ps(i.options, out); }},
+       .run = [](const Invocation& i,
+                 std::ostream& out) { return backend_table(i.options.backend).ps(i.options, out); }},
       {.name = "config",
        .help = "show every setting and where it comes from; `config init` writes a starter user file",
        .words = {"init"},
@@ -46,15 +50,18 @@ const std::vector<Verb>& verb_table() {
       {.name = "logs",
        .help = "follow the output of a container gpurun started (under sudo: one of yours)",
        .takes_argument = true,
-       .run = [](const Invocation& i, std::ostream&) { return run_manage("logs", i.argument, i.options); }},
+       .run = [](const Invocation& i,
+                 std::ostream&) { return backend_table(i.options.backend).manage("logs", i.argument, i.options); }},
       {.name = "attach",
        .help = "attach to a container gpurun started (under sudo: one of yours)",
        .takes_argument = true,
-       .run = [](const Invocation& i, std::ostream&) { return run_manage("attach", i.argument, i.options); }},
+       .run = [](const Invocation& i,
+                 std::ostream&) { return backend_table(i.options.backend).manage("attach", i.argument, i.options); }},
       {.name = "stop",
        .help = "stop a container gpurun started (under sudo: one of yours)",
        .takes_argument = true,
-       .run = [](const Invocation& i, std::ostream&) { return run_manage("stop", i.argument, i.options); }},
+       .run = [](const Invocation& i,
+                 std::ostream&) { return backend_table(i.options.backend).manage("stop", i.argument, i.options); }},
   };
   return table;
 }

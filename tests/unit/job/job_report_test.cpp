@@ -1,5 +1,5 @@
 // Unit tests for --report's summary: the text and JSON, and the GPU efficiency they rest on.
-#include "job_report.hpp"
+#include "gpurun/job/job_report.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

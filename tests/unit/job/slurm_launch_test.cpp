@@ -1,6 +1,6 @@
 // Unit tests for the Slurm launch's pure parts: Options -> SlurmJob, the OCI job's config.json,
 // the answers of salloc and scontrol, and the command the step runs for --report.
-#include "slurm_launch.hpp"
+#include "gpurun/slurm/slurm_launch.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

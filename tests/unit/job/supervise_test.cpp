@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "gpurun/job/job_report.hpp"
+#include "gpurun/job/supervise.hpp"
 #include "gpurun/util/error.hpp"
-#include "job_report.hpp"
-#include "supervise.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "job_report.hpp"
+#include "gpurun/job/job_report.hpp"
 
 namespace gpurun {
 

@@ -1,4 +1,4 @@
-#include "slurm_launch.hpp"
+#include "gpurun/slurm/slurm_launch.hpp"
 
 #include <unistd.h>
 
@@ -8,6 +8,8 @@
 #include <iostream>
 #include <ostream>
 
+#include "gpurun/config/policy.hpp"
+#include "gpurun/config/sudo_rules.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/select/cpu_quota.hpp"
 #include "gpurun/select/inventory.hpp"
@@ -136,6 +138,8 @@ SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::str
 }
 
 int run_slurm_launch(const Options& options, std::ostream& out) {
+  enforce_policy(options);                         // whoever calls the library: the site policy holds
+  enforce_caller_rules(options, options.dry_run);  // under sudo: refused (the job would run as root)
   if (options.from_csv) throw Error("--from-csv describes one server's GPUs; it cannot go with the Slurm backend");
   const bool report = options.report;
   if (report && inside_slurm_step()) return run_step_report(options);  // the inner gpurun, on the node

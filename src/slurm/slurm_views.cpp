@@ -1,4 +1,4 @@
-#include "slurm_views.hpp"
+#include "gpurun/slurm/slurm_views.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

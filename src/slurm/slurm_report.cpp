@@ -11,13 +11,13 @@
 #include <fstream>
 #include <iostream>
 
+#include "gpurun/job/job_report.hpp"
+#include "gpurun/job/supervise.hpp"
 #include "gpurun/render/report.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/slurm/slurm_environment.hpp"
 #include "gpurun/slurm/slurm_query.hpp"
 #include "gpurun/util/error.hpp"
-#include "job_report.hpp"
-#include "supervise.hpp"
 
 namespace gpurun {
 namespace {
