@@ -27,7 +27,7 @@
 
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/gpu/gpu.hpp"
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
 #include "gpurun/select/cpu_quota.hpp"
 #include "gpurun/select/selection.hpp"
 #include "gpurun/util/process.hpp"

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "gpurun/config/settings.hpp"
+#include "gpurun/util/table.hpp"
 
 namespace gpurun {
 namespace {
@@ -50,7 +51,7 @@ std::string_view state_name(ConfigFile::State state) {
 
 }  // namespace
 
-std::string config_report_table(const Config& config) {
+std::string config_table(const Config& config) {
   struct Row {
     std::string key, value, source;
   };
@@ -79,14 +80,11 @@ std::string config_report_table(const Config& config) {
     rows.push_back({"profile", config.profile->name,
                     config.profile->chosen_by == "--profile" ? "flag --profile" : "env " + config.profile->chosen_by});
 
-  std::size_t key_width = 3, value_width = 5;
-  for (const Row& r : rows) {
-    key_width = std::max(key_width, r.key.size());
-    value_width = std::max(value_width, std::min(r.value.size(), std::size_t{40}));  // a long list overflows
-  }
-  std::string out = fmt::format("{:<{}}  {:<{}}  {}\n", "KEY", key_width, "VALUE", value_width, "SOURCE");
-  for (const Row& r : rows)
-    out += fmt::format("{:<{}}  {:<{}}  {}\n", r.key, key_width, r.value, value_width, r.source);
+  Table table({Column::fitted("KEY"),
+               {"VALUE", Column::Align::left, 0, 40},
+               Column::fitted("SOURCE")});  // a long list overflows
+  for (const Row& r : rows) table.add_row({r.key, r.value, r.source});
+  std::string out = table.str();
 
   out += "\nFiles (lowest precedence first):\n";
   for (const ConfigFile& f : config.files)
@@ -104,7 +102,7 @@ std::string config_report_table(const Config& config) {
   return out;
 }
 
-json config_report_json(const Config& config) {
+json config_json(const Config& config) {
   json keys = json::object();
   for (const ConfigKey& k : config_keys()) {
     if (k.site_policy) continue;

@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
+#include "gpurun/util/table.hpp"
 #include "gpurun/util/units.hpp"
 
 namespace gpurun {
@@ -46,21 +47,25 @@ std::string format_job_report(const JobReport& report) {
       "gpurun: job report\n"
       "  exit status     {}\n"
       "  wall time       {}\n"
-      "  granted         {} GPU{} ({}), {} CPUs\n"
-      "  GPU  UTIL MEAN  UTIL P95  UNDER 50%  MEM PEAK            SAMPLES\n",
+      "  granted         {} GPU{} ({}), {} CPUs\n",
       report.exit_status, format_duration(std::chrono::seconds(std::llround(report.wall_s))), report.gpus.size(),
       report.gpus.size() == 1 ? "" : "s", gpu_list, report.cpus);
+  using Align = Column::Align;
+  Table table({Column::fixed("GPU", Align::right, 3), Column::fixed("UTIL MEAN", Align::right, 9),
+               Column::fixed("UTIL P95", Align::right, 8), Column::fixed("UNDER 50%", Align::right, 9),
+               Column::fixed("MEM PEAK", Align::left, 18), Column::fixed("SAMPLES", Align::right, 7)},
+              2);
   for (const Gpu& g : report.gpus) {
     const UtilizationStats& s = report.stats.at(g.index);
     const std::string memory = s.memory_peak_mib()
                                    ? fmt::format("{:.0f} / {} MiB", *s.memory_peak_mib(),
                                                  g.memory_total_mib ? fmt::format("{:.0f}", *g.memory_total_mib) : "?")
                                    : "n/a";
-    text += fmt::format("  {:>3}  {:>9}  {:>8}  {:>9}  {:<18}  {:>7}\n", g.index, percent(s.mean()),
-                        s.p95() ? fmt::format("{}%", *s.p95()) : "n/a",
-                        s.share_under_50() ? fmt::format("{:.0f}%", *s.share_under_50() * 100) : "n/a", memory,
-                        s.samples());
+    table.add_row({std::to_string(g.index), percent(s.mean()), s.p95() ? fmt::format("{}%", *s.p95()) : "n/a",
+                   s.share_under_50() ? fmt::format("{:.0f}%", *s.share_under_50() * 100) : "n/a", memory,
+                   std::to_string(s.samples())});
   }
+  text += table.str();
   const auto efficiency = gpu_efficiency(report);
   text += fmt::format("  GPU efficiency  {}\n", percent(efficiency));
   if (!efficiency) {

@@ -25,12 +25,13 @@
 #include "gpurun/job/supervise.hpp"
 #include "gpurun/locks/reservation.hpp"
 #include "gpurun/locks/wait_queue.hpp"
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
 #include "gpurun/select/cpu_quota.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/select/placement.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/exec.hpp"
+#include "gpurun/util/json_output.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/shell_quote.hpp"
 #include "gpurun/util/units.hpp"
@@ -279,7 +280,7 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
   std::cerr << format_job_report(report) << std::flush;
   if (!options.report_json.empty()) {
     std::ofstream file(options.report_json);
-    file << job_report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    file << json_text(job_report_json(report));
     if (!file) spdlog::error("cannot write the report to {}", options.report_json);
   }
   return status;

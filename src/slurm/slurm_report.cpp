@@ -13,11 +13,12 @@
 
 #include "gpurun/job/job_report.hpp"
 #include "gpurun/job/supervise.hpp"
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/slurm/slurm_environment.hpp"
 #include "gpurun/slurm/slurm_query.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_output.hpp"
 
 namespace gpurun {
 namespace {
@@ -98,7 +99,7 @@ int run_step_report(const Options& options) {
             << format_job_report(report) << std::flush;
   if (!options.report_json.empty()) {
     std::ofstream file(options.report_json);
-    file << job_report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    file << json_text(job_report_json(report));
     if (!file) spdlog::error("cannot write the report to {}", options.report_json);
   }
   return status;

@@ -9,6 +9,8 @@
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/slurm/slurm_query.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_output.hpp"
+#include "gpurun/util/table.hpp"
 
 namespace gpurun {
 
@@ -25,20 +27,16 @@ int run_slurm_status(const Options& options, std::ostream& out) {
                       {"gpus_allocated", n.gpus_allocated},
                       {"cpus_total", n.cpus_total},
                       {"cpus_allocated", n.cpus_allocated}});
-    out << nlohmann::ordered_json{{"nodes", list}}.dump(2) << '\n';
+    out << json_text(nlohmann::ordered_json{{"nodes", list}});
     return 0;
   }
-  std::size_t node_width = 4, partition_width = 9;
-  for (const auto& n : nodes) {
-    node_width = std::max(node_width, n.name.size());
-    partition_width = std::max(partition_width, n.partition.size());
-  }
-  out << fmt::format("{:<{}}  {:<{}}  {:<10}  {:>9}  {:>9}\n", "NODE", node_width, "PARTITION", partition_width,
-                     "STATE", "GPUS USED", "CPUS USED");
+  using Align = Column::Align;
+  Table table({Column::fitted("NODE"), Column::fitted("PARTITION"), Column::fixed("STATE", Align::left, 10),
+               Column::fixed("GPUS USED", Align::right, 9), Column::fixed("CPUS USED", Align::right, 9)});
   for (const auto& n : nodes)
-    out << fmt::format("{:<{}}  {:<{}}  {:<10}  {:>9}  {:>9}\n", n.name, node_width, n.partition, partition_width,
-                       n.state, fmt::format("{}/{}", n.gpus_allocated, n.gpus_total),
-                       fmt::format("{}/{}", n.cpus_allocated, n.cpus_total));
+    table.add_row({n.name, n.partition, n.state, fmt::format("{}/{}", n.gpus_allocated, n.gpus_total),
+                   fmt::format("{}/{}", n.cpus_allocated, n.cpus_total)});
+  out << table.str();
   return 0;
 }
 
@@ -57,21 +55,17 @@ int run_slurm_ps(const Options& options, std::ostream& out) {
                       {"gres", j.gres},
                       {"nodes", j.nodes},
                       {"reason", j.reason}});
-    out << nlohmann::ordered_json{{"jobs", list}}.dump(2) << '\n';
+    out << json_text(nlohmann::ordered_json{{"jobs", list}});
     return 0;
   }
-  std::size_t id_width = 5, user_width = 4, name_width = 4;
-  for (const auto& j : jobs) {
-    id_width = std::max(id_width, j.id.size());
-    user_width = std::max(user_width, j.user.size());
-    name_width = std::max(name_width, j.name.size());
-  }
-  out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<10}  {:>10}  {:>4}  {}\n", "JOBID", id_width, "USER", user_width,
-                     "NAME", name_width, "STATE", "TIME", "GPUS", "NODE (REASON)");
+  using Align = Column::Align;
+  Table table({Column::fitted("JOBID"), Column::fitted("USER"), Column::fitted("NAME"),
+               Column::fixed("STATE", Align::left, 10), Column::fixed("TIME", Align::right, 10),
+               Column::fixed("GPUS", Align::right, 4), Column::fitted("NODE (REASON)")});
   for (const auto& j : jobs)
-    out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<10}  {:>10}  {:>4}  {}\n", j.id, id_width, j.user, user_width,
-                       j.name, name_width, j.state, j.time_used, j.gpus,
-                       j.state == "PENDING" ? "(" + j.reason + ")" : j.nodes);
+    table.add_row({j.id, j.user, j.name, j.state, j.time_used, std::to_string(j.gpus),
+                   j.state == "PENDING" ? "(" + j.reason + ")" : j.nodes});
+  out << table.str();
   return 0;
 }
 

@@ -12,14 +12,14 @@
 #include "gpurun/config/starter.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
+#include "gpurun/util/json_output.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun {
 
 int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool json, std::ostream& out) {
   if (!init) {
-    out << (json ? config_report_json(config).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                 : config_report_table(config));
+    out << (json ? json_text(config_json(config)) : config_table(config));
     return 0;
   }
   // Under sudo: the caller's own file, written with the caller's rights (gpurun/util/privileges.hpp).

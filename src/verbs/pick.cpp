@@ -5,9 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include "gpurun/config/policy.hpp"
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_output.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun {
@@ -32,14 +33,14 @@ int run_pick(const Options& options, std::ostream& out) {
     if (options.json) {
       nlohmann::ordered_json json = pick_json(chosen);
       json["uuids"] = uuids;
-      out << json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+      out << json_text(json);
     } else {
       out << fmt::format("{}", fmt::join(uuids, ",")) << '\n';
     }
     return 0;
   }
   if (options.json) {
-    out << pick_json(chosen).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    out << json_text(pick_json(chosen));
   } else {
     out << index_list(chosen) << '\n';
   }

@@ -11,10 +11,11 @@
 #include <ostream>
 
 #include "gpurun/engine/gpu_process_owner.hpp"
-#include "gpurun/render/table.hpp"
 #include "gpurun/select/claims.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_output.hpp"
+#include "gpurun/util/table.hpp"
 #include "gpurun/util/units.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
@@ -80,8 +81,7 @@ int run_ps(const Options& options, std::ostream& out) {
                       {"all_gpus", c.all_gpus},
                       {"started_by_gpurun", c.started_by_gpurun}});
     }
-    out << nlohmann::ordered_json{{"containers", list}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-        << '\n';
+    out << json_text(nlohmann::ordered_json{{"containers", list}});
     return 0;
   }
   using Align = Column::Align;

@@ -11,10 +11,11 @@
 #include <set>
 #include <thread>
 
-#include "gpurun/render/report.hpp"
 #include "gpurun/render/topology.hpp"
+#include "gpurun/render/views.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_output.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun {
@@ -59,7 +60,7 @@ int run_status(const Options& options, std::ostream& out) {
   if (options.json) {
     auto json = status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units);
     json["lock_dir"] = lock_dir.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(lock_dir);
-    out << json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    out << json_text(json);
   } else {
     spdlog::info("GPU source: {}", inventory.source);  // on stderr: the table stays the same whichever answered
     spdlog::info("reservations: {}", lock_dir.empty() ? "not shown (no usable lock directory)" : lock_dir);

@@ -106,8 +106,8 @@ GPURUN_FUZZ_TARGET(config) {
   // Every key has an effective value; what `gpurun config` prints and what a launch applies.
   for (const gpurun::ConfigKey& key : gpurun::config_keys())
     if (!key.site_policy) (void)config.at(key.name);
-  (void)gpurun::config_report_table(config);
-  (void)gpurun::config_report_json(config).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  (void)gpurun::config_table(config);
+  (void)gpurun::config_json(config).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   (void)gpurun::gpu_not_allowed_reason(config);
   for (int index = 0; index < 8; ++index) (void)gpurun::gpu_allowed(config, index);
   gpurun::Options options;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
 #include "gpurun/select/selection.hpp"
 #include "gpurun/util/error.hpp"
 #include "smi/smi_csv.hpp"

@@ -8,7 +8,7 @@
 
 namespace gpurun {
 
-std::string config_report_table(const Config& config);
-nlohmann::json config_report_json(const Config& config);
+std::string config_table(const Config& config);
+nlohmann::json config_json(const Config& config);
 
 }  // namespace gpurun

@@ -729,7 +729,7 @@ TEST_F(ConfigTest, ReportListsEveryKeyWithItsSource) {
   in.flags = {{"volumes", "/b:/b"}};
   const Config config = load_config(in);
 
-  const std::string table = config_report_table(config);
+  const std::string table = config_table(config);
   for (const ConfigKey& key : config_keys()) EXPECT_THAT(table, HasSubstr(key.name)) << key.name;
   EXPECT_THAT(table, HasSubstr("\"me/x\""));
   EXPECT_THAT(table, HasSubstr("user " + path("home/config.json") + ":2"));
@@ -737,7 +737,7 @@ TEST_F(ConfigTest, ReportListsEveryKeyWithItsSource) {
   EXPECT_THAT(table, HasSubstr("site policy, system " + kData + "policy-system.json:5"));
   EXPECT_THAT(table, HasSubstr("loaded"));
 
-  const json report = config_report_json(config);
+  const json report = config_json(config);
   for (const ConfigKey& key : config_keys()) {
     if (key.site_policy) {
       EXPECT_TRUE(report["policy"].contains(key.name)) << key.name;

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
 #include "smi/smi_csv.hpp"
 
 namespace gpurun {

@@ -1,4 +1,4 @@
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,9 +7,9 @@
 #include <cmath>
 #include <map>
 
-#include "gpurun/render/table.hpp"
 #include "gpurun/select/mig_units.hpp"
 #include "gpurun/util/proc_info.hpp"
+#include "gpurun/util/table.hpp"
 
 namespace gpurun {
 namespace {

@@ -1,5 +1,5 @@
 // Unit tests for how GPUs are shown: the status table, the watch table and the JSON, exactly.
-#include "gpurun/render/report.hpp"
+#include "gpurun/render/views.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

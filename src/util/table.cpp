@@ -1,4 +1,4 @@
-#include "gpurun/render/table.hpp"
+#include "gpurun/util/table.hpp"
 
 #include <fmt/format.h>
 
@@ -32,8 +32,10 @@ std::string Table::str() const {
     out.append(indent_, ' ');
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       const std::string& cell = cell_of(c);
-      if (c + 1 == columns_.size()) {
-        out += cell;
+      if (c + 1 == columns_.size() && columns_[c].align == Column::Align::left) {
+        out += cell;  // no trailing blanks
+      } else if (c + 1 == columns_.size()) {
+        fmt::format_to(it, "{:>{}}", cell, widths[c]);
       } else if (columns_[c].align == Column::Align::right) {
         fmt::format_to(it, "{:>{}}  ", cell, widths[c]);
       } else {

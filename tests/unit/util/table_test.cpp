@@ -1,5 +1,5 @@
 // Unit tests for the one table printer: widths, alignment, overflow, the unpadded last column.
-#include "gpurun/render/table.hpp"
+#include "gpurun/util/table.hpp"
 
 #include <gtest/gtest.h>
 
@@ -47,6 +47,12 @@ TEST(Table, TheLastColumnIsNeverPaddedAndEveryLineIsIndented) {
             "  KEY       VALUE\n"
             "  max_util  10%\n"
             "  docker    \n");
+}
+
+TEST(Table, ALastColumnAlignedRightKeepsItsWidth) {
+  Table table({Column::fitted("NODE"), Column::fixed("GPUS USED", Column::Align::right, 9)});
+  table.add_row({"n1", "2/8"});
+  EXPECT_EQ(table.str(), "NODE  GPUS USED\nn1          2/8\n");
 }
 
 TEST(Table, WithoutRowsItIsTheHeaderAlone) {

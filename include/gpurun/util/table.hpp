@@ -1,6 +1,6 @@
 #pragma once
 // The one table printer: a header line and rows, columns two spaces apart, each as wide as its
-// widest cell within its bounds; the last column is never padded (no trailing blanks).
+// widest cell within its bounds; a last column aligned left is never padded (no trailing blanks).
 #include <cstddef>
 #include <optional>
 #include <string>

@@ -1,0 +1,12 @@
+#pragma once
+// The one way gpurun prints JSON for people and programs: indented by two, invalid UTF-8 (a
+// container name, a command) replaced rather than thrown on, one newline at the end.
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gpurun {
+
+std::string json_text(const nlohmann::ordered_json& value);
+std::string json_text(const nlohmann::json& value);
+
+}  // namespace gpurun
