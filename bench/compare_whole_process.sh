@@ -67,7 +67,7 @@ export XDG_CONFIG_HOME=$work/xdg
 export FAKE_SMI_SCENARIO=$scenario
 export FAKE_DOCKER_ARGV=$work/docker-argv
 
-# The exact queries gpurun makes (src/smi_query.cpp, src/containers.cpp): checked below.
+# The exact queries gpurun makes (src/gpu/smi/smi_query.cpp, src/engine/containers.cpp): checked below.
 gpu_query='--query-gpu=index,uuid,name,memory.used,memory.total,utilization.gpu,mig.mode.current'
 apps_query='--query-compute-apps=gpu_uuid,pid,used_memory'
 csv_format='--format=csv,noheader,nounits'

@@ -151,7 +151,7 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
   const bool tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   SlurmJob job = slurm_job_from(options, cpus_per_gpu(options), current_identity().workdir, tty);
   if (container == SlurmContainer::oci) {
-    // The bundle is written once the job holds its GPUs: by this gpurun (job/slurm_oci.cpp), or
+    // The bundle is written once the job holds its GPUs: by this gpurun (slurm/slurm_oci.cpp), or
     // with -d by the gpurun the batch script runs on the node.
     if (!options.detach) return run_oci_job(options, job, out);
     job = oci_batch_job(options, job, own_path());

@@ -1,15 +1,12 @@
 #include "slurm_oci.hpp"
 
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +17,7 @@
 #include "gpurun/slurm/slurm_environment.hpp"
 #include "gpurun/slurm/slurm_query.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/foreground.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/shell_quote.hpp"
 #include "slurm_report.hpp"
@@ -74,30 +72,6 @@ fs::path image_bundle(const Options& options, const fs::path& cache) {
   run_checked(unpack, timeout);
   fs::rename(dir / "unpacking", bundle);  // whole or not at all
   return bundle;
-}
-
-// srun as our child, in the terminal's foreground; TERM, HUP and INT sent to us go to it.
-volatile sig_atomic_t child_pid = 0;
-extern "C" void forward_signal(int signal) {
-  if (child_pid > 0) ::kill(static_cast<pid_t>(child_pid), signal);
-}
-
-int run_foreground(const std::vector<std::string>& argv) {
-  struct sigaction action {};
-  action.sa_handler = forward_signal;
-  sigemptyset(&action.sa_mask);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &action, nullptr);
-  (void)::signal(SIGTTOU, SIG_IGN);
-  const pid_t pid = spawn_foreground_job(argv);
-  child_pid = pid;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  child_pid = 0;
-  if (::isatty(STDIN_FILENO) != 0) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 125;
 }
 
 // The container step: `srun --jobid=ID --container=BUNDLE env CUDA_VISIBLE_DEVICES=GPUS K=V... COMMAND`.
@@ -260,7 +234,7 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     std::error_code ignored;
     fs::remove_all(bundle, ignored);
   };
-  int status = 125;
+  int status = exit_code::failure;
   try {
     const std::vector<int> gpus = job_gpus(id, !enclosing.empty());
     if (gpus.empty()) throw Error(fmt::format("Slurm job {}: scontrol shows no GPU indices (GRES=gpu:N(IDX:...))", id));
@@ -275,7 +249,7 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     const auto argv = oci_step_argv(options, job, id, bundle.string(), fmt::format("{}", fmt::join(gpus, ",")));
     spdlog::debug("{}", shell_join(argv));
     out.flush();
-    status = run_foreground(argv);
+    status = ForegroundJob().run(argv);  // srun as our child, in the terminal's foreground
   } catch (...) {
     release();
     throw;

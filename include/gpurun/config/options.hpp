@@ -14,7 +14,7 @@
 
 namespace gpurun {
 
-// The Slurm backend's site settings (backend "slurm"; job/slurm_launch.hpp).
+// The Slurm backend's site settings (backend slurm; gpurun/slurm/slurm_launch.hpp).
 struct SlurmSettings {
   std::string partition;  // empty: the cluster's default partition
   std::string account;

@@ -1,6 +1,6 @@
 #pragma once
 // The part of NVML's C API that gpurun calls, declared by hand: nvml.h is not in Debian main, and
-// the library is dlopen'ed (gpu/nvml_library.hpp), so only these types and prototypes are needed.
+// the library is dlopen'ed (nvml/nvml_library.hpp), so only these types and prototypes are needed.
 // Layouts follow the public nvml.h (driver R550+); the static_asserts pin the x86-64/aarch64 ABI.
 #include <cstdint>
 

@@ -1,0 +1,52 @@
+#include "gpurun/util/foreground.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/process.hpp"
+
+namespace gpurun {
+namespace {
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH};
+
+int exit_status_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return exit_code::failure;
+}
+
+}  // namespace
+
+ForegroundJob::ForegroundJob() {
+  sigemptyset(&forwarded_);
+  for (int s : kForwarded) sigaddset(&forwarded_, s);
+  sigaddset(&forwarded_, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &forwarded_, &old_mask_);
+  (void)::signal(SIGTTOU, SIG_IGN);  // a background group may then set the foreground group
+}
+
+ForegroundJob::~ForegroundJob() {
+  if (::isatty(STDIN_FILENO) != 0) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());  // the terminal back
+  (void)::signal(SIGTTOU, SIG_DFL);                                         // SIG_ERR only for an invalid signal number
+  ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+int ForegroundJob::run(const std::vector<std::string>& argv) {
+  const pid_t child = spawn_foreground_job(argv);
+  int status = 0;
+  while (true) {
+    // SIGCHLD may also come from another child (a sampler's stream), and pending ones merge:
+    // look each time.
+    if (::waitpid(child, &status, WNOHANG) == child) break;
+    siginfo_t info{};
+    const timespec patience{0, 500'000'000};
+    const int signal = ::sigtimedwait(&forwarded_, &info, &patience);
+    if (signal > 0 && signal != SIGCHLD) ::kill(child, signal);  // the child decides what it means
+  }
+  if (::isatty(STDIN_FILENO) != 0) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  return exit_status_of(status);
+}
+
+}  // namespace gpurun
