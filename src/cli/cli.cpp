@@ -17,9 +17,12 @@
 #include "gpurun/config/caller.hpp"
 #include "gpurun/config/config.hpp"
 #include "gpurun/config/settings.hpp"
+#include "gpurun/config/sudo_rules.hpp"
 #include "gpurun/config/values.hpp"
 #include "gpurun/render/completion.hpp"
+#include "gpurun/util/docker_args.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/suggest.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/version.hpp"
 #include "gpurun/verbs/verb_table.hpp"
@@ -51,7 +54,7 @@ Examples:
   gpurun --image me/pytorch:24.05 2 -- python train.py
   gpurun --dry-run --image me/pytorch:24.05 2 python train.py --lr 0.1
   gpurun status --json
-  alias trainrun='gpurun --image me/pytorch:24.05 2 --'
+  alias trainrun='gpurun --image me/pytorch:24.05 2'
 
 Exit status: the job's own once docker runs; 125 when gpurun fails (usage errors included);
 126 docker cannot be executed; 127 docker not found. See gpurun(1).)",
@@ -63,7 +66,8 @@ struct Parsed {
   std::string verb;
   std::string subverb;  // `config init`, `completion bash`
   ConfigInputs config_inputs;
-  int verbosity = 0;  // --verbose count minus --quiet count
+  int verbosity = 0;                  // --verbose count minus --quiet count
+  std::vector<std::string> warnings;  // for once logging is set up
 };
 
 // What CLI11 fills: each registry setting's words as typed (its values are checked and typed by
@@ -135,6 +139,59 @@ std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& 
   return flags;
 }
 
+// The long names of gpurun's options, for "did you mean".
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options())
+    for (const auto& name : option->get_lnames()) names.push_back("--" + name);
+  return names;
+}
+
+// Whether `word` ("--ipc=host", "--shm-size", "-it") is an option of `docker run` (and not gpurun's).
+bool is_docker_run_option(std::string_view word) {
+  if (word.starts_with("--")) {
+    const std::string_view name = word.substr(2, word.find('=') - 2);
+    const auto& rules = sudo_docker_rules();
+    return std::any_of(rules.begin(), rules.end(), [&](const DockerOptionRule& r) { return r.name == name; }) ||
+           docker_boolean(name);
+  }
+  const auto read = docker_args({std::string(word)});    // a short option or cluster: its first letter
+  return !read.empty() && read.front().name.size() > 1;  // docker's own (an unknown letter stays one)
+}
+
+// An option gpurun does not have: a docker option is answered with --docker-opt, anything else
+// with the nearest of gpurun's own.
+void check_known_options(const std::vector<std::string>& words, const std::vector<std::string>& args,
+                         const CLI::App& app) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word.size() < 2 || word[0] != '-' || word == "--") continue;
+    const std::string name = word.substr(0, word.find('='));
+    bool known = app.get_option_no_throw(name) != nullptr;
+    if (!known && !word.starts_with("--"))  // a cluster of gpurun's short flags: -qq
+      known = std::all_of(word.begin() + 1, word.end(), [&](char c) {
+        return app.get_option_no_throw(std::string{'-', c}) != nullptr;
+      });
+    if (known) {
+      const CLI::Option* option = app.get_option_no_throw(name);
+      if (option != nullptr && option->get_items_expected_min() > 0 && word.find('=') == std::string::npos) ++i;
+      continue;
+    }
+    const std::string shown = text::printable(word);
+    if (is_docker_run_option(word)) {
+      // Its value is the next word as typed (which gpurun took for N or an option of its own).
+      const auto at = std::find(args.begin(), args.end(), word);
+      const bool takes_value = word.starts_with("--") && word.find('=') == std::string::npos &&
+                               !docker_boolean(name.substr(2)) && at != args.end() && at + 1 != args.end();
+      const std::string joined = takes_value ? fmt::format("{}={}", shown, text::printable(*(at + 1))) : shown;
+      throw Error(
+          fmt::format("{} is an option of docker run, not of gpurun: pass it as --docker-opt={}", shown, joined));
+    }
+    throw Error(fmt::format("unknown option {}{}; `gpurun --help` lists them", shown,
+                            word.starts_with("--") ? suggestion(name, option_names(app)) : ""));
+  }
+}
+
 Parsed parse(int argc, char** argv, CLI::App& app) {
   Parsed parsed;
   Bindings b;
@@ -146,6 +203,23 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     return option != nullptr && option->get_items_expected_min() > 0;
   };
   CommandLine line = split_command_line(args, takes_value, is_verb);
+
+  check_known_options(line.options, args, app);
+  // A word where N goes that is no number but nearly a verb: `gpurun statsu`.
+  if (line.verb.empty() && line.count && !text::parse_integer(*line.count)) {
+    std::vector<std::string> verb_names;
+    for (const Verb& verb : verb_table())
+      if (!verb.name.empty()) verb_names.emplace_back(verb.name);
+    if (const std::string near = suggestion(*line.count, verb_names); !near.empty())
+      throw Error(fmt::format("unknown verb \"{}\"{}; `gpurun --help` lists them", text::printable(*line.count), near));
+  }
+  // `alias trainrun='gpurun 2 --'` then `trainrun --dry-run ...`: the job would get the option.
+  if (!line.command.empty() && line.command.front().starts_with("-") &&
+      app.get_option_no_throw(line.command.front().substr(0, line.command.front().find('='))) != nullptr)
+    parsed.warnings.push_back(fmt::format(
+        "the job's command starts with {}, which is a gpurun option: the job gets it as its first word. For gpurun, "
+        "put it before N and the command (an alias that ends in -- hands everything after it to the job)",
+        text::printable(line.command.front())));
 
   std::vector<std::string> reversed(line.options.rbegin(), line.options.rend());  // CLI11 takes them backwards
   app.parse(reversed);
@@ -248,6 +322,7 @@ int main(int argc, char** argv) {
       return exit_code::failure;
     }
     configure_logging(parsed.verbosity);
+    for (const std::string& warning : parsed.warnings) spdlog::warn("{}", warning);
     const Verb& verb = *find_verb(parsed.verb);
     Invocation invocation{parsed.options, nullptr, parsed.config_inputs, parsed.subverb,
                           [&app] { return completion_spec(app); }};

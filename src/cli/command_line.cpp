@@ -16,6 +16,16 @@ bool is_negative_number(std::string_view word) {
 
 bool is_option(std::string_view word) { return word.size() > 1 && word[0] == '-' && !is_negative_number(word); }
 
+bool is_whole_number(std::string_view word) {
+  return !word.empty() && word.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// "30s", "5m", "2h", "1d": a duration no one could read as a number of GPUs.
+bool is_duration_with_unit(std::string_view word) {
+  static const std::regex duration(R"(\d+(\.\d+)?[smhd])");
+  return std::regex_match(word.begin(), word.end(), duration);
+}
+
 // How many of the following words an option word consumes (0 or 1).
 std::size_t values_consumed(std::string_view word, const std::function<bool(std::string_view)>& takes_value) {
   if (word.starts_with("--")) {
@@ -40,6 +50,33 @@ CommandLine split_command_line(const std::vector<std::string>& args,
     if (word == "--") {
       line.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
+    }
+    if (word == "--wait" && i + 1 < args.size() && !line.count) {
+      // --wait takes its value after '=' (bare, it means no limit); a duration after it can be
+      // nothing but its value (`--wait 30m 2`), while a bare number could be either.
+      const std::string& next = args[i + 1];
+      if (is_duration_with_unit(next)) {
+        line.options.push_back("--wait=" + args[++i]);
+        continue;
+      }
+      if (is_whole_number(next))
+        throw Error(
+            fmt::format("\"--wait {0}\" could mean either: write --wait={0} to wait up to {0} seconds, or "
+                        "--wait=forever {0} to wait as long as it takes for {0} GPUs",
+                        next));
+    }
+    if (word == "--gpus" || word == "-G" || word.starts_with("--gpus=")) {
+      // docker's and srun's spelling of how many GPUs: gpurun's N.
+      const bool joined = word.starts_with("--gpus=");
+      const std::string value = joined ? word.substr(7) : (i + 1 < args.size() ? args[i + 1] : "");
+      if (!is_whole_number(value))
+        throw Error(fmt::format("gpurun chooses the GPUs itself: write `gpurun N ...` for N of them{}",
+                                value.empty() ? "" : fmt::format(" (not --gpus {})", text::printable(value))));
+      if (line.count && *line.count != value)
+        throw Error(fmt::format("{} {} and N {} disagree: write `gpurun N ...` once", word, value, *line.count));
+      line.count = value;
+      if (!joined) ++i;
+      continue;
     }
     if (word == "--mig" && i + 1 < args.size() && is_mig_profile(args[i + 1])) {
       // --mig takes its value after '=' (bare, it means any profile), yet a profile after it can

@@ -12,8 +12,8 @@
 #include "gpurun/config/values.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/privileges.hpp"
+#include "gpurun/util/suggest.hpp"
 #include "gpurun/util/text.hpp"
-#include "suggest.hpp"
 
 namespace gpurun {
 namespace {

@@ -13,8 +13,8 @@
 #include "gpurun/config/settings.hpp"
 #include "gpurun/config/values.hpp"
 #include "gpurun/util/fd.hpp"
+#include "gpurun/util/suggest.hpp"
 #include "gpurun/util/text.hpp"
-#include "suggest.hpp"
 
 namespace gpurun {
 namespace {

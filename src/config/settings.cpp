@@ -8,8 +8,8 @@
 #include "gpurun/config/options.hpp"
 #include "gpurun/util/choices.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/suggest.hpp"
 #include "gpurun/util/text.hpp"
-#include "suggest.hpp"
 
 namespace gpurun {
 namespace {

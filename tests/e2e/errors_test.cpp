@@ -153,7 +153,37 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"status", "2"}, "gpurun status takes no N"},
         UsageCase{{"pick", "2", "python"}, "gpurun pick takes no command"},
         UsageCase{{"completion"}, "gpurun completion needs the shell"},
-        UsageCase{{"--image", "-it"}, "starts with '-'"}));
+        UsageCase{{"--image", "-it"}, "starts with '-'"},
+        // The first command's traps (issue 21): each answered with what to type.
+        UsageCase{{"--wait", "3", "--image", "img"},
+                  "\"--wait 3\" could mean either: write --wait=3 to wait up to 3 seconds, or --wait=forever 3"},
+        UsageCase{{"--gpus", "all", "--image", "img"}, "gpurun chooses the GPUs itself: write `gpurun N ...`"},
+        UsageCase{{"--image", "img", "3", "--gpus", "2"}, "--gpus 2 and N 3 disagree"},
+        UsageCase{{"-it", "--image", "img"},
+                  "-it is an option of docker run, not of gpurun: pass it as --docker-opt=-it"},
+        UsageCase{{"--ipc=host", "--image", "img"}, "pass it as --docker-opt=--ipc=host"},
+        UsageCase{{"--shm-size", "8g", "--image", "img"}, "pass it as --docker-opt=--shm-size=8g"},
+        UsageCase{{"--imgae", "img"}, "unknown option --imgae (did you mean \"--image\"?)"},
+        UsageCase{{"statsu"}, "unknown verb \"statsu\" (did you mean \"status\"?)"}));
+
+TEST_F(GpurunTest, WaitWithASpaceTakesADurationAndGpusTakesN) {
+  const Outcome run =
+      gpurun({"--wait", "30m", "--dry-run", "--host-cpus", "64", "--image", "img", "2"}, fakes("all_free_8.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("--gpus '\"device=0,1\"'"));
+  const Outcome gpus =
+      gpurun({"--gpus", "2", "--dry-run", "--host-cpus", "64", "--image", "img"}, fakes("all_free_8.json"));
+  EXPECT_EQ(gpus.exit_code, 0) << gpus.err;
+  EXPECT_THAT(gpus.out, HasSubstr("--gpus '\"device=0,1\"'"));
+}
+
+TEST_F(GpurunTest, AGpurunOptionAsTheJobsFirstWordIsWarnedOf) {
+  const Outcome run = gpurun({"--dry-run", "--host-cpus", "64", "--image", "img", "1", "--", "--dry-run", "python"},
+                             fakes("all_free_8.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("the job's command starts with --dry-run, which is a gpurun option"));
+  EXPECT_THAT(run.out, HasSubstr("img --dry-run python"));
+}
 
 TEST_F(GpurunTest, HelpAndVersionExitZeroOnStdout) {
   const Outcome help = gpurun({"--help"});

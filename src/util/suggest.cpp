@@ -1,4 +1,4 @@
-#include "suggest.hpp"
+#include "gpurun/util/suggest.hpp"
 
 #include <fmt/format.h>
 
