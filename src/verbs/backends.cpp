@@ -22,7 +22,7 @@ int slurm_pick(const Options& options, std::ostream& /*out*/) {
 }
 
 // Slurm's jobs are reached through Slurm's own tools.
-int slurm_manage(const std::string& verb, const std::string& name, const Options& /*options*/) {
+int slurm_manage(const std::string& verb, const std::string& name, const Options& /*options*/, std::ostream& /*out*/) {
   const std::string job = name.empty() ? "JOBID" : text::printable(name);
   if (verb == "logs")
     throw Error(

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ostream>
 #include <vector>
 
 #include "gpurun/engine/container_engine.hpp"
@@ -12,6 +14,7 @@
 #include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/exec.hpp"
+#include "gpurun/util/process.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
@@ -31,7 +34,7 @@ bool owns(const Caller& caller, const ContainerOwner& owner) {
 
 }  // namespace
 
-int run_manage(const std::string& verb, const std::string& name, const Options& options) {
+int run_manage(const std::string& verb, const std::string& name, const Options& options, std::ostream& out) {
   if (name.empty() || name.front() == '-')
     throw Error(fmt::format("gpurun {} needs a container name: gpurun {} NAME (gpurun ps lists them)", verb, verb));
   const std::string shown = text::printable(name);
@@ -45,9 +48,16 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
                             owner->user.empty() ? "someone else" : text::printable(owner->user),
                             options.caller->login));
   const std::string& id = owner->id.empty() ? name : owner->id;  // the id: the name may move meanwhile
-  exec_program(verb == "logs"     ? engine->logs_argv(id)
-               : verb == "attach" ? engine->attach_argv(id)
-                                  : engine->stop_argv(id));
+  if (verb == "stop") {  // run, not exec'd: the engine's client would echo the id, not the name
+    const auto timeout = std::chrono::minutes(2);  // the engine waits 10 s for the job, then kills it
+    const ProcessResult result = run_process({engine->stop_argv(id), {}}, timeout);
+    if (!result.succeeded())
+      throw Error(fmt::format("{} stop {} {}: {}", engine->name(), shown, describe_end(result, timeout),
+                              text::printable(std::string(text::trim(result.err)))));
+    out << name << '\n';
+    return exit_code::ok;
+  }
+  exec_program(verb == "logs" ? engine->logs_argv(id) : engine->attach_argv(id));
 }
 
 }  // namespace gpurun

@@ -50,18 +50,24 @@ const std::vector<Verb>& verb_table() {
       {.name = "logs",
        .help = "follow the output of a container gpurun started (under sudo: one of yours)",
        .takes_argument = true,
-       .run = [](const Invocation& i,
-                 std::ostream&) { return backend_table(i.options.backend).manage("logs", i.argument, i.options); }},
+       .run =
+           [](const Invocation& i, std::ostream& out) {
+             return backend_table(i.options.backend).manage("logs", i.argument, i.options, out);
+           }},
       {.name = "attach",
        .help = "attach to a container gpurun started (under sudo: one of yours)",
        .takes_argument = true,
-       .run = [](const Invocation& i,
-                 std::ostream&) { return backend_table(i.options.backend).manage("attach", i.argument, i.options); }},
+       .run =
+           [](const Invocation& i, std::ostream& out) {
+             return backend_table(i.options.backend).manage("attach", i.argument, i.options, out);
+           }},
       {.name = "stop",
        .help = "stop a container gpurun started (under sudo: one of yours)",
        .takes_argument = true,
-       .run = [](const Invocation& i,
-                 std::ostream&) { return backend_table(i.options.backend).manage("stop", i.argument, i.options); }},
+       .run =
+           [](const Invocation& i, std::ostream& out) {
+             return backend_table(i.options.backend).manage("stop", i.argument, i.options, out);
+           }},
   };
   return table;
 }

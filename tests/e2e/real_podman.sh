@@ -179,7 +179,7 @@ gp "$cli" -- --detach --name pm-stop --docker-opt --network=none --image "$IMAGE
 gp "$cli" GPURUN_DOCKER=/nonexistent/docker -- stop pm-stop >"$tmp/stop.out" 2>"$tmp/stop.err"
 stop_rc=$?
 for ((i = 0; i < 100; i++)); do "$tmp/podman" container exists pm-stop 2>/dev/null || break; sleep 0.1; done
-if ((stop_rc == 0)) && ! "$tmp/podman" container exists pm-stop 2>/dev/null; then
+if ((stop_rc == 0)) && [[ $(cat "$tmp/stop.out") == pm-stop ]] && ! "$tmp/podman" container exists pm-stop 2>/dev/null; then
   pass "gpurun stop pm-stop with engine podman stopped it through podman"
 else
   fail "gpurun stop with engine podman: rc $stop_rc, $(cat "$tmp/stop.out" "$tmp/stop.err"); podman ps: $("$tmp/podman" ps -a 2>&1)"

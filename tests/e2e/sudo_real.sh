@@ -117,7 +117,8 @@ rc=$?
   pass "$B cannot stop $A's container" || fail "$B stop: rc $rc $(cat "$tmp/err")"
 as $A "$home_a/work" stop "$name"
 rc=$?
-((rc == 0)) && pass "$A stops their own container" || fail "$A stop: rc $rc $(cat "$tmp/err")"
+((rc == 0)) && [[ $(cat "$tmp/out") == "$name" ]] && pass "$A stops their own container, and the name is echoed" ||
+  fail "$A stop: rc $rc, out '$(cat "$tmp/out")', $(cat "$tmp/err")"
 for ((i = 0; i < 100; i++)); do [[ -z $(dk ps -aq) ]] && break; sleep 0.1; done  # --rm: gone soon after
 
 # 4 first (it needs no container left from 2): a mount source swapped after the check.

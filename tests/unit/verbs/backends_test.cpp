@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <sstream>
 
 #include "support/test_support.hpp"
@@ -28,8 +29,9 @@ TEST(BackendTable, EachBackendHasItsTableWithEveryFunction) {
 TEST(BackendTable, SlurmSendsContainerVerbsToSlurmsOwnTools) {
   const BackendTable& slurm = backend_table(Backend::slurm);
   const Options options;
-  EXPECT_THAT(test::caught_error([&] { slurm.manage("stop", "4711", options); }).message, HasSubstr("scancel 4711"));
-  EXPECT_THAT(test::caught_error([&] { slurm.manage("attach", "4711", options); }).message,
+  EXPECT_THAT(test::caught_error([&] { slurm.manage("stop", "4711", options, std::cout); }).message,
+              HasSubstr("scancel 4711"));
+  EXPECT_THAT(test::caught_error([&] { slurm.manage("attach", "4711", options, std::cout); }).message,
               HasSubstr("sattach 4711.0"));
   std::ostringstream out;
   EXPECT_THAT(test::caught_error([&] { slurm.pick(options, out); }).message, HasSubstr("Slurm picks them"));
