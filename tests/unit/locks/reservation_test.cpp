@@ -60,7 +60,7 @@ TEST(PrepareLockDir, RootCreatesItRootsAndTheLockGroupsWithModeSetgid2775) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
   const test::TempDir dir("gpurun-locks");
   const std::string requested = dir / "locks";
-  EXPECT_EQ(prepare_lock_dir({.dir = requested, .group = own_group()}), requested);
+  EXPECT_EQ(prepare_lock_dir({.dir = requested, .group = own_group(), .shared = true}), requested);
   const struct stat info = stat_of(requested);
   EXPECT_TRUE(S_ISDIR(info.st_mode));
   EXPECT_EQ(info.st_mode & 07777, 02775u);
@@ -71,7 +71,7 @@ TEST(PrepareLockDir, RootCreatesItRootsAndTheLockGroupsWithModeSetgid2775) {
 TEST(PrepareLockDir, RootAloneWritesItWhereTheLockGroupDoesNotExist) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
   const test::TempDir dir("gpurun-locks");
-  EXPECT_EQ(prepare_lock_dir({.dir = dir / "locks", .group = "gpurun-no-such-group"}), dir / "locks");
+  EXPECT_EQ(prepare_lock_dir({.dir = dir / "locks", .group = "gpurun-no-such-group", .shared = true}), dir / "locks");
   EXPECT_EQ(stat_of(dir / "locks").st_mode & 07777, 0755u);
 }
 
@@ -84,7 +84,7 @@ TEST(PrepareLockDir, RootMendsALegacyDirectoryAnyoneCouldWriteAndItsFiles) {
   test::write_file(locks + "/gpu-GPU-0.lock", "");
   ASSERT_EQ(::chown((locks + "/gpu-GPU-0.lock").c_str(), 65534, 65534), 0);
   ASSERT_EQ(::chmod((locks + "/gpu-GPU-0.lock").c_str(), 0600), 0);
-  EXPECT_EQ(prepare_lock_dir({.dir = locks, .group = own_group()}), locks);
+  EXPECT_EQ(prepare_lock_dir({.dir = locks, .group = own_group(), .shared = true}), locks);
   EXPECT_EQ(stat_of(locks).st_mode & 07777, 02775u);
   const struct stat file = stat_of(locks + "/gpu-GPU-0.lock");
   EXPECT_EQ(file.st_mode & 07777, 0640u);
@@ -97,7 +97,7 @@ TEST(PrepareLockDir, RootRefusesADirectoryNotItsOwnWithTheMend) {
   const std::string locks = dir / "locks";
   ASSERT_EQ(::mkdir(locks.c_str(), 0755), 0);
   ASSERT_EQ(::chown(locks.c_str(), 65534, 0), 0);
-  const auto e = test::caught_error([&] { prepare_lock_dir({.dir = locks, .group = own_group()}); });
+  const auto e = test::caught_error([&] { prepare_lock_dir({.dir = locks, .group = own_group(), .shared = true}); });
   EXPECT_THAT(e.message, ::testing::HasSubstr("not root's, so whoever owns it could forge or hide reservations"));
   EXPECT_THAT(e.message, ::testing::HasSubstr(
                              fmt::format("sudo chown root:{} {} && sudo chmod 2775 {}", own_group(), locks, locks)));
@@ -162,7 +162,7 @@ TEST(PrepareLockDir, AnOrdinaryUserOutsideTheLockGroupMayLookButNotLaunch) {
 TEST(PrepareLockDir, AUsersOwnChoiceIsCreatedForThemAlone) {
   const test::TempDir dir("gpurun-locks");
   const std::string requested = dir / "mine";
-  EXPECT_EQ(prepare_lock_dir({.dir = requested, .shared = false}), requested);
+  EXPECT_EQ(prepare_lock_dir({.dir = requested, .group = "docker", .shared = false}), requested);
   EXPECT_TRUE(S_ISDIR(stat_of(requested).st_mode));
   EXPECT_EQ(stat_of(requested).st_mode & 07022, ::geteuid() == 0 ? 02020u : 0u);  // root's is the machine's kind
 }
@@ -173,12 +173,12 @@ TEST(PrepareLockDir, RefusesASymbolicLinkAndAFile) {
   fs::create_directory_symlink(dir / "real", dir / "link");
   test::write_file(dir / "file", "");
 
-  auto e = test::caught_error([&] { prepare_lock_dir({.dir = dir / "link"}); });
+  auto e = test::caught_error([&] { prepare_lock_dir({.dir = dir / "link", .group = "docker", .shared = true}); });
   EXPECT_EQ(e.message, "lock directory " + (dir / "link") +
                            " cannot be used: it is a symbolic link, which gpurun "
                            "does not follow");
   EXPECT_EQ(e.exit_code, exit_code::failure);
-  e = test::caught_error([&] { prepare_lock_dir({.dir = dir / "file"}); });
+  e = test::caught_error([&] { prepare_lock_dir({.dir = dir / "file", .group = "docker", .shared = true}); });
   EXPECT_EQ(e.message, "lock directory " + (dir / "file") + " cannot be used: it is not a directory");
 }
 
@@ -240,7 +240,7 @@ TEST(ReserveGpus, OutsideTheLockGroupAReservationIsSeenButCannotBeTakenOrHeld) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
   const test::TempDir dir("gpurun-locks");
   ::chmod(dir.str().c_str(), 0755);
-  const std::string locks = prepare_lock_dir({.dir = dir / "locks", .group = "gpurun-no-such-group"});
+  const std::string locks = prepare_lock_dir({.dir = dir / "locks", .group = "gpurun-no-such-group", .shared = true});
   const Gpu gpu = make_gpu(0, 0, 100, 0);
   // 0: free, 1: reserved, 2: could take it, 3: something else.
   const auto seen_by_nobody = [&] {

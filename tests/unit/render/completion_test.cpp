@@ -19,11 +19,11 @@ using ::testing::Not;
 CompletionSpec sample_spec() {
   CompletionSpec spec;
   spec.verbs = {{"pick", "print the chosen GPUs", {}, true}, {"config", "show settings [all]", {"init"}, false}};
-  spec.options = {{{"-P", "--profile"}, CompletionValue::profile, "use a profile", false},
-                  {{"--wait"}, CompletionValue::optional_word, "wait: 30s, 5m", false},
-                  {{"-e", "--env"}, CompletionValue::word, "set a variable (it's [repeatable])", true},
-                  {{"--dry-run"}, CompletionValue::none, "print only", false},
-                  {{"--lock-dir"}, CompletionValue::directory, "lock directory", false}};
+  spec.options = {{{"-P", "--profile"}, CompletionValue::profile, "use a profile", false, {}},
+                  {{"--wait"}, CompletionValue::optional_word, "wait: 30s, 5m", false, {}},
+                  {{"-e", "--env"}, CompletionValue::word, "set a variable (it's [repeatable])", true, {}},
+                  {{"--dry-run"}, CompletionValue::none, "print only", false, {}},
+                  {{"--lock-dir"}, CompletionValue::directory, "lock directory", false, {}}};
   return spec;
 }
 

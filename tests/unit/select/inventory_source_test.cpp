@@ -70,7 +70,7 @@ TEST_F(InventoryTest, ASnapshotAloneLeavesEveryIdleGpuFreeAndAsksNoEngine) {
 }
 
 TEST_F(InventoryTest, ReservedGpusAreBusyAndPolicyWithheldOnesAreMarked) {
-  const std::string lock_dir = prepare_lock_dir({.dir = dir_ / "locks", .shared = false});
+  const std::string lock_dir = prepare_lock_dir({.dir = dir_ / "locks", .group = "docker", .shared = false});
   const auto held = reserve_gpus(lock_dir, {test::make_gpu(1, 4, 81920, 0)});
   options_.policy.allowed_gpus = std::vector<int>{0, 1};
 
