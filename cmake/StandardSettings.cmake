@@ -25,6 +25,8 @@ endif()
 
 add_library(gpurun_coverage INTERFACE)
 if(GPURUN_COVERAGE)
-  target_compile_options(gpurun_coverage INTERFACE --coverage -O0)
+  # Atomic counters: the tests run threads (the engine stand-in, samplers), and racing updates of
+  # an inline header's counters can wrap to -1, which gcovr refuses to read.
+  target_compile_options(gpurun_coverage INTERFACE --coverage -fprofile-update=atomic -O0)
   target_link_options(gpurun_coverage INTERFACE --coverage)
 endif()
