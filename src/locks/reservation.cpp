@@ -246,11 +246,11 @@ ExternalClaims reserved_gpus(const std::string& lock_dir, const std::vector<Gpu>
   ExternalClaims claims;
   for (const Gpu& gpu : gpus) {
     std::string why;
-    FileLock probe(open_lock_file(reservation_file(lock_dir, gpu), why, false));
+    const std::string path = reservation_file(lock_dir, gpu);
+    FileLock probe(open_lock_file(path, why, false));
     if (!probe.held() && why.empty()) continue;  // no file: never reserved
     struct stat info {};
-    if (!probe.held() && why == std::strerror(EACCES) && ::stat(reservation_file(lock_dir, gpu).c_str(), &info) == 0 &&
-        S_ISREG(info.st_mode)) {
+    if (!probe.held() && why == std::strerror(EACCES) && ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
       // Outside the lock group: the kernel's list of locks says whether someone holds it.
       if (const auto holder = lock_holder(info)) claims[gpu.index].push_back(reserved_claim(*holder));
     } else if (!probe.held()) {

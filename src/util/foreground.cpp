@@ -45,8 +45,7 @@ int ForegroundJob::run(const std::vector<std::string>& argv) {
     const int signal = ::sigtimedwait(&forwarded_, &info, &patience);
     if (signal > 0 && signal != SIGCHLD) ::kill(child, signal);  // the child decides what it means
   }
-  if (::isatty(STDIN_FILENO) != 0) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
-  return exit_status_of(status);
+  return exit_status_of(status);  // the terminal comes back with the destructor
 }
 
 }  // namespace gpurun
