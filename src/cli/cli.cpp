@@ -23,6 +23,7 @@
 #include "gpurun/util/docker_args.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/suggest.hpp"
+#include "gpurun/util/terminal.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/version.hpp"
 #include "gpurun/verbs/verb_table.hpp"
@@ -292,7 +293,9 @@ CompletionSpec completion_spec(const CLI::App& app) {
 }
 
 void configure_logging(int verbosity) {
-  auto logger = spdlog::stderr_color_mt("gpurun");
+  // Coloured as gpurun's own tables are: on a terminal, never with NO_COLOR.
+  auto logger = spdlog::stderr_color_mt(
+      "gpurun", colour_wanted(STDERR_FILENO) ? spdlog::color_mode::always : spdlog::color_mode::never);
   logger->set_pattern("gpurun: %^%l%$: %v");
   static constexpr std::array levels{spdlog::level::off,  spdlog::level::err,   spdlog::level::warn,
                                      spdlog::level::info, spdlog::level::debug, spdlog::level::trace};
@@ -300,7 +303,11 @@ void configure_logging(int verbosity) {
   spdlog::set_default_logger(logger);
 }
 
-void report_error(std::string_view message) { std::cerr << "gpurun: error: " << message << '\n' << std::flush; }
+void report_error(std::string_view message) {
+  std::cerr << "gpurun: " << coloured("error", Colour::bold_red, colour_wanted(STDERR_FILENO)) << ": " << message
+            << '\n'
+            << std::flush;
+}
 
 }  // namespace
 

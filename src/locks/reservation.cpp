@@ -129,9 +129,23 @@ bool try_lock(int fd) {
   return rc == 0;
 }
 
-// Who holds an flock on the file `info` describes, from /proc/locks: "pid 123, alice, docker";
-// nullopt when nobody does.
-std::optional<std::string> lock_holder(const struct stat& info) {
+// A process holding an flock, as /proc shows it.
+struct LockHolder {
+  std::string pid;
+  std::string user;     // empty when unknown
+  std::string command;  // empty when unknown
+
+  // "pid 123, alice, docker"
+  std::string str() const {
+    std::string text = "pid " + pid;
+    for (const std::string* part : {&user, &command})
+      if (!part->empty()) text += ", " + *part;
+    return text;
+  }
+};
+
+// Who holds an flock on the file `info` describes, from /proc/locks; nullopt when nobody does.
+std::optional<LockHolder> lock_holder(const struct stat& info) {
   const std::string device = fmt::format("{:02x}:{:02x}:{}", major(info.st_dev), minor(info.st_dev), info.st_ino);
   std::ifstream locks("/proc/locks");
   for (std::string line; std::getline(locks, line);) {
@@ -139,25 +153,26 @@ std::optional<std::string> lock_holder(const struct stat& info) {
     std::string id, kind, mode, access, pid, where;
     fields >> id >> kind >> mode >> access >> pid >> where;
     if (kind != "FLOCK" || where != device) continue;
-    const auto number = text::parse_integer(pid);
-    std::string holder = "pid " + pid;
-    if (const auto user = number ? process_user(static_cast<long>(*number)) : std::nullopt) holder += ", " + *user;
-    if (const std::string command = number ? process_command(static_cast<long>(*number)) : ""; !command.empty())
-      holder += ", " + command;
+    LockHolder holder{.pid = pid, .user = {}, .command = {}};
+    if (const auto number = text::parse_integer(pid)) {
+      holder.user = process_user(static_cast<long>(*number)).value_or("");
+      holder.command = process_command(static_cast<long>(*number));
+    }
     return holder;
   }
   return std::nullopt;
 }
 
-std::string lock_holder(int fd) {
+std::optional<LockHolder> lock_holder(int fd) {
   struct stat info {};
-  if (::fstat(fd, &info) != 0) return {};
-  return lock_holder(info).value_or("");
+  if (::fstat(fd, &info) != 0) return std::nullopt;
+  return lock_holder(info);
 }
 
-std::string reserved_claim(const std::string& holder) {
-  return holder.empty() ? "reserved by another gpurun launch"
-                        : fmt::format("reserved by another gpurun launch ({})", holder);
+Claim reserved_claim(const std::optional<LockHolder>& holder) {
+  if (!holder) return {.reason = "reserved by another gpurun launch", .holder = std::nullopt};
+  return {.reason = fmt::format("reserved by another gpurun launch ({})", holder->str()),
+          .holder = Holder{.kind = Holder::Kind::reservation, .user = holder->user, .name = holder->command}};
 }
 
 }  // namespace
@@ -232,9 +247,11 @@ FileLock lock_selection(const std::string& lock_dir, std::chrono::milliseconds p
   const auto deadline = std::chrono::steady_clock::now() + patience;
   auto pause = std::chrono::milliseconds(1);
   while (!try_lock(lock.fd())) {
-    if (std::chrono::steady_clock::now() >= deadline)
-      throw Error(fmt::format("another gpurun launch ({}) has held the selection lock {} for over {} s; try again",
-                              lock_holder(lock.fd()), path, patience.count() / 1000));
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const auto holder = lock_holder(lock.fd());
+      throw Error(fmt::format("another gpurun launch{} has held the selection lock {} for over {} s; try again",
+                              holder ? " (" + holder->str() + ")" : "", path, patience.count() / 1000));
+    }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
@@ -252,9 +269,10 @@ ExternalClaims reserved_gpus(const std::string& lock_dir, const std::vector<Gpu>
     struct stat info {};
     if (!probe.held() && why == std::strerror(EACCES) && ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
       // Outside the lock group: the kernel's list of locks says whether someone holds it.
-      if (const auto holder = lock_holder(info)) claims[gpu.index].push_back(reserved_claim(*holder));
+      if (const auto holder = lock_holder(info)) claims[gpu.index].push_back(reserved_claim(holder));
     } else if (!probe.held()) {
-      claims[gpu.index].push_back(fmt::format("its reservation file cannot be used: {}", why));
+      claims[gpu.index].push_back(
+          {.reason = fmt::format("its reservation file cannot be used: {}", why), .holder = {}});
     } else if (!try_lock(probe.fd())) {
       claims[gpu.index].push_back(reserved_claim(lock_holder(probe.fd())));
     }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "gpurun/render/status_table.hpp"
 #include "gpurun/select/mig_units.hpp"
 #include "gpurun/util/proc_info.hpp"
 #include "gpurun/util/table.hpp"
@@ -25,6 +26,13 @@ std::string process_count(const GpuAssessment& a) {
 // "1024 / 81559 MiB"
 std::string memory_cell(const Gpu& g) {
   return fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib));
+}
+
+// {"pid", "used_memory_mib", "user"}: user null where /proc does not say (a snapshot's PIDs).
+nlohmann::ordered_json process_json(const GpuProcess& p) {
+  return {{"pid", p.pid},
+          {"used_memory_mib", or_null(p.used_memory_mib)},
+          {"user", p.user.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(p.user)}};
 }
 
 }  // namespace
@@ -90,9 +98,13 @@ std::string format_lost_gpus(const std::vector<LostGpu>& lost) {
 
 nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
-  for (const auto& p : a.gpu.processes)
-    processes.push_back({{"pid", p.pid}, {"used_memory_mib", or_null(p.used_memory_mib)}});
+  for (const auto& p : a.gpu.processes) processes.push_back(process_json(p));
   if (!a.processes_known) processes = nullptr;
+  nlohmann::ordered_json holders = nlohmann::ordered_json::array();
+  for (const Holder& h : a.holders)
+    holders.push_back({{"kind", h.kind == Holder::Kind::reservation ? "reservation" : "container"},
+                       {"user", h.user.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(h.user)},
+                       {"name", h.name}});
   nlohmann::ordered_json json{{"index", a.gpu.index},
                               {"uuid", a.gpu.uuid},
                               {"name", a.gpu.name},
@@ -103,6 +115,9 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
                               {"processes", processes},
                               {"score", a.score},
                               {"free", a.free},
+                              {"state", short_state(a)},
+                              {"users", gpu_users(a)},
+                              {"holders", holders},
                               {"reasons", a.reasons},
                               {"notes", a.notes}};
   // Where the GPU sits, only where known (the keys above stay as they were everywhere else).
@@ -136,8 +151,7 @@ nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const
     for (const GpuAssessment& unit : mig_units) {
       if (unit.gpu.mig->gpu_index != gpus[i].gpu.index) continue;
       nlohmann::ordered_json processes = nlohmann::ordered_json::array();
-      for (const auto& p : unit.gpu.processes)
-        processes.push_back({{"pid", p.pid}, {"used_memory_mib", or_null(p.used_memory_mib)}});
+      for (const auto& p : unit.gpu.processes) processes.push_back(process_json(p));
       instances.push_back({{"uuid", unit.gpu.uuid},
                            {"profile", unit.gpu.mig->profile},
                            {"gpu_instance_id", unit.gpu.mig->gpu_instance_id},
@@ -162,7 +176,10 @@ nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen) {
   return json;
 }
 
-std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers) {
+namespace {
+
+std::string watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers,
+                        std::size_t width, bool short_names) {
   std::vector<Gpu> plain;
   plain.reserve(gpus.size());
   for (const auto& a : gpus) plain.push_back(a.gpu);
@@ -171,9 +188,10 @@ std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std
     for (int index : held_gpu_indices(c, plain))
       held_by[index].push_back(fmt::format("container {}{}", c.name, c.user.empty() ? "" : " (" + c.user + ")"));
   using Align = Column::Align;
-  Table table({Column::fixed("GPU", Align::right, 3), Column::fitted("NAME"),
-               Column::fixed("UTILIZATION", Align::left, 17), Column::fixed("MEMORY USED/TOTAL", Align::right, 19),
-               Column::fixed("PROCS", Align::right, 5), Column::fitted("HELD BY")});
+  Table table({Column::fixed("GPU", Align::right, 3), Column::shrinkable("NAME", 8),
+               Column::fixed("UTILIZATION", Align::left, 17), Column::fitted("MEMORY", Align::right),
+               Column::shrinkable("HELD BY", 16)});
+  table.fit(width, {4, 1});  // who holds it gives way before the name
   for (const auto& a : gpus) {
     const Gpu& g = a.gpu;
     std::string bar = "[          ]    ?";
@@ -184,16 +202,24 @@ std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std
     }
     std::vector<std::string> holders = held_by[g.index];
     for (const auto& p : g.processes) {
-      const auto user = process_user(p.pid);
       const std::string command = process_command(p.pid);
       holders.push_back(
-          fmt::format("{}{} pid {}", user ? *user + " " : "", command.empty() ? "process" : command, p.pid));
+          fmt::format("{}{} pid {}", p.user.empty() ? "" : p.user + " ", command.empty() ? "process" : command, p.pid));
     }
-    if (holders.empty()) holders.emplace_back(a.free ? "-" : "busy: " + fmt::format("{}", fmt::join(a.reasons, "; ")));
-    table.add_row({std::to_string(g.index), g.name.empty() ? "?" : g.name, std::move(bar), memory_cell(g),
-                   process_count(a), fmt::format("{}", fmt::join(holders, ", "))});
+    if (holders.empty()) holders.emplace_back(a.free ? "-" : short_state(a));  // reserved, not offered, busy
+    table.add_row({std::to_string(g.index), gpu_name_cell(g.name, short_names), std::move(bar), memory_cell(g),
+                   fmt::format("{}", fmt::join(holders, ", "))});
   }
+  if (!short_names && table.natural_width() > width) return {};  // try again without "NVIDIA "
   return table.str();
+}
+
+}  // namespace
+
+std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers,
+                               std::size_t width) {
+  std::string text = watch_table(gpus, containers, width, false);
+  return text.empty() ? watch_table(gpus, containers, width, true) : text;
 }
 
 std::string index_list(const std::vector<GpuAssessment>& gpus) {

@@ -24,7 +24,8 @@ ExternalClaims container_claims(const std::vector<GpuContainer>& containers, con
   for (const GpuContainer& c : containers) {
     const std::string who = c.user.empty() ? c.image : fmt::format("{}, {}", c.user, c.image);
     for (int index : held_gpu_indices(c, gpus))
-      claims[index].push_back(fmt::format("in use by container {} ({})", c.name, who));
+      claims[index].push_back({.reason = fmt::format("in use by container {} ({})", c.name, who),
+                               .holder = Holder{.kind = Holder::Kind::container, .user = c.user, .name = c.name}});
   }
   return claims;
 }

@@ -28,7 +28,8 @@ std::vector<GpuAssessment> assess_mig_units(const Options& options, const Snapsh
   if (!lock_dir.empty()) add_claims(claims, reserved_gpus(lock_dir, units));
   for (const Gpu& unit : units)
     if (!gpu_allowed(options.policy, unit.mig->gpu_index))
-      claims[unit.index].insert(claims[unit.index].begin(), gpu_not_allowed_reason(options.policy));
+      claims[unit.index].insert(claims[unit.index].begin(),
+                                {.reason = gpu_not_allowed_reason(options.policy), .holder = {}});
   std::vector<GpuAssessment> assessed = assess(units, thresholds_from(options), claims);
   for (GpuAssessment& a : assessed) {
     a.withheld = !gpu_allowed(options.policy, a.gpu.mig->gpu_index);
@@ -62,6 +63,18 @@ void place_gpus(const Options& options, Snapshot& snapshot, Inventory& inventory
   if (inventory.topology_readable) locate_gpus(snapshot.gpus, root);
 }
 
+// Who runs each GPU process, from this host's /proc: in a rootless container, the engine's user
+// (not the subordinate uid it runs as). Not for a snapshot: its PIDs are another moment's or machine's.
+void name_process_users(Snapshot& snapshot) {
+  const std::string proc_root = host_proc_root();
+  const auto name = [&proc_root](std::vector<GpuProcess>& processes) {
+    for (GpuProcess& p : processes)
+      if (const auto owner = process_owner(p.pid, proc_root)) p.user = owner->user;
+  };
+  for (Gpu& gpu : snapshot.gpus) name(gpu.processes);
+  for (MigInstance& instance : snapshot.mig_instances) name(instance.processes);
+}
+
 }  // namespace
 
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
@@ -77,6 +90,7 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
 
   Snapshot snapshot = source.read(timeout);  // GPUs in index order
   place_gpus(options, snapshot, inventory);
+  if (!options.from_csv) name_process_users(snapshot);
   const std::vector<Gpu>& gpus = snapshot.gpus;
   inventory.lost = snapshot.lost;
   inventory.warnings = snapshot.warnings;
@@ -102,7 +116,8 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const int index = gpus[i].index;
     withheld[i] = !gpu_allowed(options.policy, index);
-    if (withheld[i]) claims[index].insert(claims[index].begin(), gpu_not_allowed_reason(options.policy));
+    if (withheld[i])
+      claims[index].insert(claims[index].begin(), {.reason = gpu_not_allowed_reason(options.policy), .holder = {}});
   }
   inventory.assessed = assess(snapshot, thresholds, claims);  // in the order of `gpus`
   for (std::size_t i = 0; i < gpus.size(); ++i) inventory.assessed[i].withheld = withheld[i];

@@ -66,11 +66,20 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
   std::vector<GpuAssessment> assessed;
   assessed.reserve(gpus.size());
   for (const Gpu& gpu : gpus) {
-    GpuAssessment a{gpu, false, score(gpu), {}, {}};
-    a.processes_known = processes_known;
+    GpuAssessment a{.gpu = gpu,
+                    .free = false,
+                    .score = score(gpu),
+                    .reasons = {},
+                    .notes = {},
+                    .holders = {},
+                    .withheld = false,
+                    .processes_known = processes_known};
     if (gpu.mig_enabled) a.reasons.emplace_back("MIG mode is enabled (not offered as a whole GPU)");
-    if (const auto claim = claims.find(gpu.index); claim != claims.end())
-      a.reasons.insert(a.reasons.end(), claim->second.begin(), claim->second.end());
+    if (const auto found = claims.find(gpu.index); found != claims.end())
+      for (const Claim& claim : found->second) {
+        a.reasons.push_back(claim.reason);
+        if (claim.holder) a.holders.push_back(*claim.holder);
+      }
     // A process at 0 MiB has just started: the GPU is taken all the same.
     if (!gpu.processes.empty()) a.reasons.push_back(describe_processes(gpu.processes));
     if (!processes_known) a.notes.emplace_back("processes not checked: the snapshot has no process list");

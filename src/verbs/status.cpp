@@ -11,11 +11,13 @@
 #include <set>
 #include <thread>
 
+#include "gpurun/render/status_table.hpp"
 #include "gpurun/render/topology.hpp"
 #include "gpurun/render/views.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/json_output.hpp"
+#include "gpurun/util/terminal.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
 namespace gpurun {
@@ -36,7 +38,8 @@ int watch(const Options& options, std::ostream& out) {
     const std::time_t now = std::time(nullptr);
     std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval,
                                    fmt::localtime(now), terminal ? "  (Ctrl-C to stop)" : "");
-    text += format_watch_table(inventory.assessed, inventory.containers) + format_lost_gpus(inventory.lost);
+    text += format_watch_table(inventory.assessed, inventory.containers, terminal_width(STDOUT_FILENO)) +
+            format_lost_gpus(inventory.lost);
     out << (terminal ? "\033[H\033[2J" : (frame > 1 ? "\n" : "")) << text << std::flush;
     if (options.watch_count > 0 && frame >= options.watch_count) return 0;
     std::this_thread::sleep_until(next);
@@ -64,7 +67,10 @@ int run_status(const Options& options, std::ostream& out) {
   } else {
     spdlog::info("GPU source: {}", inventory.source);  // on stderr: the table stays the same whichever answered
     spdlog::info("reservations: {}", lock_dir.empty() ? "not shown (no usable lock directory)" : lock_dir);
-    out << format_gpu_table(inventory.assessed, inventory.mig_units) << format_lost_gpus(inventory.lost);
+    const StatusLayout layout{.width = terminal_width(STDOUT_FILENO),
+                              .verbose = spdlog::should_log(spdlog::level::debug),
+                              .colour = colour_wanted(STDOUT_FILENO)};
+    out << format_status_table(inventory.assessed, inventory.mig_units, layout) << format_lost_gpus(inventory.lost);
   }
   if (options.topology) {
     out << '\n' << format_topology(inventory.assessed, gpu_links(options, inventory));

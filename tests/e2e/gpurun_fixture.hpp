@@ -64,6 +64,9 @@ class GpurunTest : public ::testing::Test {
       if (std::string_view(*e).starts_with("GPURUN_"))
         inherited.emplace_back(std::string_view(*e).substr(0, std::string_view(*e).find('=')));
     for (const auto& name : inherited) ::unsetenv(name.c_str());
+    // Nor the tester's terminal: tables fit 80 columns unless a test sets COLUMNS.
+    ::unsetenv("COLUMNS");
+    ::unsetenv("NO_COLOR");
     // No engine socket: the stand-in docker client answers (tests of the Engine API start a real
     // dockerd of their own, tests/e2e/real_docker_engine.sh).
     ::setenv("DOCKER_HOST", "unix:///nonexistent/gpurun-e2e-docker.sock", 1);

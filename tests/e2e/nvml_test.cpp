@@ -132,14 +132,17 @@ TEST_F(NvmlTest, AReportedRunSamplesThroughNvmlAndSpawnsNoNvidiaSmi) {
 TEST_F(NvmlTest, StatusListsTheInstancesUnderTheirGpu) {
   const Outcome run = gpurun({"status", "--ignore-containers"}, nvml("mig.json"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr("busy: MIG mode is enabled (not offered as a whole GPU)"));
-  EXPECT_THAT(run.out,
-              HasSubstr("\n       MIG 2g.20gb  GI 3  CI 0       15 / 20096 MiB  utilization n/a (NVML has none per "
-                        "instance)  0 procs  free  MIG-2a3b4c5d-6e7f-5a8b-9c0d-1e2f3a4b5c6d\n"));
-  EXPECT_THAT(run.out,
-              HasSubstr("\n       MIG 1g.10gb  GI 9  CI 0      3891 / 9984 MiB  utilization n/a (NVML has none "
-                        "per instance)  1 proc  busy: 1 compute process (pid 8301); memory used 3891 MiB > "
-                        "limit 998.4 MiB (10% of 9984 MiB)  MIG-3b4c5d6e-7f8a-5b9c-8d1e-2f3a4b5c6d7e\n"));
+  EXPECT_THAT(run.out, HasSubstr("\n  1  NVIDIA H100 80GB HBM3     22150 / 81559 MiB     ?  -     not offered\n"
+                                 "       MIG 3g.40gb GI 2 CI 0   18232 / 40320 MiB   n/a  -     busy: 2 procs\n"
+                                 "       MIG 2g.20gb GI 3 CI 0      15 / 20096 MiB   n/a  -     free\n"));
+  const Outcome verbose = gpurun({"status", "--verbose", "--ignore-containers"}, nvml("mig.json"));
+  EXPECT_THAT(verbose.out, HasSubstr("      why: MIG mode is enabled (not offered as a whole GPU); "));
+  EXPECT_THAT(verbose.out,
+              HasSubstr("\n       MIG 1g.10gb GI 9 CI 0     3891 / 9984 MiB   n/a      1   39.0  -     busy: 1 proc\n"
+                        "      why: 1 compute process (pid 8301); memory used 3891 MiB > limit 998.4 MiB (10% of 9984 "
+                        "MiB)\n"
+                        "      note: utilization n/a (NVML has none per instance)\n"
+                        "      uuid: MIG-3b4c5d6e-7f8a-5b9c-8d1e-2f3a4b5c6d7e\n"));
   const Outcome json = gpurun({"status", "--json", "--ignore-containers"}, nvml("mig.json"));
   const auto parsed = nlohmann::json::parse(json.out);
   EXPECT_FALSE(parsed["gpus"][0].contains("mig_instances"));

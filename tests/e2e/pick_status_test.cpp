@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+
 #include "gpurun_fixture.hpp"
 
 namespace gpurun::testing {
@@ -52,17 +54,36 @@ TEST_F(GpurunTest, PickSkipsMigEnabledGpus) {
   }
 }
 
-TEST_F(GpurunTest, StatusTableShowsEveryGpuAndWhyItIsBusy) {
+TEST_F(GpurunTest, StatusFitsEightyColumnsWithAShortStatePerGpu) {
   const Outcome run = gpurun({"status"}, fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out,
-              ::testing::StartsWith(
-                  "GPU  NAME                     MEMORY USED/TOTAL  UTIL  PROCS  SCORE  STATE\n"
-                  "  0  NVIDIA A100-SXM4-80GB    78342 / 81920 MiB  100%      1   97.8  busy: 1 compute process "
-                  "(pid 48213); memory used 78342 MiB > limit 8192 MiB (10% of 81920 MiB); utilization 100% > "
-                  "limit 10%\n"));
-  EXPECT_THAT(run.out, HasSubstr("\n  5  NVIDIA A100-SXM4-80GB        3 / 81920 MiB    0%      0    0.0  free\n"));
+              ::testing::StartsWith("GPU  NAME                              MEMORY  UTIL  USER  STATE\n"
+                                    "  0  NVIDIA A100-SXM4-80GB  78342 / 81920 MiB  100%  -     busy: 1 proc 100%\n"));
+  EXPECT_THAT(run.out, HasSubstr("\n  5  NVIDIA A100-SXM4-80GB      3 / 81920 MiB    0%  -     free\n"));
   EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 9);
+  std::istringstream lines(run.out);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 80u) << line;
+}
+
+TEST_F(GpurunTest, StatusVerboseSaysWhyEachGpuIsBusyUnderItsRow) {
+  const Outcome run = gpurun({"status", "--verbose"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out,
+              HasSubstr("  0  NVIDIA A100-SXM4-80GB  78342 / 81920 MiB  100%      1   97.8  -     busy: 1 proc 100%\n"
+                        "      why: 1 compute process (pid 48213); memory used 78342 MiB > limit 8192 MiB "
+                        "(10% of 81920 MiB); utilization 100% > limit 10%\n"));
+}
+
+TEST_F(GpurunTest, StatusUsesTheColumnsItIsGiven) {
+  Env env = fakes("driver_610.json");
+  const Outcome narrow = gpurun({"status"}, env);  // 80: the vendor's name goes first
+  EXPECT_THAT(narrow.out, HasSubstr("\n  0  RTX PRO 6000 Blackwell Server Edition  0 / 97887 MiB"));
+  env.emplace_back("COLUMNS", "120");
+  EXPECT_THAT(gpurun({"status"}, env).out,
+              HasSubstr("\n  0  NVIDIA RTX PRO 6000 Blackwell Server Edition  0 / 97887 MiB"));
+  env.back().second = "40";  // never narrower than 80
+  EXPECT_EQ(gpurun({"status"}, env).out, narrow.out);
 }
 
 TEST_F(GpurunTest, StatusJsonHasTheDocumentedFields) {
@@ -75,6 +96,9 @@ TEST_F(GpurunTest, StatusJsonHasTheDocumentedFields) {
   EXPECT_EQ(gpu3["name"], "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(gpu3["free"], false);
   EXPECT_EQ(gpu3["reasons"], nlohmann::json::parse(R"j(["1 compute process (pid 52771)"])j"));
+  EXPECT_EQ(gpu3["state"], "busy: 1 proc 0%");
+  EXPECT_EQ(gpu3["users"], nlohmann::json::array());
+  EXPECT_TRUE(gpu3["processes"][0]["user"].is_null());  // a stand-in's PID: nobody's here
   EXPECT_EQ(gpu3["processes"][0]["used_memory_mib"], 0.0);
   EXPECT_TRUE(gpu3["score"].is_number());
   EXPECT_TRUE(gpu3["uuid"].is_string());

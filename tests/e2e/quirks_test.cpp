@@ -16,11 +16,11 @@ using ::testing::Not;
 
 TEST_F(GpurunTest, UnifiedMemoryGb10IsFreeAndStatusSaysMemoryWasNotJudged) {
   EXPECT_EQ(gpurun({"pick"}, fakes("gb10.json")).out, "0\n");
-  const Outcome status = gpurun({"status"}, fakes("gb10.json"));
+  const Outcome status = gpurun({"status", "--verbose"}, fakes("gb10.json"));
   EXPECT_EQ(status.exit_code, 0) << status.err;
   EXPECT_THAT(status.out, HasSubstr("? / ? MiB"));
-  EXPECT_THAT(status.out, HasSubstr("free (memory could not be judged, the driver reports none (unified memory): "
-                                    "judged by processes and utilization)"));
+  EXPECT_THAT(status.out, HasSubstr("free\n      note: memory could not be judged, the driver reports none (unified "
+                                    "memory): judged by processes and utilization\n"));
 }
 
 TEST_F(GpurunTest, MoreGpusThanTheMachineHasFailsAtOnceWithOrWithoutWait) {
@@ -49,9 +49,9 @@ TEST_F(GpurunTest, AMigGpuIsNeverHandedOutWholeEvenWithAllowBusy) {
 
 TEST_F(GpurunTest, ASnapshotShowsProcessesAsNotChecked) {
   const std::string sample = std::string(GPURUN_SOURCE_DIR) + "/scripts/sample/dgx-a100-busy.csv";
-  const Outcome status = gpurun({"--from-csv", sample, "status"});
+  const Outcome status = gpurun({"--from-csv", sample, "status", "--verbose"});
   EXPECT_EQ(status.exit_code, 0) << status.err;
-  EXPECT_THAT(status.out, HasSubstr("processes not checked"));
+  EXPECT_THAT(status.out, HasSubstr("note: processes not checked"));
   EXPECT_THAT(status.out, HasSubstr("%      ?"));
   const auto json = nlohmann::json::parse(gpurun({"--from-csv", sample, "status", "--json"}).out);
   EXPECT_TRUE(json["gpus"][0]["processes"].is_null());
@@ -110,9 +110,9 @@ TEST_F(GpurunTest, AnInfoRomWarningKeepsTheDataAndNamesTheGpu) {
 }
 
 TEST_F(GpurunTest, Driver610BareNaAndEmptyCellsAreUnknownNotErrors) {
-  const Outcome status = gpurun({"status"}, fakes("driver_610.json"));
+  const Outcome status = gpurun({"status", "--verbose"}, fakes("driver_610.json"));
   EXPECT_EQ(status.exit_code, 0) << status.err;
-  EXPECT_THAT(status.out, HasSubstr("busy: memory use unknown"));
+  EXPECT_THAT(status.out, HasSubstr("why: memory use unknown"));
   EXPECT_EQ(gpurun({"pick"}, fakes("driver_610.json")).out, "0\n");
 }
 

@@ -317,7 +317,9 @@ else
   fail "the next pick is '$picked', expected 5 (GPU 2 is held by $detached)"
   show "$tmp/pick.err" "gpurun pick stderr"
 fi
-if "${gpurun_env[@]}" "$gpurun" status | grep -q "^  2 .*busy: in use by container $detached"; then
+# --verbose: each GPU's row, then why it is busy under it (awk keeps GPU 2's lines).
+if "${gpurun_env[@]}" "$gpurun" status --verbose 2>/dev/null | awk '/^ +[0-9]+  /{gpu=$1} gpu==2' |
+  grep -q "why: in use by container $detached"; then
   pass "gpurun status says GPU 2 is in use by $detached"
 else
   fail "gpurun status does not show GPU 2 in use by $detached"

@@ -143,7 +143,8 @@ for way in "$cli" "$api"; do
   label=CLI
   [[ $way == "$api" ]] && label="API socket"
   picked=$(gp "$way" -- pick 1 2>"$tmp/pick.err")
-  if [[ $picked == 1 ]] && gp "$way" -- status 2>/dev/null | grep -q '^  0 .*in use by container pm-job'; then
+  if [[ $picked == 1 ]] && gp "$way" -- status --verbose 2>/dev/null | awk '/^ +[0-9]+  /{gpu=$1} gpu==0' |
+    grep -q 'in use by container pm-job'; then
     pass "through podman's $label, pm-job holds GPU 0: the pick is GPU 1"
   else
     fail "through podman's $label the pick is '$picked' (want 1): $(cat "$tmp/pick.err"); status: $(gp "$way" -- status 2>&1)"
@@ -156,9 +157,9 @@ done
 other_pid=$("$tmp/podman-other" inspect --format '{{.State.Pid}}' other-job 2>/dev/null)
 scenario "$other_pid" >"$tmp/scenario.json"
 "$tmp/podman" rm -f -t 0 pm-job >/dev/null 2>&1
-status=$(gp "$cli" -- status 2>&1)
+status=$(gp "$cli" -- status --verbose 2>&1)
 short=$("$tmp/podman-other" inspect --format '{{.Id}}' other-job | cut -c1-12)
-if grep -q "^  3 .*in use by container $short (root, podman container)" <<<"$status" &&
+if awk '/^ +[0-9]+  /{gpu=$1} gpu==3' <<<"$status" | grep -q "in use by container $short (root, podman container)" &&
   gp "$cli" -- ps 2>/dev/null | grep -q "^$short .*root .*3 "; then
   pass "the other podman's container ($short, pid $other_pid on GPU 3 to nvidia-smi) is named by status and ps"
 else

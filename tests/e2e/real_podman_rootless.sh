@@ -212,8 +212,9 @@ fi
 check_user_holders() { # check_user_holders LABEL VERBOSE_LINE
   local picked status
   picked=$(gp_user --verbose pick 1 2>"$tmp/pick.err")
-  status=$(gp_user status 2>&1)
-  if [[ $picked == 1 ]] && grep -qF -- "$2" "$tmp/pick.err" && grep -q '^  0 .*in use by container rl-job' <<<"$status"; then
+  status=$(gp_user status --verbose 2>&1)
+  if [[ $picked == 1 ]] && grep -qF -- "$2" "$tmp/pick.err" &&
+    awk '/^ +[0-9]+  /{gpu=$1} gpu==0' <<<"$status" | grep -q 'in use by container rl-job'; then
     pass "as $USER_NAME, through its podman's $1, rl-job holds GPU 0: the pick is GPU 1"
   else
     fail "as $USER_NAME through its podman's $1 the pick is '$picked' (want 1, and '$2' in its --verbose output): $(cat "$tmp/pick.err"); status: $status"
@@ -235,9 +236,11 @@ id=$(as_user "$tmp/bin/podman" inspect --format '{{.Id}}' rl-job 2>/dev/null)
 short=${id:0:12}
 scenario "$pid" >"$tmp/scenario.json"
 say "note: rl-job ($short) runs as pid $pid; its /proc/$pid/cgroup: $(tr '\n' ' ' <"/proc/$pid/cgroup" 2>/dev/null)"
-status=$(gp_root status 2>&1)
+status=$(gp_root status --verbose 2>&1)
 ps_out=$(gp_root ps 2>&1)
-if grep -q "^  0 .*in use by container $short ($USER_NAME, rootless podman container)" <<<"$status" &&
+if awk '/^ +[0-9]+  /{gpu=$1} gpu==0' <<<"$status" |
+  grep -q "in use by container $short ($USER_NAME, rootless podman container)" &&
+  grep -q "^  0 .*  $USER_NAME  *busy: $USER_NAME" <<<"$status" &&
   grep -q "^$short .*$USER_NAME .*0 " <<<"$ps_out"; then
   pass "as root, the rootless container ($short, pid $pid on GPU 0 to nvidia-smi) is named by status and ps, owned by $USER_NAME"
 else

@@ -8,7 +8,10 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
 #include <nlohmann/json.hpp>
+
+#include "gpurun/util/proc_info.hpp"
 
 #include "gpurun_fixture.hpp"
 
@@ -53,7 +56,13 @@ TEST_F(ReservationTest, AGpuHeldByARunningLaunchIsBusyForTheNext) {
   EXPECT_THAT(gpus_of(docker_argv()), ::testing::ElementsAre(0));
 
   const Outcome status = gpurun({"status"}, fakes("all_free_8.json"));
-  EXPECT_THAT(status.out, HasSubstr("busy: reserved by another gpurun launch (pid "));
+  const std::string me = process_user(::getpid()).value_or("?");
+  EXPECT_THAT(status.out, ::testing::ContainsRegex("\n  0  .*  " + me + " +reserved: " + me + "\n"));
+  const Outcome verbose = gpurun({"status", "--verbose"}, fakes("all_free_8.json"));
+  EXPECT_THAT(verbose.out, HasSubstr("why: reserved by another gpurun launch (pid "));
+  const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, fakes("all_free_8.json")).out);
+  EXPECT_EQ(json["gpus"][0]["holders"][0]["kind"], "reservation");
+  EXPECT_EQ(json["gpus"][0]["holders"][0]["user"], me);
   EXPECT_EQ(gpurun({"pick", "1"}, fakes("all_free_8.json")).out, "1\n");
   EXPECT_EQ(first.get().exit_code, 0);
   EXPECT_EQ(gpurun({"pick", "1"}, fakes("all_free_8.json")).out, "0\n");  // released when docker ended
@@ -115,7 +124,7 @@ TEST_F(ReservationTest, APlantedSymlinkIsNeverFollowed) {
 
   const Outcome pick = gpurun({"pick", "1"}, fakes("all_free_8.json"));
   EXPECT_EQ(pick.out, "1\n");  // GPU 0's reservation cannot be checked: it is not offered
-  const Outcome status = gpurun({"status"}, fakes("all_free_8.json"));
+  const Outcome status = gpurun({"status", "--verbose"}, fakes("all_free_8.json"));
   EXPECT_THAT(status.out, HasSubstr("its reservation file cannot be used: it is a symbolic link"));
 
   std::filesystem::create_symlink(target, lock_dir() + "/select.lock");
@@ -166,8 +175,11 @@ TEST_F(ContainerAwarenessTest, GpusHeldByRunningContainersAreBusyAtZeroMemory) {
   const Env env = with_containers("all_free_8.json", kTwoContainers);
   EXPECT_EQ(gpurun({"pick", "2"}, env).out, "2,3\n");
   const Outcome status = gpurun({"status"}, env);
-  EXPECT_THAT(status.out, HasSubstr("busy: in use by container bob_gpu0_12345678 (bob, bob/train:1)"));
-  EXPECT_THAT(status.out, HasSubstr("busy: in use by container legacy (old/tf:18)"));
+  EXPECT_THAT(status.out, HasSubstr("  bob   busy: bob 0%\n"));
+  EXPECT_THAT(status.out, HasSubstr("  -     busy: legacy 0%\n"));  // nobody known: the container's name
+  const Outcome verbose = gpurun({"status", "--verbose"}, env);
+  EXPECT_THAT(verbose.out, HasSubstr("why: in use by container bob_gpu0_12345678 (bob, bob/train:1)"));
+  EXPECT_THAT(verbose.out, HasSubstr("why: in use by container legacy (old/tf:18)"));
 }
 
 TEST_F(ContainerAwarenessTest, AnEngineOutOfReachIsAWarningNotAFailure) {

@@ -201,7 +201,7 @@ as $A "$home_a/work" --dry-run --ignore-containers --gpu-request gpus --image $I
 rc=$?
 ((rc == 125)) && pass "sudo caller $A finds no GPU free while $C and root hold both" || fail "sudo with both held: rc $rc $(cat "$tmp/out" "$tmp/err")"
 as_c status
-grep -q "reserved by another gpurun launch (pid $root_hold\|reserved by another gpurun launch (pid [0-9]*, root" "$tmp/out" &&
+grep -q "^  1 .*  reserved: root$" "$tmp/out" &&
   pass "$C sees root's reservation" || fail "$C's status: $(cat "$tmp/out" "$tmp/err")"
 kill "$(cat "$tmp/pids/0")" "$(cat "$tmp/pids/$(id -u $C)")"; wait $root_hold $c_hold 2>/dev/null
 # A sudo launch holds GPU 0 (a real container); C, launching directly, is not given it.

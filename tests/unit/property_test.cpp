@@ -98,7 +98,7 @@ void add_random_processes(Random& random, std::vector<Gpu>& gpus) {
   for (Gpu& gpu : gpus) {
     const int count = random.chance(0.7) ? 0 : random.between(1, 3);
     for (int i = 0; i < count; ++i) {
-      GpuProcess p{gpu.uuid, random.between(1, 4'000'000), std::nullopt};
+      GpuProcess p{gpu.uuid, random.between(1, 4'000'000), std::nullopt, {}};
       if (!random.chance(0.2)) p.used_memory_mib = random.between(0, 80000);
       gpu.processes.push_back(p);
     }

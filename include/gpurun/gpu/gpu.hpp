@@ -12,6 +12,7 @@ struct GpuProcess {
   std::string gpu_uuid;
   long pid = 0;
   std::optional<double> used_memory_mib;
+  std::string user;  // its owner's login name, where this host's /proc shows it; empty elsewhere
 };
 
 // Where a MIG instance handed out as a unit of its own lives (--mig).
@@ -46,7 +47,21 @@ struct LostGpu {
   std::string error;       // "Unknown Error"
 };
 
-// Reasons GPUs are busy that the driver cannot show (reservations, containers), by GPU index.
-using ExternalClaims = std::map<int, std::vector<std::string>>;
+// Someone holding a GPU that the driver cannot show: a gpurun reservation or a container.
+struct Holder {
+  enum class Kind { reservation, container };
+  Kind kind = Kind::container;
+  std::string user;  // login name; empty when unknown
+  std::string name;  // the container's name, or the reserving process's command
+};
+
+// A reason a GPU is busy that the driver cannot show, and who holds it where that is known.
+struct Claim {
+  std::string reason;
+  std::optional<Holder> holder;
+};
+
+// The claims on GPUs (reservations, containers, the site policy), by GPU index.
+using ExternalClaims = std::map<int, std::vector<Claim>>;
 
 }  // namespace gpurun

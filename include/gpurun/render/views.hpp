@@ -41,8 +41,9 @@ nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const
 nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen);
 
 // The live view of `status --watch`: utilization bars, memory, processes and who holds each GPU
-// (the containers holding it, the users and commands of its processes).
-std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers);
+// (the containers holding it, the users and commands of its processes), fitted to `width` columns.
+std::string format_watch_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuContainer>& containers,
+                               std::size_t width = 80);
 
 // "2,5"
 std::string index_list(const std::vector<GpuAssessment>& gpus);

@@ -24,6 +24,7 @@ struct GpuAssessment {
   double score = 0.0;                // 0 (idle) .. 100 (full); lower is better
   std::vector<std::string> reasons;  // why it is busy; empty when free
   std::vector<std::string> notes;    // facts worth showing that do not make it busy
+  std::vector<Holder> holders;       // the reservations and containers holding it (processes: gpu.processes)
   bool withheld = false;             // the site policy forbids handing it out, even with allow_busy
   bool processes_known = true;       // false: no process list was read (a snapshot without one)
 };

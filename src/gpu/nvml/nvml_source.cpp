@@ -79,7 +79,9 @@ class DeviceReader {
           fmt::format("GPU {}: NVML says {} listing its processes; left out", index_, library_.describe(status))};
     std::vector<GpuProcess> processes;
     processes.reserve(found.size());
-    for (const NvmlProcess& process : found) processes.push_back({uuid, process.pid, process.used_memory_mib});
+    for (const NvmlProcess& process : found)
+      processes.push_back(
+          {.gpu_uuid = uuid, .pid = process.pid, .used_memory_mib = process.used_memory_mib, .user = {}});
     return processes;
   }
 
@@ -201,7 +203,8 @@ Snapshot NvmlSource::read(std::chrono::milliseconds /*timeout*/) {
         std::vector<MigInstance> instances = reader.mig_instances(device, snapshot.warnings);
         for (MigInstance& instance : instances) {
           for (const GpuProcess& process : instance.processes)
-            gpu.processes.push_back({gpu.uuid, process.pid, process.used_memory_mib});
+            gpu.processes.push_back(
+                {.gpu_uuid = gpu.uuid, .pid = process.pid, .used_memory_mib = process.used_memory_mib, .user = {}});
           snapshot.mig_instances.push_back(std::move(instance));
         }
       } else {

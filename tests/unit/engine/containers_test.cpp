@@ -16,6 +16,7 @@ namespace gpurun {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::Field;
 using ::testing::IsEmpty;
 
 std::vector<Gpu> four_gpus() {
@@ -191,10 +192,17 @@ TEST(ContainerClaims, NameTheContainerAndWhoRunsItForEachHeldGpu) {
   }])");
   ExternalClaims claims = container_claims(containers, four_gpus());
   ASSERT_EQ(claims.size(), 1U);
-  EXPECT_THAT(claims[1], ElementsAre("in use by container bob_gpu1_12345678 (bob, bob/train:1)"));
-  add_claims(claims, {{1, {"reserved"}}, {2, {"reserved too"}}});
-  EXPECT_THAT(claims[1], ElementsAre("in use by container bob_gpu1_12345678 (bob, bob/train:1)", "reserved"));
-  EXPECT_THAT(claims[2], ElementsAre("reserved too"));
+  const auto reason = [](const std::string& text) { return Field(&Claim::reason, text); };
+  EXPECT_THAT(claims[1], ElementsAre(reason("in use by container bob_gpu1_12345678 (bob, bob/train:1)")));
+  ASSERT_TRUE(claims[1][0].holder);
+  EXPECT_EQ(claims[1][0].holder->kind, Holder::Kind::container);
+  EXPECT_EQ(claims[1][0].holder->user, "bob");
+  EXPECT_EQ(claims[1][0].holder->name, "bob_gpu1_12345678");
+  add_claims(claims,
+             {{1, {Claim{.reason = "reserved", .holder = {}}}}, {2, {Claim{.reason = "reserved too", .holder = {}}}}});
+  EXPECT_THAT(claims[1],
+              ElementsAre(reason("in use by container bob_gpu1_12345678 (bob, bob/train:1)"), reason("reserved")));
+  EXPECT_THAT(claims[2], ElementsAre(reason("reserved too")));
 }
 
 }  // namespace

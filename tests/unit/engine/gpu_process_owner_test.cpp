@@ -238,9 +238,9 @@ TEST_F(ProcessOwnerInFakeProc, ProcessHoldersAddContainersTheEngineCouldNotSee) 
     gpus[static_cast<std::size_t>(i)].index = i;
     gpus[static_cast<std::size_t>(i)].uuid = "GPU-0000000" + std::to_string(i);
   }
-  gpus[3].processes = {{"GPU-00000003", 100, 1024.0}};
-  gpus[1].processes = {{"GPU-00000001", 200, 512.0}, {"GPU-00000001", 300, 10.0}};
-  gpus[2].processes = {{"GPU-00000002", 200, 512.0}, {"GPU-00000002", 999999, 1.0}};  // one gone
+  gpus[3].processes = {{"GPU-00000003", 100, 1024.0, {}}};
+  gpus[1].processes = {{"GPU-00000001", 200, 512.0, {}}, {"GPU-00000001", 300, 10.0, {}}};
+  gpus[2].processes = {{"GPU-00000002", 200, 512.0, {}}, {"GPU-00000002", 999999, 1.0, {}}};  // one gone
 
   GpuContainer known;  // the engine's answer: the rootful container, on GPU 1
   known.id = kId;

@@ -42,7 +42,7 @@ Gpu gpu(int index, std::string uuid, std::string name, std::optional<double> use
 }
 
 GpuProcess process(std::string uuid, long pid, std::optional<double> used) {
-  return GpuProcess{std::move(uuid), pid, used};
+  return GpuProcess{std::move(uuid), pid, used, {}};
 }
 
 void expect_same_gpus(const std::vector<Gpu>& actual, const std::vector<Gpu>& expected) {

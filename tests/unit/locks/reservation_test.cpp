@@ -30,6 +30,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using test::make_gpu;
 using ::testing::ElementsAre;
+using ::testing::Field;
 using ::testing::IsEmpty;
 
 // How gpurun names this very process as a lock holder: "pid 123, alice, gpurun_unit_tes".
@@ -200,7 +201,11 @@ TEST(ReserveGpus, AReservedGpuIsReportedWithItsHolderUntilTheLockIsDropped) {
     EXPECT_TRUE(fs::exists(dir / "gpu-GPU-1.lock"));
     const ExternalClaims claims = reserved_gpus(dir.str(), gpus);
     EXPECT_EQ(claims.size(), 1u);
-    EXPECT_THAT(claims.at(1), ElementsAre("reserved by another gpurun launch (" + this_process() + ")"));
+    EXPECT_THAT(claims.at(1),
+                ElementsAre(Field(&Claim::reason, "reserved by another gpurun launch (" + this_process() + ")")));
+    ASSERT_TRUE(claims.at(1).at(0).holder);
+    EXPECT_EQ(claims.at(1).at(0).holder->kind, Holder::Kind::reservation);
+    EXPECT_EQ(claims.at(1).at(0).holder->user, process_user(::getpid()).value_or(""));
   }
   EXPECT_THAT(reserved_gpus(dir.str(), gpus), IsEmpty());
 }
@@ -254,7 +259,7 @@ TEST(ReserveGpus, OutsideTheLockGroupAReservationIsSeenButCannotBeTakenOrHeld) {
           return 0;
         }
       }
-      return claims.at(0).at(0).starts_with("reserved by another gpurun launch (pid ") ? 1 : 3;
+      return claims.at(0).at(0).reason.starts_with("reserved by another gpurun launch (pid ") ? 1 : 3;
     });
   };
   {
@@ -270,8 +275,10 @@ TEST(ReserveGpus, APlantedSymbolicLinkIsNeverFollowed) {
   const Gpu gpu = make_gpu(0, 0, 100, 0);
   test::write_file(dir / "target", "");
   fs::create_symlink(dir / "target", reservation_file(dir.str(), gpu));
-  EXPECT_THAT(reserved_gpus(dir.str(), {gpu}).at(0),
-              ElementsAre("its reservation file cannot be used: it is a symbolic link, which gpurun does not follow"));
+  EXPECT_THAT(
+      reserved_gpus(dir.str(), {gpu}).at(0),
+      ElementsAre(Field(&Claim::reason,
+                        "its reservation file cannot be used: it is a symbolic link, which gpurun does not follow")));
   EXPECT_EQ(test::caught_error([&] { reserve_gpus(dir.str(), {gpu}); }).message,
             "cannot reserve GPU 0: " + reservation_file(dir.str(), gpu) +
                 ": it is a symbolic link, which gpurun does not follow");

@@ -26,7 +26,7 @@ std::vector<GpuAssessment> three_gpus() {
   list[0].score = 0.0;
 
   list[1].gpu = make_gpu(1, 40960, 81920, 93);
-  list[1].gpu.processes = {{"GPU-1", kGonePid1, 20480}, {"GPU-1", kGonePid2, std::nullopt}};
+  list[1].gpu.processes = {{"GPU-1", kGonePid1, 20480, {}}, {"GPU-1", kGonePid2, std::nullopt, {}}};
   list[1].score = 71.5;
   list[1].reasons = {"utilization 93% > limit 10%", "2 compute processes (pid 99999998, 99999999)"};
 
@@ -66,12 +66,18 @@ TEST(FormatWatchTable, ShowsBarsAndWhoHoldsEachGpu) {
   GpuContainer elsewhere;
   elsewhere.name = "on_a_gpu_not_listed";
   elsewhere.devices = {"7"};
-  EXPECT_EQ(format_watch_table(three_gpus(), {alice, elsewhere}),
-            "GPU  NAME                   UTILIZATION          MEMORY USED/TOTAL  PROCS  HELD BY\n"
-            "  0  NVIDIA A100-SXM4-80GB  [..........]   0%        4 / 81920 MiB      0  -\n"
-            "  1  NVIDIA A100-SXM4-80GB  [#########.]  93%    40960 / 81920 MiB      2  container alice_gpu1_1a2b3c4d "
-            "(alice), process pid 99999998, process pid 99999999\n"
-            "  2  ?                      [          ]    ?            ? / ? MiB      0  busy: memory use unknown\n");
+  EXPECT_EQ(format_watch_table(three_gpus(), {alice, elsewhere}, 200),
+            "GPU  NAME                   UTILIZATION                   MEMORY  HELD BY\n"
+            "  0  NVIDIA A100-SXM4-80GB  [..........]   0%      4 / 81920 MiB  -\n"
+            "  1  NVIDIA A100-SXM4-80GB  [#########.]  93%  40960 / 81920 MiB  container alice_gpu1_1a2b3c4d (alice), "
+            "process pid 99999998, process pid 99999999\n"
+            "  2  ?                      [          ]    ?          ? / ? MiB  busy\n");
+  // In 80 columns the vendor's name goes, then who holds it is cut.
+  EXPECT_EQ(format_watch_table(three_gpus(), {alice, elsewhere}, 80),
+            "GPU  NAME            UTILIZATION                   MEMORY  HELD BY\n"
+            "  0  A100-SXM4-80GB  [..........]   0%      4 / 81920 MiB  -\n"
+            "  1  A100-SXM4-80GB  [#########.]  93%  40960 / 81920 MiB  container alice_gpu1…\n"
+            "  2  ?               [          ]    ?          ? / ? MiB  busy\n");
 }
 
 TEST(GpuJson, UnknownValuesAreNullNeverZero) {
@@ -79,12 +85,15 @@ TEST(GpuJson, UnknownValuesAreNullNeverZero) {
   EXPECT_EQ(gpu_json(gpus[1]).dump(),
             R"j({"index":1,"uuid":"GPU-1","name":"NVIDIA A100-SXM4-80GB","memory_used_mib":40960.0,)j"
             R"j("memory_total_mib":81920.0,"utilization_percent":93.0,"mig_enabled":false,)j"
-            R"j("processes":[{"pid":99999998,"used_memory_mib":20480.0},{"pid":99999999,"used_memory_mib":null}],)j"
-            R"j("score":71.5,"free":false,"reasons":["utilization 93% > limit 10%",)j"
+            R"j("processes":[{"pid":99999998,"used_memory_mib":20480.0,"user":null},)j"
+            R"j({"pid":99999999,"used_memory_mib":null,"user":null}],)j"
+            R"j("score":71.5,"free":false,"state":"busy: 2 procs 93%","users":[],"holders":[],)j"
+            R"j("reasons":["utilization 93% > limit 10%",)j"
             R"j("2 compute processes (pid 99999998, 99999999)"],"notes":[]})j");
   EXPECT_EQ(gpu_json(gpus[2]).dump(),
             R"j({"index":2,"uuid":"GPU-2","name":"","memory_used_mib":null,"memory_total_mib":null,)j"
             R"j("utilization_percent":null,"mig_enabled":false,"processes":[],"score":100.0,"free":false,)j"
+            R"j("state":"busy","users":[],"holders":[],)j"
             R"j("reasons":["memory use unknown"],"notes":["utilization unknown"]})j");
 }
 

@@ -94,7 +94,7 @@ TEST(TakeInventory, UnifiedMemoryIsJudgedByProcessesAndUtilization) {
 
 TEST(TakeInventory, UnifiedMemoryWithAProcessIsBusy) {
   Snapshot s = snapshot_of("gb10-unified-memory.header-units.csv");
-  s.gpus[0].processes.push_back({s.gpus[0].uuid, 4242, 1024.0});
+  s.gpus[0].processes.push_back({s.gpus[0].uuid, 4242, 1024.0, {}});
   FakeGpuSource source(s);
   const GpuAssessment gb10 = take_inventory(offline(), "", source, nullptr).assessed[0];
   EXPECT_FALSE(gb10.free);

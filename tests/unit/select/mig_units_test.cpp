@@ -18,7 +18,7 @@ MigInstance instance(int gpu, int gi, const std::string& profile, double used, d
   m.profile = profile;
   m.memory_used_mib = used;
   m.memory_total_mib = total;
-  for (long pid : pids) m.processes.push_back({m.uuid, pid, 100.0});
+  for (long pid : pids) m.processes.push_back({m.uuid, pid, 100.0, {}});
   return m;
 }
 

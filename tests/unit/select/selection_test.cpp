@@ -25,6 +25,8 @@ constexpr std::nullopt_t N = std::nullopt;
 
 Gpu idle_gpu(int index) { return make_gpu(index, 4, 81920, 0); }
 
+Claim claim(std::string reason) { return {.reason = std::move(reason), .holder = {}}; }
+
 GpuAssessment assess_one(const Gpu& gpu, const Thresholds& thresholds = {}, const ExternalClaims& claims = {}) {
   const auto assessed = assess({gpu}, thresholds, claims);
   EXPECT_EQ(assessed.size(), 1u);
@@ -88,7 +90,7 @@ TEST(Assess, IdleGpuIsFreeWithNoReasonsOrNotes) {
 
 TEST(Assess, AProcessAtZeroMibMakesTheGpuBusy) {
   Gpu gpu = make_gpu(3, 0, 81920, 0);
-  gpu.processes.push_back({"GPU-3", 52771, 0.0});
+  gpu.processes.push_back({"GPU-3", 52771, 0.0, {}});
   const GpuAssessment a = assess_one(gpu);
   EXPECT_FALSE(a.free);
   EXPECT_THAT(a.reasons, ElementsAre("1 compute process (pid 52771)"));
@@ -96,8 +98,8 @@ TEST(Assess, AProcessAtZeroMibMakesTheGpuBusy) {
 
 TEST(Assess, SeveralProcessesAreListedWithTheirPids) {
   Gpu gpu = idle_gpu(1);
-  gpu.processes.push_back({"GPU-1", 48213, 77824.0});
-  gpu.processes.push_back({"GPU-1", 51022, std::nullopt});
+  gpu.processes.push_back({"GPU-1", 48213, 77824.0, {}});
+  gpu.processes.push_back({"GPU-1", 51022, std::nullopt, {}});
   EXPECT_THAT(assess_one(gpu).reasons, ElementsAre("2 compute processes (pids 48213, 51022)"));
 }
 
@@ -162,27 +164,34 @@ TEST(Assess, AbsoluteMibLimitIgnoresTheTotal) {
 }
 
 TEST(Assess, ExternalClaimReasonsAreShown) {
-  const ExternalClaims claims{{1, {"reserved by alice until 18:00", "in container alice_gpu1_0123abcd"}}};
+  const ExternalClaims claims{
+      {1,
+       {claim("reserved by alice until 18:00"),
+        {.reason = "in container alice_gpu1_0123abcd",
+         .holder = Holder{.kind = Holder::Kind::container, .user = "alice", .name = "alice_gpu1_0123abcd"}}}}};
   const auto assessed = assess({idle_gpu(0), idle_gpu(1)}, Thresholds{}, claims);
   ASSERT_EQ(assessed.size(), 2u);
   EXPECT_TRUE(assessed[0].free);
   EXPECT_THAT(assessed[0].reasons, IsEmpty());
   EXPECT_FALSE(assessed[1].free);
   EXPECT_THAT(assessed[1].reasons, ElementsAre("reserved by alice until 18:00", "in container alice_gpu1_0123abcd"));
+  ASSERT_EQ(assessed[1].holders.size(), 1u);  // the claim that names one
+  EXPECT_EQ(assessed[1].holders[0].user, "alice");
 }
 
 TEST(Assess, ClaimsAreMatchedByIndexNotUuid) {
   Gpu no_uuid = idle_gpu(4);
   no_uuid.uuid.clear();
-  EXPECT_THAT(assess_one(no_uuid, Thresholds{}, ExternalClaims{{4, {"claimed"}}}).reasons, ElementsAre("claimed"));
-  EXPECT_TRUE(assess_one(idle_gpu(4), Thresholds{}, ExternalClaims{{5, {"claimed"}}}).free);
+  EXPECT_THAT(assess_one(no_uuid, Thresholds{}, ExternalClaims{{4, {claim("claimed")}}}).reasons,
+              ElementsAre("claimed"));
+  EXPECT_TRUE(assess_one(idle_gpu(4), Thresholds{}, ExternalClaims{{5, {claim("claimed")}}}).free);
 }
 
 TEST(Assess, EveryReasonIsListed) {
   Gpu gpu = make_gpu(4, 70000, 81920, 95);
   gpu.mig_enabled = true;
-  gpu.processes.push_back({"GPU-4", 7, 70000.0});
-  const GpuAssessment a = assess_one(gpu, Thresholds{}, ExternalClaims{{4, {"in container job-7"}}});
+  gpu.processes.push_back({"GPU-4", 7, 70000.0, {}});
+  const GpuAssessment a = assess_one(gpu, Thresholds{}, ExternalClaims{{4, {claim("in container job-7")}}});
   EXPECT_THAT(a.reasons, ElementsAre("MIG mode is enabled (not offered as a whole GPU)", "in container job-7",
                                      "1 compute process (pid 7)", HasSubstr("memory used 70000 MiB > limit"),
                                      "utilization 95% > limit 10%"));
@@ -237,7 +246,7 @@ TEST(Pick, TooFewFreeGpusListsEveryGpuAndWhy) {
   std::vector<Gpu> gpus{make_gpu(0, 78120, 81920, 100), make_gpu(1, 4, 81920, 0), make_gpu(2, 4, 81920, 0),
                         make_gpu(3, 7, 81920, 0)};
   gpus[2].mig_enabled = true;
-  gpus[3].processes.push_back({"GPU-3", 4242, 0.0});
+  gpus[3].processes.push_back({"GPU-3", 4242, 0.0, {}});
   const auto assessed = assess(gpus, Thresholds{});
 
   const auto e = test::caught_error([&] { pick(assessed, 2, false).gpus_or_throw(); });

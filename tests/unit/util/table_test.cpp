@@ -64,5 +64,37 @@ TEST(Table, MoreCellsThanColumnsIsAProgrammingError) {
   EXPECT_THROW(table.add_row({"a", "b"}), std::logic_error);
 }
 
+TEST(Table, FittingCutsTheColumnsThatGiveWayInTheOrderGiven) {
+  Table table({Column::fitted("ID", Align::right), Column::shrinkable("NAME", 6), Column::shrinkable("NOTE", 5)});
+  table.add_row({"1", "a rather long name", "and a long note too"});
+  const std::string natural = table.str();
+  EXPECT_EQ(table.natural_width(), 43u);
+  table.fit(30, {2, 1});  // the note first
+  EXPECT_EQ(table.str(),
+            "ID  NAME                NOTE\n"
+            " 1  a rather long name  and a…\n");
+  table.fit(20);  // left to right: the name, then the note
+  EXPECT_EQ(table.str(),
+            "ID  NAME    NOTE\n"
+            " 1  a rat…  and a l…\n");
+  table.fit(200);
+  EXPECT_EQ(table.str(), natural);
+}
+
+TEST(Table, APaintDressesTheLastCellAfterItIsCut) {
+  Table table({Column::fitted("A"), Column::shrinkable("STATE", 5)});
+  table.add_row({"x", "busy: alice 97%"}, [](const std::string& cell) { return "<" + cell + ">"; });
+  table.fit(10);
+  EXPECT_EQ(table.str(), "A  STATE\nx  <busy: …>\n");
+}
+
+TEST(CutToWidth, CountsCodePointsAndEndsACutWithAnEllipsis) {
+  EXPECT_EQ(display_width("naïve"), 5u);
+  EXPECT_EQ(cut_to_width("naïve", 5), "naïve");
+  EXPECT_EQ(cut_to_width("naïve", 4), "naï…");
+  EXPECT_EQ(cut_to_width("abc", 1), "…");
+  EXPECT_EQ(cut_to_width("abc", 0), "");
+}
+
 }  // namespace
 }  // namespace gpurun
