@@ -33,7 +33,7 @@ void BM_GpuHoldersThroughTheEngineApi(benchmark::State& state) {
   }
   try {
     std::size_t holders = 0;
-    for (auto _ : state) holders = engine->gpu_holders(kTimeout).size();
+    for (auto _ : state) holders = engine->gpu_holders(kTimeout, gpurun::Listing::running).size();
     state.counters["holders"] = static_cast<double>(holders);
   } catch (const gpurun::Error& e) {
     state.SkipWithError(e.what());

@@ -193,6 +193,24 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
   }
 }
 
+// A verb's own flag (logs -f, stop -t) with another verb: said, never ignored.
+void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>& given, const Verb& verb) {
+  for (const auto& [key, value] : given) {
+    if (contains(verb.own_flags, key)) continue;
+    for (const Verb& owner : verb_table()) {
+      if (!contains(owner.own_flags, key)) continue;
+      const Setting& setting = *find_setting(key);
+      const std::string names = setting.short_flag.empty() ? std::string(setting.flag)
+                                                           : fmt::format("{}/{}", setting.short_flag, setting.flag);
+      if (verb.name.empty() && is_docker_run_option(setting.short_flag.empty() ? setting.flag : setting.short_flag))
+        throw Error(fmt::format("{} is an option of `gpurun {}` here; for docker run, pass it as --docker-opt={}",
+                                names, owner.name, setting.short_flag.empty() ? setting.flag : setting.short_flag));
+      throw Error(fmt::format("{} is an option of `gpurun {}`, not of `gpurun{}{}`", names, owner.name,
+                              verb.name.empty() ? "" : " ", verb.name));
+    }
+  }
+}
+
 Parsed parse(int argc, char** argv, CLI::App& app) {
   Parsed parsed;
   Bindings b;
@@ -259,6 +277,7 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   if (!b.profile.empty()) in.profile = b.profile;
   in.flags = given_flags(app, b, Scope::option);
   in.invocation = given_flags(app, b, Scope::invocation);
+  check_verb_flags(in.invocation, verb);
   if (line.count) in.flags.emplace_back("gpus", parse_gpu_count(*line.count));
   if (!line.command.empty()) in.flags.emplace_back("command", line.command);
   return parsed;

@@ -24,6 +24,7 @@ constexpr std::string_view kLaunch = "The docker run command";
 constexpr std::string_view kReport = "Job report (--report)";
 constexpr std::string_view kWatch = "status --watch";
 constexpr std::string_view kOutput = "Output";
+constexpr std::string_view kContainerVerbs = "logs, ps, stop";
 constexpr std::string_view kSlurm = "On a Slurm cluster (backend slurm)";
 
 std::vector<std::string> strings(const json& v) { return v.get<std::vector<std::string>>(); }
@@ -479,6 +480,46 @@ std::vector<Setting> make_settings() {
        .apply = [](const json& v, Options& o) { o.watch_count = v.get<int>(); }},
 
       // Output.
+      {.key = "follow",
+       .type = T::boolean,
+       .scope = Scope::invocation,
+       .flag = "--follow",
+       .short_flag = "-f",
+       .help = "logs: keep following the output (as docker logs -f)",
+       .group = kContainerVerbs,
+       .fallback = "false",
+       .apply = [](const json& v, Options& o) { o.logs_follow = v.get<bool>(); }},
+      {.key = "tail",
+       .type = T::text,
+       .scope = Scope::invocation,
+       .flag = "--tail",
+       .help = "logs: only the last N lines (a number, or all)",
+       .group = kContainerVerbs,
+       .fallback = "null",
+       .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.logs_tail = text_or_empty(v); }},
+      {.key = "all",
+       .type = T::boolean,
+       .scope = Scope::invocation,
+       .flag = "--all",
+       .short_flag = "-a",
+       .help = "ps: containers that are not running too (as docker ps -a)",
+       .group = kContainerVerbs,
+       .fallback = "false",
+       .apply = [](const json& v, Options& o) { o.ps_all = v.get<bool>(); }},
+      {.key = "stop_time",
+       .type = T::whole,
+       .scope = Scope::invocation,
+       .flag = "--time",
+       .short_flag = "-t",
+       .help = "stop: seconds to wait for the job before killing it (the engine's default: 10)",
+       .group = kContainerVerbs,
+       .fallback = "null",
+       .completion = H::word,
+       .apply =
+           [](const json& v, Options& o) {
+             if (!v.is_null()) o.stop_timeout_s = v.get<int>();
+           }},
       {.key = "json",
        .type = T::boolean,
        .scope = Scope::invocation,

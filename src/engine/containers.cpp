@@ -113,6 +113,10 @@ GpuContainer read_container(const json& c) {
   container.image = string_at(c, json::json_pointer("/Config/Image"));
   container.status = string_at(c, json::json_pointer("/State/Status"));
   container.started_at = string_at(c, json::json_pointer("/State/StartedAt"));
+  container.command = string_at(c, json::json_pointer("/Path"));
+  if (const json* args = find_at(c, "/Args"_json_pointer); args != nullptr && args->is_array())
+    for (const json& arg : *args)
+      if (arg.is_string()) container.command += " " + arg.get<std::string>();
 
   const json* labels = find_at(c, "/Config/Labels"_json_pointer);
   if (labels != nullptr && labels->is_object() && labels->contains(std::string(kLabelUser))) {

@@ -86,7 +86,8 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   // The engine is asked while nvidia-smi works, so that a launch is not slower for it.
   std::future<std::vector<GpuContainer>> containers;
   if (engine != nullptr && !options.from_csv && !options.ignore_containers)
-    containers = std::async(std::launch::async, [engine, timeout] { return engine->gpu_holders(timeout); });
+    containers =
+        std::async(std::launch::async, [engine, timeout] { return engine->gpu_holders(timeout, Listing::running); });
 
   Snapshot snapshot = source.read(timeout);  // GPUs in index order
   place_gpus(options, snapshot, inventory);

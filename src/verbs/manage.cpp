@@ -38,6 +38,10 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   if (name.empty() || name.front() == '-')
     throw Error(fmt::format("gpurun {} needs a container name: gpurun {} NAME (gpurun ps lists them)", verb, verb));
   const std::string shown = text::printable(name);
+  if (const std::string& tail = options.logs_tail;
+      !tail.empty() && tail != "all" && !(text::parse_integer(tail) && *text::parse_integer(tail) >= 0))
+    throw Error(fmt::format("--tail takes a number of lines or all, not \"{}\": gpurun logs --tail 100 {}",
+                            text::printable(tail), shown));
   // The engine the options name (docker or podman, socket or CLI): its own client does the work.
   const auto engine = make_container_engine(engine_spec(options));
   const auto owner = container_owner(engine->inspect_argv(name), options.smi_timeout);
@@ -49,15 +53,17 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
                             options.caller->login));
   const std::string& id = owner->id.empty() ? name : owner->id;  // the id: the name may move meanwhile
   if (verb == "stop") {  // run, not exec'd: the engine's client would echo the id, not the name
-    const auto timeout = std::chrono::minutes(2);  // the engine waits 10 s for the job, then kills it
-    const ProcessResult result = run_process({engine->stop_argv(id), {}}, timeout);
+    // The engine waits for the job (10 s, or -t), then kills it: our bound leaves it that time.
+    const auto timeout = std::chrono::minutes(2) + std::chrono::seconds(options.stop_timeout_s.value_or(0));
+    const ProcessResult result = run_process({engine->stop_argv(id, options.stop_timeout_s), {}}, timeout);
     if (!result.succeeded())
       throw Error(fmt::format("{} stop {} {}: {}", engine->name(), shown, describe_end(result, timeout),
                               text::printable(std::string(text::trim(result.err)))));
     out << name << '\n';
     return exit_code::ok;
   }
-  exec_program(verb == "logs" ? engine->logs_argv(id) : engine->attach_argv(id));
+  exec_program(verb == "logs" ? engine->logs_argv(id, {.follow = options.logs_follow, .tail = options.logs_tail})
+                              : engine->attach_argv(id));
 }
 
 }  // namespace gpurun

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +18,8 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/table.hpp"
+#include "gpurun/util/terminal.hpp"
+#include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
@@ -52,7 +56,8 @@ int run_ps(const Options& options, std::ostream& out) {
   // devices as docker was told.
   const Machine machine = open_machine(options);
   auto gpus_read = std::async(std::launch::async, [&] { return machine.source->read(timeout); });
-  std::vector<GpuContainer> containers = machine.engine->gpu_holders(timeout);
+  std::vector<GpuContainer> containers =
+      machine.engine->gpu_holders(timeout, options.ps_all ? Listing::all : Listing::running);
   std::vector<Gpu> gpus;
   try {
     gpus = gpus_read.get().gpus;
@@ -75,6 +80,7 @@ int run_ps(const Options& options, std::ostream& out) {
                       {"image", c.image},
                       {"status", c.status},
                       {"started_at", c.started_at},
+                      {"command", c.command},
                       {"running_s", seconds_since(c.started_at).value_or(-1)},
                       {"gpus", held},
                       {"devices", c.devices},
@@ -85,12 +91,14 @@ int run_ps(const Options& options, std::ostream& out) {
     return 0;
   }
   using Align = Column::Align;
+  // The command, last, is cut to the terminal's width (as docker ps cuts it); the rest is whole.
   Table table({Column::fitted("NAME"), Column::fixed("USER", Align::left, 10), Column::fixed("GPUS", Align::left, 12),
                Column::fitted("IMAGE"), Column::fixed("RUNNING FOR", Align::right, 11),
-               Column::fixed("STATUS", Align::left, 8), Column::fitted("GPURUN")});
+               Column::fixed("STATUS", Align::left, 8), Column::fitted("GPURUN"), Column::shrinkable("COMMAND", 20)});
+  table.fit(terminal_width(STDOUT_FILENO));
   for (const auto& c : containers)
     table.add_row({c.name, c.user.empty() ? "?" : c.user, gpu_list(c, gpus), c.image, running_for(c), c.status,
-                   c.started_by_gpurun ? "yes" : "no"});
+                   c.started_by_gpurun ? "yes" : "no", c.command.empty() ? "?" : text::printable(c.command, 200)});
   out << table.str();
   return 0;
 }

@@ -25,11 +25,12 @@ const std::vector<Verb>& verb_table() {
        .run = [](const Invocation& i,
                  std::ostream& out) { return backend_table(i.options.backend).pick(i.options, out); }},
       {.name = "status",
-       .help = "show every GPU: memory, utilization, processes, score, free or busy and why",
+       .help = "show every GPU: memory, utilization, who holds it, free or busy (--verbose: why)",
        .run = [](const Invocation& i,
                  std::ostream& out) { return backend_table(i.options.backend).status(i.options, out); }},
       {.name = "ps",
-       .help = "list the running containers that hold GPUs, whoever started them",
+       .help = "list the running containers that hold GPUs, whoever started them (-a: stopped ones too)",
+       .own_flags = {"all"},
        .run = [](const Invocation& i,
                  std::ostream& out) { return backend_table(i.options.backend).ps(i.options, out); }},
       {.name = "config",
@@ -48,8 +49,9 @@ const std::vector<Verb>& verb_table() {
        .run = [](const Invocation& i,
                  std::ostream& out) { return run_completion(i.argument, i.describe_cli(), i.inputs, out); }},
       {.name = "logs",
-       .help = "follow the output of a container gpurun started (under sudo: one of yours)",
+       .help = "print the output of a container gpurun started (-f follows, --tail N; under sudo: one of yours)",
        .takes_argument = true,
+       .own_flags = {"follow", "tail"},
        .run =
            [](const Invocation& i, std::ostream& out) {
              return backend_table(i.options.backend).manage("logs", i.argument, i.options, out);
@@ -62,8 +64,9 @@ const std::vector<Verb>& verb_table() {
              return backend_table(i.options.backend).manage("attach", i.argument, i.options, out);
            }},
       {.name = "stop",
-       .help = "stop a container gpurun started (under sudo: one of yours)",
+       .help = "stop a container gpurun started (-t SECONDS before it is killed; under sudo: one of yours)",
        .takes_argument = true,
+       .own_flags = {"stop_time"},
        .run =
            [](const Invocation& i, std::ostream& out) {
              return backend_table(i.options.backend).manage("stop", i.argument, i.options, out);

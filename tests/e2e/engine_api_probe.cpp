@@ -33,9 +33,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "the Engine API does not apply: %s\n", why_not.c_str());
         return 3;
       }
-      holders = engine->gpu_holders(timeout);
+      holders = engine->gpu_holders(timeout, gpurun::Listing::running);
     } else if (mode == "cli") {
-      holders = gpurun::DockerCliEngine(docker).gpu_holders(timeout);
+      holders = gpurun::DockerCliEngine(docker).gpu_holders(timeout, gpurun::Listing::running);
     } else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;

@@ -300,7 +300,7 @@ gpurun_env=(env GPURUN_NVIDIA_SMI="$fake_smi" FAKE_SMI_SCENARIO="$scenario" GPUR
   GPURUN_DOCKER="$docker_for_gpurun")
 detached=gpurun-e2e-detached
 (cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" --detach --name "$detached" \
-  --image "$IMAGE" 1 -- sleep 120) >"$tmp/detach.out" 2>"$tmp/detach.err" </dev/null
+  --image "$IMAGE" 1 -- sh -c 'seq 1 5; exec sleep 120') >"$tmp/detach.out" 2>"$tmp/detach.err" </dev/null
 detach_rc=$?
 show "$tmp/detach.err" "gpurun --detach stderr"
 if ((detach_rc == 0)) && [[ $(cat "$tmp/detach.out") == "$detached" ]] &&
@@ -324,10 +324,22 @@ if "${gpurun_env[@]}" "$gpurun" status --verbose 2>/dev/null | awk '/^ +[0-9]+  
 else
   fail "gpurun status does not show GPU 2 in use by $detached"
 fi
-if "${gpurun_env[@]}" "$gpurun" ps | grep -q "^$detached .* 2 .*running .*yes$"; then
-  pass "gpurun ps lists $detached on GPU 2, started by gpurun"
+if COLUMNS=200 "${gpurun_env[@]}" "$gpurun" ps | grep -q "^$detached .* 2 .*running .*yes  *sh -c seq 1 5; exec sleep 120$"; then
+  pass "gpurun ps lists $detached on GPU 2, started by gpurun, with its command"
 else
-  fail "gpurun ps does not list $detached on GPU 2: $("${gpurun_env[@]}" "$gpurun" ps 2>&1)"
+  fail "gpurun ps does not list $detached on GPU 2: $(COLUMNS=200 "${gpurun_env[@]}" "$gpurun" ps 2>&1)"
+fi
+# The container verbs with docker's flags (issue 21): logs --tail N, stop -t SECONDS.
+tail_out=$("${gpurun_env[@]}" "$gpurun" logs --tail 2 "$detached" 2>&1 | tr -d '\r' | tr '\n' ' ')
+[[ $tail_out == "4 5 " ]] && pass "gpurun logs --tail 2 printed the last two lines and returned" ||
+  fail "gpurun logs --tail 2 $detached printed '$tail_out', expected '4 5 '"
+stop_start=$SECONDS
+stop_out=$("${gpurun_env[@]}" timeout -k 5 60 "$gpurun" stop -t 1 "$detached" 2>&1)
+if [[ $stop_out == "$detached" ]] && ((SECONDS - stop_start < 9)) &&
+  [[ $(dk inspect --format '{{.State.Running}}' "$detached" 2>/dev/null) != true ]]; then
+  pass "gpurun stop -t 1 stopped $detached within seconds (sleep ignores SIGTERM as pid 1) and echoed its name"
+else
+  fail "gpurun stop -t 1 $detached: '$stop_out' after $((SECONDS - stop_start)) s; running: $(dk inspect --format '{{.State.Running}}' "$detached" 2>&1)"
 fi
 dk rm -f "$detached" >/dev/null 2>&1
 

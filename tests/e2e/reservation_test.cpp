@@ -164,6 +164,7 @@ class ContainerAwarenessTest : public GpurunTest {
 
 constexpr const char* kTwoContainers = R"([
  {"Id": "c1", "Name": "/bob_gpu0_12345678", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00.5Z"},
+  "Path": "python", "Args": ["train.py", "--lr", "0.1"],
   "Config": {"Image": "bob/train:1", "User": "1001:1001", "Env": ["PATH=/bin"], "Labels": {"gpurun.user": "bob"}},
   "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["0"], "Capabilities": [["gpu"]]}]}},
  {"Id": "c2", "Name": "/legacy", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},
@@ -197,16 +198,39 @@ TEST_F(ContainerAwarenessTest, PsListsContainersHoldingGpus) {
   const Env env = with_containers("all_free_8.json", kTwoContainers);
   const Outcome ps = gpurun({"ps"}, env);
   EXPECT_EQ(ps.exit_code, 0) << ps.err;
-  EXPECT_THAT(ps.out, ::testing::StartsWith(
-                          "NAME               USER        GPUS          IMAGE        RUNNING FOR  STATUS    GPURUN\n"));
+  EXPECT_THAT(
+      ps.out,
+      ::testing::StartsWith(
+          "NAME               USER        GPUS          IMAGE        RUNNING FOR  STATUS    GPURUN  COMMAND\n"));
   EXPECT_THAT(ps.out, HasSubstr("bob_gpu0_12345678  bob         0             bob/train:1"));
-  EXPECT_THAT(ps.out, HasSubstr("running   yes\n"));
+  EXPECT_THAT(ps.out, HasSubstr("running   yes     python train.py --l…\n"));  // cut to 80 columns
+  Env wide = env;
+  wide.emplace_back("COLUMNS", "120");
+  EXPECT_THAT(gpurun({"ps"}, wide).out, HasSubstr("running   yes     python train.py --lr 0.1\n"));
+  EXPECT_THAT(ps.out, HasSubstr("running   no      ?\n"));  // no command in its inspect answer
   EXPECT_THAT(ps.out, HasSubstr("legacy             ?           1             old/tf:18"));
 
   const auto json = nlohmann::json::parse(gpurun({"ps", "--json"}, env).out);
   ASSERT_EQ(json["containers"].size(), 2u);
   EXPECT_EQ(json["containers"][0]["gpus"][0]["uuid"], "GPU-a84bba07-931d-b925-306a-0799dc6ebd71");
   EXPECT_EQ(json["containers"][1]["started_by_gpurun"], false);
+  EXPECT_EQ(json["containers"][0]["command"], "python train.py --lr 0.1");
+}
+
+TEST_F(ContainerAwarenessTest, PsAllAsksTheEngineForStoppedContainersToo) {
+  Env env = with_containers("all_free_8.json", kTwoContainers);
+  for (auto& [name, value] : env)
+    if (name == "FAKE_DOCKER_PS_IDS") value.clear();  // nothing running: both have stopped
+  env.emplace_back("FAKE_DOCKER_PS_ALL_IDS", "c1 c2");
+  EXPECT_EQ(gpurun({"ps"}, env).out, "NAME  USER        GPUS          IMAGE  RUNNING FOR  STATUS    GPURUN  COMMAND\n");
+  for (const char* all : {"-a", "--all"}) {
+    const Outcome ps = gpurun({"ps", all}, env);
+    EXPECT_EQ(ps.exit_code, 0) << ps.err;
+    EXPECT_THAT(ps.out, HasSubstr("bob_gpu0_12345678")) << all;
+  }
+  const Outcome elsewhere = gpurun({"status", "-a"}, env);
+  EXPECT_EQ(elsewhere.exit_code, 125);
+  EXPECT_THAT(elsewhere.err, HasSubstr("-a/--all is an option of `gpurun ps`, not of `gpurun status`"));
 }
 
 TEST_F(GpurunTest, DetachStartsInTheBackgroundAndSaysHowToReachIt) {

@@ -81,6 +81,12 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   std::optional<double> watch_s;
   int watch_count = 0;
 
+  // The container verbs, as docker's own flags: logs -f / --tail N, ps -a, stop -t SECONDS.
+  bool logs_follow = false;
+  std::string logs_tail;              // "" (everything), a number of lines, or "all"
+  bool ps_all = false;                // containers that are not running too
+  std::optional<int> stop_timeout_s;  // the engine's own default (10 s) when unset
+
   // Output.
   bool json = false;
   bool topology = false;  // status: the link matrix between the GPUs

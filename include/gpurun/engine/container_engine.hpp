@@ -4,6 +4,7 @@
 // implementation here; the Engine API, podman and Slurm are others. Tests can pass a fake.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,15 @@
 
 namespace gpurun {
 
+// Which containers a listing covers: the running ones (`docker ps`), or all (`docker ps -a`).
+enum class Listing { running, all };
+
+// What `gpurun logs` asks for, in docker's words: -f, --tail N.
+struct LogsRequest {
+  bool follow = false;
+  std::string tail;  // "" (everything), a number of lines, or "all"
+};
+
 class ContainerEngine {
  public:
   virtual ~ContainerEngine() = default;
@@ -23,17 +33,18 @@ class ContainerEngine {
 
   // "docker", "podman", ...: for messages and --verbose.
   virtual std::string name() const = 0;
-  // The running containers that hold GPUs, whoever started them. Throws Error when the engine
-  // cannot be asked.
-  virtual std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) = 0;
+  // The containers that hold GPUs (running ones, or all), whoever started them. Throws Error when
+  // the engine cannot be asked.
+  virtual std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout, Listing listing) = 0;
   // Whether the engine resolves CDI devices (--device nvidia.com/gpu=UUID), and why we think so.
   // Never throws: an engine that cannot be asked has no CDI we know of.
   virtual CdiSupport cdi_support(std::chrono::milliseconds timeout) = 0;
   // The argv that runs the job (argv[0] is the client program).
   virtual std::vector<std::string> run_argv(const DockerRunRequest& request) const = 0;
-  // The argv that stops, follows the logs of, or attaches to a container.
-  virtual std::vector<std::string> stop_argv(const std::string& container) const = 0;
-  virtual std::vector<std::string> logs_argv(const std::string& container) const = 0;
+  // The argv that stops (waiting `timeout_s` before it kills; the engine's default when unset),
+  // prints the logs of, or attaches to a container.
+  virtual std::vector<std::string> stop_argv(const std::string& container, std::optional<int> timeout_s) const = 0;
+  virtual std::vector<std::string> logs_argv(const std::string& container, const LogsRequest& request) const = 0;
   virtual std::vector<std::string> attach_argv(const std::string& container) const = 0;
   // The argv that prints a container's inspect JSON (`docker|podman inspect --type container`).
   virtual std::vector<std::string> inspect_argv(const std::string& container) const = 0;

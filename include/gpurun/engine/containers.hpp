@@ -16,6 +16,7 @@ struct GpuContainer {
   std::string user;        // gpurun's label, else the container's configured user
   std::string status;      // "running", "paused", ...
   std::string started_at;  // RFC 3339, as docker says
+  std::string command;     // what it runs: its entrypoint and arguments, joined by spaces
   bool all_gpus = false;   // --gpus all, NVIDIA_VISIBLE_DEVICES=all, nvidia.com/gpu=all, --privileged
   // Indices or UUIDs (MIG ones too), as the engine was told; "minor:N" for a device node
   // /dev/nvidiaN given with --device (see device_minor).

@@ -29,7 +29,9 @@ struct Verb {
   std::vector<std::string> words;  // what may follow it, offered by completion: "init"; "bash", "zsh"
   bool takes_count = false;        // `pick 2`
   bool takes_argument = false;     // the word after it is its own (`config init`, `logs NAME`)
-  bool configured = true;          // false: runs before the configuration files are read
+  // The settings (keys) that are this verb's own flags, refused with any other: logs -f.
+  std::vector<std::string_view> own_flags;
+  bool configured = true;  // false: runs before the configuration files are read
   int (*run)(const Invocation& invocation, std::ostream& out) = nullptr;
 };
 

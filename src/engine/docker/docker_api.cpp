@@ -1,5 +1,7 @@
 #include "docker/docker_api.hpp"
 
+#include "docker/docker_cli_engine.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,8 +83,8 @@ class DockerApiEngine final : public ContainerEngine {
       : docker_(std::move(docker_cli)), socket_(std::move(socket_path)), name_(std::move(name)) {}
 
   std::string name() const override { return name_; }
-  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) override {
-    return docker_api_gpu_holders(socket_, timeout);
+  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout, Listing listing) override {
+    return docker_api_gpu_holders(socket_, timeout, listing);
   }
   CdiSupport cdi_support(std::chrono::milliseconds timeout) override {
     if (name_ == "podman") return {true, "podman always resolves CDI devices"};
@@ -93,11 +95,11 @@ class DockerApiEngine final : public ContainerEngine {
     r.docker = docker_;
     return build_docker_argv(r);
   }
-  std::vector<std::string> stop_argv(const std::string& container) const override {
-    return {docker_, "stop", container};
+  std::vector<std::string> stop_argv(const std::string& container, std::optional<int> timeout_s) const override {
+    return docker_stop_argv(docker_, container, timeout_s);
   }
-  std::vector<std::string> logs_argv(const std::string& container) const override {
-    return {docker_, "logs", "--follow", container};
+  std::vector<std::string> logs_argv(const std::string& container, const LogsRequest& request) const override {
+    return docker_logs_argv(docker_, container, request);
   }
   std::vector<std::string> attach_argv(const std::string& container) const override {
     return {docker_, "attach", container};
@@ -143,7 +145,8 @@ std::string docker_api_version(std::string_view engine_version) {
   return *engine < *ours ? std::string(text::trim(engine_version)) : std::string(kDockerApiVersion);
 }
 
-std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout) {
+std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout,
+                                                 Listing listing) {
   UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout);
   const auto refused = [&](const std::string& what, const HttpResponse& r) {
     return Error(fmt::format("the Docker engine at {} refused {} (HTTP {}): {}", socket_path, what, r.status,
@@ -154,7 +157,9 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
   const std::string version = docker_api_version(ping.api_version);
   const std::string prefix = version.empty() ? std::string{} : "/v" + version;
 
-  const HttpResponse list = client.get(prefix + "/containers/json");  // running ones, as `docker ps`
+  // Running ones, as `docker ps`; with all=1 the others too, as `docker ps -a`.
+  const HttpResponse list =
+      client.get(prefix + (listing == Listing::all ? "/containers/json?all=1" : "/containers/json"));
   if (list.status != 200) throw refused("the container list", list);
   const json containers = json::parse(list.body, nullptr, false);
   if (!containers.is_array())

@@ -40,7 +40,8 @@ std::string docker_api_version(std::string_view engine_version);
 // container list, then each container's inspect answer (a few asked at once; read by
 // parse_gpu_containers). All of it done within `timeout`; a container gone between list and inspect is left out. Throws
 // Error when the engine cannot be asked.
-std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout);
+std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout,
+                                                 Listing listing = Listing::running);
 
 // Whether the engine at `socket_path` has CDI: its /info's CDISpecDirs (docker 25+). Never throws.
 CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout);

@@ -16,7 +16,24 @@ std::string short_error(const ProcessResult& result) {
 
 }  // namespace
 
-std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds timeout) {
+std::vector<std::string> docker_stop_argv(const std::string& client, const std::string& container,
+                                          std::optional<int> timeout_s) {
+  std::vector<std::string> argv{client, "stop"};
+  if (timeout_s) argv.insert(argv.end(), {"--time", std::to_string(*timeout_s)});
+  argv.insert(argv.end(), {"--", container});
+  return argv;
+}
+
+std::vector<std::string> docker_logs_argv(const std::string& client, const std::string& container,
+                                          const LogsRequest& request) {
+  std::vector<std::string> argv{client, "logs"};
+  if (request.follow) argv.emplace_back("--follow");
+  if (!request.tail.empty()) argv.insert(argv.end(), {"--tail", request.tail});
+  argv.insert(argv.end(), {"--", container});
+  return argv;
+}
+
+std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds timeout, Listing listing) {
   // A container that exits between `ps` and `inspect` makes inspect exit 1 while it still
   // describes the others: its JSON is kept then.
   const auto ask = [&](std::vector<std::string> argv, bool output_counts_on_failure) {
@@ -29,7 +46,9 @@ std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds
     return result.out;
   };
   std::vector<std::string> inspect{"inspect", "--type", "container"};
-  const std::string ids = ask({"ps", "--quiet", "--no-trunc"}, false);  // the lines below point into it
+  std::vector<std::string> ps{"ps", "--quiet", "--no-trunc"};
+  if (listing == Listing::all) ps.emplace_back("--all");
+  const std::string ids = ask(ps, false);  // the lines below point into it
   for (const auto& line : text::non_blank_lines(ids)) inspect.emplace_back(text::trim(line.text));
   if (inspect.size() == 3) return {};
   return parse_gpu_containers(ask(inspect, true));
@@ -53,12 +72,12 @@ std::vector<std::string> DockerCliEngine::run_argv(const DockerRunRequest& reque
   return argv;
 }
 
-std::vector<std::string> DockerCliEngine::stop_argv(const std::string& container) const {
-  return {client_, "stop", container};
+std::vector<std::string> DockerCliEngine::stop_argv(const std::string& container, std::optional<int> timeout_s) const {
+  return docker_stop_argv(client_, container, timeout_s);
 }
 
-std::vector<std::string> DockerCliEngine::logs_argv(const std::string& container) const {
-  return {client_, "logs", "-f", container};
+std::vector<std::string> DockerCliEngine::logs_argv(const std::string& container, const LogsRequest& request) const {
+  return docker_logs_argv(client_, container, request);
 }
 
 std::vector<std::string> DockerCliEngine::attach_argv(const std::string& container) const {

@@ -2,6 +2,7 @@
 // The docker command-line client as the container engine: holders from `docker ps` and
 // `docker inspect`, jobs run by `docker run` (docker_command.hpp). Podman's CLI speaks the same.
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +10,13 @@
 #include "gpurun/engine/container_engine.hpp"
 
 namespace gpurun {
+
+// `CLIENT stop [-t N] -- NAME` and `CLIENT logs [-f] [--tail N] -- NAME`: docker's and podman's
+// clients take the same words, whichever way the engine is asked.
+std::vector<std::string> docker_stop_argv(const std::string& client, const std::string& container,
+                                          std::optional<int> timeout_s);
+std::vector<std::string> docker_logs_argv(const std::string& client, const std::string& container,
+                                          const LogsRequest& request);
 
 class DockerCliEngine final : public ContainerEngine {
  public:
@@ -21,10 +29,10 @@ class DockerCliEngine final : public ContainerEngine {
   // Podman: always. Docker: `docker info --format '{{json .CDISpecDirs}}'`.
   CdiSupport cdi_support(std::chrono::milliseconds timeout) override;
   // `docker ps`, then `docker inspect` of what it lists, each killed after `timeout`.
-  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout) override;
+  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout, Listing listing) override;
   std::vector<std::string> run_argv(const DockerRunRequest& request) const override;
-  std::vector<std::string> stop_argv(const std::string& container) const override;
-  std::vector<std::string> logs_argv(const std::string& container) const override;
+  std::vector<std::string> stop_argv(const std::string& container, std::optional<int> timeout_s) const override;
+  std::vector<std::string> logs_argv(const std::string& container, const LogsRequest& request) const override;
   std::vector<std::string> attach_argv(const std::string& container) const override;
   std::vector<std::string> inspect_argv(const std::string& container) const override;
 

@@ -199,8 +199,10 @@ TEST(DockerApiEngine, AsksTheSocketAndRunsTheDockerCli) {
   ::unsetenv("DOCKER_HOST");
   ASSERT_NE(api, nullptr) << why;
   EXPECT_EQ(api->name(), "docker");
-  EXPECT_TRUE(api->gpu_holders(std::chrono::seconds(5)).empty());
-  EXPECT_THAT(api->stop_argv("job1"), ElementsAre("/usr/bin/docker", "stop", "job1"));
+  EXPECT_TRUE(api->gpu_holders(std::chrono::seconds(5), Listing::running).empty());
+  EXPECT_THAT(api->stop_argv("job1", 5), ElementsAre("/usr/bin/docker", "stop", "--time", "5", "--", "job1"));
+  EXPECT_THAT(api->logs_argv("job1", {.follow = true, .tail = ""}),
+              ElementsAre("/usr/bin/docker", "logs", "--follow", "--", "job1"));
   EXPECT_THAT(api->attach_argv("job1"), ElementsAre("/usr/bin/docker", "attach", "job1"));
   DockerRunRequest request;
   request.image = "img";

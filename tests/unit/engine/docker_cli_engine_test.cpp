@@ -57,8 +57,11 @@ TEST(DockerCliEngine, RunsTheJobWithItsOwnClientAsArgvZero) {
 TEST(DockerCliEngine, StopsFollowsAndAttachesByName) {
   const DockerCliEngine engine("docker");
   EXPECT_EQ(engine.name(), "docker");
-  EXPECT_THAT(engine.stop_argv("job7"), ElementsAre("docker", "stop", "job7"));
-  EXPECT_THAT(engine.logs_argv("job7"), ElementsAre("docker", "logs", "-f", "job7"));
+  EXPECT_THAT(engine.stop_argv("job7", std::nullopt), ElementsAre("docker", "stop", "--", "job7"));
+  EXPECT_THAT(engine.stop_argv("job7", 30), ElementsAre("docker", "stop", "--time", "30", "--", "job7"));
+  EXPECT_THAT(engine.logs_argv("job7", {}), ElementsAre("docker", "logs", "--", "job7"));
+  EXPECT_THAT(engine.logs_argv("job7", {.follow = true, .tail = "100"}),
+              ElementsAre("docker", "logs", "--follow", "--tail", "100", "--", "job7"));
   EXPECT_THAT(engine.attach_argv("job7"), ElementsAre("docker", "attach", "job7"));
 }
 
@@ -73,7 +76,7 @@ TEST(DockerCliEngine, HoldersAreTheInspectedContainersThatHoldGpus) {
   const ScopedEnv ids("FAKE_DOCKER_PS_IDS", "aaa bbb");
   const ScopedEnv answer("FAKE_DOCKER_INSPECT", inspect);
   DockerCliEngine engine(kFakeDocker);
-  const std::vector<GpuContainer> holders = engine.gpu_holders(kTimeout);
+  const std::vector<GpuContainer> holders = engine.gpu_holders(kTimeout, Listing::running);
   std::remove(inspect.c_str());
   ASSERT_EQ(holders.size(), 1U);
   EXPECT_EQ(holders[0].id, "aaa");
@@ -84,14 +87,14 @@ TEST(DockerCliEngine, HoldersAreTheInspectedContainersThatHoldGpus) {
 
 TEST(DockerCliEngine, NoRunningContainersHoldNothing) {
   DockerCliEngine engine(kFakeDocker);
-  EXPECT_THAT(engine.gpu_holders(kTimeout), IsEmpty());
+  EXPECT_THAT(engine.gpu_holders(kTimeout, Listing::running), IsEmpty());
 }
 
 TEST(DockerCliEngine, AnEngineOutOfReachThrowsSayingWhatItAnswered) {
   const ScopedEnv error("FAKE_DOCKER_PS_ERROR", "Cannot connect to the Docker daemon");
   DockerCliEngine engine(kFakeDocker);
   try {
-    engine.gpu_holders(kTimeout);
+    engine.gpu_holders(kTimeout, Listing::running);
     FAIL() << "no Error thrown";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -103,7 +106,7 @@ TEST(ContainerEngineFactory, MakesTheDockerCliEngineForTheClient) {
   const auto engine = make_container_engine("/usr/local/bin/docker");
   ASSERT_NE(engine, nullptr);
   EXPECT_EQ(engine->name(), "docker");
-  EXPECT_THAT(engine->stop_argv("x"), ElementsAre("/usr/local/bin/docker", "stop", "x"));
+  EXPECT_THAT(engine->stop_argv("x", std::nullopt), ElementsAre("/usr/local/bin/docker", "stop", "--", "x"));
 }
 
 TEST(DockerCliEngine, CdiAsDockerInfoSaysIt) {

@@ -27,15 +27,19 @@ class FakeEngine final : public ContainerEngine {
   int asked = 0;
 
   std::string name() const override { return "fake"; }
-  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds /*timeout*/) override {
+  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds /*timeout*/, Listing /*listing*/) override {
     ++asked;
     if (unreachable) throw Error("the fake engine is out of reach");
     return holders;
   }
   CdiSupport cdi_support(std::chrono::milliseconds /*timeout*/) override { return {false, "fake"}; }
   std::vector<std::string> run_argv(const DockerRunRequest& /*request*/) const override { return {"fake", "run"}; }
-  std::vector<std::string> stop_argv(const std::string& c) const override { return {"fake", "stop", c}; }
-  std::vector<std::string> logs_argv(const std::string& c) const override { return {"fake", "logs", c}; }
+  std::vector<std::string> stop_argv(const std::string& c, std::optional<int> /*timeout_s*/) const override {
+    return {"fake", "stop", c};
+  }
+  std::vector<std::string> logs_argv(const std::string& c, const LogsRequest& /*request*/) const override {
+    return {"fake", "logs", c};
+  }
   std::vector<std::string> attach_argv(const std::string& c) const override { return {"fake", "attach", c}; }
   std::vector<std::string> inspect_argv(const std::string& c) const override { return {"fake", "inspect", c}; }
 };
