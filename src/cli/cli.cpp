@@ -352,7 +352,15 @@ int main(int argc, char** argv) {
     const Verb& verb = *find_verb(parsed.verb);
     Invocation invocation{parsed.options, nullptr, parsed.config_inputs, parsed.subverb,
                           [&app] { return completion_spec(app); }};
-    if (!verb.configured) return verb.run(invocation, std::cout);
+    const bool unconfigured =
+        !verb.configured ||
+        std::any_of(
+            parsed.config_inputs.invocation.begin(), parsed.config_inputs.invocation.end(),
+            [&](const auto& flag) { return !verb.unconfigured_with.empty() && flag.first == verb.unconfigured_with; });
+    if (unconfigured) {
+      for (const auto& [key, value] : parsed.config_inputs.invocation) find_setting(key)->apply(value, parsed.options);
+      return verb.run(invocation, std::cout);
+    }
     const Config config = configure(parsed.config_inputs, parsed.options);
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
     invocation.config = &config;

@@ -25,6 +25,7 @@ constexpr std::string_view kReport = "Job report (--report)";
 constexpr std::string_view kWatch = "status --watch";
 constexpr std::string_view kOutput = "Output";
 constexpr std::string_view kContainerVerbs = "logs, ps, stop";
+constexpr std::string_view kConfigVerb = "config";
 constexpr std::string_view kSlurm = "On a Slurm cluster (backend slurm)";
 
 std::vector<std::string> strings(const json& v) { return v.get<std::vector<std::string>>(); }
@@ -520,6 +521,22 @@ std::vector<Setting> make_settings() {
            [](const json& v, Options& o) {
              if (!v.is_null()) o.stop_timeout_s = v.get<int>();
            }},
+      {.key = "check",
+       .scope = Scope::invocation,
+       .flag = "--check",
+       .help = "config: check this system or user file without installing it (exit 0, or 125 naming line and key)",
+       .group = kConfigVerb,
+       .fallback = "null",
+       .completion = H::file,
+       .apply = [](const json& v, Options& o) { o.config_check = text_or_empty(v); }},
+      {.key = "system",
+       .type = T::boolean,
+       .scope = Scope::invocation,
+       .flag = "--system",
+       .help = "config init: print a commented starter system file (/etc/gpurun/config.json) instead",
+       .group = kConfigVerb,
+       .fallback = "false",
+       .apply = [](const json& v, Options& o) { o.config_system = v.get<bool>(); }},
       {.key = "json",
        .type = T::boolean,
        .scope = Scope::invocation,
@@ -543,31 +560,37 @@ std::vector<Setting> make_settings() {
        .type = T::gpu_indices,
        .scope = Scope::policy,
        .help = "GPUs gpurun may hand out",
-       .fallback = "null"},
+       .fallback = "null",
+       .example = R"([0, 1, 2, 3])"},
       {.key = "max_gpus_per_launch",
        .type = T::count,
        .scope = Scope::policy,
        .help = "most GPUs one launch may take",
-       .fallback = "null"},
+       .fallback = "null",
+       .example = R"(4)"},
       {.key = "refused_docker_options",
        .type = T::list,
        .scope = Scope::policy,
        .help = "docker options that are refused",
-       .fallback = "null"},
+       .fallback = "null",
+       .example = R"(["--privileged", "--pid=host"])"},
       {.key = "allowed_images",
        .type = T::list,
        .scope = Scope::policy,
        .help = "image patterns a launch may run (shell wildcards: \"nvcr.io/nvidia/*\")",
-       .fallback = "null"},
+       .fallback = "null",
+       .example = R"(["nvcr.io/nvidia/*", "lab/*"])"},
       {.key = "allowed_docker_options",
        .type = T::list,
        .scope = Scope::policy,
        .help = "under sudo: docker options allowed beyond the built-in list (\"--ulimit\", \"--network=mynet\")",
-       .fallback = "null"},
+       .fallback = "null",
+       .example = R"(["--ulimit"])"},
       {.key = "admin_group",
        .scope = Scope::policy,
        .help = "under sudo: members of this group may stop, attach to and read the logs of any gpurun container",
-       .fallback = "null"},
+       .fallback = "null",
+       .example = R"("gpu-admins")"},
   };
 }
 #pragma GCC diagnostic pop

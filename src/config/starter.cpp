@@ -30,4 +30,36 @@ std::string starter_user_config() {
   return text;
 }
 
+std::string starter_system_config() {
+  std::string text = R"(// gpurun system configuration: /etc/gpurun/config.json (JSON; // and /* */ comments allowed).
+// Root's file, read by every user's gpurun and by sudo gpurun. Check an edited copy before
+// installing it: `gpurun config --check FILE` (a mistake here stops every user's gpurun).
+//
+// The site's defaults: users may override them in their own files, variables and flags.
+// Keys marked "root only" are honoured only here (and for root): they choose programs and
+// libraries that gpurun runs.
+{
+)";
+  for (const Setting& s : settings()) {
+    if (s.scope != Scope::option || s.example.empty()) continue;
+    const std::string line = fmt::format("  // \"{}\": {},", s.key, s.example);
+    text += fmt::format("{:<51}// {}{}\n", line, s.help, s.root_only ? " (root only)" : "");
+  }
+  text += R"(
+  // The site policy: here only, and enforced for everyone, under sudo too.
+)";
+  for (const Setting& s : settings()) {
+    if (s.scope != Scope::policy || s.example.empty()) continue;
+    const std::string line = fmt::format("  // \"{}\": {},", s.key, s.example);
+    text += fmt::format("{:<51}// {}\n", line, s.help);
+  }
+  text += R"(
+  "profiles": {
+    // "jupyter": {"publish": ["8888:8888"], "gpus": 1, "command": ["jupyter", "lab", "--ip=0.0.0.0"]}
+  }
+}
+)";
+  return text;
+}
+
 }  // namespace gpurun

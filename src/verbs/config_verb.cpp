@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "gpurun/config/explain.hpp"
+#include "gpurun/config/file_check.hpp"
 #include "gpurun/config/starter.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
@@ -17,9 +18,13 @@
 
 namespace gpurun {
 
-int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool json, std::ostream& out) {
+int run_config(const Config& config, const ConfigInputs& inputs, bool init, const Options& options, std::ostream& out) {
   if (!init) {
-    out << (json ? json_text(config_json(config)) : config_table(config));
+    out << (options.json ? json_text(config_json(config)) : config_table(config));
+    return 0;
+  }
+  if (options.config_system) {  // printed, not installed: the admin reads it, then puts it in place
+    out << starter_system_config();
     return 0;
   }
   // Under sudo: the caller's own file, written with the caller's rights (gpurun/util/privileges.hpp).
@@ -40,6 +45,11 @@ int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool
   fd.reset();
   if (!written) throw Error(fmt::format("cannot write {}", path.string()));
   out << path.string() << '\n';
+  return 0;
+}
+
+int run_config_check(const std::string& path, std::ostream& out) {
+  out << check_config_file(path) << '\n';
   return 0;
 }
 

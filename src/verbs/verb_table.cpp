@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gpurun/util/error.hpp"
 #include "gpurun/verbs/backends.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
@@ -34,12 +35,18 @@ const std::vector<Verb>& verb_table() {
        .run = [](const Invocation& i,
                  std::ostream& out) { return backend_table(i.options.backend).ps(i.options, out); }},
       {.name = "config",
-       .help = "show every setting and where it comes from; `config init` writes a starter user file",
+       .help = "show every setting and where it comes from; `config init` writes a starter user file; "
+               "`config --check FILE` checks one",
        .words = {"init"},
        .takes_argument = true,
+       .own_flags = {"check", "system"},
+       .unconfigured_with = "check",
        .run =
            [](const Invocation& i, std::ostream& out) {
-             return run_config(*i.config, i.inputs, i.argument == "init", i.options.json, out);
+             if (!i.options.config_check.empty()) return run_config_check(i.options.config_check, out);
+             if (i.options.config_system && i.argument != "init")
+               throw Error("--system goes with init: gpurun config init --system > config.json");
+             return run_config(*i.config, i.inputs, i.argument == "init", i.options, out);
            }},
       {.name = "completion",
        .help = "print the bash or zsh completion script: `completion bash`",

@@ -122,5 +122,42 @@ TEST_F(ConfigTest, NoConfigIgnoresTheFiles) {
   EXPECT_THAT(run.err, HasSubstr("no image to run"));
 }
 
+TEST_F(ConfigTest, CheckValidatesAFileWithoutInstallingIt) {
+  const std::string good = dir() + "/good.json";
+  std::ofstream(good) << R"({
+  // a site's defaults and policy
+  "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+  "allowed_gpus": [0, 1]
+})";
+  const Outcome ok = gpurun({"config", "--check", good});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, good + ": valid as the system file; sets image; site policy (system file only): allowed_gpus\n");
+
+  const std::string bad = dir() + "/bad.json";
+  std::ofstream(bad) << "{\n  \"image\": \"x\",\n  \"max_utl\": 5\n}\n";
+  const Outcome refused = gpurun({"config", "--check", bad});
+  EXPECT_EQ(refused.exit_code, 125);
+  EXPECT_THAT(refused.err, HasSubstr(bad + ":3: unknown key \"max_utl\" (did you mean \"max_util\"?)"));
+  EXPECT_EQ(gpurun({"config", "--check", dir() + "/none.json"}).exit_code, 125);
+
+  // It works while the user's own file is broken (it reads no configuration of its own).
+  std::filesystem::create_directories(dir() + "/xdg/gpurun");
+  std::ofstream(dir() + "/xdg/gpurun/config.json") << "{ broken";
+  EXPECT_EQ(gpurun({"config", "--check", good}, fakes("all_free_8.json")).exit_code, 0);
+  EXPECT_EQ(gpurun({"config"}, fakes("all_free_8.json")).exit_code, 125);
+}
+
+TEST_F(ConfigTest, InitSystemPrintsAStarterThatPassesTheCheck) {
+  const Outcome starter = gpurun({"config", "init", "--system"}, fakes("all_free_8.json"));
+  ASSERT_EQ(starter.exit_code, 0) << starter.err;
+  EXPECT_THAT(starter.out, HasSubstr("// gpurun system configuration: /etc/gpurun/config.json"));
+  EXPECT_THAT(starter.out, HasSubstr("  // \"allowed_gpus\": [0, 1, 2, 3],"));
+  EXPECT_THAT(starter.out, HasSubstr("  // \"lock_group\": \"docker\","));
+  const std::string path = dir() + "/system.json";
+  std::ofstream(path) << starter.out;
+  EXPECT_EQ(gpurun({"config", "--check", path}).exit_code, 0);
+  EXPECT_THAT(gpurun({"config", "--system"}, fakes("all_free_8.json")).err, HasSubstr("--system goes with init"));
+}
+
 }  // namespace
 }  // namespace gpurun::testing

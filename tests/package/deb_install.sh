@@ -138,6 +138,8 @@ in_root sh -c 'zcat /usr/share/man/man1/gpurun.1.gz | grep -q "^\.TH GPURUN 1 "'
 grep -q '^#compdef gpurun$' "$root/usr/share/zsh/vendor-completions/_gpurun" || fail "zsh completion"
 
 [[ -f $root/usr/lib/tmpfiles.d/gpurun.conf ]] || fail "the tmpfiles.d line of the lock directory"
+in_root gpurun config --check /usr/share/doc/gpurun/config.system.example.json >/dev/null ||
+  fail "the starter system file the package ships does not pass gpurun config --check"
 
 step "dpkg -r"
 mapfile -t files < <(in_root dpkg -L gpurun | grep -v '^/\.$')

@@ -87,6 +87,10 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   bool ps_all = false;                // containers that are not running too
   std::optional<int> stop_timeout_s;  // the engine's own default (10 s) when unset
 
+  // config --check FILE; config init --system.
+  std::string config_check;
+  bool config_system = false;
+
   // Output.
   bool json = false;
   bool topology = false;  // status: the link matrix between the GPUs

@@ -7,4 +7,8 @@ namespace gpurun {
 
 std::string starter_user_config();
 
+// The commented starter system file of `gpurun config init --system`: the site's defaults, the
+// root-only keys and the site policy, each commented out.
+std::string starter_system_config();
+
 }  // namespace gpurun

@@ -32,6 +32,9 @@ struct Verb {
   // The settings (keys) that are this verb's own flags, refused with any other: logs -f.
   std::vector<std::string_view> own_flags;
   bool configured = true;  // false: runs before the configuration files are read
+  // One of its own flags (a key) that makes it run before the configuration files are read:
+  // `config --check FILE` must work while the installed file is broken.
+  std::string_view unconfigured_with;
   int (*run)(const Invocation& invocation, std::ostream& out) = nullptr;
 };
 

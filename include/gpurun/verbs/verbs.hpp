@@ -26,6 +26,10 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
 
 // `gpurun config [--json]`: the effective configuration; `gpurun config init`: writes the starter
 // user file (never over an existing one) and prints its path.
-int run_config(const Config& config, const ConfigInputs& inputs, bool init, bool json, std::ostream& out);
+// `config`: the table (or --json); `config init`: writes the starter user file (with --system,
+// prints the starter system file).
+int run_config(const Config& config, const ConfigInputs& inputs, bool init, const Options& options, std::ostream& out);
+// `config --check FILE`: 0 and what the file sets, or Error (125) naming file, line and key.
+int run_config_check(const std::string& path, std::ostream& out);
 
 }  // namespace gpurun

@@ -1,0 +1,29 @@
+#include "gpurun/config/file_check.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
+
+#include "config_file.hpp"
+#include "gpurun/config/settings.hpp"
+
+namespace gpurun {
+
+std::string check_config_file(const std::string& path) {
+  // Checked as the system file, whose keys are a superset; policy keys then say where they may go.
+  const ParsedFile file = *load_file(path, ConfigSource::Kind::system, true);
+  std::vector<std::string> options;
+  std::vector<std::string> policy;
+  for (const auto& [key, value] : file.content.items()) {
+    const Setting* setting = find_setting(key);
+    (setting != nullptr && setting->scope == Scope::policy ? policy : options).push_back(key);
+  }
+  if (options.empty() && policy.empty()) return fmt::format("{}: valid, and sets nothing", path);
+  std::string line = fmt::format("{}: valid as {}", path, policy.empty() ? "a system or user file" : "the system file");
+  if (!options.empty()) line += fmt::format("; sets {}", fmt::join(options, ", "));
+  if (!policy.empty()) line += fmt::format("; site policy (system file only): {}", fmt::join(policy, ", "));
+  return line;
+}
+
+}  // namespace gpurun
