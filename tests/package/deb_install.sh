@@ -90,7 +90,7 @@ me/pytorch:24.05 python train.py --lr 0.1"
   $installed
 instead of
   $expected"
-in_root gpurun status --from-csv /tmp/sample.csv | grep -q '^  2  NVIDIA A100-SXM4-80GB .* free (processes not checked: the snapshot has no process list)$' || fail "gpurun status"
+in_root gpurun status --verbose --from-csv /tmp/sample.csv 2>/dev/null | grep -A1 '^  2  NVIDIA A100-SXM4-80GB .* free$' | grep -q '^      note: processes not checked: the snapshot has no process list$' || fail "gpurun status"
 in_root gpurun config | grep -q '^image ' || fail "gpurun config"
 # A real launch on a machine without docker: the documented exit 127 and a message, no crash.
 set +e

@@ -187,7 +187,10 @@ else
 
   # -d: the batch script runs gpurun on the node, which writes the bundle once the job holds its GPUs.
   # A holder takes GPUs 0,1 (--wait: the last job's allocation may still be completing), so the batch job gets 2,3.
-  GPURUN_SLURM_CONTAINER=none run --wait --name holder2 2 -- sh -c "echo \$SLURM_STEP_GPUS > $work/holder2.gpus; sleep 3" &
+  # It holds them until the batch job has ended (a file says so; 60 s at most), however slowly a loaded machine
+  # schedules the batch job.
+  GPURUN_SLURM_CONTAINER=none run --wait --name holder2 2 -- sh -c "echo \$SLURM_STEP_GPUS > $work/holder2.gpus
+    for i in \$(seq 1 600); do [ -e $work/holder2.release ] && exit 0; sleep 0.1; done" &
   holder=$!
   for _ in $(seq 1 100); do [[ -s $work/holder2.gpus ]] && break; sleep 0.1; done
   id=$(FAKE_SMI_SCENARIO=$scenarios/report_trace.json run -d --report --report-interval 0.2 --nvidia-smi "$fakes/nvidia-smi" \
@@ -196,6 +199,7 @@ else
     2>"$work/oci-detach.err")
   expect_match "oci -d prints a job id" '^[0-9]+$' "$id"
   for _ in $(seq 1 150); do [[ -z $(squeue -h -j "$id" 2>/dev/null) ]] && break; sleep 0.2; done
+  touch "$work/holder2.release"
   expect_eq "oci -d: the batch job's container saw the workdir, volume, env and only its GPUs" \
     "data vol batch 2,3 nvidia2 nvidia3 " "$(head -1 "$work/gpurun-$id.out" 2>/dev/null)"
   expect_match "oci -d: the job's exit status is Slurm's" 'ExitCode=5:0' "$(scontrol show job "$id" 2>&1)"

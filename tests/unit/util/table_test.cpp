@@ -32,7 +32,7 @@ TEST(Table, AFixedColumnLetsALongerCellOverflowWithoutWideningTheOthers) {
 }
 
 TEST(Table, MinimumWidthAndHeaderLongerThanAFixedWidth) {
-  Table table({Column{"A", Align::left, 4, {}}, Column::fixed("LONG HEADER", Align::right, 5), Column::fitted("Z")});
+  Table table({Column{"A", Align::left, 4, {}, 0}, Column::fixed("LONG HEADER", Align::right, 5), Column::fitted("Z")});
   table.add_row({"x", "12", ""});
   EXPECT_EQ(table.str(),
             "A     LONG HEADER  Z\n"
