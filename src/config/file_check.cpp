@@ -15,9 +15,12 @@ std::string check_config_file(const std::string& path) {
   const ParsedFile file = *load_file(path, ConfigSource::Kind::system, true);
   std::vector<std::string> options;
   std::vector<std::string> policy;
-  for (const auto& [key, value] : file.content.items()) {
-    const Setting* setting = find_setting(key);
-    (setting != nullptr && setting->scope == Scope::policy ? policy : options).push_back(key);
+  for (const auto& item : file.content.items()) {
+    const Setting* setting = find_setting(item.key());
+    if (setting != nullptr && setting->scope == Scope::policy)
+      policy.push_back(item.key());
+    else
+      options.push_back(item.key());
   }
   if (options.empty() && policy.empty()) return fmt::format("{}: valid, and sets nothing", path);
   std::string line = fmt::format("{}: valid as {}", path, policy.empty() ? "a system or user file" : "the system file");

@@ -41,8 +41,9 @@ void Table::fit(std::size_t width, std::vector<std::size_t> order) {
 }
 
 std::size_t Table::natural_width() const {
-  const std::vector<std::size_t> widths = this->widths(false);
-  return widths.empty() ? indent_ : indent_ + std::accumulate(widths.begin(), widths.end(), 2 * (widths.size() - 1));
+  const std::vector<std::size_t> natural = widths(false);
+  return natural.empty() ? indent_
+                         : indent_ + std::accumulate(natural.begin(), natural.end(), 2 * (natural.size() - 1));
 }
 
 std::vector<std::size_t> Table::widths(bool fitted) const {
@@ -66,17 +67,17 @@ std::vector<std::size_t> Table::widths(bool fitted) const {
 }
 
 std::vector<std::string> Table::lines() const {
-  const std::vector<std::size_t> widths = this->widths(true);
+  const std::vector<std::size_t> fitted = widths(true);
   std::vector<std::string> lines;
   const auto line = [&](const std::vector<std::string>& cells, const Paint& paint) {
     std::string out(indent_, ' ');
     for (std::size_t c = 0; c < columns_.size(); ++c) {
-      std::string cell = width_ && columns_[c].gives_way_to > 0 ? cut_to_width(cells[c], widths[c]) : cells[c];
+      std::string cell = width_ && columns_[c].gives_way_to > 0 ? cut_to_width(cells[c], fitted[c]) : cells[c];
       const bool last = c + 1 == columns_.size();
       // fmt pads by display width, so a cut cell's "…" counts as one column.
       std::string padded = last && columns_[c].align == Column::Align::left ? cell  // no trailing blanks
-                           : columns_[c].align == Column::Align::right      ? fmt::format("{:>{}}", cell, widths[c])
-                                                                            : fmt::format("{:<{}}", cell, widths[c]);
+                           : columns_[c].align == Column::Align::right      ? fmt::format("{:>{}}", cell, fitted[c])
+                                                                            : fmt::format("{:<{}}", cell, fitted[c]);
       if (last && paint) padded = paint(padded);
       out += padded;
       if (!last) out += "  ";
