@@ -5,19 +5,12 @@
 
 #include <algorithm>
 
+#include "cells.hpp"
 #include "gpurun/util/table.hpp"
 #include "gpurun/util/terminal.hpp"
 
 namespace gpurun {
 namespace {
-
-std::string number_or_unknown(const std::optional<double>& value, std::string_view suffix = "") {
-  return value ? fmt::format("{:.0f}{}", *value, suffix) : "?";
-}
-
-std::string memory_cell(const Gpu& g) {
-  return fmt::format("{} / {} MiB", number_or_unknown(g.memory_used_mib), number_or_unknown(g.memory_total_mib));
-}
 
 Colour state_colour(const std::string& state) {
   if (state == "free") return Colour::green;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "cells.hpp"
 #include "gpurun/render/status_table.hpp"
 #include "gpurun/select/mig_units.hpp"
 #include "gpurun/util/proc_info.hpp"
@@ -15,17 +16,8 @@
 namespace gpurun {
 namespace {
 
-std::string or_unknown(const std::optional<double>& value, std::string_view suffix = "") {
-  return value ? fmt::format("{:.0f}{}", *value, suffix) : "?";
-}
-
 std::string process_count(const GpuAssessment& a) {
   return a.processes_known ? std::to_string(a.gpu.processes.size()) : "?";
-}
-
-// "1024 / 81559 MiB"
-std::string memory_cell(const Gpu& g) {
-  return fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib));
 }
 
 // {"pid", "used_memory_mib", "user"}: user null where /proc does not say (a snapshot's PIDs).
@@ -54,38 +46,13 @@ std::string format_gpu_table(const std::vector<GpuAssessment>& gpus) {
     std::string state = a.free ? "free" : fmt::format("busy: {}", fmt::join(a.reasons, "; "));
     if (!a.notes.empty()) state += fmt::format(" ({})", fmt::join(a.notes, "; "));
     std::vector<std::string> row{std::to_string(g.index), g.name.empty() ? "?" : g.name, memory_cell(g),
-                                 or_unknown(g.utilization_percent, "%"), process_count(a)};
+                                 number_or_unknown(g.utilization_percent, "%"), process_count(a)};
     if (numa) row.push_back(g.numa_node ? std::to_string(*g.numa_node) : "-");
     row.push_back(fmt::format("{:.1f}", a.score));
     row.push_back(std::move(state));
     table.add_row(std::move(row));
   }
   return table.str();
-}
-
-std::string format_gpu_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuAssessment>& mig_units) {
-  std::string plain = format_gpu_table(gpus);
-  if (mig_units.empty()) return plain;
-  std::string table;
-  std::size_t start = 0;
-  for (std::size_t row = 0; start < plain.size(); ++row) {  // row 0 is the header
-    const std::size_t end = plain.find('\n', start) + 1;
-    table += plain.substr(start, end - start);
-    start = end;
-    if (row == 0 || row > gpus.size()) continue;
-    for (const GpuAssessment& unit : mig_units) {
-      const MigPlace& place = *unit.gpu.mig;
-      if (place.gpu_index != gpus[row - 1].gpu.index) continue;
-      const Gpu& g = unit.gpu;
-      table += fmt::format(
-          "       MIG {:<8} GI {:<2} CI {:<2} {:>19}  {}  {} proc{}  {}  {}\n",
-          place.profile.empty() ? "?" : place.profile, place.gpu_instance_id, place.compute_instance_id,
-          fmt::format("{} / {} MiB", or_unknown(g.memory_used_mib), or_unknown(g.memory_total_mib)),
-          kMigUtilizationNote, process_count(unit), unit.processes_known && g.processes.size() == 1 ? "" : "s",
-          unit.free ? "free" : fmt::format("busy: {}", fmt::join(unit.reasons, "; ")), g.uuid);
-    }
-  }
-  return table;
 }
 
 std::string format_lost_gpus(const std::vector<LostGpu>& lost) {

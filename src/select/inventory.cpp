@@ -63,18 +63,6 @@ void place_gpus(const Options& options, Snapshot& snapshot, Inventory& inventory
   if (inventory.topology_readable) locate_gpus(snapshot.gpus, root);
 }
 
-// Who runs each GPU process, from this host's /proc: in a rootless container, the engine's user
-// (not the subordinate uid it runs as). Not for a snapshot: its PIDs are another moment's or machine's.
-void name_process_users(Snapshot& snapshot) {
-  const std::string proc_root = host_proc_root();
-  const auto name = [&proc_root](std::vector<GpuProcess>& processes) {
-    for (GpuProcess& p : processes)
-      if (const auto owner = process_owner(p.pid, proc_root)) p.user = owner->user;
-  };
-  for (Gpu& gpu : snapshot.gpus) name(gpu.processes);
-  for (MigInstance& instance : snapshot.mig_instances) name(instance.processes);
-}
-
 }  // namespace
 
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
@@ -91,7 +79,6 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
 
   Snapshot snapshot = source.read(timeout);  // GPUs in index order
   place_gpus(options, snapshot, inventory);
-  if (!options.from_csv) name_process_users(snapshot);
   const std::vector<Gpu>& gpus = snapshot.gpus;
   inventory.lost = snapshot.lost;
   inventory.warnings = snapshot.warnings;
@@ -148,6 +135,15 @@ PickResult pick_units(const Options& options, const Inventory& inventory) {
                     "libnvidia-ml.so.1 loads), or leave out --mig",
                     inventory.source));
   return pick_mig(inventory.mig_units, options.gpus, *options.mig, options.mig_allow_larger, options.allow_busy);
+}
+
+void name_process_users(const Options& options, Inventory& inventory) {
+  if (options.from_csv) return;  // a snapshot's PIDs are another moment's or machine's
+  const std::string proc_root = host_proc_root();
+  for (std::vector<GpuAssessment>* list : {&inventory.assessed, &inventory.mig_units})
+    for (GpuAssessment& a : *list)
+      for (GpuProcess& p : a.gpu.processes)
+        if (const auto owner = process_owner(p.pid, proc_root)) p.user = owner->user;
 }
 
 void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told) {

@@ -33,7 +33,8 @@ int watch(const Options& options, std::ostream& out) {
   std::set<std::string> told;
   for (int frame = 1;; ++frame) {
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(interval * 1000));
-    const Inventory inventory = take_inventory(options, lock_dir, *machine.source, machine.engine.get());
+    Inventory inventory = take_inventory(options, lock_dir, *machine.source, machine.engine.get());
+    name_process_users(options, inventory);
     warn_once(inventory.warnings, told);
     const std::time_t now = std::time(nullptr);
     std::string text = fmt::format("gpurun status, every {:g}s: {:%Y-%m-%d %H:%M:%S}{}\n", interval,
@@ -57,7 +58,8 @@ int run_status(const Options& options, std::ostream& out) {
     throw Error("status --topology prints a matrix; for JSON, `status --json` has each GPU's NUMA node");
   const Machine machine = open_machine(options);
   const std::string lock_dir = lock_dir_for_reading(options);
-  const Inventory inventory = take_inventory(options, lock_dir, *machine.source, machine.engine.get());
+  Inventory inventory = take_inventory(options, lock_dir, *machine.source, machine.engine.get());
+  name_process_users(options, inventory);
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (options.json) {

@@ -20,10 +20,6 @@ nlohmann::ordered_json or_null(const std::optional<T>& value) {
 // One row per GPU, in the order given, under a header line; ends with a newline.
 std::string format_gpu_table(const std::vector<GpuAssessment>& gpus);
 
-// The same with each MIG GPU's instances (`mig_units`) listed under its row: profile, GPU and
-// compute instance ids, memory, processes, state and MIG UUID; utilization said to be n/a.
-std::string format_gpu_table(const std::vector<GpuAssessment>& gpus, const std::vector<GpuAssessment>& mig_units);
-
 // Lines after the GPU table naming each GPU the driver could not reach; "" when none.
 std::string format_lost_gpus(const std::vector<LostGpu>& lost);
 

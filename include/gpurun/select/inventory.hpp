@@ -66,6 +66,11 @@ std::vector<GpuLink> gpu_links(const Options& options, const Inventory& inventor
 // `options` and `inventory`, which must outlive it.
 PlacementHints placement_hints(const Options& options, const Inventory& inventory);
 
+// Who runs each GPU process, from this host's /proc: in a rootless container, the engine's user
+// (not the subordinate uid it runs as). Only for the views that show users (status): a launch
+// never reads /proc for it. Nothing for a --from-csv snapshot.
+void name_process_users(const Options& options, Inventory& inventory);
+
 // Logs the warnings not in `told` yet, and adds them there: a wait loop says each once.
 void warn_once(const std::vector<std::string>& warnings, std::set<std::string>& told);
 
