@@ -50,7 +50,8 @@ class ReservationTest : public GpurunTest {
 
 TEST_F(ReservationTest, AGpuHeldByARunningLaunchIsBusyForTheNext) {
   auto first = std::async(std::launch::async, [&] {
-    return gpurun({"--image", "img", "1"}, holding_launch_env("all_free_8.json", 3));
+    // Held for 12 s: five gpurun runs look at it meanwhile, slowly under ASan with coverage.
+    return gpurun({"--image", "img", "1"}, holding_launch_env("all_free_8.json", 12));
   });
   ASSERT_TRUE(wait_for_file(argv_file(), 20s));
   EXPECT_THAT(gpus_of(docker_argv()), ::testing::ElementsAre(0));
