@@ -58,6 +58,7 @@ void load_policy(Config& config, const ParsedFile& system) {
     if (key == "allowed_images") policy.allowed_images = value.get<std::vector<std::string>>();
     if (key == "allowed_docker_options") policy.allowed_docker_options = value.get<std::vector<std::string>>();
     if (key == "admin_group") policy.admin_group = value.get<std::string>();
+    if (key == "allow_sharing") policy.allow_sharing = value.get<bool>();
   }
 }
 
@@ -249,6 +250,7 @@ void check_docker_options(const Config& config, const Options& options) {
 }
 void check_policy(const Config& config, const Options& options) {
   check_gpu_count(config, options.gpus);
+  check_sharing(config.policy, options);
   check_docker_options(config, options);
 }
 

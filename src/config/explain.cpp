@@ -69,6 +69,7 @@ std::string config_table(const Config& config) {
       if (k.name == "allowed_docker_options" && it != config.policy.sources.end())
         value = config.policy.allowed_docker_options;
       if (k.name == "admin_group" && it != config.policy.sources.end()) value = config.policy.admin_group;
+      if (k.name == "allow_sharing" && it != config.policy.sources.end()) value = config.policy.allow_sharing;
       rows.push_back({k.name, value.is_null() ? "(not set)" : value.dump(),
                       it == config.policy.sources.end() ? "site policy" : "site policy, " + it->second.describe()});
     } else {
@@ -129,6 +130,7 @@ json config_json(const Config& config) {
   rule("allowed_images", p.allowed_images ? json(*p.allowed_images) : json(nullptr));
   rule("allowed_docker_options", p.allowed_docker_options);
   rule("admin_group", p.admin_group);
+  rule("allow_sharing", p.allow_sharing);
 
   json profiles = json::object();
   for (const auto& [name, where] : config.profiles) {

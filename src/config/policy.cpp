@@ -147,8 +147,17 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
   }
 }
 
+void check_sharing(const SitePolicy& policy, const Options& options) {
+  if (policy.allow_sharing || (!options.allow_busy && !options.min_free_memory_mib)) return;
+  throw Error(
+      fmt::format("{} is refused: the site policy \"allow_sharing\" in {} forbids sharing a busy GPU; "
+                  "leave it out, and add --wait (--wait 30m) to wait for a free one",
+                  options.allow_busy ? "--allow-busy" : "--min-free-memory", location(policy, "allow_sharing")));
+}
+
 void enforce_policy(const Options& options) {
   check_gpu_count(options.policy, options.gpus);
+  check_sharing(options.policy, options);
   if (!options.image.empty() && !image_allowed(options.policy, options.image))
     throw Error(fmt::format("image \"{}\" is not allowed by the site policy \"allowed_images\" in {} ({})",
                             text::printable(options.image), location(options.policy, "allowed_images"),

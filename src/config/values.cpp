@@ -70,6 +70,8 @@ std::string_view expectation(ValueType type) {
       return "a percentage such as 10 or \"10%\"";
     case ValueType::memory:
       return "a string such as \"10%\", \"500MiB\" or \"2GiB\"";
+    case ValueType::size:
+      return "a string such as \"500MiB\" or \"20GiB\"";
     case ValueType::boolean:
       return "true or false";
     case ValueType::wait:
@@ -106,6 +108,9 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
       return expected();
     case ValueType::memory:
       if (j.is_string()) return parser_problem([&] { parse_memory_limit(j.get<std::string>()); });
+      return expected();
+    case ValueType::size:
+      if (j.is_string()) return parser_problem([&] { parse_memory_size(j.get<std::string>(), flag); });
       return expected();
     case ValueType::boolean:
       if (!j.is_boolean()) return expected();
@@ -166,6 +171,11 @@ Percent percent_value(const json& value, std::string_view flag) {
 }
 
 MemoryLimit memory_value(const json& value) { return parse_memory_limit(value.get<std::string>()); }
+
+std::optional<double> size_mib_value(const json& value, std::string_view flag) {
+  if (value.is_null()) return std::nullopt;
+  return parse_memory_size(value.get<std::string>(), flag);
+}
 
 WaitLimit wait_value(const json& value) {
   if (value.is_boolean()) return {value.get<bool>(), std::nullopt};

@@ -127,7 +127,11 @@ PlacementHints placement_hints(const Options& options, const Inventory& inventor
 
 PickResult pick_units(const Options& options, const Inventory& inventory) {
   if (!options.mig)
-    return pick(inventory.assessed, options.gpus, options.allow_busy, placement_hints(options, inventory));
+    return pick(inventory.assessed, options.gpus,
+                Sharing{.any_busy = options.allow_busy,
+                        .min_free_memory_mib = options.min_free_memory_mib,
+                        .allowed = options.policy.allow_sharing},
+                placement_hints(options, inventory));
   if (inventory.source != "nvml")
     throw Error(
         fmt::format("--mig needs NVML as the GPU source, but {} answered: MIG instances and their processes "

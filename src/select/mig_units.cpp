@@ -86,9 +86,13 @@ PickResult pick_mig(const std::vector<GpuAssessment>& units, int count, const st
                                     place.gpu_instance_id, place.compute_instance_id,
                                     unit.free ? "free" : fmt::format("busy: {}", fmt::join(unit.reasons, "; ")));
   }
+  const std::string fewer = count > 1 ? "ask for fewer, " : "";
   result.shortfall += result.waiting_can_help
-                          ? "\nTry a smaller N, raise --max-memory, or pass --allow-busy to share instances knowingly."
-                          : "\nThere are not that many: try a smaller N, or another profile.";
+                          ? fmt::format(
+                                "\nWait for them with --wait (--wait 30m), {}raise --max-memory, or pass "
+                                "--allow-busy to share instances knowingly.",
+                                fewer)
+                          : fmt::format("\nThere are not that many: {}or ask for another profile.", fewer);
   return result;
 }
 

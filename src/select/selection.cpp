@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "gpurun/select/placement.hpp"
 #include "gpurun/util/error.hpp"
@@ -30,17 +31,38 @@ bool ranks_before(const GpuAssessment& a, const GpuAssessment& b) {
   return a.gpu.index < b.gpu.index;
 }
 
-std::string too_few_message(const std::vector<GpuAssessment>& assessed, int count, std::size_t available) {
+std::optional<double> memory_free_mib(const Gpu& gpu) {
+  if (!gpu.memory_used_mib || !gpu.memory_total_mib || *gpu.memory_total_mib <= 0) return std::nullopt;
+  return std::max(0.0, *gpu.memory_total_mib - *gpu.memory_used_mib);
+}
+
+// What the user can do about too few GPUs: only what could help, and only what is allowed.
+std::string advice(int count, const Sharing& sharing) {
+  std::vector<std::string> ways;
+  if (count > 1) ways.emplace_back("ask for fewer GPUs");
+  ways.emplace_back("wait for them with --wait (--wait 30m)");
+  ways.emplace_back("raise --max-util / --max-memory");
+  if (sharing.allowed && !sharing.min_free_memory_mib)
+    ways.emplace_back("share a busy GPU knowingly with --min-free-memory SIZE (20GiB) or --allow-busy");
+  std::string joined;
+  for (std::size_t i = 0; i < ways.size(); ++i)
+    joined += (i == 0 ? "" : i + 1 == ways.size() ? ", or " : ", ") + ways[i];
+  joined[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(joined[0])));
+  return joined + " (`gpurun status` shows the details).";
+}
+
+std::string too_few_message(const std::vector<GpuAssessment>& assessed, int count, std::size_t available,
+                            const Sharing& sharing) {
   std::string message = fmt::format("need {} free GPU{} but {} of {} {} free:", count, count == 1 ? "" : "s", available,
                                     assessed.size(), available == 1 ? "is" : "are");
   for (const GpuAssessment& a : assessed) {
     const std::string state = a.free ? "free" : "busy: " + fmt::format("{}", fmt::join(a.reasons, "; "));
     message += fmt::format("\n  GPU {:<2} {:<24} {}", a.gpu.index, a.gpu.name.empty() ? "?" : a.gpu.name, state);
   }
-  message +=
-      "\nTry a smaller N, raise --max-util / --max-memory, or pass --allow-busy to share GPUs knowingly "
-      "(`gpurun status` shows the details).";
-  return message;
+  if (sharing.min_free_memory_mib)
+    message += fmt::format("\nNo busy GPU has {:g} MiB free (--min-free-memory) and is not reserved by another launch.",
+                           *sharing.min_free_memory_mib);
+  return message + "\n" + advice(count, sharing);
 }
 
 }  // namespace
@@ -73,12 +95,14 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
                     .notes = {},
                     .holders = {},
                     .withheld = false,
+                    .reserved = false,
                     .processes_known = processes_known};
     if (gpu.mig_enabled) a.reasons.emplace_back("MIG mode is enabled (not offered as a whole GPU)");
     if (const auto found = claims.find(gpu.index); found != claims.end())
       for (const Claim& claim : found->second) {
         a.reasons.push_back(claim.reason);
         if (claim.holder) a.holders.push_back(*claim.holder);
+        if (!claim.holder || claim.holder->kind != Holder::Kind::container) a.reserved = true;
       }
     // A process at 0 MiB has just started: the GPU is taken all the same.
     if (!gpu.processes.empty()) a.reasons.push_back(describe_processes(gpu.processes));
@@ -167,19 +191,31 @@ PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allo
 }
 
 PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy, const PlacementHints& hints) {
+  return pick(assessed, count, Sharing{.any_busy = allow_busy, .min_free_memory_mib = std::nullopt, .allowed = true},
+              hints);
+}
+
+PickResult pick(const std::vector<GpuAssessment>& assessed, int count, const Sharing& sharing,
+                const PlacementHints& hints) {
   if (count <= 0) throw Error(fmt::format("the number of GPUs must be positive, not {}", count));
   const auto wanted = static_cast<std::size_t>(count);
   std::vector<GpuAssessment> candidates;
-  std::size_t offered = 0;  // GPUs gpurun may ever hand out
+  std::vector<GpuAssessment> shared;  // busy, but with enough memory free (--min-free-memory)
+  std::size_t offered = 0;            // GPUs gpurun may ever hand out
   for (const GpuAssessment& a : assessed) {
     if (a.withheld || a.gpu.mig_enabled) continue;
     ++offered;
-    if (a.free || allow_busy) candidates.push_back(a);
+    if (a.free || sharing.any_busy) {
+      candidates.push_back(a);
+    } else if (const auto free_mib = memory_free_mib(a.gpu);
+               sharing.min_free_memory_mib && !a.reserved && free_mib && *free_mib >= *sharing.min_free_memory_mib) {
+      shared.push_back(a);
+    }
   }
 
   PickResult result;
-  result.available = candidates.size();
-  if (candidates.size() < wanted) {
+  result.available = candidates.size() + shared.size();
+  if (result.available < wanted) {
     result.waiting_can_help = wanted <= offered;
     if (wanted > assessed.size())
       result.shortfall = fmt::format("need {} GPUs but this machine has {} GPU{}", count, assessed.size(),
@@ -187,11 +223,19 @@ PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allo
     else if (wanted > offered)
       result.shortfall = too_few_offered(assessed, count, offered);
     else
-      result.shortfall = too_few_message(assessed, count, candidates.size());
+      result.shortfall = too_few_message(assessed, count, result.available, sharing);
     return result;
   }
   std::sort(candidates.begin(), candidates.end(), ranks_before);
-  candidates = choose_gpu_set(candidates, wanted, hints);
+  if (candidates.size() >= wanted) {
+    candidates = choose_gpu_set(candidates, wanted, hints);
+  } else {
+    std::stable_sort(shared.begin(), shared.end(), [](const GpuAssessment& a, const GpuAssessment& b) {
+      return memory_free_mib(a.gpu).value_or(0) > memory_free_mib(b.gpu).value_or(0);
+    });
+    shared.resize(wanted - candidates.size());
+    candidates.insert(candidates.end(), shared.begin(), shared.end());
+  }
   std::sort(candidates.begin(), candidates.end(),
             [](const GpuAssessment& a, const GpuAssessment& b) { return a.gpu.index < b.gpu.index; });
   result.chosen = std::move(candidates);

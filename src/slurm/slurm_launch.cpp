@@ -34,6 +34,7 @@ void warn_local_only(const Options& options) {
   if (options.max_memory.kind != defaults.max_memory.kind || options.max_memory.value != defaults.max_memory.value)
     ignored.emplace_back("--max-memory");
   if (options.allow_busy) ignored.emplace_back("--allow-busy");
+  if (options.min_free_memory_mib) ignored.emplace_back("--min-free-memory");
   if (options.ignore_containers) ignored.emplace_back("--ignore-containers");
   if (options.lock_dir != defaults.lock_dir) ignored.emplace_back("--lock-dir");
   if (options.host_cpus) ignored.emplace_back("--host-cpus");

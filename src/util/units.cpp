@@ -9,6 +9,18 @@
 
 namespace gpurun {
 
+namespace {
+
+// "2GiB", "500MiB" (also G, GB, M, MB) in MiB; nullopt for another unit. `u` is lower case.
+std::optional<double> in_mib(double value, const std::string& u) {
+  if (u == "mib" || u == "m" || u == "mb") return value;
+  if (u == "gib" || u == "g" || u == "gb") return value * 1024.0;
+  if (u == "tib" || u == "t" || u == "tb") return value * 1024.0 * 1024.0;
+  return std::nullopt;
+}
+
+}  // namespace
+
 MemoryLimit parse_memory_limit(std::string_view input) {
   const auto [number, unit] = text::split_unit(input);
   const auto value = text::parse_double(number);
@@ -21,8 +33,20 @@ MemoryLimit parse_memory_limit(std::string_view input) {
     if (*value > 100) throw bad("a percentage above 100");
     return {MemoryLimit::Kind::percent, *value};
   }
-  if (u == "mib" || u == "m" || u == "mb") return {MemoryLimit::Kind::mib, *value};
-  if (u == "gib" || u == "g" || u == "gb") return {MemoryLimit::Kind::mib, *value * 1024.0};
+  if (const auto mib = in_mib(*value, u)) return {MemoryLimit::Kind::mib, *mib};
+  if (u.empty()) throw bad("it needs a unit");
+  throw bad(fmt::format("unknown unit \"{}\"", text::printable(unit)));
+}
+
+double parse_memory_size(std::string_view input, std::string_view what) {
+  const auto [number, unit] = text::split_unit(input);
+  const auto value = text::parse_double(number);
+  const std::string u = text::to_lower(unit);
+  const auto bad = [&](std::string_view why) {
+    return Error(fmt::format("{} \"{}\": {}; write it as 20GiB or 500MiB", what, text::printable(input), why));
+  };
+  if (!value || *value <= 0) throw bad("not an amount above 0");
+  if (const auto mib = in_mib(*value, u)) return *mib;
   if (u.empty()) throw bad("it needs a unit");
   throw bad(fmt::format("unknown unit \"{}\"", text::printable(unit)));
 }

@@ -24,6 +24,18 @@ TEST_F(GpurunTest, SelectionOptionsWorkBeforeOrAfterTheVerb) {
   EXPECT_EQ(gpurun({"pick", "3", "--allow-busy"}, fakes("busy_dgx.json")).out, "2,3,5\n");
 }
 
+TEST_F(GpurunTest, MinFreeMemorySharesTheBusyGpusWithMostMemoryFreeAfterTheFreeOnes) {
+  // Free: 2 and 5. Busy with memory free: 3 (81913 MiB), 6 (79569), 7 (16510), 1 (10670).
+  EXPECT_EQ(gpurun({"pick", "--min-free-memory", "10GiB", "4"}, fakes("busy_dgx.json")).out, "2,3,5,6\n");
+  EXPECT_EQ(gpurun({"pick", "--min-free-memory", "10GiB", "2"}, fakes("busy_dgx.json")).out, "2,5\n");
+  const Outcome too_few = gpurun({"pick", "--min-free-memory", "80GiB", "4"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(too_few.exit_code, 125);
+  EXPECT_THAT(too_few.err, HasSubstr("No busy GPU has 81920 MiB free"));
+  const Outcome bad = gpurun({"pick", "--min-free-memory", "10%", "1"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(bad.exit_code, 125);
+  EXPECT_THAT(bad.err, HasSubstr("write it as 20GiB or 500MiB"));
+}
+
 TEST_F(GpurunTest, PickRaisedThresholdsCountMoreGpusFree) {
   // GPU 6 runs at 30 % with 2351 MiB but has a process: still busy. GPU 3's process too.
   const Outcome run = gpurun({"pick", "--max-util", "50", "3"}, fakes("busy_dgx.json"));

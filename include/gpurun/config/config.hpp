@@ -121,7 +121,7 @@ bool gpu_allowed(const Config& config, int index);
 std::string gpu_not_allowed_reason(const Config& config);
 void check_gpu_count(const Config& config, int gpus);
 void check_docker_options(const Config& config, const Options& options);
-void check_policy(const Config& config, const Options& options);  // both of the above
+void check_policy(const Config& config, const Options& options);  // these and check_sharing
 
 // load_config, then apply_to.
 Config configure(const ConfigInputs& inputs, Options& options);

@@ -41,6 +41,7 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   Percent max_util{10.0};
   MemoryLimit max_memory{MemoryLimit::Kind::percent, 10.0};
   bool allow_busy = false;
+  std::optional<double> min_free_memory_mib;  // a busy GPU with this much memory free is a candidate
   std::optional<std::string> mig;             // --mig: MIG instances are the units; "any" or a profile ("1g.10gb")
   bool mig_allow_larger = false;              // a larger profile may serve a --mig PROFILE request
   bool ignore_containers = false;             // do not ask the engine which containers hold GPUs

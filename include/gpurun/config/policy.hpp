@@ -22,6 +22,7 @@ struct SitePolicy {
   std::optional<std::vector<std::string>> allowed_images;  // shell-wildcard patterns; unset: any image
   std::vector<std::string> allowed_docker_options;         // under sudo, beyond the built-in allowlist
   std::string admin_group;                                 // under sudo, may manage any gpurun container
+  bool allow_sharing = true;                               // false: no --allow-busy, no --min-free-memory
   std::map<std::string, ConfigSource> sources;             // policy key -> where it is set
 };
 
@@ -51,7 +52,10 @@ std::string gpu_not_allowed_reason(const SitePolicy& policy);
 void check_gpu_count(const SitePolicy& policy, int gpus);  // max_gpus_per_launch, allowed_gpus
 void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, const Options& options);
 
-// Both checks, with the policy and origins the options carry.
+// allow_sharing: --allow-busy and --min-free-memory are refused when the policy forbids sharing.
+void check_sharing(const SitePolicy& policy, const Options& options);
+
+// All of these checks, with the policy and origins the options carry.
 void enforce_policy(const Options& options);
 
 }  // namespace gpurun

@@ -20,6 +20,7 @@ enum class ValueType {
   whole,     // a whole number >= 0
   percent,   // 0..100, as a number or "10%"
   memory,    // "10%", "500MiB", "2GiB"
+  size,      // "500MiB", "20GiB": an amount of memory above 0
   boolean,
   wait,           // a duration, true (no limit) or false
   list,           // a list of strings; a higher layer replaces it
@@ -45,6 +46,7 @@ std::string describe_json(const nlohmann::json& j);
 // The typed value of a checked JSON value (value_problem() found nothing).
 Percent percent_value(const nlohmann::json& value, std::string_view flag);
 MemoryLimit memory_value(const nlohmann::json& value);
+std::optional<double> size_mib_value(const nlohmann::json& value, std::string_view flag);  // null: nullopt
 WaitLimit wait_value(const nlohmann::json& value);
 std::chrono::milliseconds milliseconds_value(const nlohmann::json& value);
 std::optional<int> optional_int(const nlohmann::json& value);  // null: nullopt

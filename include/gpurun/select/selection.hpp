@@ -26,6 +26,7 @@ struct GpuAssessment {
   std::vector<std::string> notes;    // facts worth showing that do not make it busy
   std::vector<Holder> holders;       // the reservations and containers holding it (processes: gpu.processes)
   bool withheld = false;             // the site policy forbids handing it out, even with allow_busy
+  bool reserved = false;             // booked by another gpurun launch: never shared by memory
   bool processes_known = true;       // false: no process list was read (a snapshot without one)
 };
 
@@ -57,6 +58,13 @@ struct PickResult {
 
 struct PlacementHints;  // gpurun/select/placement.hpp
 
+// Which busy GPUs a launch may share.
+struct Sharing {
+  bool any_busy = false;                      // --allow-busy: every GPU, ranked by score
+  std::optional<double> min_free_memory_mib;  // --min-free-memory: busy GPUs with this much free
+  bool allowed = true;                        // the site policy's allow_sharing (for the advice given)
+};
+
 // The `count` lowest-scoring free GPUs (all GPUs when allow_busy, except those the site policy
 // withholds and MIG-enabled ones, which are never handed out whole), ties broken by index. A
 // shortfall lists every GPU and why it is not free. Throws Error only for a count below 1.
@@ -64,6 +72,11 @@ PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allo
 // The same, where the topology is known (the GPUs' NUMA nodes, links in `hints`): among equally
 // free sets, the one gpurun/select/placement.hpp prefers.
 PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy, const PlacementHints& hints);
+// The same with --min-free-memory: after every free GPU, the busy ones (not reserved by another
+// launch) with at least that much memory free, most free first. Placement chooses among free GPUs
+// only: a set that must share takes the freest memory instead.
+PickResult pick(const std::vector<GpuAssessment>& assessed, int count, const Sharing& sharing,
+                const PlacementHints& hints);
 
 // All GPUs best first: free before busy, then by score, then index.
 std::vector<GpuAssessment> ranked(std::vector<GpuAssessment> assessed);

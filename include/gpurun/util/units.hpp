@@ -17,6 +17,9 @@ struct MemoryLimit {
 };
 MemoryLimit parse_memory_limit(std::string_view input);  // throws Error on bad input
 
+// --min-free-memory: an amount above 0 ("20GiB", "500MiB"), in MiB; throws Error naming `what`.
+double parse_memory_size(std::string_view input, std::string_view what);
+
 // --max-util, --report-threshold: a share from 0 to 100.
 struct Percent {
   double value = 0.0;  // 0..100

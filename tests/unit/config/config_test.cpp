@@ -368,6 +368,32 @@ TEST_F(PolicyTest, GpuCountIsCappedByMaxGpusPerLaunchAndAllowedGpus) {
               HasSubstr("the site policy \"allowed_gpus\" in " + path("etc/config.json") + ":1 offers only 2: 2, 5"));
 }
 
+TEST_F(PolicyTest, AllowSharingFalseRefusesAllowBusyAndMinFreeMemory) {
+  write("etc/config.json", "{\n  \"allow_sharing\": false\n}\n");
+  ConfigInputs in = inputs();
+  in.flags = {{"min_free_memory", "20GiB"}};
+  Config config = load_config(in);
+  Options options;
+  apply_to(config, options);
+  ASSERT_TRUE(options.min_free_memory_mib);
+  EXPECT_DOUBLE_EQ(*options.min_free_memory_mib, 20480.0);
+  EXPECT_EQ(error_of([&] { check_policy(config, options); }),
+            fmt::format("--min-free-memory is refused: the site policy \"allow_sharing\" in {}:2 forbids sharing a "
+                        "busy GPU; leave it out, and add --wait (--wait 30m) to wait for a free one",
+                        path("etc/config.json")));
+  in.flags = {{"allow_busy", true}};
+  config = load_config(in);
+  Options busy;
+  apply_to(config, busy);
+  EXPECT_THAT(error_of([&] { check_policy(config, busy); }), HasSubstr("--allow-busy is refused"));
+
+  write("etc/config.json", "{}");
+  config = load_config(in);
+  Options allowed;
+  apply_to(config, allowed);
+  EXPECT_NO_THROW(check_policy(config, allowed));
+}
+
 TEST_F(PolicyTest, AllowedGpusFilter) {
   const Config config = policy_config();
   EXPECT_TRUE(gpu_allowed(config, 0));

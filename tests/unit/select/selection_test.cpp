@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/select/placement.hpp"
 #include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
 
@@ -20,6 +21,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 constexpr std::nullopt_t N = std::nullopt;
 
@@ -280,6 +282,84 @@ TEST(Pick, CountMustBePositive) {
     EXPECT_THAT(e.message, HasSubstr("positive")) << count;
   }
   EXPECT_EQ(test::caught_error([&] { pick(assessed, 0, true); }).exit_code, exit_code::failure);
+}
+
+// ---------------------------------------------------------------------------------------------
+// pick() with --min-free-memory
+
+Sharing by_memory(double mib) { return {.any_busy = false, .min_free_memory_mib = mib, .allowed = true}; }
+
+// GPU 0 idle, GPU 1 busy with 60 GiB free, GPU 2 busy with 30 GiB free, GPU 3 busy with 5 GiB free.
+std::vector<GpuAssessment> mixed_machine() {
+  return assess({make_gpu(0, 4, 81920, 0), make_gpu(1, 20480, 81920, 97), make_gpu(2, 51200, 81920, 40),
+                 make_gpu(3, 76800, 81920, 99)},
+                Thresholds{});
+}
+
+TEST(PickSharing, IdleGpusComeFirst) {
+  const PickResult result = pick(mixed_machine(), 1, by_memory(20 * 1024.0), PlacementHints{});
+  ASSERT_TRUE(result.ok()) << result.shortfall;
+  EXPECT_THAT(indices_of(result.chosen), ElementsAre(0));
+}
+
+TEST(PickSharing, ThenTheBusyGpusWithMostMemoryFree) {
+  const PickResult result = pick(mixed_machine(), 3, by_memory(20 * 1024.0), PlacementHints{});
+  ASSERT_TRUE(result.ok()) << result.shortfall;
+  EXPECT_THAT(indices_of(result.chosen), ElementsAre(0, 1, 2));
+  const PickResult two = pick(mixed_machine(), 2, by_memory(20 * 1024.0), PlacementHints{});
+  EXPECT_THAT(indices_of(two.chosen), ElementsAre(0, 1));
+}
+
+TEST(PickSharing, ABusyGpuWithLessFreeThanAskedIsNoCandidate) {
+  const PickResult result = pick(mixed_machine(), 4, by_memory(20 * 1024.0), PlacementHints{});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.available, 3u);
+  EXPECT_THAT(result.shortfall, HasSubstr("No busy GPU has 20480 MiB free"));
+  EXPECT_THAT(result.shortfall, Not(HasSubstr("--min-free-memory SIZE")));  // given already
+}
+
+TEST(PickSharing, AGpuReservedByAnotherLaunchIsNeverShared) {
+  ExternalClaims claims;
+  claims[1].push_back({.reason = "reserved by another gpurun launch",
+                       .holder = Holder{.kind = Holder::Kind::reservation, .user = "bob", .name = "gpurun"}});
+  claims[2].push_back(claim("its reservation file cannot be used: denied"));
+  const auto assessed =
+      assess({make_gpu(0, 20480, 81920, 97), make_gpu(1, 0, 81920, 0), make_gpu(2, 0, 81920, 0)}, Thresholds{}, claims);
+  const PickResult result = pick(assessed, 1, by_memory(1024.0), PlacementHints{});
+  ASSERT_TRUE(result.ok()) << result.shortfall;
+  EXPECT_THAT(indices_of(result.chosen), ElementsAre(0));
+  EXPECT_FALSE(pick(assessed, 2, by_memory(1024.0), PlacementHints{}).ok());
+}
+
+TEST(PickSharing, AContainerHolderCanBeShared) {
+  ExternalClaims claims;
+  claims[0].push_back({.reason = "in use by container x (alice)",
+                       .holder = Holder{.kind = Holder::Kind::container, .user = "alice", .name = "x"}});
+  const auto assessed = assess({make_gpu(0, 20480, 81920, 97)}, Thresholds{}, claims);
+  EXPECT_TRUE(pick(assessed, 1, by_memory(1024.0), PlacementHints{}).ok());
+}
+
+TEST(PickSharing, UnknownMemoryIsNeverShared) {
+  const auto assessed = assess({make_gpu(0, N, 81920, 97)}, Thresholds{});
+  EXPECT_FALSE(pick(assessed, 1, by_memory(1.0), PlacementHints{}).ok());
+}
+
+TEST(PickAdvice, OneGpuIsNotToldToAskForFewer) {
+  const auto busy = assess({make_gpu(0, 20480, 81920, 97)}, Thresholds{});
+  const PickResult one = pick(busy, 1, false);
+  EXPECT_THAT(one.shortfall, Not(HasSubstr("fewer")));
+  EXPECT_THAT(one.shortfall, HasSubstr("--wait 30m"));
+  EXPECT_THAT(one.shortfall, HasSubstr("--min-free-memory SIZE"));
+  const auto two_busy = assess({make_gpu(0, 20480, 81920, 97), make_gpu(1, 4, 81920, 0)}, Thresholds{});
+  EXPECT_THAT(pick(two_busy, 2, false).shortfall, HasSubstr("Ask for fewer GPUs"));
+}
+
+TEST(PickAdvice, SharingIsNotSuggestedWhereThePolicyForbidsIt) {
+  const auto busy = assess({make_gpu(0, 20480, 81920, 97)}, Thresholds{});
+  const PickResult result = pick(
+      busy, 1, Sharing{.any_busy = false, .min_free_memory_mib = std::nullopt, .allowed = false}, PlacementHints{});
+  EXPECT_THAT(result.shortfall, Not(HasSubstr("--allow-busy")));
+  EXPECT_THAT(result.shortfall, Not(HasSubstr("--min-free-memory")));
 }
 
 TEST(Ranked, FreeFirstThenScoreThenIndex) {

@@ -60,11 +60,25 @@ TEST_P(ParseMemoryLimitRejects, WithAnErrorNamingTheOption) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Bad, ParseMemoryLimitRejects,
-                         ::testing::Values("", "abc", "12", "-1%", "101%", "-5MiB", "5 TiB", "%", "MiB", "inf%", "nan%",
+                         ::testing::Values("", "abc", "12", "-1%", "101%", "-5MiB", "5 PiB", "%", "MiB", "inf%", "nan%",
                                            "1x%", "10%%"));
 
 TEST(ParseMemoryLimit, BareNumberErrorSaysAUnitIsNeeded) {
   EXPECT_THAT(test::caught_error([] { parse_memory_limit("12"); }).message, HasSubstr("needs a unit"));
+}
+
+TEST(ParseMemorySize, ReadsMibGibAndTib) {
+  EXPECT_DOUBLE_EQ(parse_memory_size("500MiB", "--min-free-memory"), 500.0);
+  EXPECT_DOUBLE_EQ(parse_memory_size("20G", "--min-free-memory"), 20480.0);
+  EXPECT_DOUBLE_EQ(parse_memory_size("1.5gib", "--min-free-memory"), 1536.0);
+  EXPECT_DOUBLE_EQ(parse_memory_size("1TiB", "--min-free-memory"), 1024.0 * 1024.0);
+}
+
+TEST(ParseMemorySize, RefusesPercentagesZeroAndBareNumbers) {
+  for (const char* bad : {"10%", "0GiB", "-1GiB", "20", "", "lots"}) {
+    const auto e = test::caught_error([&] { parse_memory_size(bad, "--min-free-memory"); });
+    EXPECT_THAT(e.message, AllOf(HasSubstr("--min-free-memory"), HasSubstr("20GiB"))) << bad;
+  }
 }
 
 TEST(ParseUtilizationLimit, AcceptsPercentWithOrWithoutTheSign) {
