@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "gpurun/select/placement.hpp"
 #include "gpurun/util/error.hpp"
@@ -47,8 +46,7 @@ std::string advice(int count, const Sharing& sharing) {
   std::string joined;
   for (std::size_t i = 0; i < ways.size(); ++i)
     joined += (i == 0 ? "" : i + 1 == ways.size() ? ", or " : ", ") + ways[i];
-  joined[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(joined[0])));
-  return joined + " (`gpurun status` shows the details).";
+  return "You can " + joined + " (`gpurun status` shows the details).";
 }
 
 std::string too_few_message(const std::vector<GpuAssessment>& assessed, int count, std::size_t available,

@@ -351,7 +351,7 @@ TEST(PickAdvice, OneGpuIsNotToldToAskForFewer) {
   EXPECT_THAT(one.shortfall, HasSubstr("--wait 30m"));
   EXPECT_THAT(one.shortfall, HasSubstr("--min-free-memory SIZE"));
   const auto two_busy = assess({make_gpu(0, 20480, 81920, 97), make_gpu(1, 4, 81920, 0)}, Thresholds{});
-  EXPECT_THAT(pick(two_busy, 2, false).shortfall, HasSubstr("Ask for fewer GPUs"));
+  EXPECT_THAT(pick(two_busy, 2, false).shortfall, HasSubstr("You can ask for fewer GPUs"));
 }
 
 TEST(PickAdvice, SharingIsNotSuggestedWhereThePolicyForbidsIt) {
