@@ -14,6 +14,7 @@
 #include <map>
 
 #include "command_line.hpp"
+#include "gpurun/config/audit_log.hpp"
 #include "gpurun/config/caller.hpp"
 #include "gpurun/config/config.hpp"
 #include "gpurun/config/settings.hpp"
@@ -273,6 +274,9 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   in.environment = gpurun_environment(environ);
   // Under sudo: act for the caller from here on, before any file of theirs is read.
   in.caller = sudo_caller(::geteuid(), environ);
+  // Tests (and an admin trying a new file) name another system file; under sudo the admin's holds.
+  if (const auto system = env("GPURUN_SYSTEM_CONFIG"); system && !system->empty() && !in.caller)
+    in.system_file = *system;
   if (in.caller) act_for(*in.caller);
   if (!b.profile.empty()) in.profile = b.profile;
   in.flags = given_flags(app, b, Scope::option);
@@ -333,8 +337,8 @@ void report_error(std::string_view message) {
 int main(int argc, char** argv) {
   CLI::App app{"gpurun picks the freest GPUs of this machine and runs a Docker job on them.", "gpurun"};
   app.footer(footer());
+  Parsed parsed;  // outside the try: a refusal's log line names what was asked
   try {
-    Parsed parsed;
     try {
       parsed = parse(argc, argv, app);
     } catch (const CLI::CallForHelp&) {
@@ -365,6 +369,10 @@ int main(int argc, char** argv) {
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
     invocation.config = &config;
     return verb.run(invocation, std::cout);
+  } catch (const Refusal& e) {
+    log_refusal(parsed.options, parsed.config_inputs.caller, e.what());
+    report_error(e.what());
+    return e.exit_code();
   } catch (const Error& e) {
     report_error(e.what());
     return e.exit_code();

@@ -38,7 +38,8 @@ std::vector<gid_t> groups_of(const std::string& login, gid_t gid) {
 // env_keep or SETENV must not let a caller choose what root runs: PATH finds the programs
 // (a fixed system path, as sudo's secure_path), DOCKER_* and HOME decide which engine, which
 // client config.json (credential helpers, CLI plugins: programs) and which TLS files docker
-// uses, XDG_RUNTIME_DIR a rootless engine's socket, GPURUN_SYSFS_ROOT the topology read.
+// uses, XDG_RUNTIME_DIR a rootless engine's socket, GPURUN_SYSFS_ROOT the topology read,
+// GPURUN_SYSTEM_CONFIG the system file (ignored under sudo already), GPURUN_SYSLOG_SOCKET the log.
 void scrub_environment_for_root() {
   std::vector<std::string> names;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
@@ -46,7 +47,8 @@ void scrub_environment_for_root() {
     const std::string_view name = text.substr(0, text.find('='));
     if (name.starts_with("DOCKER_") || name.starts_with("LD_") || name == "XDG_RUNTIME_DIR" ||
         name == "XDG_CONFIG_HOME" || name == "CONTAINERS_CONF" || name == "CONTAINER_HOST" ||
-        name == "GPURUN_SYSFS_ROOT" || name == "BUILDKIT_HOST")
+        name == "GPURUN_SYSFS_ROOT" || name == "GPURUN_SYSTEM_CONFIG" || name == "GPURUN_SYSLOG_SOCKET" ||
+        name == "BUILDKIT_HOST")
       names.emplace_back(name);
   }
   for (const std::string& name : names) ::unsetenv(name.c_str());

@@ -85,8 +85,12 @@ void merge_environment(Config& config, const std::map<std::string, std::string>&
   for (const Setting& s : settings())
     if (s.scope == Scope::option) variables.push_back(s.env());
   for (const auto& [variable, raw] : environment) {
-    // Not settings: the profile, and the sysfs root tests point at a tree of their own (gpurun/gpu/topology.hpp).
-    if (variable == "GPURUN_PROFILE" || variable == "GPURUN_SYSFS_ROOT" || raw.empty()) continue;  // empty: unset
+    // Not settings: the profile, the sysfs root tests point at a tree of their own
+    // (gpurun/gpu/topology.hpp), the system file they replace (read by the CLI, not under sudo) and
+    // their system log (gpurun/util/syslog.hpp).
+    if (variable == "GPURUN_PROFILE" || variable == "GPURUN_SYSFS_ROOT" || variable == "GPURUN_SYSTEM_CONFIG" ||
+        variable == "GPURUN_SYSLOG_SOCKET" || raw.empty())
+      continue;  // empty: unset
     const Setting* info = variable.starts_with("GPURUN_") ? find_setting(text::to_lower(variable.substr(7))) : nullptr;
     if (info == nullptr || info->scope != Scope::option) {
       config.warnings.push_back(fmt::format("ignoring {}: gpurun has no such setting{}", variable,

@@ -96,14 +96,14 @@ std::string gpu_not_allowed_reason(const SitePolicy& policy) {
 
 void check_gpu_count(const SitePolicy& policy, int gpus) {
   if (policy.max_gpus_per_launch && gpus > *policy.max_gpus_per_launch)
-    throw Error(
+    throw Refusal(
         fmt::format("{} GPUs asked for, but the site policy \"max_gpus_per_launch\" in {} allows at most {} "
                     "per launch",
                     gpus, location(policy, "max_gpus_per_launch"), *policy.max_gpus_per_launch));
   if (policy.allowed_gpus && static_cast<std::size_t>(gpus) > policy.allowed_gpus->size())
-    throw Error(fmt::format("{} GPUs asked for, but the site policy \"allowed_gpus\" in {} offers only {}: {}", gpus,
-                            location(policy, "allowed_gpus"), policy.allowed_gpus->size(),
-                            fmt::join(*policy.allowed_gpus, ", ")));
+    throw Refusal(fmt::format("{} GPUs asked for, but the site policy \"allowed_gpus\" in {} offers only {}: {}", gpus,
+                              location(policy, "allowed_gpus"), policy.allowed_gpus->size(),
+                              fmt::join(*policy.allowed_gpus, ", ")));
 }
 
 void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, const Options& options) {
@@ -129,7 +129,7 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
   // Everywhere, sudo or not: the reservation says which GPUs the job gets, nothing else.
   for (const Given& g : given)
     if (g.arg.name == "env" && gpu_selecting_env(g.arg.value.value_or("")))
-      throw Error(
+      throw Refusal(
           fmt::format("docker option \"{}\"{} is refused: it would give the job GPUs outside its reservation "
                       "(gpurun passes the reserved GPUs with --gpus)",
                       text::printable(g.arg.text), origin_of(origins, g.key, g.item)));
@@ -139,7 +139,7 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
     if (!rule) continue;  // the system file's check refused such a rule already
     for (const Given& g : given)
       if (refuses(*rule, g.arg))
-        throw Error(
+        throw Refusal(
             fmt::format("docker option \"{}\"{} is refused by the site policy \"refused_docker_options\" "
                         "(rule \"{}\") in {}",
                         text::printable(g.arg.text), origin_of(origins, g.key, g.item), rule_text,
@@ -149,7 +149,7 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
 
 void check_sharing(const SitePolicy& policy, const Options& options) {
   if (policy.allow_sharing || (!options.allow_busy && !options.min_free_memory_mib)) return;
-  throw Error(
+  throw Refusal(
       fmt::format("{} is refused: the site policy \"allow_sharing\" in {} forbids sharing a busy GPU; "
                   "leave it out, and add --wait (--wait 30m) to wait for a free one",
                   options.allow_busy ? "--allow-busy" : "--min-free-memory", location(policy, "allow_sharing")));
@@ -159,9 +159,9 @@ void enforce_policy(const Options& options) {
   check_gpu_count(options.policy, options.gpus);
   check_sharing(options.policy, options);
   if (!options.image.empty() && !image_allowed(options.policy, options.image))
-    throw Error(fmt::format("image \"{}\" is not allowed by the site policy \"allowed_images\" in {} ({})",
-                            text::printable(options.image), location(options.policy, "allowed_images"),
-                            fmt::join(*options.policy.allowed_images, ", ")));
+    throw Refusal(fmt::format("image \"{}\" is not allowed by the site policy \"allowed_images\" in {} ({})",
+                              text::printable(options.image), location(options.policy, "allowed_images"),
+                              fmt::join(*options.policy.allowed_images, ", ")));
   check_docker_options(options.policy, options.origins, options);
 }
 

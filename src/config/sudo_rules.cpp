@@ -35,7 +35,7 @@ bool mount_ok(const Value& v) {  // bind mounts are checked as the caller (job/c
 }
 bool not_false(const Value& v) { return docker_bool(v).value_or(true); }  // --rm=false would leave it behind
 
-[[noreturn]] void refuse(const std::string& what) { throw Error("not allowed under sudo: " + what); }
+[[noreturn]] void refuse(const std::string& what) { throw Refusal("not allowed under sudo: " + what); }
 
 }  // namespace
 
@@ -217,6 +217,18 @@ void enforce_caller_rules(const Options& options, bool dry_run) {
   const std::vector<DockerArg> args = caller_docker_args(options.docker_opts);
   for (const DockerArg& arg : args)
     if (const std::string why = sudo_refusal(arg, options.policy.allowed_docker_options); !why.empty()) refuse(why);
+  // sudo reset the environment, so "-e NAME" would pass root's value (usually none), not the caller's.
+  const auto without_value = [](const std::string& item) { return item.find('=') == std::string::npos; };
+  for (const std::string& item : options.env)
+    if (without_value(item))
+      refuse(
+          fmt::format("-e \"{}\" without a value: sudo reset the environment, so the job would get root's "
+                      "value, not yours; write -e {}=VALUE (-e {}=\"${}\" passes yours)",
+                      text::printable(item), text::printable(item), text::printable(item), text::printable(item)));
+  for (const DockerArg& arg : args)
+    if (arg.name == "env" && arg.value && without_value(*arg.value))
+      refuse(fmt::format("docker option \"{}\" without a value: sudo reset the environment; write {}=VALUE",
+                         text::printable(arg.text), text::printable(arg.text)));
   for (const std::string& p : options.publish)
     if (const long port = host_port(p); port > 0 && port < 1024)
       refuse(fmt::format("--publish \"{}\": host ports below 1024 belong to the host's services", text::printable(p)));

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "caller_mounts.hpp"
+#include "gpurun/config/audit_log.hpp"
 #include "gpurun/config/policy.hpp"
 #include "gpurun/config/sudo_rules.hpp"
 #include "gpurun/engine/container_engine.hpp"
@@ -334,6 +335,7 @@ int run_launch(const Options& options, std::ostream& out) {
   for (const auto& a : chosen) chosen_gpus.push_back(a.gpu);
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
+  log_launch(options, index_list(chosen), request.name);
   if (options.detach) return run_detached(*engine, argv, request.name, index_list(chosen), request.for_caller, out);
   if (report) return run_reported(options, argv, chosen_gpus, cpus.total, inventory.source);
 

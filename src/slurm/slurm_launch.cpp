@@ -8,6 +8,7 @@
 #include <iostream>
 #include <ostream>
 
+#include "gpurun/config/audit_log.hpp"
 #include "gpurun/config/policy.hpp"
 #include "gpurun/config/sudo_rules.hpp"
 #include "gpurun/engine/docker_command.hpp"
@@ -151,6 +152,8 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
 
   const bool tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   SlurmJob job = slurm_job_from(options, cpus_per_gpu(options), current_identity().workdir, tty);
+  // Slurm picks the GPUs: the log names how many.
+  if (!options.dry_run) log_launch(options, fmt::format("{} (Slurm)", options.gpus), job.name);
   if (container == SlurmContainer::oci) {
     // The bundle is written once the job holds its GPUs: by this gpurun (slurm/slurm_oci.cpp), or
     // with -d by the gpurun the batch script runs on the node.

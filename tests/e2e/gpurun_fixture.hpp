@@ -75,8 +75,16 @@ class GpurunTest : public ::testing::Test {
     dir_ = pattern;
     // No host topology unless a test builds one (tests/support/fake_sysfs.hpp): never this machine's /sys.
     ::setenv("GPURUN_SYSFS_ROOT", (dir_ + "/no-sysfs").c_str(), 1);
+    // Nor the admin's /etc/gpurun/config.json: a test that wants a system file writes this one.
+    ::setenv("GPURUN_SYSTEM_CONFIG", system_config().c_str(), 1);
+    // Nor the machine's system log: a test that reads the lines listens there (audit_log_test.cpp).
+    ::setenv("GPURUN_SYSLOG_SOCKET", (dir_ + "/no-syslog.sock").c_str(), 1);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // The system file every gpurun of the test reads in place of /etc/gpurun/config.json (none
+  // unless the test writes it).
+  std::string system_config() const { return dir_ + "/etc-gpurun-config.json"; }
 
   // Stand-ins for nvidia-smi (answering from `scenario_name`) and docker (recording its argv).
   Env fakes(const std::string& scenario_name, int docker_exit = 0) const {

@@ -11,6 +11,9 @@
 #     docker_memlock_shim, stop_private_docker DIR.
 
 readonly SKIP=77
+# Never the machine's /etc/gpurun/config.json: an admin's policy there would change the answers.
+# sudo_real.sh writes one of its own (put back on exit) and unsets this.
+export GPURUN_SYSTEM_CONFIG=/nonexistent/gpurun-tests/config.json
 readonly SYS_PATH=/usr/sbin:/usr/bin:/sbin:/bin
 failures=0
 passes=0

@@ -63,6 +63,7 @@ user_created="" service_pid="" nodes=() home=""
 rt=$tmp/run work=$tmp/work utmp=$tmp/user
 as_user() { # as_user COMMAND...: run as the test user with a clean login-like environment
   (cd "$work" && runuser -u "$USER_NAME" -- env -i PATH="$PATH" HOME="$home" USER="$USER_NAME" LOGNAME="$USER_NAME" \
+    GPURUN_SYSTEM_CONFIG="$GPURUN_SYSTEM_CONFIG" \
     XDG_RUNTIME_DIR="$rt" "$@") </dev/null
 }
 cleanup() {

@@ -13,6 +13,7 @@
 # (not root, no sudo/useradd, no engine).
 set -uo pipefail
 source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+unset GPURUN_SYSTEM_CONFIG # the system file is this test's own /etc/gpurun/config.json
 readonly IMAGE=gpurun-test/busybox:1 A=gpurun-e2e-a B=gpurun-e2e-b C=gpurun-e2e-c G=gpurun-e2e-g
 
 (($# == 2)) || { say "usage: $0 GPURUN FAKE_SMI"; exit 2; }

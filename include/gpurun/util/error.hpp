@@ -23,4 +23,11 @@ class Error : public std::runtime_error {
   int exit_code_;
 };
 
+// A rule said no (the site policy, the rules under sudo): an Error to the user, and a line in the
+// system log (gpurun/config/audit_log.hpp).
+class Refusal : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace gpurun

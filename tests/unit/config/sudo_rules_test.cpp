@@ -172,6 +172,28 @@ TEST(SudoRules, LowHostPortsAndSnapshotsForALaunchAreRefused) {
   enforce_caller_rules(o, true);  // a dry run may read a snapshot
 }
 
+TEST(SudoRules, AnEnvironmentVariableWithoutAValueIsRefusedSayingHowToPassIt) {
+  Options o = caller_options({});
+  o.env = {"HF_TOKEN"};
+  const auto e = test::caught_error([&] { enforce_caller_rules(o, false); });
+  EXPECT_EQ(e.message,
+            "not allowed under sudo: -e \"HF_TOKEN\" without a value: sudo reset the environment, so the job would "
+            "get root's value, not yours; write -e HF_TOKEN=VALUE (-e HF_TOKEN=\"$HF_TOKEN\" passes yours)");
+  o.env = {"HF_TOKEN=abc", "EMPTY="};
+  EXPECT_NO_THROW(enforce_caller_rules(o, false));
+  o.env = {};
+  o.docker_opts = {"-e", "HF_TOKEN"};
+  EXPECT_THAT(test::caught_error([&] { enforce_caller_rules(o, false); }).message,
+              HasSubstr("docker option \"-e HF_TOKEN\" without a value"));
+  o.docker_opts = {"--env=A=1"};
+  EXPECT_NO_THROW(enforce_caller_rules(o, false));
+}
+
+TEST(SudoRules, RefusalsAreRefusalsForTheSystemLog) {
+  Options o = caller_options({"--privileged"});
+  EXPECT_THROW(enforce_caller_rules(o, false), Refusal);
+}
+
 TEST(SudoRules, SlurmJobsAreNotStartedAsRoot) {
   Options o = caller_options({});
   o.backend = Backend::slurm;
