@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "gpurun/config/options.hpp"
 #include "gpurun/config/policy.hpp"
@@ -105,7 +106,7 @@ const std::vector<DockerOptionRule>& sudo_docker_rules() {
       {"link", false, "another user's container"},
       {"volume-driver", false, "a volume plugin running as root"},
       {"sysctl", false, "kernel settings"},
-      {"ulimit", false, "limits above the host's (the admin can allow it)"},
+      {"ulimit", false, "limits above the host's"},
       {"oom-kill-disable", false, "the host's protection against running out of memory"},
       {"oom-score-adj", false, "the host's protection against running out of memory"},
       {"cpus", false, "more CPUs than gpurun's quota"},
@@ -153,9 +154,19 @@ std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& a
         "docker option \"{}\" is not on the list of options allowed under sudo (the admin can add it "
         "to \"allowed_docker_options\" in /etc/gpurun/config.json)",
         text::printable(arg.text));
-  if (!it->allowed) return fmt::format("docker option \"{}\": it would give {}", text::printable(arg.text), it->why);
+  // What the caller can do: ask the admin, where allowing it is a site's choice rather than root.
+  const auto ask_admin = [&] {
+    return fmt::format(
+        "; the admin may allow it by adding \"{}\" to \"allowed_docker_options\" in "
+        "/etc/gpurun/config.json",
+        text::printable(arg.text));
+  };
+  static const std::set<std::string, std::less<>> kSiteChoices{"ulimit", "sysctl", "uts", "oom-score-adj"};
+  if (!it->allowed)
+    return fmt::format("docker option \"{}\": it would give {}{}", text::printable(arg.text), it->why,
+                       kSiteChoices.contains(arg.name) ? ask_admin() : "");
   if (it->value_ok != nullptr && !it->value_ok(arg.value))
-    return fmt::format("docker option \"{}\": allowed only as {}", text::printable(arg.text), it->why);
+    return fmt::format("docker option \"{}\": allowed only as {}{}", text::printable(arg.text), it->why, ask_admin());
   return {};
 }
 

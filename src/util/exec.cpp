@@ -41,9 +41,12 @@ std::string locate_program(const std::string& program) {
   std::string path = find_program(program, error);
   if (!path.empty()) return path;
   if (error == ENOENT)
-    throw Error(fmt::format("{} not found{}: install docker (Debian: apt-get install docker.io), or pass "
-                            "--docker PATH or set GPURUN_DOCKER",
-                            program, program.find('/') == std::string::npos ? " on PATH" : ""),
+    throw Error(fmt::format("{} not found{}: {}", program, program.find('/') == std::string::npos ? " on PATH" : "",
+                            // Under sudo the flag would be refused: only the admin's file names programs.
+                            acting_for_caller()
+                                ? "ask your admin to install it, or to set \"docker\" in /etc/gpurun/config.json"
+                                : "install docker (Debian: apt-get install docker.io), or pass --docker PATH or "
+                                  "set GPURUN_DOCKER"),
                 exit_code::not_found);
   throw Error(fmt::format("cannot execute {}: {}", program, std::strerror(error)), exit_code::cannot_execute);
 }

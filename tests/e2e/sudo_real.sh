@@ -167,6 +167,13 @@ refused "--docker-opt image word" "not a docker option" --docker-opt "$IMAGE" "$
 refused "--backend slurm" "would run as root" --backend slurm "${img[@]}"
 refused "--from-csv for a launch" "not allowed under sudo" --from-csv /dev/null "${img[@]}"
 refused "status --from-csv /etc/shadow" "Permission denied" status --from-csv /etc/shadow
+refused "-e NAME without a value" "write -e HOME=VALUE" -e HOME "${img[@]}"
+refused "--docker-opt --ipc=host, naming what the admin may allow" 'the admin may allow it by adding "--ipc=host"' \
+  --docker-opt --ipc=host "${img[@]}"
+# What to do is what the caller can do: not a flag that sudo refuses.
+mv "$tmp/nvidia-smi" "$tmp/nvidia-smi.away"
+refused "nvidia-smi missing: ask the admin" 'ask your admin to install the NVIDIA driver utilities, or to set "nvidia_smi"' status
+mv "$tmp/nvidia-smi.away" "$tmp/nvidia-smi"
 grep -q "root:" "$tmp/err" "$tmp/out" && fail "/etc/shadow content echoed" || pass "/etc/shadow not echoed"
 expect_eq "lock directory root's and the lock group's, setgid 2775" "root $G 2775" "$(stat -c '%U %G %a' "$tmp/locks")"
 

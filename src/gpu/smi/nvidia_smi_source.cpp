@@ -9,6 +9,7 @@
 
 #include "gpurun/gpu/topology.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/privileges.hpp"
 #include "gpurun/util/text.hpp"
 #include "smi/smi_csv.hpp"
 #include "smi/smi_query.hpp"
@@ -60,10 +61,13 @@ std::string own_words(const ProcessResult& result, std::size_t columns) {
                        std::size_t columns) {
   const std::string& program = spec.argv.front();
   if (result.end == ProcessResult::End::not_started && result.spawn_errno == ENOENT)
-    throw Error(
-        fmt::format("nvidia-smi not found (looked for \"{}\"{}): install the NVIDIA driver utilities, "
-                    "or pass --nvidia-smi PATH, or --from-csv FILE to read a recorded snapshot",
-                    program, program.find('/') == std::string::npos ? " on PATH" : ""));
+    throw Error(fmt::format("nvidia-smi not found (looked for \"{}\"{}): {}", program,
+                            program.find('/') == std::string::npos ? " on PATH" : "",
+                            // Under sudo --nvidia-smi would be refused: only the admin's file names programs.
+                            acting_for_caller() ? "ask your admin to install the NVIDIA driver utilities, or to set "
+                                                  "\"nvidia_smi\" in /etc/gpurun/config.json"
+                                                : "install the NVIDIA driver utilities, or pass --nvidia-smi PATH, or "
+                                                  "--from-csv FILE to read a recorded snapshot"));
   const std::string words = own_words(result, columns);
   throw Error(fmt::format("{} {} {}{}{}", program, spec.argv[1], describe_end(result, timeout),
                           words.empty() ? "" : ": " + words,

@@ -17,6 +17,7 @@ namespace gpurun {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Options caller_options(std::vector<std::string> docker_opts) {
   Options o;
@@ -187,6 +188,15 @@ TEST(SudoRules, AnEnvironmentVariableWithoutAValueIsRefusedSayingHowToPassIt) {
               HasSubstr("docker option \"-e HF_TOKEN\" without a value"));
   o.docker_opts = {"--env=A=1"};
   EXPECT_NO_THROW(enforce_caller_rules(o, false));
+}
+
+TEST(SudoRules, ARefusalTheAdminCouldLiftSaysSoAndOneThatGivesRootDoesNot) {
+  EXPECT_EQ(refusal({"--ipc=host"}),
+            "not allowed under sudo: docker option \"--ipc=host\": allowed only as private, shareable or none; the "
+            "admin may allow it by adding \"--ipc=host\" to \"allowed_docker_options\" in /etc/gpurun/config.json");
+  EXPECT_THAT(refusal({"--ulimit", "memlock=-1"}), HasSubstr("the admin may allow it"));
+  EXPECT_THAT(refusal({"--privileged"}), Not(HasSubstr("admin")));
+  EXPECT_THAT(refusal({"--cap-add=SYS_ADMIN"}), Not(HasSubstr("admin")));
 }
 
 TEST(SudoRules, RefusalsAreRefusalsForTheSystemLog) {
