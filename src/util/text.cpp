@@ -103,4 +103,11 @@ std::string printable(std::string_view s, std::size_t max_length) {
   return out;
 }
 
+std::string printable_words(std::string_view s, std::size_t max_length) {
+  if (s.size() <= max_length) return printable(s, max_length);
+  std::size_t cut = s.rfind(' ', max_length);
+  if (cut == std::string_view::npos || cut < max_length / 2) cut = max_length;  // one long word: cut it
+  return printable(text::trim(s.substr(0, cut)), max_length) + " ...";
+}
+
 }  // namespace gpurun::text

@@ -19,6 +19,7 @@ namespace gpurun::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using namespace std::chrono_literals;
 
@@ -193,6 +194,22 @@ TEST_F(ContainerAwarenessTest, AnEngineOutOfReachIsAWarningNotAFailure) {
   EXPECT_THAT(pick.err, HasSubstr("warning: cannot ask the Docker engine which containers hold GPUs, going by "
                                   "nvidia-smi alone: `" +
                                   fake("docker") + " ps` exited with status 1: Cannot connect"));
+}
+
+TEST_F(ContainerAwarenessTest, NoAccessToTheEngineIsSaidWholeWithWhatToAskFor) {
+  Env env = fakes("all_free_8.json");
+  env.emplace_back("FAKE_DOCKER_PS_ERROR",
+                   "permission denied while trying to connect to the Docker daemon socket at "
+                   "unix:///var/run/docker.sock: Get \"http://%2Fvar%2Frun%2Fdocker.sock/v1.47/containers/json\": "
+                   "dial unix /var/run/docker.sock: connect: permission denied");
+  const Outcome ps = gpurun({"ps"}, env);
+  EXPECT_EQ(ps.exit_code, 125);
+  EXPECT_EQ(ps.out, "");
+  EXPECT_THAT(ps.err, HasSubstr("permission denied while trying to connect to the Docker daemon socket"));
+  EXPECT_THAT(ps.err, HasSubstr("ask your admin for `sudo gpurun`"));
+  EXPECT_THAT(ps.err, HasSubstr("`docker` group"));
+  // Cut, if at all, where a word ends.
+  EXPECT_THAT(ps.err, Not(HasSubstr("%2Fv...")));
 }
 
 TEST_F(ContainerAwarenessTest, PsListsContainersHoldingGpus) {

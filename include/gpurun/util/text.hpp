@@ -34,4 +34,7 @@ NumberWithUnit split_unit(std::string_view s);
 // Makes arbitrary input printable in one line of an error message.
 std::string printable(std::string_view s, std::size_t max_length = 60);
 
+// printable(), cut where a word ends (not inside one) when longer than `max_length`.
+std::string printable_words(std::string_view s, std::size_t max_length);
+
 }  // namespace gpurun::text

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "access_hint.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/text.hpp"
@@ -11,7 +12,9 @@ namespace {
 
 std::string short_error(const ProcessResult& result) {
   const auto lines = text::non_blank_lines(result.err.empty() ? result.out : result.err);
-  return lines.empty() ? std::string{} : ": " + text::printable(text::trim(lines.front().text), 200);
+  if (lines.empty()) return {};
+  const std::string_view first = text::trim(lines.front().text);
+  return ": " + text::printable_words(first, 240) + engine_access_hint(first);
 }
 
 }  // namespace

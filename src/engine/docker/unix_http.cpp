@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 
+#include "access_hint.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/privileges.hpp"
 
@@ -137,7 +138,8 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
   const std::string message = failure->error.message();
   throw Error(fmt::format("the Docker engine at {} {}", socket_path_,
                           failure->connected ? fmt::format("broke off its answer to {}: {}", failure->target, message)
-                                             : fmt::format("cannot be reached: {}", message)));
+                                             : fmt::format("cannot be reached: {}{}", message,
+                                                           engine_access_hint(message))));
 }
 
 }  // namespace gpurun
