@@ -2,12 +2,16 @@
 
 #include <signal.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -34,6 +38,7 @@
 #include "gpurun/util/exec.hpp"
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/process.hpp"
+#include "gpurun/util/text.hpp"
 #include "gpurun/util/shell_quote.hpp"
 #include "gpurun/util/units.hpp"
 #include "mount_pins.hpp"
@@ -267,6 +272,21 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
   }
 }
 
+// Where --report-json will write, checked before the job starts (as the caller, under sudo): a
+// missing directory found only when the job ends loses the report of the whole run.
+void check_report_destination(const std::string& file) {
+  std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error))
+    throw Error(fmt::format("--report-json {}: the directory {} does not exist; create it first, or name a file in "
+                            "an existing one",
+                            text::printable(file, 200), text::printable(dir.string(), 200)));
+  if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
+    throw Error(fmt::format("--report-json {}: cannot write in {}: {}", text::printable(file, 200),
+                            text::printable(dir.string(), 200), std::strerror(errno)));
+}
+
 // --report: the job runs as our child; afterwards, how well it used its GPUs.
 int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<Gpu>& chosen, int cpus,
                  const std::string& source) {
@@ -298,6 +318,7 @@ int run_launch(const Options& options, std::ostream& out) {
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
   if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");
+  if (!options.report_json.empty()) check_report_destination(options.report_json);  // not after a day's run
 
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir =
@@ -317,7 +338,8 @@ int run_launch(const Options& options, std::ostream& out) {
   // The ranking is shown for a dry run; a real launch keeps stderr quiet unless asked (--verbose).
   const auto ranking_level = options.dry_run ? spdlog::level::info : spdlog::level::debug;
   if (spdlog::should_log(ranking_level)) std::cerr << format_gpu_table(ranked(inventory.assessed)) << std::flush;
-  if (cpus.warning) spdlog::warn("{}", *cpus.warning);
+  // A fact of the host, the same at every launch: a note beside the ranking, not a warning each time.
+  if (cpus.warning) spdlog::log(ranking_level, "{}", *cpus.warning);
   spdlog::log(ranking_level, "picked GPU{} {} of {}; --cpus {} ({} per GPU)", chosen.size() == 1 ? "" : "s",
               index_list(chosen), inventory.assessed.size(), cpus.total, cpus.per_gpu);
 

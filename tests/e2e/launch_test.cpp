@@ -216,10 +216,20 @@ TEST_F(GpurunTest, CpusAreTheFairSharePerGpuClampedToTheHost) {
   EXPECT_EQ(cpus_for({"--host-cpus", "12", "2"}), "12");  // 16 wanted, the host has 12
 }
 
-TEST_F(GpurunTest, CpusCutToTheHostSayWhy) {
-  const Outcome run = gpurun({"--dry-run", "--image", "img", "--host-cpus", "12", "2"}, fakes("all_free_8.json"));
-  EXPECT_EQ(run.exit_code, 0);
-  EXPECT_THAT(run.err, HasSubstr("warning: 8 CPUs per GPU x 2 GPUs = 16 CPUs, but the host has 12: using --cpus 12"));
+TEST_F(GpurunTest, CpusCutToTheHostAreANoteOfTheDryRunAndOfVerboseNotAWarningAtEachLaunch) {
+  const std::string note = "8 CPUs per GPU x 2 GPUs = 16 CPUs, but the host has 12: using --cpus 12";
+  const Outcome dry = gpurun({"--dry-run", "--image", "img", "--host-cpus", "12", "2"}, fakes("all_free_8.json"));
+  EXPECT_EQ(dry.exit_code, 0);
+  EXPECT_THAT(dry.err, HasSubstr("info: " + note));
+  const Outcome quiet =
+      gpurun({"--dry-run", "-q", "--image", "img", "--host-cpus", "12", "2"}, fakes("all_free_8.json"));
+  EXPECT_THAT(quiet.err, Not(HasSubstr(note)));
+  const Outcome launch = gpurun({"--image", "img", "--host-cpus", "12", "2", "--", "true"}, fakes("all_free_8.json"));
+  EXPECT_EQ(launch.exit_code, 0) << launch.err;
+  EXPECT_THAT(launch.err, Not(HasSubstr(note)));
+  const Outcome verbose =
+      gpurun({"--verbose", "--image", "img", "--host-cpus", "12", "2", "--", "true"}, fakes("all_free_8.json"));
+  EXPECT_THAT(verbose.err, HasSubstr(note));
 }
 
 TEST_F(GpurunTest, AllowBusyTakesTheLowestScoresAmongAllGpus) {

@@ -70,6 +70,14 @@ TEST_F(ReportTest, SummaryFiguresMatchTheTraceExactly) {
   EXPECT_EQ(json["gpus"][1]["missing_samples"], 1);
 }
 
+TEST_F(ReportTest, AReportJsonIntoAMissingDirectoryFailsBeforeTheJobStarts) {
+  const Outcome run = gpurun({"--report-json", dir() + "/no/such/report.json", "--image", "img", "1", "train"},
+                             reporting_env("3"));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("the directory " + dir() + "/no/such does not exist; create it first"));
+  EXPECT_FALSE(docker_ran());
+}
+
 TEST_F(ReportTest, NoHintsAboveTheThreshold) {
   const Outcome run = gpurun(
       {"--report", "--report-interval", "0.1", "--report-threshold", "50", "--image", "img", "2"}, reporting_env("2"));

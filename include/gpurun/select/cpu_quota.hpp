@@ -11,7 +11,7 @@ inline constexpr int kMaxCpusPerGpu = 24;
 struct CpuPlan {
   int per_gpu = 0;
   int total = 0;
-  std::optional<std::string> warning;  // set when the total was cut to the host's CPU count
+  std::optional<std::string> warning;  // set when the total was cut to the host's CPU count (a note)
 };
 
 // Default per GPU: the machine's fair share, host_cpus / gpus_on_host, clamped to 8..24.
