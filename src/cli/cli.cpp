@@ -326,6 +326,40 @@ void configure_logging(int verbosity) {
   spdlog::set_default_logger(logger);
 }
 
+// The verb of a command line that asks for help (`gpurun status --help`): the first word before
+// "--" that names one; nullptr for the launch.
+const Verb* verb_of(int argc, char** argv) {
+  for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i)
+    if (const Verb* verb = find_verb(argv[i]); verb != nullptr && !verb->name.empty()) return verb;
+  return nullptr;
+}
+
+// `gpurun --help`: the synopsis first, then the description and every option.
+std::string main_help(const CLI::App& app) {
+  std::string full = app.help("", CLI::AppFormatMode::Normal);
+  // CLI11 opens with the description and its own one-line usage; the synopsis says more.
+  for (int line = 0; line < 2 && full.find('\n') != std::string::npos; ++line) full.erase(0, full.find('\n') + 1);
+  return fmt::format("Usage: gpurun {}\n       gpurun VERB ...   (gpurun VERB --help)\n{}\n{}", find_verb("")->synopsis,
+                     app.get_description(), full);
+}
+
+// `gpurun VERB --help`: its synopsis, what it does and its own options; the rest in `gpurun --help`.
+std::string verb_help(const Verb& verb) {
+  std::string text = fmt::format("Usage: gpurun {}\n{}\n", verb.synopsis, verb.help);
+  if (!verb.own_flags.empty()) {
+    text += "\nIts own options:\n";
+    for (const std::string_view key : verb.own_flags) {
+      const Setting* setting = find_setting(key);
+      if (setting == nullptr) continue;
+      const std::string names = setting->short_flag.empty() ? std::string(setting->flag)
+                                                            : fmt::format("{},{}", setting->short_flag, setting->flag);
+      text += fmt::format("  {:<18}  {}\n", names, setting->help);
+    }
+  }
+  return text +
+         "\nThe options of `gpurun --help` (where GPU data comes from, which GPUs are free, output) apply too.\n";
+}
+
 void report_error(std::string_view message) {
   std::cerr << "gpurun: " << coloured("error", Colour::bold_red, colour_wanted(STDERR_FILENO)) << ": " << message
             << '\n'
@@ -342,7 +376,8 @@ int main(int argc, char** argv) {
     try {
       parsed = parse(argc, argv, app);
     } catch (const CLI::CallForHelp&) {
-      std::cout << app.help("", CLI::AppFormatMode::Normal);
+      const Verb* verb = verb_of(argc, argv);
+      std::cout << (verb != nullptr ? verb_help(*verb) : main_help(app));
       return exit_code::ok;
     } catch (const CLI::CallForVersion&) {
       std::cout << "gpurun " << kVersion << '\n';

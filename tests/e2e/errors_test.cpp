@@ -1,12 +1,15 @@
 // End-to-end: every failure of gpurun is one clear message on stderr and a documented exit code.
 #include <gmock/gmock.h>
 
+#include <algorithm>
+
 #include "gpurun_fixture.hpp"
 
 namespace gpurun::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST_F(GpurunTest, TooFewFreeGpusExit125ListingEachGpuAndWhy) {
   const Outcome run = gpurun({"--image", "img", "3", "python"}, fakes("busy_dgx.json"));
@@ -183,6 +186,23 @@ TEST_F(GpurunTest, AGpurunOptionAsTheJobsFirstWordIsWarnedOf) {
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("the job's command starts with --dry-run, which is a gpurun option"));
   EXPECT_THAT(run.out, HasSubstr("img --dry-run python"));
+}
+
+TEST_F(GpurunTest, HelpOpensWithTheSynopsis) {
+  const Outcome help = gpurun({"--help"});
+  EXPECT_THAT(help.out, ::testing::StartsWith("Usage: gpurun [OPTIONS] N [--] [COMMAND [ARGS...]]\n"));
+}
+
+TEST_F(GpurunTest, EachVerbHasAShortHelpOfItsOwn) {
+  const Outcome logs = gpurun({"logs", "--help"});
+  EXPECT_EQ(logs.exit_code, 0);
+  EXPECT_THAT(logs.out, ::testing::StartsWith("Usage: gpurun logs [-f] [--tail N] NAME\n"));
+  EXPECT_THAT(logs.out, HasSubstr("-f,--follow"));
+  EXPECT_THAT(logs.out, Not(HasSubstr("--allow-busy")));
+  EXPECT_LT(std::count(logs.out.begin(), logs.out.end(), '\n'), 15);
+  // Wherever the verb stands among the options.
+  EXPECT_THAT(gpurun({"--image", "x", "status", "--help"}).out, ::testing::StartsWith("Usage: gpurun status "));
+  EXPECT_THAT(gpurun({"-h", "stop"}).out, ::testing::StartsWith("Usage: gpurun stop [-t SECONDS] NAME\n"));
 }
 
 TEST_F(GpurunTest, HelpAndVersionExitZeroOnStdout) {

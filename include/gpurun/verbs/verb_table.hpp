@@ -26,6 +26,7 @@ struct Invocation {
 struct Verb {
   std::string_view name;           // "" for the launch itself (no verb)
   std::string_view help;           // one line, for --help and the completion scripts
+  std::string_view synopsis;       // what follows `gpurun` ("status [--json] [--watch[=S]]"), for its --help
   std::vector<std::string> words;  // what may follow it, offered by completion: "init"; "bash", "zsh"
   bool takes_count = false;        // `pick 2`
   bool takes_argument = false;     // the word after it is its own (`config init`, `logs NAME`)

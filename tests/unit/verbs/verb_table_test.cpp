@@ -10,11 +10,13 @@
 namespace gpurun {
 namespace {
 
-TEST(VerbTable, EveryRowHasAUniqueNameHelpAndAFunction) {
+TEST(VerbTable, EveryRowHasAUniqueNameHelpSynopsisAndAFunction) {
   std::set<std::string_view> names;
   for (const Verb& verb : verb_table()) {
     EXPECT_TRUE(names.insert(verb.name).second) << verb.name;
     EXPECT_FALSE(verb.help.empty()) << verb.name;
+    // Its --help opens with the synopsis, which starts with the verb itself.
+    EXPECT_TRUE(verb.synopsis.starts_with(verb.name.empty() ? "[OPTIONS]" : verb.name)) << verb.name;
     EXPECT_NE(verb.run, nullptr) << verb.name;
   }
   EXPECT_TRUE(names.contains(""));  // the launch
