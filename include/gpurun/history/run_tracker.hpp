@@ -1,0 +1,103 @@
+#pragma once
+// The run model of the gpurun service (issue 22; docs/design.md, "After the launch"): what it
+// makes of the samples it takes. A run is one holder of one or more GPUs, a container (any engine,
+// any user) or, where no container holds it, a process. It starts when first seen holding a GPU
+// and ends when it has been missing from two samples in a row. Between two samples each run is
+// credited with the time that passed: GPU-seconds, busy GPU-seconds (utilization / 100 of them),
+// idle seconds (every one of its GPUs at or below the idle threshold) and its peak memory.
+//
+// Pure logic, fed by the sampler and read by the store; no clock of its own, so that tests and
+// benchmarks drive it with a synthetic one.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurun {
+
+using WallTime = std::chrono::system_clock::time_point;
+
+// One holder as one sample saw it.
+struct HolderSample {
+  // Who it is across samples: "container:ID", or "process:PID:START" (a reused pid is another).
+  std::string key;
+  std::string name;          // the container's name, or the process's command
+  std::string user;          // a login name; "" where none is known
+  std::string container_id;  // "" for a bare process
+  std::string image;
+  std::string command;
+  std::vector<int> gpus;                  // indices of the GPUs it holds
+  std::optional<double> memory_used_mib;  // its own, where the source tells it
+};
+
+// One GPU's readings in one sample.
+struct GpuReading {
+  int index = 0;
+  std::optional<double> utilization_percent;  // unknown: credited as neither busy nor idle
+};
+
+// One look at the machine.
+struct MachineSample {
+  WallTime when;
+  std::vector<GpuReading> gpus;
+  std::vector<HolderSample> holders;
+};
+
+// A run, as the store keeps it and `gpurun history` shows it.
+struct RunRecord {
+  std::int64_t id = 0;  // given by the tracker, counting up from the store's last
+  std::string key;      // HolderSample::key
+  std::string name;
+  std::string user;
+  std::string container_id;
+  std::string image;
+  std::string command;
+  std::vector<int> gpus;  // every GPU it held, ascending
+  WallTime start;
+  WallTime last_seen;
+  std::optional<WallTime> end;  // nullopt while it runs
+  double gpu_seconds = 0;
+  double busy_gpu_seconds = 0;
+  double idle_seconds = 0;
+  double max_memory_mib = 0;
+  std::string ended_by;  // "" while running; "gone"
+  int missed = 0;        // samples in a row that did not see it
+
+  // 100 × busy / GPU-seconds; nullopt before any time was credited.
+  std::optional<double> efficiency() const;
+};
+
+struct TrackerSettings {
+  double idle_threshold_percent = 5.0;  // at or below: idle
+  int gone_after_samples = 2;           // missing from this many samples in a row: ended
+  // The most time one sample may credit. A longer gap (gpurund stopped, the machine suspended, the
+  // clock stepped forward) is not counted: the runs lose the gap's time rather than gain idle or
+  // busy time nobody measured.
+  std::chrono::milliseconds max_credit{std::chrono::seconds(60)};
+};
+
+class RunTracker {
+ public:
+  explicit RunTracker(TrackerSettings settings = {}, std::int64_t last_id = 0);
+
+  // Runs the store still had open when the service stopped: a holder seen again continues as
+  // the same run (no duplicate, no false end); one not seen ends as usual.
+  void resume(std::vector<RunRecord> open_runs);
+
+  // Takes one sample: starts, credits and ends runs. Returns the runs this sample ended.
+  std::vector<RunRecord> observe(const MachineSample& sample);
+
+  const std::vector<RunRecord>& running() const { return running_; }
+
+ private:
+  TrackerSettings settings_;
+  std::int64_t last_id_;
+  std::optional<WallTime> previous_;  // the last sample's time
+  std::vector<RunRecord> running_;
+};
+
+// RFC 3339 in UTC, to the second: "2026-11-24T13:05:01Z".
+std::string rfc3339(WallTime when);
+
+}  // namespace gpurun

@@ -1,0 +1,119 @@
+#include "gpurun/history/run_tracker.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+
+namespace gpurun {
+namespace {
+
+void merge_gpus(std::vector<int>& into, const std::vector<int>& more) {
+  into.insert(into.end(), more.begin(), more.end());
+  std::sort(into.begin(), into.end());
+  into.erase(std::unique(into.begin(), into.end()), into.end());
+}
+
+RunRecord started(const HolderSample& holder, WallTime when, std::int64_t id) {
+  RunRecord run;
+  run.id = id;
+  run.key = holder.key;
+  run.name = holder.name;
+  run.user = holder.user;
+  run.container_id = holder.container_id;
+  run.image = holder.image;
+  run.command = holder.command;
+  merge_gpus(run.gpus, holder.gpus);
+  run.start = when;
+  run.last_seen = when;
+  return run;
+}
+
+}  // namespace
+
+std::optional<double> RunRecord::efficiency() const {
+  if (gpu_seconds <= 0) return std::nullopt;
+  return 100.0 * busy_gpu_seconds / gpu_seconds;
+}
+
+RunTracker::RunTracker(TrackerSettings settings, std::int64_t last_id) : settings_(settings), last_id_(last_id) {}
+
+void RunTracker::resume(std::vector<RunRecord> open_runs) {
+  for (RunRecord& run : open_runs) {
+    last_id_ = std::max(last_id_, run.id);
+    running_.push_back(std::move(run));
+  }
+}
+
+std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
+  // The time since the last sample, credited to the runs it saw; none for a first sample, for a
+  // clock that stepped back, or for a gap longer than max_credit.
+  double credit_s = 0;
+  if (previous_ && sample.when > *previous_ && sample.when - *previous_ <= settings_.max_credit)
+    credit_s = std::chrono::duration<double>(sample.when - *previous_).count();
+  if (!previous_ || sample.when > *previous_) previous_ = sample.when;
+
+  std::map<int, std::optional<double>> utilization;
+  for (const GpuReading& gpu : sample.gpus) utilization[gpu.index] = gpu.utilization_percent;
+
+  // One holder may be listed once per GPU: merge by key.
+  std::map<std::string, HolderSample> seen;
+  for (const HolderSample& holder : sample.holders) {
+    auto [it, inserted] = seen.try_emplace(holder.key, holder);
+    if (inserted) continue;
+    merge_gpus(it->second.gpus, holder.gpus);
+    if (holder.memory_used_mib)
+      it->second.memory_used_mib = it->second.memory_used_mib.value_or(0) + *holder.memory_used_mib;
+  }
+
+  for (auto& [key, holder] : seen) {
+    std::sort(holder.gpus.begin(), holder.gpus.end());
+    auto run = std::find_if(running_.begin(), running_.end(), [&](const RunRecord& r) { return r.key == key; });
+    const bool is_new = run == running_.end();
+    if (is_new) {
+      running_.push_back(started(holder, sample.when, ++last_id_));
+      run = std::prev(running_.end());
+    }
+    run->missed = 0;
+    run->last_seen = std::max(run->last_seen, sample.when);
+    merge_gpus(run->gpus, holder.gpus);
+    if (run->user.empty() && !holder.user.empty()) run->user = holder.user;  // learnt later
+    if (holder.memory_used_mib) run->max_memory_mib = std::max(run->max_memory_mib, *holder.memory_used_mib);
+    if (is_new || credit_s <= 0) continue;
+
+    bool all_idle = !holder.gpus.empty();
+    for (int gpu : holder.gpus) {
+      run->gpu_seconds += credit_s;
+      const auto found = utilization.find(gpu);
+      const std::optional<double> util = found == utilization.end() ? std::nullopt : found->second;
+      if (util) run->busy_gpu_seconds += credit_s * std::clamp(*util, 0.0, 100.0) / 100.0;
+      if (!util || *util > settings_.idle_threshold_percent) all_idle = false;
+    }
+    if (all_idle) run->idle_seconds += credit_s;
+  }
+
+  std::vector<RunRecord> ended;
+  for (auto run = running_.begin(); run != running_.end();) {
+    if (seen.contains(run->key) || ++run->missed < settings_.gone_after_samples) {
+      ++run;
+      continue;
+    }
+    run->end = run->last_seen;
+    run->ended_by = "gone";
+    ended.push_back(std::move(*run));
+    run = running_.erase(run);
+  }
+  return ended;
+}
+
+std::string rfc3339(WallTime when) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
+  std::tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char text[32];
+  if (std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc) == 0) return "";
+  return text;
+}
+
+}  // namespace gpurun

@@ -1,0 +1,151 @@
+// Unit tests for the service's run model (gpurun/history/run_tracker.hpp), driven by a synthetic
+// clock.
+#include "gpurun/history/run_tracker.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+const WallTime kT0 = WallTime{} + std::chrono::hours(24 * 365 * 56);  // 2026
+
+HolderSample container(const std::string& id, std::vector<int> gpus, std::optional<double> memory = std::nullopt) {
+  return {.key = "container:" + id,
+          .name = id + "-name",
+          .user = "alice",
+          .container_id = id,
+          .image = "me/torch:1",
+          .command = "python train.py",
+          .gpus = std::move(gpus),
+          .memory_used_mib = memory};
+}
+
+MachineSample at(std::chrono::seconds t, std::vector<std::optional<double>> util, std::vector<HolderSample> holders) {
+  MachineSample s{.when = kT0 + t, .gpus = {}, .holders = std::move(holders)};
+  for (std::size_t i = 0; i < util.size(); ++i)
+    s.gpus.push_back({.index = static_cast<int>(i), .utilization_percent = util[i]});
+  return s;
+}
+
+TEST(RunTracker, ARunStartsWhenFirstSeenAndIsCreditedBetweenSamples) {
+  RunTracker tracker;
+  EXPECT_THAT(tracker.observe(at(0s, {90, 0}, {container("a", {0})})), IsEmpty());
+  EXPECT_THAT(tracker.observe(at(10s, {90, 0}, {container("a", {0}, 4000)})), IsEmpty());
+  EXPECT_THAT(tracker.observe(at(20s, {50, 0}, {container("a", {0}, 6000)})), IsEmpty());
+  ASSERT_EQ(tracker.running().size(), 1u);
+  const RunRecord& run = tracker.running().front();
+  EXPECT_EQ(run.id, 1);
+  EXPECT_EQ(run.name, "a-name");
+  EXPECT_EQ(run.user, "alice");
+  EXPECT_EQ(run.start, kT0);
+  EXPECT_FALSE(run.end);
+  EXPECT_DOUBLE_EQ(run.gpu_seconds, 20);
+  EXPECT_DOUBLE_EQ(run.busy_gpu_seconds, 9 + 5);
+  EXPECT_DOUBLE_EQ(*run.efficiency(), 70);
+  EXPECT_DOUBLE_EQ(run.idle_seconds, 0);
+  EXPECT_DOUBLE_EQ(run.max_memory_mib, 6000);
+}
+
+TEST(RunTracker, ARunEndsAfterTwoSamplesWithoutItAtTheLastTimeItWasSeen) {
+  RunTracker tracker;
+  tracker.observe(at(0s, {90}, {container("a", {0})}));
+  tracker.observe(at(10s, {90}, {container("a", {0})}));
+  EXPECT_THAT(tracker.observe(at(20s, {0}, {})), IsEmpty());  // missing once: may be a glitch
+  const std::vector<RunRecord> ended = tracker.observe(at(30s, {0}, {}));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].end, kT0 + 10s);
+  EXPECT_EQ(ended[0].ended_by, "gone");
+  EXPECT_DOUBLE_EQ(ended[0].gpu_seconds, 10);
+  EXPECT_THAT(tracker.running(), IsEmpty());
+}
+
+TEST(RunTracker, MissingOnceIsNoEnd) {
+  RunTracker tracker;
+  tracker.observe(at(0s, {90}, {container("a", {0})}));
+  tracker.observe(at(10s, {90}, {}));
+  tracker.observe(at(20s, {90}, {container("a", {0})}));
+  tracker.observe(at(30s, {90}, {}));
+  EXPECT_EQ(tracker.running().size(), 1u);
+  EXPECT_EQ(tracker.running().front().id, 1);
+}
+
+TEST(RunTracker, IdleTimeCountsOnlyWhileEveryGpuOfTheRunIsAtOrBelowTheThreshold) {
+  RunTracker tracker;
+  tracker.observe(at(0s, {0, 0}, {container("a", {0, 1})}));
+  tracker.observe(at(10s, {5, 0}, {container("a", {0, 1})}));   // both idle: 10 s
+  tracker.observe(at(20s, {0, 30}, {container("a", {0, 1})}));  // one busy: not idle
+  const RunRecord& run = tracker.running().front();
+  EXPECT_DOUBLE_EQ(run.idle_seconds, 10);
+  EXPECT_DOUBLE_EQ(run.gpu_seconds, 40);
+  EXPECT_DOUBLE_EQ(run.busy_gpu_seconds, 0.5 + 3);
+}
+
+TEST(RunTracker, UnknownUtilizationIsNeitherBusyNorIdle) {
+  RunTracker tracker;
+  tracker.observe(at(0s, {std::nullopt}, {container("a", {0})}));
+  tracker.observe(at(10s, {std::nullopt}, {container("a", {0})}));
+  const RunRecord& run = tracker.running().front();
+  EXPECT_DOUBLE_EQ(run.gpu_seconds, 10);
+  EXPECT_DOUBLE_EQ(run.busy_gpu_seconds, 0);
+  EXPECT_DOUBLE_EQ(run.idle_seconds, 0);
+}
+
+TEST(RunTracker, AHolderListedPerGpuIsOneRunOnAllOfThem) {
+  RunTracker tracker;
+  tracker.observe(at(0s, {90, 90}, {container("a", {0}, 100), container("a", {1}, 200)}));
+  ASSERT_EQ(tracker.running().size(), 1u);
+  EXPECT_THAT(tracker.running().front().gpus, ElementsAre(0, 1));
+  EXPECT_DOUBLE_EQ(tracker.running().front().max_memory_mib, 300);
+}
+
+TEST(RunTracker, TheClockSteppingBackNeverGivesNegativeTimes) {
+  RunTracker tracker;
+  tracker.observe(at(100s, {90}, {container("a", {0})}));
+  tracker.observe(at(50s, {90}, {container("a", {0})}));
+  tracker.observe(at(60s, {90}, {container("a", {0})}));
+  const RunRecord& run = tracker.running().front();
+  EXPECT_GE(run.gpu_seconds, 0);
+  EXPECT_DOUBLE_EQ(run.gpu_seconds, 0);  // credited again only once time passes the last sample
+  tracker.observe(at(110s, {90}, {container("a", {0})}));
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 10);
+}
+
+TEST(RunTracker, AGapLongerThanTheCreditLimitIsNotCounted) {
+  RunTracker tracker;
+  tracker.observe(at(0s, {90}, {container("a", {0})}));
+  tracker.observe(at(3600s, {90}, {container("a", {0})}));  // gpurund was stopped for an hour
+  tracker.observe(at(3610s, {90}, {container("a", {0})}));
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 10);
+}
+
+TEST(RunTracker, AfterARestartAHolderStillPresentContinuesAsTheSameRun) {
+  RunTracker before;
+  before.observe(at(0s, {90}, {container("a", {0}), container("b", {1})}));
+  before.observe(at(10s, {90, 90}, {container("a", {0}), container("b", {1})}));
+  const std::vector<RunRecord> open = before.running();
+
+  RunTracker after(TrackerSettings{}, 2);
+  after.resume(open);
+  after.observe(at(40s, {90, 90}, {container("a", {0})}));  // b went while gpurund was down
+  const std::vector<RunRecord> ended = after.observe(at(50s, {90, 90}, {container("a", {0})}));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].key, "container:b");
+  EXPECT_EQ(ended[0].end, kT0 + 10s);
+  ASSERT_EQ(after.running().size(), 1u);
+  EXPECT_EQ(after.running().front().id, 1);                   // the same run, not a new one
+  EXPECT_DOUBLE_EQ(after.running().front().gpu_seconds, 20);  // 10 before, the gap lost, 10 after
+  after.observe(at(60s, {90, 90}, {container("c", {1})}));
+  EXPECT_EQ(after.running().back().id, 3);  // ids go on from the store's last
+}
+
+TEST(RunTracker, Rfc3339IsUtcToTheSecond) {
+  EXPECT_EQ(rfc3339(WallTime{} + std::chrono::seconds(1'795'957'501)), "2026-11-29T13:05:01Z");
+}
+
+}  // namespace
+}  // namespace gpurun
