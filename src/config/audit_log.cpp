@@ -17,7 +17,7 @@ constexpr std::size_t kMaxField = 512;
 
 // A value as one word: printable, and quoted where it has spaces or quotes of its own.
 std::string field(std::string_view value) {
-  const std::string shown = text::printable(value, kMaxField);
+  std::string shown = text::printable(value, kMaxField);
   if (!shown.empty() && shown.find_first_of(" \"\\=") == std::string::npos) return shown;
   std::string quoted = "\"";
   for (char c : shown) {

@@ -67,9 +67,10 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
       it->second.memory_used_mib = it->second.memory_used_mib.value_or(0) + *holder.memory_used_mib;
   }
 
-  for (auto& [key, holder] : seen) {
+  for (auto& entry : seen) {
+    HolderSample& holder = entry.second;
     std::sort(holder.gpus.begin(), holder.gpus.end());
-    auto run = std::find_if(running_.begin(), running_.end(), [&](const RunRecord& r) { return r.key == key; });
+    auto run = std::find_if(running_.begin(), running_.end(), [&](const RunRecord& r) { return r.key == entry.first; });
     const bool is_new = run == running_.end();
     if (is_new) {
       running_.push_back(started(holder, sample.when, ++last_id_));

@@ -1,0 +1,49 @@
+#pragma once
+// Where the gpurun service keeps its runs: one SQLite database in WAL mode in the state
+// directory (SQLiteCpp over Debian's libsqlite3). Run records are kept for ever; the tracker's
+// open runs are written with the ended ones in one transaction per flush (the service flushes
+// every few samples, not at each). A file that is not a database, or a damaged one, is moved
+// aside with a message and a fresh one started: the service keeps recording either way.
+// Only gpurund and the tests link this (the gpurun CLI loads no shared library at start).
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpurun/history/run_tracker.hpp"
+
+namespace SQLite {
+class Database;
+}
+
+namespace gpurun {
+
+// Which runs `gpurun history` asks for.
+struct RunQuery {
+  std::optional<WallTime> since;  // runs still going at or after this time
+  std::string user;               // "": everyone's
+};
+
+class RunStore {
+ public:
+  // Opens (or creates) the database at `path`. `moved_aside` receives the new name of a file that
+  // was not a usable database, where one was moved. Throws Error when no database can be opened.
+  explicit RunStore(const std::string& path, std::string* moved_aside = nullptr);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  // Writes the open runs as they stand and the ended ones, in one transaction.
+  void save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended);
+
+  std::vector<RunRecord> open_runs() const;                  // those without an end, for RunTracker::resume
+  std::int64_t last_id() const;                              // 0 for an empty store
+  std::vector<RunRecord> runs(const RunQuery& query) const;  // newest first
+
+ private:
+  std::unique_ptr<SQLite::Database> db_;
+};
+
+}  // namespace gpurun

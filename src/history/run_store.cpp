@@ -1,0 +1,170 @@
+#include "gpurun/history/run_store.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+constexpr const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL,
+  name TEXT NOT NULL,
+  user TEXT NOT NULL,
+  container_id TEXT NOT NULL,
+  image TEXT NOT NULL,
+  command TEXT NOT NULL,
+  gpus TEXT NOT NULL,            -- "0,1"
+  start_ms INTEGER NOT NULL,     -- Unix time in milliseconds
+  last_seen_ms INTEGER NOT NULL,
+  end_ms INTEGER,                -- NULL while it runs
+  gpu_seconds REAL NOT NULL,
+  busy_gpu_seconds REAL NOT NULL,
+  idle_seconds REAL NOT NULL,
+  max_memory_mib REAL NOT NULL,
+  ended_by TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_end ON runs(end_ms);
+CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user, start_ms);
+)";
+
+std::int64_t to_ms(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+WallTime from_ms(std::int64_t ms) { return WallTime{} + std::chrono::milliseconds(ms); }
+
+std::vector<int> gpu_list(const std::string& text) {
+  std::vector<int> gpus;
+  for (const std::string_view word : text::split(text, ','))
+    if (const auto value = text::parse_integer(word)) gpus.push_back(static_cast<int>(*value));
+  return gpus;
+}
+
+std::unique_ptr<SQLite::Database> open_database(const std::string& path) {
+  auto db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  db->exec("PRAGMA journal_mode=WAL");
+  db->exec("PRAGMA synchronous=NORMAL");  // WAL: a crash loses at most the last commit, never the file
+  db->setBusyTimeout(5000);
+  if (db->execAndGet("PRAGMA quick_check").getString() != "ok") throw SQLite::Exception("the database is damaged");
+  db->exec(kSchema);
+  return db;
+}
+
+RunRecord run_from(const SQLite::Statement& row) {
+  RunRecord run;
+  run.id = row.getColumn("id").getInt64();
+  run.key = row.getColumn("key").getString();
+  run.name = row.getColumn("name").getString();
+  run.user = row.getColumn("user").getString();
+  run.container_id = row.getColumn("container_id").getString();
+  run.image = row.getColumn("image").getString();
+  run.command = row.getColumn("command").getString();
+  run.gpus = gpu_list(row.getColumn("gpus").getString());
+  run.start = from_ms(row.getColumn("start_ms").getInt64());
+  run.last_seen = from_ms(row.getColumn("last_seen_ms").getInt64());
+  if (!row.getColumn("end_ms").isNull()) run.end = from_ms(row.getColumn("end_ms").getInt64());
+  run.gpu_seconds = row.getColumn("gpu_seconds").getDouble();
+  run.busy_gpu_seconds = row.getColumn("busy_gpu_seconds").getDouble();
+  run.idle_seconds = row.getColumn("idle_seconds").getDouble();
+  run.max_memory_mib = row.getColumn("max_memory_mib").getDouble();
+  run.ended_by = row.getColumn("ended_by").getString();
+  return run;
+}
+
+}  // namespace
+
+RunStore::RunStore(const std::string& path, std::string* moved_aside) {
+  try {
+    db_ = open_database(path);
+    return;
+  } catch (const SQLite::Exception& e) {
+    std::error_code error;
+    if (!std::filesystem::exists(path, error)) throw Error(fmt::format("cannot create {}: {}", path, e.what()));
+    // Not a database, or a damaged one: kept for a look, and recording starts afresh.
+    const std::string aside = fmt::format("{}.unusable-{}", path, to_ms(std::chrono::system_clock::now()));
+    std::filesystem::rename(path, aside, error);
+    if (error) throw Error(fmt::format("{} cannot be used ({}) nor moved aside: {}", path, e.what(), error.message()));
+    for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path + suffix, error);
+    spdlog::error("{} could not be used ({}): moved aside to {}; starting a fresh one", path, e.what(), aside);
+    if (moved_aside != nullptr) *moved_aside = aside;
+  }
+  try {
+    db_ = open_database(path);
+  } catch (const SQLite::Exception& e) {
+    throw Error(fmt::format("cannot create {}: {}", path, e.what()));
+  }
+}
+
+RunStore::~RunStore() = default;
+
+void RunStore::save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended) {
+  SQLite::Transaction transaction(*db_);
+  SQLite::Statement upsert(*db_, R"(
+    INSERT INTO runs (id, key, name, user, container_id, image, command, gpus, start_ms, last_seen_ms, end_ms,
+                      gpu_seconds, busy_gpu_seconds, idle_seconds, max_memory_mib, ended_by)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT(id) DO UPDATE SET
+      name = excluded.name, user = excluded.user, gpus = excluded.gpus, last_seen_ms = excluded.last_seen_ms,
+      end_ms = excluded.end_ms, gpu_seconds = excluded.gpu_seconds, busy_gpu_seconds = excluded.busy_gpu_seconds,
+      idle_seconds = excluded.idle_seconds, max_memory_mib = excluded.max_memory_mib, ended_by = excluded.ended_by)");
+  const auto write = [&](const RunRecord& run) {
+    upsert.bind(1, run.id);
+    upsert.bind(2, run.key);
+    upsert.bind(3, run.name);
+    upsert.bind(4, run.user);
+    upsert.bind(5, run.container_id);
+    upsert.bind(6, run.image);
+    upsert.bind(7, run.command);
+    upsert.bind(8, fmt::format("{}", fmt::join(run.gpus, ",")));
+    upsert.bind(9, to_ms(run.start));
+    upsert.bind(10, to_ms(run.last_seen));
+    if (run.end)
+      upsert.bind(11, to_ms(*run.end));
+    else
+      upsert.bind(11);  // NULL
+    upsert.bind(12, run.gpu_seconds);
+    upsert.bind(13, run.busy_gpu_seconds);
+    upsert.bind(14, run.idle_seconds);
+    upsert.bind(15, run.max_memory_mib);
+    upsert.bind(16, run.ended_by);
+    upsert.exec();
+    upsert.reset();
+  };
+  for (const RunRecord& run : running) write(run);
+  for (const RunRecord& run : ended) write(run);
+  transaction.commit();
+}
+
+std::vector<RunRecord> RunStore::open_runs() const {
+  SQLite::Statement query(*db_, "SELECT * FROM runs WHERE end_ms IS NULL ORDER BY id");
+  std::vector<RunRecord> open;
+  while (query.executeStep()) open.push_back(run_from(query));
+  return open;
+}
+
+std::int64_t RunStore::last_id() const { return db_->execAndGet("SELECT COALESCE(MAX(id), 0) FROM runs").getInt64(); }
+
+std::vector<RunRecord> RunStore::runs(const RunQuery& query) const {
+  SQLite::Statement select(*db_, R"(
+    SELECT * FROM runs
+    WHERE (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1) AND (?2 = '' OR user = ?2)
+    ORDER BY start_ms DESC, id DESC)");
+  if (query.since)
+    select.bind(1, to_ms(*query.since));
+  else
+    select.bind(1);
+  select.bind(2, query.user);
+  std::vector<RunRecord> found;
+  while (select.executeStep()) found.push_back(run_from(select));
+  return found;
+}
+
+}  // namespace gpurun

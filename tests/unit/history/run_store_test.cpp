@@ -1,0 +1,126 @@
+// Unit tests for the service's store (gpurun/history/run_store.hpp), on real SQLite files in a
+// scratch directory.
+#include "gpurun/history/run_store.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gpurun/util/error.hpp"
+#include "support/test_support.hpp"
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const WallTime kT0 = WallTime{} + std::chrono::hours(24 * 365 * 56);
+
+RunRecord record(std::int64_t id, const std::string& user, std::chrono::seconds start) {
+  RunRecord run;
+  run.id = id;
+  run.key = "container:c" + std::to_string(id);
+  run.name = "job-" + std::to_string(id);
+  run.user = user;
+  run.container_id = "c" + std::to_string(id);
+  run.image = "me/torch:1";
+  run.command = "python train.py --name 'it''s'";
+  run.gpus = {0, 3};
+  run.start = kT0 + start;
+  run.last_seen = run.start + 10s;
+  run.gpu_seconds = 20;
+  run.busy_gpu_seconds = 14.5;
+  run.idle_seconds = 2;
+  run.max_memory_mib = 4096;
+  return run;
+}
+
+std::vector<std::int64_t> ids(const std::vector<RunRecord>& runs) {
+  std::vector<std::int64_t> out;
+  for (const RunRecord& r : runs) out.push_back(r.id);
+  return out;
+}
+
+class RunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/gpurun-store-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path() const { return dir_ + "/gpurund.db"; }
+  std::string dir_;
+};
+
+TEST_F(RunStoreTest, OpenRunsComeBackAsTheyWereSavedAfterAReopen) {
+  {
+    RunStore store(path());
+    EXPECT_EQ(store.last_id(), 0);
+    store.save({record(1, "alice", 0s), record(2, "bob", 5s)}, {});
+  }
+  RunStore again(path());
+  EXPECT_EQ(again.last_id(), 2);
+  const std::vector<RunRecord> open = again.open_runs();
+  ASSERT_EQ(open.size(), 2u);
+  const RunRecord& a = open[0];
+  EXPECT_EQ(a.id, 1);
+  EXPECT_EQ(a.key, "container:c1");
+  EXPECT_EQ(a.command, "python train.py --name 'it''s'");
+  EXPECT_THAT(a.gpus, ElementsAre(0, 3));
+  EXPECT_EQ(a.start, kT0);
+  EXPECT_EQ(a.last_seen, kT0 + 10s);
+  EXPECT_FALSE(a.end);
+  EXPECT_DOUBLE_EQ(a.gpu_seconds, 20);
+  EXPECT_DOUBLE_EQ(a.busy_gpu_seconds, 14.5);
+  EXPECT_DOUBLE_EQ(a.idle_seconds, 2);
+  EXPECT_DOUBLE_EQ(a.max_memory_mib, 4096);
+}
+
+TEST_F(RunStoreTest, SavingARunAgainUpdatesItAndAnEndedOneLeavesTheOpenOnes) {
+  RunStore store(path());
+  RunRecord run = record(1, "alice", 0s);
+  store.save({run}, {});
+  run.gpu_seconds = 100;
+  run.end = run.last_seen;
+  run.ended_by = "gone";
+  store.save({}, {run});
+  EXPECT_THAT(store.open_runs(), IsEmpty());
+  const std::vector<RunRecord> all = store.runs({});
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_DOUBLE_EQ(all[0].gpu_seconds, 100);
+  EXPECT_EQ(all[0].ended_by, "gone");
+  EXPECT_EQ(all[0].end, kT0 + 10s);
+}
+
+TEST_F(RunStoreTest, RunsAreNewestFirstFilteredByUserAndTime) {
+  RunStore store(path());
+  RunRecord old = record(1, "alice", 0s);
+  old.end = old.last_seen;
+  store.save({record(2, "bob", 100s), record(3, "alice", 200s)}, {old});
+  EXPECT_THAT(ids(store.runs({})), ElementsAre(3, 2, 1));
+  EXPECT_THAT(ids(store.runs({.since = std::nullopt, .user = "alice"})), ElementsAre(3, 1));
+  EXPECT_THAT(ids(store.runs({.since = kT0 + 50s, .user = ""})), ElementsAre(3, 2));  // 1 ended at 10 s
+}
+
+TEST_F(RunStoreTest, AFileThatIsNoDatabaseIsMovedAsideAndRecordingStartsAfresh) {
+  std::ofstream(path()) << "this is not a database, but a file of some length that SQLite will refuse to read\n";
+  std::string aside;
+  RunStore store(path(), &aside);
+  EXPECT_THAT(aside, HasSubstr(path() + ".unusable-"));
+  EXPECT_TRUE(std::filesystem::exists(aside));
+  store.save({record(1, "alice", 0s)}, {});
+  EXPECT_EQ(store.last_id(), 1);
+}
+
+TEST_F(RunStoreTest, ADirectoryThatCannotHoldTheDatabaseIsAnError) {
+  EXPECT_THROW(RunStore(dir_ + "/missing/dir/gpurund.db"), Error);
+}
+
+}  // namespace
+}  // namespace gpurun
