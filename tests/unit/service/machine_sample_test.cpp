@@ -1,0 +1,107 @@
+// Unit tests for the service's look at the machine (gpurun/service/machine_sample.hpp): holders
+// from the engine's containers, from GPU processes' cgroups, and bare processes, on a fake /proc.
+#include "gpurun/service/machine_sample.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/test_support.hpp"
+
+namespace gpurun {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::string_literals;
+using test::make_gpu;
+using ::testing::ElementsAre;
+
+const std::string kId = std::string(64, 'a');
+
+class MachineSampleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::path(::testing::TempDir()) / "gpurun-sample-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  // A process of uid 0 (root exists everywhere) in `cgroup`, started at `ticks`, running `cmdline`.
+  void add(long pid, const std::string& cgroup, const std::string& ticks, const std::string& cmdline) {
+    const fs::path dir = fs::path(root_) / std::to_string(pid);
+    fs::create_directories(dir);
+    std::ofstream(dir / "status") << "Name:\tpython3\nPid:\t" << pid << "\nPPid:\t1\nUid:\t0\t0\t0\t0\n";
+    std::ofstream(dir / "cgroup") << cgroup;
+    std::ofstream(dir / "cmdline") << cmdline;
+    std::ofstream(dir / "stat") << pid << " (py thon) S 1 " << pid << " " << pid
+                                << " 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 " << ticks << " 1000 100\n";
+  }
+  std::string root_;
+};
+
+Snapshot two_gpus() {
+  Snapshot s;
+  s.gpus = {make_gpu(0, 4000, 81920, 90), make_gpu(1, 2000, 81920, 3)};
+  return s;
+}
+
+TEST_F(MachineSampleTest, ABareProcessIsAHolderKeyedByPidAndStartTime) {
+  add(4242, "0::/user.slice/user-0.slice/session-1.scope\n", "987654", "python3\0train.py\0--lr\0"s + "0.1\0"s);
+  Snapshot s = two_gpus();
+  s.gpus[1].processes.push_back({.gpu_uuid = s.gpus[1].uuid, .pid = 4242, .used_memory_mib = 1900.0, .user = ""});
+  const MachineSample sample = machine_sample(WallTime{}, s, {}, root_);
+  ASSERT_EQ(sample.gpus.size(), 2u);
+  EXPECT_EQ(sample.gpus[0].utilization_percent, 90);
+  ASSERT_EQ(sample.holders.size(), 1u);
+  const HolderSample& h = sample.holders[0];
+  EXPECT_EQ(h.key, "process:4242:987654");
+  EXPECT_EQ(h.name, "python3 train.py --lr 0.1");
+  EXPECT_EQ(h.user, "root");
+  EXPECT_EQ(h.container_id, "");
+  EXPECT_THAT(h.gpus, ElementsAre(1));
+  EXPECT_EQ(h.memory_used_mib, 1900.0);
+}
+
+TEST_F(MachineSampleTest, AContainersProcessIsCountedAsTheContainerOnlyOnce) {
+  add(5000, "0::/system.slice/docker-" + kId + ".scope\n", "1", "python3\0"s);
+  Snapshot s = two_gpus();
+  s.gpus[0].processes.push_back({.gpu_uuid = s.gpus[0].uuid, .pid = 5000, .used_memory_mib = 3000.0, .user = ""});
+  GpuContainer c;
+  c.id = kId;
+  c.name = "alice_gpu0_1234";
+  c.image = "me/torch:1";
+  c.user = "alice";
+  c.command = "python3 train.py";
+  c.devices = {"0"};
+  const MachineSample sample = machine_sample(WallTime{}, s, {c}, root_);
+  ASSERT_EQ(sample.holders.size(), 1u);
+  EXPECT_EQ(sample.holders[0].key, "container:" + kId);
+  EXPECT_EQ(sample.holders[0].name, "alice_gpu0_1234");
+  EXPECT_EQ(sample.holders[0].user, "alice");
+  EXPECT_THAT(sample.holders[0].gpus, ElementsAre(0));
+}
+
+TEST_F(MachineSampleTest, AContainerTheEngineDidNotNameIsFoundThroughItsProcess) {
+  add(6000, "0::/system.slice/docker-" + kId + ".scope\n", "1", "python3\0"s);
+  Snapshot s = two_gpus();
+  s.gpus[1].processes.push_back({.gpu_uuid = s.gpus[1].uuid, .pid = 6000, .used_memory_mib = 10.0, .user = ""});
+  const MachineSample sample = machine_sample(WallTime{}, s, {}, root_);
+  ASSERT_EQ(sample.holders.size(), 1u);
+  EXPECT_EQ(sample.holders[0].key, "container:" + kId);
+  EXPECT_THAT(sample.holders[0].gpus, ElementsAre(1));
+}
+
+TEST_F(MachineSampleTest, AProcessGoneFromProcIsStillAHolder) {
+  Snapshot s = two_gpus();
+  s.gpus[0].processes.push_back({.gpu_uuid = s.gpus[0].uuid, .pid = 7777, .used_memory_mib = 1.0, .user = "bob"});
+  const MachineSample sample = machine_sample(WallTime{}, s, {}, root_);
+  ASSERT_EQ(sample.holders.size(), 1u);
+  EXPECT_EQ(sample.holders[0].key, "process:7777:");
+  EXPECT_EQ(sample.holders[0].name, "pid 7777");
+  EXPECT_EQ(sample.holders[0].user, "bob");
+}
+
+}  // namespace
+}  // namespace gpurun
