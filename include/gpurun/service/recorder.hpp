@@ -1,0 +1,27 @@
+#pragma once
+// The gpurun service's loop: every interval, one look at the machine (GPU source + engine, as
+// gpurun opens them), fed to the run model; the runs written to the store every flush interval
+// and whenever one starts or ends. One recorder per state directory (an flock on gpurund.lock); a failing
+// GPU source or engine is logged (once per distinct message) and tried again at the next tick;
+// a store that cannot be written keeps the runs in memory and writes them when it can.
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "gpurun/config/options.hpp"
+#include "gpurun/history/run_tracker.hpp"
+
+namespace gpurun {
+
+struct RecorderSettings {
+  std::string state_dir = "/var/lib/gpurun";
+  std::chrono::milliseconds interval{10'000};
+  std::chrono::milliseconds flush_every{60'000};
+  TrackerSettings tracker;
+};
+
+// Runs until `stop` becomes non-zero (a signal handler sets it); writes what it holds and returns
+// 0 then. Throws Error when it cannot start: another recorder holds the directory, no database.
+int run_recorder(const Options& options, const RecorderSettings& settings, const std::atomic<int>& stop);
+
+}  // namespace gpurun

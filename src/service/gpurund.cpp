@@ -1,0 +1,80 @@
+// gpurund, the gpurun service: watches every holder of every GPU and records its runs
+// (gpurun/service/recorder.hpp). Thin: options in, the recorder, errors out.
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "gpurun/config/config.hpp"
+#include "gpurun/service/recorder.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/version.hpp"
+
+namespace {
+
+std::atomic<int> stop_signal{0};
+extern "C" void on_stop(int signal) { stop_signal.store(signal); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gpurun;
+  CLI::App app{"gpurund, the gpurun service: records every holder of every GPU (history, usage, report).", "gpurund"};
+  RecorderSettings settings;
+  double interval_s = 10;
+  std::vector<std::pair<std::string, std::string>> given;  // setting -> value, as gpurun's flags
+  bool no_config = false;
+  std::vector<std::string> config_files;
+  const auto setting = [&](const char* flag, const char* key, const char* help) {
+    app.add_option_function<std::string>(
+        flag, [&given, key](const std::string& v) { given.emplace_back(key, v); }, help);
+  };
+  app.add_option("--state-dir", settings.state_dir, "where the database lives (default /var/lib/gpurun)");
+  app.add_option("--interval", interval_s, "seconds between samples, from 0.1 (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  setting("--nvidia-smi", "nvidia_smi", "nvidia-smi program to run");
+  setting("--gpu-source", "gpu_source", "auto, nvml or nvidia-smi");
+  setting("--nvml-library", "nvml_library", "the NVML library to load");
+  setting("--docker", "docker", "docker client");
+  setting("--engine", "engine", "auto, docker or podman");
+  setting("--podman", "podman", "podman client");
+  app.add_option("--config", config_files, "a configuration file to read too");
+  app.add_flag("--no-config", no_config, "ignore the option values of the system file");
+  app.set_version_flag("--version", std::string("gpurund ") + std::string(kVersion));
+
+  auto logger = spdlog::stderr_color_mt("gpurund");
+  logger->set_pattern("gpurund: %l: %v");
+  spdlog::set_default_logger(logger);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    settings.interval = std::chrono::milliseconds(static_cast<long long>(interval_s * 1000));
+    settings.flush_every = std::max(settings.interval, std::chrono::milliseconds(60'000) / 6);
+    ConfigInputs inputs;
+    inputs.no_config = no_config;
+    inputs.extra_files = config_files;
+    for (const auto& [key, value] : given) inputs.flags.emplace_back(key, value);
+    Options options;
+    const Config config = configure(inputs, options);
+    for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
+
+    struct sigaction action {};
+    action.sa_handler = on_stop;
+    sigemptyset(&action.sa_mask);
+    for (int s : {SIGTERM, SIGINT}) ::sigaction(s, &action, nullptr);
+    return run_recorder(options, settings, stop_signal);
+  } catch (const Error& e) {
+    spdlog::error("{}", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    spdlog::error("unexpected failure: {}", e.what());
+    return exit_code::failure;
+  }
+}

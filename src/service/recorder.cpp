@@ -1,0 +1,130 @@
+#include "gpurun/service/recorder.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <set>
+#include <thread>
+
+#include "gpurun/engine/gpu_process_owner.hpp"
+#include "gpurun/history/run_store.hpp"
+#include "gpurun/select/inventory.hpp"
+#include "gpurun/service/machine_sample.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
+
+namespace gpurun {
+namespace {
+
+// The state directory's lock, held while the recorder runs: a second gpurund on it is refused.
+Fd lock_state_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error(fmt::format("cannot create the state directory {}: {}", dir, std::strerror(errno)));
+  const std::string path = dir + "/gpurund.lock";
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
+    throw Error(
+        fmt::format("another gpurund records into {} already (it holds {}); stop it first, or give this one "
+                    "another --state-dir",
+                    dir, path));
+  return fd;
+}
+
+// Logs a failure once while it repeats, and says when it is over.
+class Trouble {
+ public:
+  explicit Trouble(std::string what) : what_(std::move(what)) {}
+  void failed(const std::string& why) {
+    if (why != last_) spdlog::error("{}: {} (trying again at each sample)", what_, why);
+    last_ = why;
+  }
+  void fine() {
+    if (!last_.empty()) spdlog::info("{}: working again", what_);
+    last_.clear();
+  }
+
+ private:
+  std::string what_;
+  std::string last_;
+};
+
+void sleep_until(std::chrono::steady_clock::time_point when, const std::atomic<int>& stop) {
+  while (stop.load() == 0 && std::chrono::steady_clock::now() < when)
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50),
+                                                                              when - std::chrono::steady_clock::now()));
+}
+
+}  // namespace
+
+int run_recorder(const Options& options, const RecorderSettings& settings, const std::atomic<int>& stop) {
+  const Fd lock = lock_state_dir(settings.state_dir);
+  std::string moved_aside;
+  RunStore store(settings.state_dir + "/gpurund.db", &moved_aside);
+  RunTracker tracker(settings.tracker, store.last_id());
+  tracker.resume(store.open_runs());
+  spdlog::info("recording into {} every {} ms; {} run(s) still open from before", settings.state_dir,
+               settings.interval.count(), tracker.running().size());
+
+  const Machine machine = open_machine(options);
+  const auto timeout = smi_timeout(options);
+  Trouble source_trouble("the GPU source");
+  Trouble engine_trouble("the container engine");
+  Trouble store_trouble("the store");
+  std::vector<RunRecord> unsaved;  // ended runs not yet written
+  auto last_flush = std::chrono::steady_clock::now();
+  const auto flush = [&] {
+    try {
+      store.save(tracker.running(), unsaved);
+      unsaved.clear();
+      store_trouble.fine();
+    } catch (const std::exception& e) {  // a full disk, a read-only file system: keep them in memory
+      store_trouble.failed(e.what());
+    }
+    last_flush = std::chrono::steady_clock::now();
+  };
+
+  auto next = std::chrono::steady_clock::now();
+  while (stop.load() == 0) {
+    next += settings.interval;
+    bool started = false;
+    try {
+      const Snapshot snapshot = machine.source->read(timeout);
+      source_trouble.fine();
+      std::vector<GpuContainer> containers;
+      if (machine.engine && !options.ignore_containers) {
+        try {
+          containers = machine.engine->gpu_holders(timeout, Listing::running);
+          engine_trouble.fine();
+        } catch (const Error& e) {
+          engine_trouble.failed(e.what());
+        }
+      }
+      const MachineSample sample =
+          machine_sample(std::chrono::system_clock::now(), snapshot, std::move(containers), host_proc_root());
+      const std::size_t open_before = tracker.running().size();
+      for (RunRecord& run : tracker.observe(sample)) {
+        spdlog::info("run {} ended: {} ({}), {:.0f} GPU-s", run.id, run.name, run.user, run.gpu_seconds);
+        unsaved.push_back(std::move(run));
+      }
+      // A run that started is written at once too: a kill -9 then never loses one.
+      started = tracker.running().size() + unsaved.size() > open_before;
+    } catch (const Error& e) {
+      source_trouble.failed(e.what());
+    }
+    if (started || !unsaved.empty() || std::chrono::steady_clock::now() - last_flush >= settings.flush_every) flush();
+    if (std::chrono::steady_clock::now() > next) next = std::chrono::steady_clock::now();  // never catch up
+    sleep_until(next, stop);
+  }
+  flush();
+  spdlog::info("stopped; {} run(s) open", tracker.running().size());
+  return 0;
+}
+
+}  // namespace gpurun
