@@ -1,14 +1,14 @@
 #include "gpurun/job/launch.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -38,8 +38,8 @@
 #include "gpurun/util/exec.hpp"
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/process.hpp"
-#include "gpurun/util/text.hpp"
 #include "gpurun/util/shell_quote.hpp"
+#include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
 #include "mount_pins.hpp"
 
@@ -279,9 +279,10 @@ void check_report_destination(const std::string& file) {
   if (dir.empty()) dir = ".";
   std::error_code error;
   if (!std::filesystem::is_directory(dir, error))
-    throw Error(fmt::format("--report-json {}: the directory {} does not exist; create it first, or name a file in "
-                            "an existing one",
-                            text::printable(file, 200), text::printable(dir.string(), 200)));
+    throw Error(
+        fmt::format("--report-json {}: the directory {} does not exist; create it first, or name a file in "
+                    "an existing one",
+                    text::printable(file, 200), text::printable(dir.string(), 200)));
   if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
     throw Error(fmt::format("--report-json {}: cannot write in {}: {}", text::printable(file, 200),
                             text::printable(dir.string(), 200), std::strerror(errno)));

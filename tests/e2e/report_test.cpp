@@ -71,8 +71,8 @@ TEST_F(ReportTest, SummaryFiguresMatchTheTraceExactly) {
 }
 
 TEST_F(ReportTest, AReportJsonIntoAMissingDirectoryFailsBeforeTheJobStarts) {
-  const Outcome run = gpurun({"--report-json", dir() + "/no/such/report.json", "--image", "img", "1", "train"},
-                             reporting_env("3"));
+  const Outcome run =
+      gpurun({"--report-json", dir() + "/no/such/report.json", "--image", "img", "1", "train"}, reporting_env("3"));
   EXPECT_EQ(run.exit_code, 125);
   EXPECT_THAT(run.err, HasSubstr("the directory " + dir() + "/no/such does not exist; create it first"));
   EXPECT_FALSE(docker_ran());

@@ -137,9 +137,9 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
   if (timed_out) throw Error(fmt::format("the Docker engine at {} did not answer in time", socket_path_));
   const std::string message = failure->error.message();
   throw Error(fmt::format("the Docker engine at {} {}", socket_path_,
-                          failure->connected ? fmt::format("broke off its answer to {}: {}", failure->target, message)
-                                             : fmt::format("cannot be reached: {}{}", message,
-                                                           engine_access_hint(message))));
+                          failure->connected
+                              ? fmt::format("broke off its answer to {}: {}", failure->target, message)
+                              : fmt::format("cannot be reached: {}{}", message, engine_access_hint(message))));
 }
 
 }  // namespace gpurun
