@@ -59,6 +59,9 @@ void load_policy(Config& config, const ParsedFile& system) {
     if (key == "allowed_docker_options") policy.allowed_docker_options = value.get<std::vector<std::string>>();
     if (key == "admin_group") policy.admin_group = value.get<std::string>();
     if (key == "allow_sharing") policy.allow_sharing = value.get<bool>();
+    if (key == "history_visibility" && value.is_string())
+      policy.history_visibility =
+          choice_from<HistoryVisibility>(value.get<std::string>()).value_or(HistoryVisibility::own);
   }
 }
 

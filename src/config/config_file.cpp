@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -88,6 +90,9 @@ void check_policy_key(const ParsedFile& f, const Setting& info, const json& valu
                   "project file cannot set them");
   const std::string key(info.key);
   if (const auto problem = value_problem(info.type, value, info.flag)) throw f.error(key, *problem);
+  if (!info.words.empty() && value.is_string() &&
+      std::find(info.words.begin(), info.words.end(), value.get<std::string>()) == info.words.end())
+    throw f.error(key, fmt::format("expected one of {}", fmt::join(info.words, ", ")));
   if (key == "refused_docker_options" || key == "allowed_docker_options")
     for (const json& rule : value)
       if (const auto problem = rule_problem(rule.get<std::string>())) throw f.error(key, *problem);

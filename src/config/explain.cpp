@@ -70,6 +70,8 @@ std::string config_table(const Config& config) {
         value = config.policy.allowed_docker_options;
       if (k.name == "admin_group" && it != config.policy.sources.end()) value = config.policy.admin_group;
       if (k.name == "allow_sharing" && it != config.policy.sources.end()) value = config.policy.allow_sharing;
+      if (k.name == "history_visibility" && it != config.policy.sources.end())
+        value = std::string(word_of(config.policy.history_visibility));
       rows.push_back({k.name, value.is_null() ? "(not set)" : value.dump(),
                       it == config.policy.sources.end() ? "site policy" : "site policy, " + it->second.describe()});
     } else {
@@ -131,6 +133,7 @@ json config_json(const Config& config) {
   rule("allowed_docker_options", p.allowed_docker_options);
   rule("admin_group", p.admin_group);
   rule("allow_sharing", p.allow_sharing);
+  rule("history_visibility", std::string(word_of(p.history_visibility)));
 
   json profiles = json::object();
   for (const auto& [name, where] : config.profiles) {

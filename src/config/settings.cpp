@@ -27,6 +27,7 @@ constexpr std::string_view kOutput = "Output";
 constexpr std::string_view kContainerVerbs = "logs, ps, stop";
 constexpr std::string_view kConfigVerb = "config";
 constexpr std::string_view kSlurm = "On a Slurm cluster (backend slurm)";
+constexpr std::string_view kHistory = "history, usage, report (the gpurun service)";
 
 std::vector<std::string> strings(const json& v) { return v.get<std::vector<std::string>>(); }
 
@@ -551,10 +552,48 @@ std::vector<Setting> make_settings() {
        .type = T::boolean,
        .scope = Scope::invocation,
        .flag = "--json",
-       .help = "machine-readable output for pick, status, ps and config",
+       .help = "machine-readable output for pick, status, ps, config, history, usage and report",
        .group = kOutput,
        .fallback = "false",
        .apply = [](const json& v, Options& o) { o.json = v.get<bool>(); }},
+
+      {.key = "service_socket",
+       .flag = "--service-socket",
+       .help = "the gpurun service's socket, which history, usage and report ask (gpurund --socket)",
+       .group = kHistory,
+       .fallback = R"("/run/gpurun/gpurund.sock")",
+       .example = R"("/run/gpurun/gpurund.sock")",
+       .completion = H::file,
+       .root_only = true,  // root believes what answers there
+       .apply = [](const json& v, Options& o) { o.service_socket = v.get<std::string>(); }},
+      {.key = "since",
+       .type = T::text,
+       .scope = Scope::invocation,
+       .flag = "--since",
+       .help = "history, usage: runs going since this long ago (30d, 12h, 2w) or this date (2026-11-01)",
+       .group = kHistory,
+       .fallback = "null",
+       .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.history_since = text_or_empty(v); }},
+      {.key = "user",
+       .type = T::text,
+       .scope = Scope::invocation,
+       .flag = "--user",
+       .help = "history, usage: only this user's runs",
+       .group = kHistory,
+       .fallback = "null",
+       .completion = H::word,
+       .apply = [](const json& v, Options& o) { o.history_user = text_or_empty(v); }},
+      {.key = "by",
+       .type = T::text,
+       .scope = Scope::invocation,
+       .flag = "--by",
+       .help = "usage: the sums per user, image or gpu",
+       .group = kHistory,
+       .fallback = R"("user")",
+       .completion = H::choice,
+       .words = Choices<UsageKey>::words,
+       .apply = [](const json& v, Options& o) { o.usage_by = choice<UsageKey>(v, "--by"); }},
 
       {.key = "topology",
        .type = T::boolean,
@@ -602,6 +641,13 @@ std::vector<Setting> make_settings() {
        .help = "whether a launch may share a busy GPU (--allow-busy, --min-free-memory); false forbids it",
        .fallback = "true",
        .example = "false"},
+      {.key = "history_visibility",
+       .scope = Scope::policy,
+       .help = "whose runs history, usage and report show a user: all (everyone's) or own (root and "
+               "admin_group see all)",
+       .fallback = R"("all")",
+       .example = R"("own")",
+       .words = Choices<HistoryVisibility>::words},
       {.key = "admin_group",
        .scope = Scope::policy,
        .help = "under sudo: members of this group may stop, attach to and read the logs of any gpurun container",

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <ctime>
 #include <map>
 
 namespace gpurun {
@@ -106,15 +105,6 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
     run = running_.erase(run);
   }
   return ended;
-}
-
-std::string rfc3339(WallTime when) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
-  std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
-  char text[32];
-  if (std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc) == 0) return "";
-  return text;
 }
 
 }  // namespace gpurun

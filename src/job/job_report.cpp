@@ -11,21 +11,22 @@ namespace {
 
 std::string percent(const std::optional<double>& value) { return value ? fmt::format("{:.1f}%", *value) : "n/a"; }
 
-// Plain advice from the lab guides this project grew from, for jobs that starve their GPUs.
-std::vector<std::string> hints(const JobReport& report, double efficiency) {
+}  // namespace
+
+std::vector<std::string> low_efficiency_hints(std::optional<int> cpus_per_gpu, std::size_t gpus, double efficiency) {
   std::vector<std::string> list{
-      fmt::format("Feed the GPUs faster: raise DataLoader(num_workers=...) towards the {} CPUs per GPU you have, "
-                  "and raise --cpus-per-gpu (8-24) if the workers need more",
-                  report.gpus.empty() ? report.cpus : report.cpus / static_cast<int>(report.gpus.size())),
+      cpus_per_gpu ? fmt::format("Feed the GPUs faster: raise DataLoader(num_workers=...) towards the {} CPUs per GPU "
+                                 "you have, and raise --cpus-per-gpu (8-24) if the workers need more",
+                                 *cpus_per_gpu)
+                   : std::string("Feed the GPUs faster: raise DataLoader(num_workers=...) towards the CPUs per GPU "
+                                 "you have (gpurun gives 8-24 per GPU: --cpus-per-gpu)"),
       "Use DataLoader(pin_memory=True) so host-to-GPU copies overlap with compute",
-      "Try a larger batch size while memory allows (see MEM PEAK above)",
+      "Try a larger batch size while memory allows (see the memory peak)",
       "Use mixed precision (torch.autocast / AMP) so the tensor cores do the work"};
-  if (report.gpus.size() > 1 && efficiency < 50)
+  if (gpus > 1 && efficiency < 50)
     list.emplace_back("Make one GPU busy before asking for several: low efficiency only multiplies with more GPUs");
   return list;
 }
-
-}  // namespace
 
 std::optional<double> gpu_efficiency(const JobReport& report) {
   double sum = 0;
@@ -73,7 +74,10 @@ std::string format_job_report(const JobReport& report) {
   } else if (*efficiency < report.threshold_percent) {
     text += fmt::format("  Below {:g}%: the GPUs waited for work much of the time. What usually helps:\n",
                         report.threshold_percent);
-    for (const auto& hint : hints(report, *efficiency)) text += fmt::format("    - {}\n", hint);
+    const std::optional<int> cpus_per_gpu =
+        report.gpus.empty() ? report.cpus : report.cpus / static_cast<int>(report.gpus.size());
+    for (const auto& hint : low_efficiency_hints(cpus_per_gpu, report.gpus.size(), *efficiency))
+      text += fmt::format("    - {}\n", hint);
   }
   return text;
 }

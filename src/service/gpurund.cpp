@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "gpurun/config/config.hpp"
@@ -34,6 +35,10 @@ int main(int argc, char** argv) {
         flag, [&given, key](const std::string& v) { given.emplace_back(key, v); }, help);
   };
   app.add_option("--state-dir", settings.state_dir, "where the database lives (default /var/lib/gpurun)");
+  std::string socket_path;
+  app.add_option("--socket", socket_path,
+                 "where gpurun history, usage and report ask (default: the setting service_socket, "
+                 "/run/gpurun/gpurund.sock)");
   app.add_option("--interval", interval_s, "seconds between samples, from 0.1 (default 10)")
       ->check(CLI::Range(0.1, 3600.0));
   setting("--nvidia-smi", "nvidia_smi", "nvidia-smi program to run");
@@ -60,10 +65,16 @@ int main(int argc, char** argv) {
     ConfigInputs inputs;
     inputs.no_config = no_config;
     inputs.extra_files = config_files;
+    // The tests' stand-in for /etc/gpurun/config.json, as gpurun's (never the machine's in a test).
+    if (const char* system = std::getenv("GPURUN_SYSTEM_CONFIG"); system != nullptr && *system != '\0')
+      inputs.system_file = system;
     for (const auto& [key, value] : given) inputs.flags.emplace_back(key, value);
     Options options;
     const Config config = configure(inputs, options);
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
+    settings.server = {.socket_path = socket_path.empty() ? options.service_socket : socket_path,
+                       .visibility = options.policy.history_visibility,
+                       .admin_group = options.policy.admin_group};
 
     struct sigaction action {};
     action.sa_handler = on_stop;

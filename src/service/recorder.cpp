@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "gpurun/engine/gpu_process_owner.hpp"
-#include "gpurun/history/run_store.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/service/machine_sample.hpp"
+#include "gpurun/service/run_store.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
 
@@ -69,8 +69,12 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   RunStore store(settings.state_dir + "/gpurund.db", &moved_aside);
   RunTracker tracker(settings.tracker, store.last_id());
   tracker.resume(store.open_runs());
-  spdlog::info("recording into {} every {} ms; {} run(s) still open from before", settings.state_dir,
-               settings.interval.count(), tracker.running().size());
+  ServedRuns served;
+  served.store = &store;
+  served.fresh = tracker.running();
+  const ServiceServer server(settings.server, served);
+  spdlog::info("recording into {} every {} ms, answering on {}; {} run(s) still open from before", settings.state_dir,
+               settings.interval.count(), settings.server.socket_path, tracker.running().size());
 
   const Machine machine = open_machine(options);
   const auto timeout = smi_timeout(options);
@@ -81,6 +85,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   auto last_flush = std::chrono::steady_clock::now();
   const auto flush = [&] {
     try {
+      const std::lock_guard hold(served.mutex);
       store.save(tracker.running(), unsaved);
       unsaved.clear();
       store_trouble.fine();
@@ -115,6 +120,9 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       }
       // A run that started is written at once too: a kill -9 then never loses one.
       started = tracker.running().size() + unsaved.size() > open_before;
+      const std::lock_guard hold(served.mutex);
+      served.fresh = tracker.running();
+      served.fresh.insert(served.fresh.end(), unsaved.begin(), unsaved.end());
     } catch (const Error& e) {
       source_trouble.failed(e.what());
     }

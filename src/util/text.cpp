@@ -1,6 +1,7 @@
 #include "gpurun/util/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -108,6 +109,47 @@ std::string printable_words(std::string_view s, std::size_t max_length) {
   std::size_t cut = s.rfind(' ', max_length);
   if (cut == std::string_view::npos || cut < max_length / 2) cut = max_length;  // one long word: cut it
   return printable(text::trim(s.substr(0, cut)), max_length) + " ...";
+}
+
+std::string percent_encode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : s) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> percent_decode(std::string_view s) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] != '%') {
+      out += s[i];
+    } else {
+      if (i + 2 >= s.size()) return std::nullopt;
+      const int high = hex(s[i + 1]);
+      const int low = hex(s[i + 2]);
+      if (high < 0 || low < 0) return std::nullopt;
+      out += static_cast<char>(high * 16 + low);
+      i += 2;
+    }
+  }
+  return out;
 }
 
 }  // namespace gpurun::text

@@ -87,6 +87,21 @@ const std::vector<Verb>& verb_table() {
            [](const Invocation& i, std::ostream& out) {
              return backend_table(i.options.backend).manage("stop", i.argument, i.options, out);
            }},
+      {.name = "history",
+       .help = "the runs the gpurun service recorded, newest first: GPU-hours, efficiency, idle time",
+       .synopsis = "history [--since DURATION|DATE] [--user NAME] [--json]",
+       .own_flags = {"since", "user"},
+       .run = [](const Invocation& i, std::ostream& out) { return run_history(i.options, out); }},
+      {.name = "usage",
+       .help = "GPU-hours, busy GPU-hours, efficiency and idle GPU-hours per user, image or GPU (default: 30 days)",
+       .synopsis = "usage [--since DURATION|DATE] [--by user|image|gpu] [--user NAME] [--json]",
+       .own_flags = {"since", "user", "by"},
+       .run = [](const Invocation& i, std::ostream& out) { return run_usage(i.options, out); }},
+      {.name = "report",
+       .help = "how well one run the service saw used its GPUs (like --report, for detached and ended runs too)",
+       .synopsis = "report NAME|ID [--json]",
+       .takes_argument = true,
+       .run = [](const Invocation& i, std::ostream& out) { return run_report(i.argument, i.options, out); }},
   };
   return table;
 }

@@ -1,16 +1,23 @@
 // End-to-end: the real gpurund against the stand-in nvidia-smi (whose busy DGX lists seven GPU
 // processes), recording runs into a real SQLite database; stopped by SIGTERM and by kill -9.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
 #include <set>
 #include <thread>
 
-#include "gpurun/history/run_store.hpp"
+#include "gpurun/service/run_store.hpp"
+#include "gpurun/util/accounts.hpp"
 #include "gpurun_fixture.hpp"
 
 namespace gpurun::testing {
@@ -22,15 +29,21 @@ using ::testing::HasSubstr;
 class GpurundTest : public GpurunTest {
  protected:
   std::string state() const { return dir() + "/state"; }
-  // Starts gpurund sampling every 0.1 s; its stderr goes to dir()/gpurund.err.
-  pid_t start() const {
-    std::vector<std::string> args{GPURUND_BINARY, "--state-dir",      state(),    "--interval",  "0.1", "--no-config",
-                                  "--nvidia-smi", fake("nvidia-smi"), "--docker", fake("docker")};
+  std::string socket() const { return dir() + "/run/gpurund.sock"; }
+  // Starts gpurund sampling every 0.1 s (the stand-in nvidia-smi answering from `scenario_path`);
+  // its stderr goes to dir()/gpurund.err. With `real_proc`, the GPU processes' owners and
+  // commands come from this machine's /proc (the scenario lists a real pid), else from a tree
+  // that has none.
+  pid_t start(const std::string& scenario_path = scenario("busy_dgx.json"), bool real_proc = false) const {
+    std::vector<std::string> args{GPURUND_BINARY, "--state-dir",  state(),        "--interval",
+                                  "0.1",          "--no-config",  "--nvidia-smi", fake("nvidia-smi"),
+                                  "--docker",     fake("docker"), "--socket",     socket()};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    std::vector<std::string> env_text{"FAKE_SMI_SCENARIO=" + scenario("busy_dgx.json"), "PATH=/usr/bin:/bin",
-                                      "GPURUN_SYSFS_ROOT=" + dir() + "/no-sysfs"};
+    std::vector<std::string> env_text{"FAKE_SMI_SCENARIO=" + scenario_path, "PATH=/usr/bin:/bin",
+                                      "GPURUN_SYSTEM_CONFIG=" + system_config(),
+                                      "GPURUN_SYSFS_ROOT=" + (real_proc ? std::string("/") : dir() + "/no-sysfs")};
     std::vector<char*> envp;
     for (auto& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -50,7 +63,47 @@ class GpurundTest : public GpurunTest {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   std::vector<RunRecord> runs() const { return RunStore(state() + "/gpurund.db").runs({}); }
+  // gpurun asking this test's service.
+  Outcome ask(const std::vector<std::string>& args) const {
+    return gpurun(args, {{"GPURUN_SERVICE_SOCKET", socket()}, {"GPURUN_SYSTEM_CONFIG", system_config()}});
+  }
+  // Waits until `done` holds (at most 10 s).
+  static bool eventually(const std::function<bool()>& done) {
+    for (int i = 0; i < 200; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return done();
+  }
 };
+
+// The busy DGX with its GPU 2 at 40 % held by `pid` alone (or by nobody), written where the
+// stand-in nvidia-smi reads it at every sample.
+void write_scenario(const std::string& path, std::optional<pid_t> pid) {
+  nlohmann::json data = nlohmann::json::parse(read_file(scenario("busy_dgx.json")));
+  data["gpus"][2]["utilization.gpu"] = 40;
+  data["processes"] = nlohmann::json::array();
+  if (pid)
+    data["processes"].push_back(
+        {{"gpu_uuid", data["gpus"][2]["uuid"]}, {"pid", *pid}, {"process_name", "sleep"}, {"used_memory", 1234}});
+  std::ofstream(path + ".new") << data.dump();
+  std::filesystem::rename(path + ".new", path);  // whole, never half-written
+}
+
+// A process of another user where the test runs as root (nobody's), else the tester's own.
+pid_t start_sleeper(std::string& user) {
+  const bool root = ::geteuid() == 0;
+  std::vector<std::string> args = root ? std::vector<std::string>{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                                                  "--clear-groups",   "/bin/sleep",    "60"}
+                                       : std::vector<std::string>{"/bin/sleep", "60"};
+  user = root ? user_name(65534) : user_name(::geteuid());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  EXPECT_EQ(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  return pid;
+}
 
 TEST_F(GpurundTest, RecordsEveryGpuProcessAsARunAndStopsCleanlyOnSigterm) {
   const pid_t pid = start();
@@ -91,10 +144,100 @@ TEST_F(GpurundTest, ASecondGpurundOnTheSameStateDirectoryIsRefused) {
   const pid_t first = start();
   std::this_thread::sleep_for(500ms);
   const Outcome second = shell(std::string(GPURUND_BINARY) + " --no-config --state-dir " + state() + " --nvidia-smi " +
-                               fake("nvidia-smi") + " --interval 0.1");
+                               fake("nvidia-smi") + " --interval 0.1 --socket " + dir() + "/second.sock");
   EXPECT_EQ(second.exit_code, 125);
   EXPECT_THAT(second.err, HasSubstr("another gpurund records into " + state()));
   EXPECT_EQ(stop(first, SIGTERM), 0);
+}
+
+TEST_F(GpurundTest, HistoryUsageAndReportAnswerWithAnotherUsersProcessFiguresAfterItEnds) {
+  if (!std::filesystem::exists("/usr/bin/setpriv") && ::geteuid() == 0) GTEST_SKIP() << "no setpriv";
+  std::string user;
+  const pid_t sleeper = start_sleeper(user);
+  const std::string path = dir() + "/scenario.json";
+  write_scenario(path, sleeper);
+  const pid_t pid = start(path, true);
+  // Held for a while at 40 %, then gone: the run ends after two samples without it.
+  std::this_thread::sleep_for(1500ms);
+  ::kill(sleeper, SIGKILL);
+  ::waitpid(sleeper, nullptr, 0);
+  write_scenario(path, std::nullopt);
+  nlohmann::json history;
+  ASSERT_TRUE(eventually([&] {
+    const Outcome out = ask({"history", "--json"});
+    history = nlohmann::json::parse(out.out, nullptr, false);
+    return out.exit_code == 0 && history.is_array() && history.size() == 1 && !history[0]["end"].is_null();
+  })) << ask({"history", "--json"}).out
+      << read_file(dir() + "/gpurund.err");
+  const nlohmann::json& run = history[0];
+  EXPECT_EQ(run["user"], user);  // the owner of the holding process, by name
+  EXPECT_THAT(run["name"].get<std::string>(), HasSubstr("sleep 60"));
+  EXPECT_TRUE(run["container"].is_null());
+  EXPECT_EQ(run["gpus"], nlohmann::json::array({2}));
+  EXPECT_EQ(run["ended_by"], "gone");
+  EXPECT_GT(run["gpu_seconds"].get<double>(), 1.0);
+  EXPECT_NEAR(run["efficiency"].get<double>(), 40.0, 0.01);  // the known utilization
+  EXPECT_DOUBLE_EQ(run["idle_seconds"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(run["max_memory_mib"].get<double>(), 1234);
+
+  const Outcome table = ask({"history"});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("NAME"));
+  EXPECT_THAT(table.out, HasSubstr("40%"));
+  EXPECT_THAT(table.out, HasSubstr("gone"));
+
+  const Outcome usage = ask({"usage", "--by", "gpu", "--json"});
+  ASSERT_EQ(usage.exit_code, 0) << usage.err;
+  const nlohmann::json rows = nlohmann::json::parse(usage.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["key"], "2");
+  EXPECT_NEAR(rows[0]["efficiency"].get<double>(), 40.0, 0.01);
+  EXPECT_THAT(ask({"usage"}).out, HasSubstr(user));
+
+  const Outcome report = ask({"report", std::to_string(run["id"].get<int>())});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_THAT(report.out, HasSubstr("GPU efficiency  40.0%"));
+  EXPECT_THAT(report.out, HasSubstr("gone"));
+  EXPECT_THAT(report.out, HasSubstr("DataLoader(num_workers=...)"));  // the hints of --report
+  const Outcome unknown = ask({"report", "no-such-run"});
+  EXPECT_EQ(unknown.exit_code, 125);
+  EXPECT_THAT(unknown.err, HasSubstr("no run named no-such-run"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+  EXPECT_FALSE(std::filesystem::exists(socket()));  // removed on the way out
+}
+
+TEST_F(GpurundTest, WithoutTheServiceTheVerbsSaySoAndHowToStartIt) {
+  for (const char* verb : {"history", "usage"}) {
+    const Outcome out = ask({verb});
+    EXPECT_EQ(out.exit_code, 125);
+    EXPECT_THAT(out.err, HasSubstr("the gpurun service is not running (nothing at " + socket() + ")"));
+    EXPECT_THAT(out.err, HasSubstr("sudo systemctl enable --now gpurund"));
+    EXPECT_EQ(out.out, "");
+  }
+  EXPECT_EQ(ask({"report", "x"}).exit_code, 125);
+  EXPECT_EQ(ask({"history", "--since", "last week"}).exit_code, 125);
+}
+
+TEST_F(GpurundTest, UnderOwnVisibilityAnotherUserSeesNoneOfTheRuns) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to ask as another user";
+  std::ofstream(system_config()) << R"({"history_visibility": "own"})";
+  std::filesystem::permissions(dir(), std::filesystem::perms::others_exec, std::filesystem::perm_options::add);
+  const pid_t pid = start();
+  ASSERT_TRUE(eventually([&] {
+    return nlohmann::json::parse(ask({"history", "--json"}).out, nullptr, false).size() == 7;
+  }));
+  // nobody asks: the busy DGX's processes are not theirs.
+  const Outcome as_nobody = shell(fmt::format("/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups {} "
+                                              "history --json --service-socket {}",
+                                              GPURUN_BINARY, socket()),
+                                  {{"GPURUN_SYSTEM_CONFIG", system_config()},
+                                   {"HOME", "/nonexistent"},
+                                   {"XDG_CONFIG_HOME", "/nonexistent/.config"}});
+  EXPECT_EQ(as_nobody.exit_code, 0) << as_nobody.err;
+  EXPECT_EQ(nlohmann::json::parse(as_nobody.out, nullptr, false), nlohmann::json::array());
+  const Outcome as_root = ask({"history", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(as_root.out, nullptr, false).size(), 7u);  // root sees all
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
 }  // namespace

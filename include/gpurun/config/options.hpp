@@ -92,6 +92,12 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   std::string config_check;
   bool config_system = false;
 
+  // history, usage, report: the gpurun service's socket and what is asked of it.
+  std::string service_socket = "/run/gpurun/gpurund.sock";
+  std::string history_since;  // --since, as typed ("" for the verb's default)
+  std::string history_user;   // --user
+  UsageKey usage_by = UsageKey::user;
+
   // Output.
   bool json = false;
   bool topology = false;  // status: the link matrix between the GPUs

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpurun/config/source.hpp"
+#include "gpurun/util/choices.hpp"
 #include "gpurun/util/docker_args.hpp"
 
 namespace gpurun {
@@ -19,11 +20,12 @@ struct SitePolicy {
   std::optional<std::vector<int>> allowed_gpus;
   std::optional<int> max_gpus_per_launch;
   std::vector<std::string> refused_docker_options;
-  std::optional<std::vector<std::string>> allowed_images;  // shell-wildcard patterns; unset: any image
-  std::vector<std::string> allowed_docker_options;         // under sudo, beyond the built-in allowlist
-  std::string admin_group;                                 // under sudo, may manage any gpurun container
-  bool allow_sharing = true;                               // false: no --allow-busy, no --min-free-memory
-  std::map<std::string, ConfigSource> sources;             // policy key -> where it is set
+  std::optional<std::vector<std::string>> allowed_images;         // shell-wildcard patterns; unset: any image
+  std::vector<std::string> allowed_docker_options;                // under sudo, beyond the built-in allowlist
+  std::string admin_group;                                        // under sudo, may manage any gpurun container
+  bool allow_sharing = true;                                      // false: no --allow-busy, no --min-free-memory
+  HistoryVisibility history_visibility = HistoryVisibility::all;  // whose runs the service shows a user
+  std::map<std::string, ConfigSource> sources;                    // policy key -> where it is set
 };
 
 // Where each item of the list settings came from, for naming it in a refusal:

@@ -97,7 +97,4 @@ class RunTracker {
   std::vector<RunRecord> running_;
 };
 
-// RFC 3339 in UTC, to the second: "2026-11-24T13:05:01Z".
-std::string rfc3339(WallTime when);
-
 }  // namespace gpurun

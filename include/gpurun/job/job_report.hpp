@@ -23,6 +23,10 @@ struct JobReport {
 // The whole job's GPU efficiency: the mean utilization over its GPUs (those with samples).
 std::optional<double> gpu_efficiency(const JobReport& report);
 
+// Plain advice from the lab guides this project grew from, for jobs that starve their GPUs (also
+// `gpurun report`'s, which knows no CPU count: nullopt).
+std::vector<std::string> low_efficiency_hints(std::optional<int> cpus_per_gpu, std::size_t gpus, double efficiency);
+
 std::string format_job_report(const JobReport& report);
 nlohmann::ordered_json job_report_json(const JobReport& report);
 

@@ -1,15 +1,16 @@
 #pragma once
 // The gpurun service's loop: every interval, one look at the machine (GPU source + engine, as
 // gpurun opens them), fed to the run model; the runs written to the store every flush interval
-// and whenever one starts or ends. One recorder per state directory (an flock on gpurund.lock); a failing
-// GPU source or engine is logged (once per distinct message) and tried again at the next tick;
-// a store that cannot be written keeps the runs in memory and writes them when it can.
+// and whenever one starts or ends; the socket (gpurun/service/service_server.hpp) answers meanwhile. One recorder per
+// state directory (an flock on gpurund.lock); a failing GPU source or engine is logged (once per distinct message) and
+// tried again at the next tick; a store that cannot be written keeps the runs in memory and writes them when it can.
 #include <atomic>
 #include <chrono>
 #include <string>
 
 #include "gpurun/config/options.hpp"
 #include "gpurun/history/run_tracker.hpp"
+#include "gpurun/service/service_server.hpp"
 
 namespace gpurun {
 
@@ -18,6 +19,7 @@ struct RecorderSettings {
   std::chrono::milliseconds interval{10'000};
   std::chrono::milliseconds flush_every{60'000};
   TrackerSettings tracker;
+  ServerSettings server;  // the socket `gpurun history`, `usage` and `report` ask
 };
 
 // Runs until `stop` becomes non-zero (a signal handler sets it); writes what it holds and returns

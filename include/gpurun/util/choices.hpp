@@ -15,6 +15,8 @@ enum class EngineSetting { automatic, docker, podman };          // engine: whic
 enum class GpuSourceSetting { automatic, nvml, nvidia_smi };     // gpu_source: where GPU data comes from
 enum class GpuRequestSetting { automatic, gpus, cdi, runtime };  // gpu_request: how a container asks for GPUs
 enum class SlurmContainer { none, pyxis, oci };                  // slurm_container: how a Slurm step runs the image
+enum class UsageKey { user, image, gpu };                        // usage --by: what the sums are per
+enum class HistoryVisibility { all, own };                       // history_visibility: whose runs a caller sees
 
 // Choices<E>::words[i] is the word of Choices<E>::values[i].
 template <typename E>
@@ -45,6 +47,17 @@ template <>
 struct Choices<SlurmContainer> {
   static constexpr std::array<std::string_view, 3> words{"pyxis", "oci", "none"};
   static constexpr std::array values{SlurmContainer::pyxis, SlurmContainer::oci, SlurmContainer::none};
+};
+
+template <>
+struct Choices<UsageKey> {
+  static constexpr std::array<std::string_view, 3> words{"user", "image", "gpu"};
+  static constexpr std::array values{UsageKey::user, UsageKey::image, UsageKey::gpu};
+};
+template <>
+struct Choices<HistoryVisibility> {
+  static constexpr std::array<std::string_view, 2> words{"all", "own"};
+  static constexpr std::array values{HistoryVisibility::all, HistoryVisibility::own};
 };
 
 // The word of `value` ("nvidia-smi" for GpuSourceSetting::nvidia_smi).

@@ -37,4 +37,8 @@ std::string printable(std::string_view s, std::size_t max_length = 60);
 // printable(), cut where a word ends (not inside one) when longer than `max_length`.
 std::string printable_words(std::string_view s, std::size_t max_length);
 
+// URL query values: every byte but A-Z a-z 0-9 - . _ ~ as %XX, and back (nullopt for a broken %).
+std::string percent_encode(std::string_view s);
+std::optional<std::string> percent_decode(std::string_view s);
+
 }  // namespace gpurun::text

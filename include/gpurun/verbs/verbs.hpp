@@ -32,4 +32,11 @@ int run_config(const Config& config, const ConfigInputs& inputs, bool init, cons
 // `config --check FILE`: 0 and what the file sets, or Error (125) naming file, line and key.
 int run_config_check(const std::string& path, std::ostream& out);
 
+// What the gpurun service recorded, asked over its socket (Error, 125, without the service):
+// `history` the runs, newest first; `usage` their sums per user, image or GPU (default the last
+// 30 days); `report NAME` one run's --report-like summary, with hints.
+int run_history(const Options& options, std::ostream& out);
+int run_usage(const Options& options, std::ostream& out);
+int run_report(const std::string& name, const Options& options, std::ostream& out);
+
 }  // namespace gpurun

@@ -15,15 +15,18 @@
 #include <fstream>
 #include <sstream>
 
-#include "docker/unix_http.hpp"
+#include "access_hint.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
+#include "gpurun/util/unix_http.hpp"
 
 namespace gpurun {
 namespace {
 
 using nlohmann::json;
+
+HttpPeer docker_peer() { return {.name = "the Docker engine", .access_hint = engine_access_hint, .headers = {}}; }
 
 // Inspects asked at once, each on a connection of its own, so that the engine's answers overlap;
 // each connection costs a connect, and a GPU server runs few containers.
@@ -147,7 +150,7 @@ std::string docker_api_version(std::string_view engine_version) {
 
 std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout,
                                                  Listing listing) {
-  UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout);
+  UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout, docker_peer());
   const auto refused = [&](const std::string& what, const HttpResponse& r) {
     return Error(fmt::format("the Docker engine at {} refused {} (HTTP {}): {}", socket_path, what, r.status,
                              engine_message(r)));
@@ -186,7 +189,7 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
 
 CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout) {
   try {
-    UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout);
+    UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout, docker_peer());
     const HttpResponse info = client.get("/info");
     if (info.status != 200) return {false, fmt::format("the engine's /info answered HTTP {}", info.status)};
     const json answer = json::parse(info.body, nullptr, false);

@@ -1,5 +1,5 @@
 // Unit tests for the unix-socket HTTP client's concurrent GETs, against a stand-in engine.
-#include "docker/unix_http.hpp"
+#include "gpurun/util/unix_http.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,7 @@
 // Unit tests for the service's run model (gpurun/history/run_tracker.hpp), driven by a synthetic
 // clock.
 #include "gpurun/history/run_tracker.hpp"
+#include "gpurun/history/time_text.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

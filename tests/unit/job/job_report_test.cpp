@@ -58,7 +58,7 @@ TEST(FormatJobReport, BelowTheThresholdGivesTheTableAndHints) {
             "    - Feed the GPUs faster: raise DataLoader(num_workers=...) towards the 8 CPUs per GPU you have, "
             "and raise --cpus-per-gpu (8-24) if the workers need more\n"
             "    - Use DataLoader(pin_memory=True) so host-to-GPU copies overlap with compute\n"
-            "    - Try a larger batch size while memory allows (see MEM PEAK above)\n"
+            "    - Try a larger batch size while memory allows (see the memory peak)\n"
             "    - Use mixed precision (torch.autocast / AMP) so the tensor cores do the work\n");
 }
 

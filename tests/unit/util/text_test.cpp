@@ -134,5 +134,15 @@ TEST(Printable, TruncatesLongInputWithAnEllipsis) {
   EXPECT_EQ(printable("abcde", 5), "abcde");  // exactly the limit: nothing cut
 }
 
+TEST(Percent, EncodesAllButUnreservedAndDecodesBack) {
+  EXPECT_EQ(percent_encode("a-b_c.d~e"), "a-b_c.d~e");
+  EXPECT_EQ(percent_encode("ann marie/&=?%\xff"), "ann%20marie%2F%26%3D%3F%25%FF");
+  EXPECT_EQ(percent_decode("ann%20marie%2f%26+x"), "ann marie/& x");
+  EXPECT_EQ(percent_decode(percent_encode("any \x01 byte\xc3\xa9")), "any \x01 byte\xc3\xa9");
+  EXPECT_FALSE(percent_decode("%"));
+  EXPECT_FALSE(percent_decode("%4"));
+  EXPECT_FALSE(percent_decode("%zz"));
+}
+
 }  // namespace
 }  // namespace gpurun::text

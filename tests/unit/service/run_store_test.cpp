@@ -1,6 +1,6 @@
-// Unit tests for the service's store (gpurun/history/run_store.hpp), on real SQLite files in a
+// Unit tests for the service's store (gpurun/service/run_store.hpp), on real SQLite files in a
 // scratch directory.
-#include "gpurun/history/run_store.hpp"
+#include "gpurun/service/run_store.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -120,6 +120,20 @@ TEST_F(RunStoreTest, AFileThatIsNoDatabaseIsMovedAsideAndRecordingStartsAfresh) 
 
 TEST_F(RunStoreTest, ADirectoryThatCannotHoldTheDatabaseIsAnError) {
   EXPECT_THROW(RunStore(dir_ + "/missing/dir/gpurund.db"), Error);
+}
+
+TEST_F(RunStoreTest, FindNamesARunByIdNameOrContainerPrefixTheNewestFirst) {
+  RunStore store(path());
+  RunRecord older = record(1, "alice", 0s);
+  RunRecord newer = record(2, "bob", 50s);
+  newer.name = older.name;  // a name used again: the newer run is meant
+  newer.container_id = "abcdef123456";
+  store.save({older, newer}, {});
+  EXPECT_EQ(store.find("1")->id, 1);
+  EXPECT_EQ(store.find("job-1")->id, 2);
+  EXPECT_EQ(store.find("abcd")->id, 2);
+  EXPECT_FALSE(store.find("abc"));  // too short a prefix to name anything
+  EXPECT_FALSE(store.find("nothing"));
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #pragma once
-// HTTP/1.1 GETs over a unix socket (the Docker Engine API's), with Boost.Beast: connections kept
-// alive for a series of requests, all of them done by one deadline.
+// HTTP/1.1 GETs over a unix socket (the Docker Engine API's, the gpurun service's), with
+// Boost.Beast: connections kept alive for a series of requests, all of them done by one deadline.
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpurun {
@@ -15,10 +17,18 @@ struct HttpResponse {
   std::string api_version;  // the API-Version header, where the engine sends one
 };
 
+// Who answers on the socket, for the errors: "the Docker engine", and what to add to a refused
+// connection's message ("" for nothing).
+struct HttpPeer {
+  std::string name = "the Docker engine";
+  std::string (*access_hint)(std::string_view error) = nullptr;
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
+};
+
 class UnixHttpClient {
  public:
   // Connects lazily, on the first get(). Every request must end by `deadline`.
-  UnixHttpClient(std::string socket_path, std::chrono::steady_clock::time_point deadline);
+  UnixHttpClient(std::string socket_path, std::chrono::steady_clock::time_point deadline, HttpPeer peer = {});
   ~UnixHttpClient();
   UnixHttpClient(const UnixHttpClient&) = delete;
   UnixHttpClient& operator=(const UnixHttpClient&) = delete;
@@ -36,6 +46,7 @@ class UnixHttpClient {
   struct State;
   std::string socket_path_;
   std::chrono::steady_clock::time_point deadline_;
+  HttpPeer peer_;
   std::unique_ptr<State> state_;
 };
 

@@ -1,4 +1,4 @@
-#include "docker/unix_http.hpp"
+#include "gpurun/util/unix_http.hpp"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,6 @@
 #include <functional>
 #include <optional>
 
-#include "access_hint.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/privileges.hpp"
 
@@ -45,9 +44,10 @@ struct Connection {
 
 // One GET and the parser of its answer, alive until the answer is read.
 struct Exchange {
-  explicit Exchange(const std::string& target) : request{http::verb::get, target, 11} {
-    request.set(http::field::host, "docker");  // the engine wants a Host; docker's CLI sends a made-up one too
+  Exchange(const std::string& target, const HttpPeer& peer) : request{http::verb::get, target, 11} {
+    request.set(http::field::host, "localhost");  // the engine wants a Host; docker's CLI sends a made-up one too
     request.set(http::field::user_agent, "gpurun");
+    for (const auto& [name, value] : peer.headers) request.set(name, value);
     request.keep_alive(true);
     parser.body_limit(kBodyLimit);
   }
@@ -62,8 +62,11 @@ struct UnixHttpClient::State {
   std::vector<std::unique_ptr<Connection>> connections;  // [0] is get()'s
 };
 
-UnixHttpClient::UnixHttpClient(std::string socket_path, std::chrono::steady_clock::time_point deadline)
-    : socket_path_(std::move(socket_path)), deadline_(deadline), state_(std::make_unique<State>()) {}
+UnixHttpClient::UnixHttpClient(std::string socket_path, std::chrono::steady_clock::time_point deadline, HttpPeer peer)
+    : socket_path_(std::move(socket_path)),
+      deadline_(deadline),
+      peer_(std::move(peer)),
+      state_(std::make_unique<State>()) {}
 
 UnixHttpClient::~UnixHttpClient() = default;
 
@@ -94,7 +97,7 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
     if (failure || next == targets.size()) return;
     const std::size_t i = next++;
     Connection* c = s.connections[lane].get();
-    Exchange* x = &exchanges[lane].emplace(targets[i]);
+    Exchange* x = &exchanges[lane].emplace(targets[i], peer_);
     const auto finish = [&, c, x, lane, i](error_code ec) {
       if (ec) {
         if (!failure) failure = Failure{targets[i], ec, c->connected};
@@ -134,12 +137,12 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
   for (const auto& c : s.connections) c->close();  // let what is pending end before the exchanges go
   s.io.restart();
   s.io.run();
-  if (timed_out) throw Error(fmt::format("the Docker engine at {} did not answer in time", socket_path_));
+  if (timed_out) throw Error(fmt::format("{} at {} did not answer in time", peer_.name, socket_path_));
   const std::string message = failure->error.message();
-  throw Error(fmt::format("the Docker engine at {} {}", socket_path_,
-                          failure->connected
-                              ? fmt::format("broke off its answer to {}: {}", failure->target, message)
-                              : fmt::format("cannot be reached: {}{}", message, engine_access_hint(message))));
+  const std::string hint = peer_.access_hint != nullptr ? peer_.access_hint(message) : "";
+  throw Error(fmt::format("{} at {} {}", peer_.name, socket_path_,
+                          failure->connected ? fmt::format("broke off its answer to {}: {}", failure->target, message)
+                                             : fmt::format("cannot be reached: {}{}", message, hint)));
 }
 
 }  // namespace gpurun

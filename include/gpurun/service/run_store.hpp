@@ -41,6 +41,8 @@ class RunStore {
   std::vector<RunRecord> open_runs() const;                  // those without an end, for RunTracker::resume
   std::int64_t last_id() const;                              // 0 for an empty store
   std::vector<RunRecord> runs(const RunQuery& query) const;  // newest first
+  // The newest run `name` names: its id, its name, or its container's id (a prefix of 4 or more).
+  std::optional<RunRecord> find(const std::string& name) const;
 
  private:
   std::unique_ptr<SQLite::Database> db_;

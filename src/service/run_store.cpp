@@ -1,4 +1,4 @@
-#include "gpurun/history/run_store.hpp"
+#include "gpurun/service/run_store.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
@@ -165,6 +165,18 @@ std::vector<RunRecord> RunStore::runs(const RunQuery& query) const {
   std::vector<RunRecord> found;
   while (select.executeStep()) found.push_back(run_from(select));
   return found;
+}
+
+std::optional<RunRecord> RunStore::find(const std::string& name) const {
+  SQLite::Statement select(*db_, R"(
+    SELECT * FROM runs
+    WHERE id = ?1 OR name = ?2 OR (length(?2) >= 4 AND container_id <> '' AND substr(container_id, 1, length(?2)) = ?2)
+    ORDER BY start_ms DESC, id DESC LIMIT 1)");
+  const auto id = text::parse_integer(name);
+  select.bind(1, static_cast<std::int64_t>(id.value_or(-1)));
+  select.bind(2, name);
+  if (!select.executeStep()) return std::nullopt;
+  return run_from(select);
 }
 
 }  // namespace gpurun

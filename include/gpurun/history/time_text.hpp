@@ -1,0 +1,22 @@
+#pragma once
+// Times as the service and `gpurun history` write and read them: RFC 3339 in UTC, and the
+// --since of history and usage (a duration back from now, or a date).
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gpurun/history/run_tracker.hpp"
+
+namespace gpurun {
+
+// RFC 3339 in UTC, to the second: "2026-11-24T13:05:01Z".
+std::string rfc3339(WallTime when);
+
+// "2026-11-24T13:05:01Z" (or with an offset, "+02:00"); nullopt for anything else.
+std::optional<WallTime> parse_rfc3339(std::string_view text);
+
+// --since: "30d", "12h", "90m", "2w", "45s" back from `now`, or a date, "2026-11-01" (midnight UTC)
+// or RFC 3339. Throws Error saying what it takes otherwise.
+WallTime parse_since(std::string_view text, WallTime now);
+
+}  // namespace gpurun

@@ -1,0 +1,32 @@
+#pragma once
+// `gpurun usage`: the runs' sums per user, image or GPU, the columns Princeton's jobstats reports
+// use. A run counts whole in the window it was going in (the service keeps per-run sums, not
+// per-minute ones). Per GPU, a run's GPU-hours and busy GPU-hours are shared evenly between its
+// GPUs (the run keeps no per-GPU split); its idle time counts on each of them, since a run is idle
+// only while every one of its GPUs is.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpurun/history/run_tracker.hpp"
+#include "gpurun/util/choices.hpp"
+
+namespace gpurun {
+
+struct UsageRow {
+  std::string key;  // the user, the image ("" for a bare process) or the GPU index
+  int runs = 0;
+  double gpu_hours = 0;
+  double busy_gpu_hours = 0;
+  double idle_gpu_hours = 0;
+  std::optional<double> efficiency() const;  // 100 × busy / GPU-hours
+};
+
+// One row per key, the most GPU-hours first.
+std::vector<UsageRow> usage(const std::vector<RunRecord>& runs, UsageKey by);
+
+nlohmann::ordered_json usage_json(const std::vector<UsageRow>& rows);
+std::vector<UsageRow> usage_from_json(const nlohmann::ordered_json& json);  // throws Error on anything else
+
+}  // namespace gpurun

@@ -1,0 +1,71 @@
+#pragma once
+// The gpurun service's socket: HTTP over a unix socket (the peer of gpurun/util/unix_http.hpp),
+// answering `gpurun history`, `usage` and `report` from the store and the runs open now.
+//   GET /v1/runs[?since=MS&user=NAME]     the runs going at or after `since` (Unix ms), newest first
+//   GET /v1/usage[?since=MS&by=KEY&user=NAME]  usage sums per user, image or gpu
+//   GET /v1/runs/NAME                      one run, by id, name or container id
+// Anyone may connect (the socket is 0666); who they are comes from the socket's peer credentials.
+// Under history_visibility "own" a caller sees only their runs; root and the admin group see all.
+// root may name the user it asks for (sudo gpurun: header X-Gpurun-Caller), nobody else may.
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpurun/history/run_tracker.hpp"
+#include "gpurun/service/run_store.hpp"
+#include "gpurun/util/choices.hpp"
+
+namespace gpurun {
+
+// What the socket answers from, shared with the recorder under one lock.
+struct ServedRuns {
+  std::mutex mutex;  // held while the store is written or read, and `running` changed or read
+  RunStore* store = nullptr;
+  // Fresher than the store: the open runs as of the last sample, and ended ones not yet written.
+  std::vector<RunRecord> fresh;
+};
+
+struct ServerSettings {
+  std::string socket_path = "/run/gpurun/gpurund.sock";
+  HistoryVisibility visibility = HistoryVisibility::all;
+  std::string admin_group;  // "": none
+};
+
+struct ServiceRequest {
+  std::string target;          // "/v1/runs?since=1700000000000"
+  uid_t peer_uid = 0;          // from SO_PEERCRED
+  std::string claimed_caller;  // X-Gpurun-Caller: believed only from root
+};
+
+struct ServiceAnswer {
+  int status = 200;
+  std::string body;  // JSON; {"message": "..."} for an error
+};
+
+// One request's answer (the socket's loop calls this; the unit tests too).
+ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, const ServerSettings& settings);
+
+// Listens on settings.socket_path (replacing a stale socket there) in a thread of its own until
+// destroyed, then removes the socket. Throws Error when it cannot listen.
+class ServiceServer {
+ public:
+  ServiceServer(ServerSettings settings, ServedRuns& runs);
+  ~ServiceServer();
+  ServiceServer(const ServiceServer&) = delete;
+  ServiceServer& operator=(const ServiceServer&) = delete;
+
+ private:
+  void serve();
+  ServerSettings settings_;
+  ServedRuns& runs_;
+  int listener_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace gpurun

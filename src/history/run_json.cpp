@@ -1,0 +1,78 @@
+#include "gpurun/history/run_json.hpp"
+
+#include <fmt/format.h>
+
+#include "gpurun/history/time_text.hpp"
+#include "gpurun/util/error.hpp"
+
+namespace gpurun {
+namespace {
+
+nlohmann::ordered_json text_or_null(const std::string& text) {
+  return text.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(text);
+}
+std::string text_of(const nlohmann::ordered_json& value) { return value.is_string() ? value.get<std::string>() : ""; }
+
+WallTime time_of(const nlohmann::ordered_json& value, const char* key) {
+  const auto when = value.is_string() ? parse_rfc3339(value.get<std::string>()) : std::nullopt;
+  if (!when) throw Error(fmt::format("the service's run has no valid \"{}\"", key));
+  return *when;
+}
+
+}  // namespace
+
+nlohmann::ordered_json run_json(const RunRecord& run) {
+  const auto efficiency = run.efficiency();
+  return {{"id", run.id},
+          {"name", run.name},
+          {"user", run.user},
+          {"container", text_or_null(run.container_id)},
+          {"image", text_or_null(run.image)},
+          {"command", run.command},
+          {"gpus", run.gpus},
+          {"start", rfc3339(run.start)},
+          {"end", run.end ? nlohmann::ordered_json(rfc3339(*run.end)) : nlohmann::ordered_json()},
+          {"gpu_seconds", run.gpu_seconds},
+          {"busy_gpu_seconds", run.busy_gpu_seconds},
+          {"efficiency", efficiency ? nlohmann::ordered_json(*efficiency) : nlohmann::ordered_json()},
+          {"idle_seconds", run.idle_seconds},
+          {"max_memory_mib", run.max_memory_mib},
+          {"ended_by", text_or_null(run.ended_by)}};
+}
+
+RunRecord run_from_json(const nlohmann::ordered_json& json) {
+  if (!json.is_object() || !json.contains("id") || !json["id"].is_number_integer())
+    throw Error("the service answered with something that is not a run");
+  RunRecord run;
+  run.id = json["id"].get<std::int64_t>();
+  run.name = text_of(json.value("name", nlohmann::ordered_json()));
+  run.user = text_of(json.value("user", nlohmann::ordered_json()));
+  run.container_id = text_of(json.value("container", nlohmann::ordered_json()));
+  run.image = text_of(json.value("image", nlohmann::ordered_json()));
+  run.command = text_of(json.value("command", nlohmann::ordered_json()));
+  if (json.contains("gpus") && json["gpus"].is_array())
+    for (const auto& gpu : json["gpus"])
+      if (gpu.is_number_integer()) run.gpus.push_back(gpu.get<int>());
+  run.start = time_of(json.value("start", nlohmann::ordered_json()), "start");
+  run.last_seen = run.start;
+  if (json.contains("end") && !json["end"].is_null()) run.end = run.last_seen = time_of(json["end"], "end");
+  const auto number = [&](const char* key) {
+    return json.contains(key) && json[key].is_number() ? json[key].get<double>() : 0.0;
+  };
+  run.gpu_seconds = number("gpu_seconds");
+  run.busy_gpu_seconds = number("busy_gpu_seconds");
+  run.idle_seconds = number("idle_seconds");
+  run.max_memory_mib = number("max_memory_mib");
+  run.ended_by = text_of(json.value("ended_by", nlohmann::ordered_json()));
+  return run;
+}
+
+std::vector<RunRecord> runs_from_json(const nlohmann::ordered_json& json) {
+  if (!json.is_array()) throw Error("the service answered with something that is not a list of runs");
+  std::vector<RunRecord> runs;
+  runs.reserve(json.size());
+  for (const auto& item : json) runs.push_back(run_from_json(item));
+  return runs;
+}
+
+}  // namespace gpurun

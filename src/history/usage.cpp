@@ -1,0 +1,79 @@
+#include "gpurun/history/usage.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "gpurun/util/error.hpp"
+
+namespace gpurun {
+
+std::optional<double> UsageRow::efficiency() const {
+  if (gpu_hours <= 0) return std::nullopt;
+  return 100.0 * busy_gpu_hours / gpu_hours;
+}
+
+std::vector<UsageRow> usage(const std::vector<RunRecord>& runs, UsageKey by) {
+  std::map<std::string, UsageRow> rows;
+  const auto add = [&](const std::string& key, const RunRecord& run, double share, double idle_gpus) {
+    UsageRow& row = rows[key];
+    row.key = key;
+    ++row.runs;
+    row.gpu_hours += run.gpu_seconds * share / 3600;
+    row.busy_gpu_hours += run.busy_gpu_seconds * share / 3600;
+    row.idle_gpu_hours += run.idle_seconds * idle_gpus / 3600;
+  };
+  for (const RunRecord& run : runs) {
+    const double gpus = static_cast<double>(std::max<std::size_t>(run.gpus.size(), 1));
+    switch (by) {
+      case UsageKey::user:
+        add(run.user, run, 1, gpus);
+        break;
+      case UsageKey::image:
+        add(run.image, run, 1, gpus);
+        break;
+      case UsageKey::gpu:
+        for (const int gpu : run.gpus) add(std::to_string(gpu), run, 1 / gpus, 1);
+        break;
+    }
+  }
+  std::vector<UsageRow> sorted;
+  sorted.reserve(rows.size());
+  for (auto& [key, row] : rows) sorted.push_back(std::move(row));
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const UsageRow& a, const UsageRow& b) { return a.gpu_hours > b.gpu_hours; });
+  return sorted;
+}
+
+nlohmann::ordered_json usage_json(const std::vector<UsageRow>& rows) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (const UsageRow& row : rows) {
+    const auto efficiency = row.efficiency();
+    array.push_back({{"key", row.key},
+                     {"runs", row.runs},
+                     {"gpu_hours", row.gpu_hours},
+                     {"busy_gpu_hours", row.busy_gpu_hours},
+                     {"efficiency", efficiency ? nlohmann::ordered_json(*efficiency) : nlohmann::ordered_json()},
+                     {"idle_gpu_hours", row.idle_gpu_hours}});
+  }
+  return array;
+}
+
+std::vector<UsageRow> usage_from_json(const nlohmann::ordered_json& json) {
+  if (!json.is_array()) throw Error("the service answered with something that is not a usage table");
+  std::vector<UsageRow> rows;
+  for (const auto& item : json) {
+    if (!item.is_object() || !item.contains("key") || !item["key"].is_string())
+      throw Error("the service answered with something that is not a usage row");
+    const auto number = [&](const char* key) {
+      return item.contains(key) && item[key].is_number() ? item[key].get<double>() : 0.0;
+    };
+    rows.push_back({.key = item["key"].get<std::string>(),
+                    .runs = static_cast<int>(number("runs")),
+                    .gpu_hours = number("gpu_hours"),
+                    .busy_gpu_hours = number("busy_gpu_hours"),
+                    .idle_gpu_hours = number("idle_gpu_hours")});
+  }
+  return rows;
+}
+
+}  // namespace gpurun

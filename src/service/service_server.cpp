@@ -1,0 +1,261 @@
+#include "gpurun/service/service_server.hpp"
+
+#include <fmt/format.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "gpurun/history/run_json.hpp"
+#include "gpurun/history/usage.hpp"
+#include "gpurun/util/accounts.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+namespace http = boost::beast::http;
+using json = nlohmann::ordered_json;
+
+ServiceAnswer failure(int status, const std::string& message) { return {status, json{{"message", message}}.dump()}; }
+
+// Whether the user `name` belongs to `group` (primary or supplementary).
+bool member_of(const std::string& name, const std::string& group) {
+  if (group.empty() || name.empty()) return false;
+  const auto gid = group_id(group);
+  if (!gid) return false;
+  passwd account{};
+  passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getpwnam_r(name.c_str(), &account, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) return false;
+  int count = 64;
+  std::vector<gid_t> groups(static_cast<std::size_t>(count));
+  if (::getgrouplist(name.c_str(), account.pw_gid, groups.data(), &count) < 0) {
+    groups.resize(static_cast<std::size_t>(count));
+    if (::getgrouplist(name.c_str(), account.pw_gid, groups.data(), &count) < 0) return false;
+  }
+  groups.resize(static_cast<std::size_t>(count));
+  return std::find(groups.begin(), groups.end(), *gid) != groups.end();
+}
+
+struct Target {
+  std::string path;
+  std::map<std::string, std::string> query;
+};
+
+std::optional<Target> parse_target(const std::string& target) {
+  Target parsed;
+  const auto mark = target.find('?');
+  const auto path = text::percent_decode(target.substr(0, mark));
+  if (!path) return std::nullopt;
+  parsed.path = *path;
+  if (mark == std::string::npos) return parsed;
+  for (const std::string_view pair : text::split(std::string_view(target).substr(mark + 1), '&')) {
+    if (pair.empty()) continue;
+    const auto equals = pair.find('=');
+    const auto key = text::percent_decode(pair.substr(0, equals));
+    const auto value = text::percent_decode(equals == std::string_view::npos ? "" : pair.substr(equals + 1));
+    if (!key || !value) return std::nullopt;
+    parsed.query[*key] = *value;
+  }
+  return parsed;
+}
+
+// The store's runs with the open ones as the tracker holds them now (fresher than the last flush).
+std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
+  const std::lock_guard lock(served.mutex);
+  std::vector<RunRecord> runs = served.store->runs(query);
+  for (const RunRecord& live : served.fresh) {
+    if (!query.user.empty() && live.user != query.user) continue;
+    const auto stored = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.id == live.id; });
+    if (stored != runs.end())
+      *stored = live;
+    else
+      runs.push_back(live);
+  }
+  std::stable_sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {
+    return a.start != b.start ? a.start > b.start : a.id > b.id;
+  });
+  return runs;
+}
+
+std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name) {
+  const std::lock_guard lock(served.mutex);
+  const auto id = text::parse_integer(name);
+  std::optional<RunRecord> found;
+  for (const RunRecord& live : served.fresh) {
+    const bool named =
+        (id && live.id == *id) || live.name == name || (name.size() >= 4 && live.container_id.starts_with(name));
+    if (named && (!found || live.start > found->start)) found = live;
+  }
+  if (const auto stored = served.store->find(name)) {
+    if (!found || stored->start > found->start) {
+      // A stored run still open is fresher in `running`.
+      const auto live = std::find_if(served.fresh.begin(), served.fresh.end(),
+                                     [&](const RunRecord& r) { return r.id == stored->id; });
+      found = live != served.fresh.end() ? *live : *stored;
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, const ServerSettings& settings) {
+  const auto target = parse_target(request.target);
+  if (!target) return failure(400, "the request's target is not valid URL text");
+  // Who asks: root may name the user it asks for (sudo gpurun); anyone else is who the socket says.
+  const bool on_behalf = request.peer_uid == 0 && !request.claimed_caller.empty();
+  const std::string viewer = on_behalf ? request.claimed_caller : user_name(request.peer_uid);
+  const bool sees_all = settings.visibility == HistoryVisibility::all || (request.peer_uid == 0 && !on_behalf) ||
+                        member_of(viewer, settings.admin_group);
+
+  RunQuery query;
+  const auto param = [&](const char* key) -> std::optional<std::string> {
+    const auto it = target->query.find(key);
+    return it == target->query.end() ? std::nullopt : std::optional(it->second);
+  };
+  if (const auto since = param("since")) {
+    const auto ms = text::parse_integer(*since);
+    if (!ms) return failure(400, "since: expected Unix time in milliseconds");
+    query.since = WallTime{} + std::chrono::milliseconds(*ms);
+  }
+  query.user = param("user").value_or("");
+  if (!sees_all) {
+    if (!query.user.empty() && query.user != viewer)
+      return failure(403, fmt::format("this site shows each user only their own runs (history_visibility: own); "
+                                      "ask for yours ({}) or ask an admin",
+                                      viewer));
+    query.user = viewer;
+  }
+
+  try {
+    if (target->path == "/v1/runs") {
+      json array = json::array();
+      for (const RunRecord& run : current_runs(runs, query)) array.push_back(run_json(run));
+      return {200, array.dump()};
+    }
+    if (target->path == "/v1/usage") {
+      const std::string by_word = param("by").value_or("user");
+      const auto by = choice_from<UsageKey>(by_word);
+      if (!by) return failure(400, "by: expected user, image or gpu");
+      return {200, usage_json(usage(current_runs(runs, query), *by)).dump()};
+    }
+    if (target->path.starts_with("/v1/runs/")) {
+      const std::string name = target->path.substr(std::string_view("/v1/runs/").size());
+      const auto run = find_run(runs, name);
+      // Someone else's run is "not found" to a caller who may not see it: its existence is not told.
+      if (!run || (!sees_all && run->user != viewer))
+        return failure(404, fmt::format("no run named {} in the service's history", text::printable(name)));
+      return {200, run_json(*run).dump()};
+    }
+  } catch (const std::exception& e) {  // the store failing: a message, and the service goes on
+    spdlog::error("answering {}: {}", text::printable(request.target), e.what());
+    return failure(500, fmt::format("the service could not read its history: {}", e.what()));
+  }
+  return failure(404, fmt::format("no such path: {}", text::printable(target->path)));
+}
+
+ServiceServer::ServiceServer(ServerSettings settings, ServedRuns& runs) : settings_(std::move(settings)), runs_(runs) {
+  const std::string& path = settings_.socket_path;
+  sockaddr_un address{};
+  if (path.empty() || path.size() >= sizeof address.sun_path)
+    throw Error(fmt::format("--socket {}: a socket path must be 1 to {} bytes long", text::printable(path),
+                            sizeof address.sun_path - 1));
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  address.sun_family = AF_UNIX;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && ::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error(fmt::format("cannot create {} for the socket: {}", parent.string(), std::strerror(errno)));
+  struct stat existing {};
+  if (::lstat(path.c_str(), &existing) == 0) {
+    if (!S_ISSOCK(existing.st_mode))
+      throw Error(fmt::format("{} exists and is not a socket: remove it or give another --socket", path));
+    ::unlink(path.c_str());  // a stale one (the state directory's lock says no other service runs)
+  }
+  listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener_ < 0) throw Error(fmt::format("cannot create a socket: {}", std::strerror(errno)));
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (::bind(listener_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      ::chmod(path.c_str(), 0666) != 0 || ::listen(listener_, 64) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(listener_);
+    throw Error(fmt::format("cannot listen on {}: {}", path, why));
+  }
+  thread_ = std::thread([this] { serve(); });
+}
+
+ServiceServer::~ServiceServer() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  ::close(listener_);
+  ::unlink(settings_.socket_path.c_str());
+}
+
+void ServiceServer::serve() {
+  boost::asio::io_context io;
+  while (!stopping_) {
+    pollfd ready{.fd = listener_, .events = POLLIN, .revents = 0};
+    if (::poll(&ready, 1, 100) <= 0) continue;
+    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    // A client that stalls costs the others at most this long.
+    const timeval limit{.tv_sec = 5, .tv_usec = 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+    ucred peer{};
+    socklen_t size = sizeof peer;
+    const bool known = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0;
+    boost::asio::local::stream_protocol::socket socket(io);
+    boost::system::error_code error;
+    socket.assign(boost::asio::local::stream_protocol(), fd, error);
+    if (error) {
+      ::close(fd);
+      continue;
+    }
+    boost::beast::flat_buffer buffer;
+    for (;;) {  // the requests of one keep-alive connection
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(std::uint64_t{64} * 1024);
+      http::read(socket, buffer, parser, error);
+      if (error) break;
+      const auto& request = parser.get();
+      ServiceAnswer answer = !known ? failure(403, "the service cannot tell who is asking")
+                             : request.method() != http::verb::get
+                                 ? failure(405, "only GET is answered")
+                                 : answer_request({.target = std::string(request.target()),
+                                                   .peer_uid = peer.uid,
+                                                   .claimed_caller = std::string(request["X-Gpurun-Caller"])},
+                                                  runs_, settings_);
+      http::response<http::string_body> response{static_cast<http::status>(answer.status), request.version()};
+      response.set(http::field::content_type, "application/json");
+      response.set(http::field::server, "gpurund");
+      response.keep_alive(request.keep_alive());
+      response.body() = std::move(answer.body);
+      response.prepare_payload();
+      http::write(socket, response, error);
+      if (error || !response.keep_alive()) break;
+    }
+    socket.close(error);
+  }
+}
+
+}  // namespace gpurun

@@ -1,0 +1,52 @@
+#include "service_client.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
+#include "gpurun/util/unix_http.hpp"
+
+namespace gpurun {
+namespace {
+
+Error not_running(const std::string& why) {
+  return Error(
+      fmt::format("the gpurun service is not running ({}): history, usage and report answer from it; "
+                  "start it with `sudo systemctl enable --now gpurund`, or run `sudo gpurund` in a shell",
+                  why));
+}
+
+}  // namespace
+
+nlohmann::ordered_json ask_service(const Options& options, const std::string& target) {
+  const std::string& path = options.service_socket;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw not_running(fmt::format("nothing at {}", path));
+  if (!S_ISSOCK(st.st_mode)) throw not_running(fmt::format("{} is not a socket", path));
+  HttpPeer peer{.name = "the gpurun service", .access_hint = nullptr, .headers = {}};
+  if (options.caller) peer.headers.emplace_back("X-Gpurun-Caller", options.caller->login);
+  UnixHttpClient client(path, std::chrono::steady_clock::now() + options.smi_timeout, peer);
+  HttpResponse response;
+  try {
+    response = client.get(target);
+  } catch (const Error& e) {
+    // A socket left behind by a service that is gone refuses the connection.
+    if (std::string_view(e.what()).find("cannot be reached") != std::string_view::npos)
+      throw not_running(fmt::format("{} refuses connections", path));
+    throw;
+  }
+  nlohmann::ordered_json body = nlohmann::ordered_json::parse(response.body, nullptr, false);
+  if (response.status != 200) {
+    const std::string message = body.is_object() && body.contains("message") && body["message"].is_string()
+                                    ? body["message"].get<std::string>()
+                                    : text::printable(response.body, 200);
+    throw Error(fmt::format("the gpurun service answered {}: {}", response.status, text::printable(message, 300)));
+  }
+  if (body.is_discarded()) throw Error("the gpurun service answered with something that is not JSON");
+  return body;
+}
+
+}  // namespace gpurun

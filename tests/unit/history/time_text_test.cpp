@@ -1,0 +1,45 @@
+// Unit tests for the service's times (gpurun/history/time_text.hpp).
+#include "gpurun/history/time_text.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gpurun/util/error.hpp"
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+const WallTime kNoon = WallTime{} + std::chrono::seconds(1'795'953'600);  // 2026-11-29T12:00:00Z
+
+TEST(TimeTextTest, Rfc3339ReadsWhatItWritesAndOffsets) {
+  EXPECT_EQ(rfc3339(kNoon), "2026-11-29T12:00:00Z");
+  EXPECT_EQ(parse_rfc3339("2026-11-29T12:00:00Z"), kNoon);
+  EXPECT_EQ(parse_rfc3339("2026-11-29T14:00:00+02:00"), kNoon);
+  EXPECT_EQ(parse_rfc3339("2026-11-29T11:30:00.25-00:30"), kNoon);
+  EXPECT_EQ(parse_rfc3339("2026-11-29"), kNoon - 12h);
+  for (const char* bad : {"", "yesterday", "2026-11-29T12:00", "2026-11-29T12:00:00Zjunk", "2026-13-40"})
+    EXPECT_FALSE(parse_rfc3339(bad)) << bad;
+}
+
+TEST(TimeTextTest, SinceTakesADurationBackOrADate) {
+  EXPECT_EQ(parse_since("30d", kNoon), kNoon - 30 * 24h);
+  EXPECT_EQ(parse_since("12h", kNoon), kNoon - 12h);
+  EXPECT_EQ(parse_since("90m", kNoon), kNoon - 90min);
+  EXPECT_EQ(parse_since("2w", kNoon), kNoon - 14 * 24h);
+  EXPECT_EQ(parse_since("45s", kNoon), kNoon - 45s);
+  EXPECT_EQ(parse_since("2026-11-29", kNoon), kNoon - 12h);
+  for (const char* bad : {"", "d", "-3d", "3y", "1000000w", "last week"}) {
+    try {
+      parse_since(bad, kNoon);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("expected a time back from now (30d, 12h, 90m, 2w) or a date")) << bad;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpurun

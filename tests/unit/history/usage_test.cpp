@@ -1,0 +1,107 @@
+// Unit tests for the runs as JSON and their sums (gpurun/history/run_json.hpp, usage.hpp).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gpurun/history/run_json.hpp"
+#include "gpurun/history/time_text.hpp"
+#include "gpurun/history/usage.hpp"
+#include "gpurun/util/error.hpp"
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+
+const WallTime kT0 = WallTime{} + std::chrono::seconds(1'795'953'600);
+
+RunRecord run_of(std::int64_t id, const std::string& user, const std::string& image, std::vector<int> gpus,
+                 double gpu_seconds, double busy, double idle) {
+  RunRecord run;
+  run.id = id;
+  run.name = "run-" + std::to_string(id);
+  run.user = user;
+  run.image = image;
+  run.gpus = std::move(gpus);
+  run.start = kT0;
+  run.last_seen = kT0 + 1h;
+  run.gpu_seconds = gpu_seconds;
+  run.busy_gpu_seconds = busy;
+  run.idle_seconds = idle;
+  return run;
+}
+
+TEST(RunJsonTest, HasTheIssuesFieldsAndReadsBack) {
+  RunRecord run = run_of(7, "alice", "", {0, 3}, 7200, 1800, 600);
+  run.command = "python train.py";
+  run.end = kT0 + 1h;
+  run.ended_by = "gone";
+  const auto json = run_json(run);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : json.items()) keys.push_back(key);
+  EXPECT_THAT(keys, ::testing::ElementsAre("id", "name", "user", "container", "image", "command", "gpus", "start",
+                                           "end", "gpu_seconds", "busy_gpu_seconds", "efficiency", "idle_seconds",
+                                           "max_memory_mib", "ended_by"));
+  EXPECT_TRUE(json["container"].is_null());  // a process
+  EXPECT_EQ(json["end"], "2026-11-29T13:00:00Z");
+  EXPECT_DOUBLE_EQ(json["efficiency"].get<double>(), 25.0);
+  const RunRecord back = run_from_json(json);
+  EXPECT_EQ(back.id, 7);
+  EXPECT_EQ(back.user, "alice");
+  EXPECT_EQ(back.gpus, (std::vector<int>{0, 3}));
+  EXPECT_EQ(back.start, kT0);
+  EXPECT_EQ(back.end, kT0 + 1h);
+  EXPECT_DOUBLE_EQ(back.busy_gpu_seconds, 1800);
+  EXPECT_EQ(back.ended_by, "gone");
+  EXPECT_THROW(run_from_json(nlohmann::ordered_json{{"name", "no id"}}), Error);
+  EXPECT_THROW(runs_from_json(nlohmann::ordered_json::object()), Error);
+}
+
+TEST(UsageTest, SumsPerUserWithIdleTimesTheGpus) {
+  const std::vector<RunRecord> runs{run_of(1, "alice", "a", {0, 1}, 7200, 3600, 1800),
+                                    run_of(2, "bob", "b", {2}, 3600, 3600, 0),
+                                    run_of(3, "alice", "b", {3}, 3600, 0, 3600)};
+  const std::vector<UsageRow> rows = usage(runs, UsageKey::user);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key, "alice");  // the most GPU-hours first
+  EXPECT_EQ(rows[0].runs, 2);
+  EXPECT_DOUBLE_EQ(rows[0].gpu_hours, 3.0);
+  EXPECT_DOUBLE_EQ(rows[0].busy_gpu_hours, 1.0);
+  EXPECT_DOUBLE_EQ(rows[0].idle_gpu_hours, 2.0);  // half an hour on 2 GPUs, an hour on 1
+  EXPECT_NEAR(*rows[0].efficiency(), 33.333, 0.001);
+  EXPECT_EQ(rows[1].key, "bob");
+  EXPECT_DOUBLE_EQ(*rows[1].efficiency(), 100.0);
+}
+
+TEST(UsageTest, PerGpuSharesARunsHoursAndPerImageGroupsThem) {
+  const std::vector<RunRecord> runs{run_of(1, "alice", "a", {0, 1}, 7200, 3600, 1800),
+                                    run_of(2, "bob", "a", {1}, 3600, 0, 0)};
+  const std::vector<UsageRow> by_gpu = usage(runs, UsageKey::gpu);
+  ASSERT_EQ(by_gpu.size(), 2u);
+  EXPECT_EQ(by_gpu[0].key, "1");
+  EXPECT_EQ(by_gpu[0].runs, 2);
+  EXPECT_DOUBLE_EQ(by_gpu[0].gpu_hours, 2.0);
+  EXPECT_DOUBLE_EQ(by_gpu[0].busy_gpu_hours, 0.5);
+  EXPECT_DOUBLE_EQ(by_gpu[0].idle_gpu_hours, 0.5);
+  EXPECT_EQ(by_gpu[1].key, "0");
+  EXPECT_DOUBLE_EQ(by_gpu[1].gpu_hours, 1.0);
+  const std::vector<UsageRow> by_image = usage(runs, UsageKey::image);
+  ASSERT_EQ(by_image.size(), 1u);
+  EXPECT_DOUBLE_EQ(by_image[0].gpu_hours, 3.0);
+  EXPECT_FALSE(usage({}, UsageKey::user).size());
+}
+
+TEST(UsageTest, JsonRoundTripsAndZeroHoursHaveNoEfficiency) {
+  std::vector<UsageRow> rows{{.key = "alice", .runs = 2, .gpu_hours = 4, .busy_gpu_hours = 1, .idle_gpu_hours = 2},
+                             {.key = "bob", .runs = 1, .gpu_hours = 0, .busy_gpu_hours = 0, .idle_gpu_hours = 0}};
+  const auto json = usage_json(rows);
+  EXPECT_DOUBLE_EQ(json[0]["efficiency"].get<double>(), 25.0);
+  EXPECT_TRUE(json[1]["efficiency"].is_null());
+  const auto back = usage_from_json(json);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].key, "alice");
+  EXPECT_DOUBLE_EQ(back[0].idle_gpu_hours, 2);
+  EXPECT_THROW(usage_from_json(nlohmann::ordered_json::array({1})), Error);
+}
+
+}  // namespace
+}  // namespace gpurun

@@ -1,0 +1,153 @@
+// Unit tests for the service's socket (gpurun/service/service_server.hpp): the answers, with a
+// real store in a scratch directory, and one exchange over a real socket with gpurun's client.
+#include "gpurun/service/service_server.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/unix_http.hpp"
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+const WallTime kT0 = WallTime{} + std::chrono::seconds(1'795'953'600);
+
+RunRecord record(std::int64_t id, const std::string& user, std::chrono::seconds start) {
+  RunRecord run;
+  run.id = id;
+  run.key = "process:" + std::to_string(id) + ":1";
+  run.name = "job-" + std::to_string(id);
+  run.user = user;
+  run.gpus = {0};
+  run.start = kT0 + start;
+  run.last_seen = run.start + 60s;
+  run.gpu_seconds = 60;
+  run.busy_gpu_seconds = 30;
+  return run;
+}
+
+std::vector<std::int64_t> ids(const json& runs) {
+  std::vector<std::int64_t> out;
+  for (const auto& r : runs) out.push_back(r["id"].get<std::int64_t>());
+  return out;
+}
+
+class ServiceServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/gpurun-server-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    store_ = std::make_unique<RunStore>(dir_ + "/gpurund.db");
+    served_.store = store_.get();
+    RunRecord ended = record(1, "alice", 0s);
+    ended.end = ended.last_seen;
+    ended.ended_by = "gone";
+    RunRecord open = record(2, "bob", 100s);
+    store_->save({open}, {ended});
+    // The tracker's view of run 2 is fresher than the store's; run 3 is not written yet.
+    RunRecord fresher = open;
+    fresher.gpu_seconds = 120;
+    served_.fresh = {fresher, record(3, "alice", 200s)};
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  ServiceAnswer ask(const std::string& target, uid_t uid = 0, const std::string& caller = "") {
+    return answer_request({.target = target, .peer_uid = uid, .claimed_caller = caller}, served_, settings_);
+  }
+  std::string dir_;
+  std::unique_ptr<RunStore> store_;
+  ServedRuns served_;
+  ServerSettings settings_;
+};
+
+TEST_F(ServiceServerTest, RunsAreNewestFirstWithTheFreshFiguresAndFilters) {
+  const ServiceAnswer all = ask("/v1/runs");
+  ASSERT_EQ(all.status, 200) << all.body;
+  const json runs = json::parse(all.body);
+  EXPECT_THAT(ids(runs), ::testing::ElementsAre(3, 2, 1));
+  EXPECT_DOUBLE_EQ(runs[1]["gpu_seconds"].get<double>(), 120);  // from the tracker, not the store
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs?user=alice").body)), ::testing::ElementsAre(3, 1));
+  // Run 1 ended 60 s after kT0: a window from kT0 + 61 s leaves it out, the open ones stay.
+  const auto since = std::chrono::duration_cast<std::chrono::milliseconds>((kT0 + 61s).time_since_epoch()).count();
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs?since=" + std::to_string(since)).body)), ::testing::ElementsAre(3, 2));
+  EXPECT_EQ(ask("/v1/runs?since=yesterday").status, 400);
+  EXPECT_EQ(ask("/v1/nothing").status, 404);
+  EXPECT_EQ(ask("/v1/runs?user=%zz").status, 400);
+}
+
+TEST_F(ServiceServerTest, UsageSumsPerKeyAndRefusesAnUnknownKey) {
+  const ServiceAnswer answer = ask("/v1/usage?by=user");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const json rows = json::parse(answer.body);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["key"], "alice");
+  EXPECT_EQ(rows[0]["runs"], 2);
+  EXPECT_EQ(ask("/v1/usage?by=colour").status, 400);
+}
+
+TEST_F(ServiceServerTest, OneRunByIdOrNameAndNotFoundSaysSo) {
+  EXPECT_EQ(json::parse(ask("/v1/runs/3").body)["name"], "job-3");  // only in the tracker yet
+  EXPECT_EQ(json::parse(ask("/v1/runs/job-2").body)["gpu_seconds"], 120);
+  const ServiceAnswer missing = ask("/v1/runs/job-9");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_THAT(missing.body, HasSubstr("no run named job-9"));
+}
+
+TEST_F(ServiceServerTest, UnderOwnVisibilityAUserSeesOnlyTheirRunsAndRootMayNameTheCaller) {
+  settings_.visibility = HistoryVisibility::own;
+  // root asking for itself sees all; root naming alice (sudo gpurun) sees alice's.
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs", 0).body)), ::testing::ElementsAre(3, 2, 1));
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs", 0, "alice").body)), ::testing::ElementsAre(3, 1));
+  EXPECT_EQ(ask("/v1/runs?user=bob", 0, "alice").status, 403);
+  EXPECT_EQ(ask("/v1/runs/job-2", 0, "alice").status, 404);  // bob's: not told it exists
+  EXPECT_EQ(ask("/v1/runs/job-1", 0, "alice").status, 200);
+  // Nobody but root may name a caller: uid 65534 asking "as alice" is still nobody.
+  const uid_t nobody = 65534;
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs", nobody, "alice").body)), ::testing::IsEmpty());
+  // Under "all" everyone sees everything.
+  settings_.visibility = HistoryVisibility::all;
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs", nobody).body)), ::testing::ElementsAre(3, 2, 1));
+}
+
+TEST_F(ServiceServerTest, AnswersGpurunsClientOverARealSocketAndRemovesItWhenDone) {
+  settings_.socket_path = dir_ + "/run/gpurund.sock";  // its folder is created
+  {
+    const ServiceServer server(settings_, served_);
+    UnixHttpClient client(settings_.socket_path, std::chrono::steady_clock::now() + 10s,
+                          {.name = "the gpurun service", .access_hint = nullptr, .headers = {}});
+    const HttpResponse first = client.get("/v1/runs");
+    EXPECT_EQ(first.status, 200);
+    EXPECT_THAT(ids(json::parse(first.body)), ::testing::ElementsAre(3, 2, 1));
+    EXPECT_EQ(client.get("/v1/runs/job-9").status, 404);  // the same connection, kept alive
+    EXPECT_EQ(std::filesystem::status(settings_.socket_path).permissions() & std::filesystem::perms::others_write,
+              std::filesystem::perms::others_write);
+  }
+  EXPECT_FALSE(std::filesystem::exists(settings_.socket_path));
+}
+
+TEST_F(ServiceServerTest, RefusesToReplaceAFileThatIsNotASocket) {
+  settings_.socket_path = dir_ + "/not-a-socket";
+  { std::ofstream(settings_.socket_path) << "data"; }
+  try {
+    const ServiceServer server(settings_, served_);
+    ADD_FAILURE() << "it listened over a file";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not a socket"));
+  }
+}
+
+}  // namespace
+}  // namespace gpurun
