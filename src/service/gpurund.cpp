@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
                  "/run/gpurun/gpurund.sock)");
   app.add_option("--interval", interval_s, "seconds between samples, from 0.1 (default 10)")
       ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--idle-threshold", settings.tracker.idle_threshold_percent,
+                 "utilization (percent) at or below which a GPU counts as idle (default 5)")
+      ->check(CLI::Range(0.0, 100.0));
   setting("--nvidia-smi", "nvidia_smi", "nvidia-smi program to run");
   setting("--gpu-source", "gpu_source", "auto, nvml or nvidia-smi");
   setting("--nvml-library", "nvml_library", "the NVML library to load");
@@ -56,8 +59,8 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+  } catch (const CLI::ParseError& e) {  // CLI11's own codes are not gpurun's: a bad option is 125
+    return app.exit(e) == 0 ? exit_code::ok : exit_code::failure;
   }
   try {
     settings.interval = std::chrono::milliseconds(static_cast<long long>(interval_s * 1000));

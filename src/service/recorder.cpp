@@ -22,9 +22,10 @@
 namespace gpurun {
 namespace {
 
-// The state directory's lock, held while the recorder runs: a second gpurund on it is refused.
+// The state directory (private: the database holds everyone's commands) and its lock, held while the recorder runs: a
+// second gpurund on it is refused.
 Fd lock_state_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     throw Error(fmt::format("cannot create the state directory {}: {}", dir, std::strerror(errno)));
   const std::string path = dir + "/gpurund.lock";
   Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));

@@ -1,5 +1,5 @@
-// The man page gpurun(1) in docs/ stays true: it renders without warnings, and names every option
-// that `gpurun --help` lists, every verb and every configuration key.
+// The man pages gpurun(1) and gpurund(8) in docs/ stay true: they render without warnings, and name
+// every option that `gpurun --help` and `gpurund --help` list, every verb and every configuration key.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@ namespace {
 class ManPageTest : public GpurunTest {
  protected:
   // The page's source with roff's escaped hyphens made plain, so "\-\-dry\-run" reads "--dry-run".
-  static std::string page_text() {
-    std::string text = read_file(std::string(GPURUN_SOURCE_DIR) + "/docs/gpurun.1");
+  static std::string page_text(const std::string& page = "gpurun.1") {
+    std::string text = read_file(std::string(GPURUN_SOURCE_DIR) + "/docs/" + page);
     for (std::size_t at; (at = text.find("\\-")) != std::string::npos;) text.erase(at, 1);
     return text;
   }
@@ -64,6 +64,32 @@ TEST_F(ManPageTest, NamesEveryOptionOfTheHelp) {
     }
   }
   EXPECT_GT(seen.size(), 35U);  // the help was read
+}
+
+TEST_F(ManPageTest, TheServicePageRendersAndNamesEveryOptionOfItsHelp) {
+  const Outcome render = shell(fmt::format("groff -man -Tutf8 -ww -z '{}/docs/gpurund.8'", GPURUN_SOURCE_DIR));
+  EXPECT_EQ(render.exit_code, 0);
+  EXPECT_EQ(render.err, "");
+  const Outcome help = shell(std::string(GPURUND_BINARY) + " --help");
+  ASSERT_EQ(help.exit_code, 0);
+  const std::string page = page_text("gpurund.8");
+  const std::regex option(R"(^\s+(?:(-[A-Za-z]),)?(--[a-z][a-z0-9-]*))");
+  std::set<std::string> seen;
+  std::istringstream lines(help.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (!std::regex_search(line, match, option)) continue;
+    for (const std::size_t group : {std::size_t{1}, std::size_t{2}}) {
+      if (!match[group].matched) continue;
+      seen.insert(match[group]);
+      EXPECT_TRUE(in_bold(page, match[group])) << match[group] << " is not in docs/gpurund.8";
+    }
+  }
+  EXPECT_GT(seen.size(), 12U);                                                // the help was read
+  const Outcome version = shell(std::string(GPURUND_BINARY) + " --version");  // "gpurund 0.1.0\n"
+  ASSERT_EQ(version.exit_code, 0);
+  EXPECT_NE(page.find("\" \"gpurun " + version.out.substr(8, version.out.size() - 9) + "\" \""), std::string::npos)
+      << "the .TH line of docs/gpurund.8 should carry the version";
 }
 
 TEST_F(ManPageTest, NamesEveryVerbAndConfigKey) {

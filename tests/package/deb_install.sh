@@ -26,7 +26,8 @@ step() { echo "--- $*"; }
 step "cmake --install"
 staged=$(mktemp -d)
 DESTDIR=$staged cmake --install "$build" --prefix /usr/local >/dev/null
-for f in bin/gpurun share/man/man1/gpurun.1.gz share/bash-completion/completions/gpurun share/zsh/site-functions/_gpurun; do
+for f in bin/gpurun sbin/gpurund share/man/man1/gpurun.1.gz share/man/man8/gpurund.8.gz lib/systemd/system/gpurund.service \
+         share/bash-completion/completions/gpurun share/zsh/site-functions/_gpurun; do
   [[ -s $staged/usr/local/$f ]] || fail "cmake --install did not write /usr/local/$f"
 done
 rm -rf "$staged"
@@ -38,7 +39,10 @@ version=$("$build/gpurun" --version | cut -d' ' -f2)
 deb=$build/gpurun_${version}_$(dpkg --print-architecture).deb
 [[ -f $deb ]] || fail "cpack did not write $deb"
 depends=$(dpkg-deb -f "$deb" Depends)
-[[ $depends == "libc6 (>= "*")" ]] || fail "Depends should be libc6 alone (libstdc++ is linked in), got: $depends"
+# gpurun itself loads libc alone (libstdc++ is linked in); gpurund, the service, adds SQLite.
+[[ $depends == "libc6 (>= "*")"* && $depends == *"libsqlite3-0 (>= "* ]] || fail "Depends should name libc6 and libsqlite3-0, got: $depends"
+[[ $(readelf -d "$build/gpurun" | grep -c NEEDED) == $(readelf -d "$build/gpurun" | grep -cE 'NEEDED.*\[(libc|libm|ld-linux[-a-z0-9_]*)\.so') ]] ||
+  fail "gpurun should load libc alone: $(readelf -d "$build/gpurun" | grep NEEDED)"
 
 # A fresh Debian root, bootstrapped once and then copied.
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
@@ -51,12 +55,13 @@ host_mirror() {
   echo "${uri:-http://deb.debian.org/debian}"
 }
 mirror=${DEB_TEST_MIRROR:-$(host_mirror)}
-cache=$build/package-test/debian-$codename.tar
+# SQLite is not in minbase: it comes in as the package's Depends would bring it (apt-get).
+cache=$build/package-test/debian-$codename-sqlite.tar
 mkdir -p "$build/package-test"
 if [[ ! -f $cache ]]; then
-  step "debootstrap --variant=minbase $codename (cached in $cache)"
+  step "debootstrap --variant=minbase --include=libsqlite3-0 $codename (cached in $cache)"
   bootstrap=$(mktemp -d "$build/package-test/bootstrap.XXXXXX")
-  if ! debootstrap --variant=minbase "$codename" "$bootstrap" "$mirror" >"$bootstrap.log" 2>&1; then
+  if ! debootstrap --variant=minbase --include=libsqlite3-0 "$codename" "$bootstrap" "$mirror" >"$bootstrap.log" 2>&1; then
     tail -20 "$bootstrap.log"
     rm -rf "$bootstrap"
     fail "debootstrap could not build a $codename root from $mirror (set DEB_TEST_MIRROR)"
@@ -136,6 +141,20 @@ in_root sh -c 'zcat /usr/share/man/man1/gpurun.1.gz | grep -q "^\.TH GPURUN 1 "'
 [[ $(in_root bash -c 'source /usr/share/bash-completion/completions/gpurun && complete -p gpurun') == \
    "complete -F _gpurun gpurun" ]] || fail "bash completion"
 grep -q '^#compdef gpurun$' "$root/usr/share/zsh/vendor-completions/_gpurun" || fail "zsh completion"
+
+step "gpurund"
+[[ $(in_root gpurund --version) == "gpurund $version" ]] || fail "gpurund --version"
+in_root sh -c 'zcat /usr/share/man/man8/gpurund.8.gz | grep -q "^\.TH GPURUND 8 "' || fail "gpurund's man page"
+[[ -f $root/usr/lib/systemd/system/gpurund.service ]] || fail "the systemd unit of gpurund"
+# Without nvidia-smi it logs why, keeps trying, and stops cleanly (exit 0) on SIGTERM.
+set +e
+message=$(in_root timeout --preserve-status 2 gpurund --state-dir /tmp/state --socket /tmp/gpurund.sock --interval 0.1 2>&1)
+status=$?
+set -e
+[[ $status == 0 && $message == *"nvidia-smi not found"* && $message == *"stopped"* ]] ||
+  fail "gpurund without a GPU: exit $status, $message"
+[[ $(stat -c %a "$root/tmp/state") == 700 ]] || fail "gpurund's state directory should be private (0700)"
+rm -rf "$root/tmp/state"
 
 [[ -f $root/usr/lib/tmpfiles.d/gpurun.conf ]] || fail "the tmpfiles.d line of the lock directory"
 in_root gpurun config --check /usr/share/doc/gpurun/config.system.example.json >/dev/null ||
