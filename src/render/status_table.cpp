@@ -8,6 +8,7 @@
 #include "cells.hpp"
 #include "gpurun/util/table.hpp"
 #include "gpurun/util/terminal.hpp"
+#include "gpurun/util/units.hpp"
 
 namespace gpurun {
 namespace {
@@ -76,6 +77,7 @@ std::string status_table(const std::vector<GpuAssessment>& gpus, const std::vect
     columns.push_back(Column::fitted("PROCS", Align::right));
     columns.push_back(Column::fitted("SCORE", Align::right));
   }
+  if (layout.idle_s) columns.push_back(Column::fitted("IDLE", Align::right));
   columns.push_back(Column::shrinkable("USER", 8));
   columns.push_back(Column::shrinkable("STATE", 12));
   const std::size_t state_column = columns.size() - 1;
@@ -89,6 +91,12 @@ std::string status_table(const std::vector<GpuAssessment>& gpus, const std::vect
     if (layout.verbose) {
       cells.push_back(a.processes_known ? std::to_string(a.gpu.processes.size()) : "?");
       cells.push_back(fmt::format("{:.1f}", a.score));
+    }
+    if (layout.idle_s) {
+      const auto idle = a.gpu.mig ? layout.idle_s->end() : layout.idle_s->find(a.gpu.index);
+      cells.push_back(idle == layout.idle_s->end()
+                          ? "-"
+                          : format_duration(std::chrono::seconds(idle->second), DurationStyle::brief));
     }
     const std::vector<std::string> users = gpu_users(a);
     cells.push_back(users.empty() ? "-" : fmt::format("{}", fmt::join(users, ",")));

@@ -124,6 +124,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       const std::lock_guard hold(served.mutex);
       served.fresh = tracker.running();
       served.fresh.insert(served.fresh.end(), unsaved.begin(), unsaved.end());
+      served.idle_since = tracker.idle_since();
     } catch (const Error& e) {
       source_trouble.failed(e.what());
     }

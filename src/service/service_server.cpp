@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "gpurun/history/run_json.hpp"
+#include "gpurun/history/time_text.hpp"
 #include "gpurun/history/usage.hpp"
 #include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
@@ -158,6 +159,17 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       const auto by = choice_from<UsageKey>(by_word);
       if (!by) return failure(400, "by: expected user, image or gpu");
       return {200, usage_json(usage(current_runs(runs, query), *by)).dump()};
+    }
+    if (target->path == "/v1/gpus") {  // what status shows anyone anyway: no visibility filter
+      const std::lock_guard lock(runs.mutex);
+      const WallTime now = std::chrono::system_clock::now();
+      json gpus = json::array();
+      for (const auto& [index, since] : runs.idle_since)
+        gpus.push_back({{"index", index},
+                        {"idle_since", rfc3339(since)},
+                        {"idle_s", std::max<long long>(
+                                       0, std::chrono::duration_cast<std::chrono::seconds>(now - since).count())}});
+      return {200, json{{"gpus", gpus}}.dump()};
     }
     if (target->path.starts_with("/v1/runs/")) {
       const std::string name = target->path.substr(std::string_view("/v1/runs/").size());

@@ -10,6 +10,8 @@
 #include <ctime>
 #include <functional>
 #include <future>
+#include <map>
+#include <optional>
 #include <ostream>
 
 #include "gpurun/engine/gpu_process_owner.hpp"
@@ -22,6 +24,7 @@
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
 #include "gpurun/verbs/verbs.hpp"
+#include "service_client.hpp"
 
 namespace gpurun {
 namespace {
@@ -41,6 +44,20 @@ std::optional<long long> seconds_since(const std::string& rfc3339) {
 std::string running_for(const GpuContainer& c) {
   const auto seconds = seconds_since(c.started_at);
   return seconds ? format_duration(std::chrono::seconds(*seconds), DurationStyle::brief) : "?";
+}
+
+// How long every GPU the container holds has been idle (the shortest of them); nullopt where one
+// of them is busy or the service does not know.
+std::optional<long long> idle_for(const GpuContainer& c, const std::vector<Gpu>& gpus,
+                                  const std::map<int, long long>& idle_s) {
+  const std::vector<int> held = held_gpu_indices(c, gpus);
+  std::optional<long long> shortest;
+  for (int index : held) {
+    const auto found = idle_s.find(index);
+    if (found == idle_s.end()) return std::nullopt;
+    shortest = std::min(shortest.value_or(found->second), found->second);
+  }
+  return shortest;
 }
 
 std::string gpu_list(const GpuContainer& c, const std::vector<Gpu>& gpus) {
@@ -67,6 +84,8 @@ int run_ps(const Options& options, std::ostream& out) {
   // Containers the engine cannot show (a rootless engine's, another user's), from the GPU processes.
   if (!options.from_csv) add_process_holders(containers, gpus, host_proc_root());
 
+  const auto idle_s = service_idle_gpus(options);  // with the service only
+
   if (options.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& c : containers) {
@@ -86,19 +105,36 @@ int run_ps(const Options& options, std::ostream& out) {
                       {"devices", c.devices},
                       {"all_gpus", c.all_gpus},
                       {"started_by_gpurun", c.started_by_gpurun}});
+      if (idle_s) {
+        const auto idle = idle_for(c, gpus, *idle_s);
+        list.back()["idle_s"] = idle ? nlohmann::ordered_json(*idle) : nlohmann::ordered_json();
+      }
     }
     out << json_text(nlohmann::ordered_json{{"containers", list}});
     return 0;
   }
   using Align = Column::Align;
   // The command, last, is cut to the terminal's width (as docker ps cuts it); the rest is whole.
-  Table table({Column::fitted("NAME"), Column::fixed("USER", Align::left, 10), Column::fixed("GPUS", Align::left, 12),
-               Column::fitted("IMAGE"), Column::fixed("RUNNING FOR", Align::right, 11),
-               Column::fixed("STATUS", Align::left, 8), Column::fitted("GPURUN"), Column::shrinkable("COMMAND", 20)});
+  std::vector<Column> columns{Column::fitted("NAME"), Column::fixed("USER", Align::left, 10),
+                              Column::fixed("GPUS", Align::left, 12), Column::fitted("IMAGE"),
+                              Column::fixed("RUNNING FOR", Align::right, 11)};
+  if (idle_s) columns.push_back(Column::fixed("IDLE", Align::right, 8));  // how long all its GPUs have been idle
+  for (Column column :
+       {Column::fixed("STATUS", Align::left, 8), Column::fitted("GPURUN"), Column::shrinkable("COMMAND", 20)})
+    columns.push_back(std::move(column));
+  Table table(std::move(columns));
   table.fit(terminal_width(STDOUT_FILENO));
-  for (const auto& c : containers)
-    table.add_row({c.name, c.user.empty() ? "?" : c.user, gpu_list(c, gpus), c.image, running_for(c), c.status,
-                   c.started_by_gpurun ? "yes" : "no", c.command.empty() ? "?" : text::printable(c.command, 200)});
+  for (const auto& c : containers) {
+    std::vector<std::string> cells{c.name, c.user.empty() ? "?" : c.user, gpu_list(c, gpus), c.image, running_for(c)};
+    if (idle_s) {
+      const auto idle = idle_for(c, gpus, *idle_s);
+      cells.push_back(idle ? format_duration(std::chrono::seconds(*idle), DurationStyle::brief) : "-");
+    }
+    for (std::string cell : {c.status, std::string(c.started_by_gpurun ? "yes" : "no"),
+                             c.command.empty() ? std::string("?") : text::printable(c.command, 200)})
+      cells.push_back(std::move(cell));
+    table.add_row(std::move(cells));
+  }
   out << table.str();
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "service_client.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -47,6 +48,20 @@ nlohmann::ordered_json ask_service(const Options& options, const std::string& ta
   }
   if (body.is_discarded()) throw Error("the gpurun service answered with something that is not JSON");
   return body;
+}
+
+std::optional<std::map<int, long long>> service_idle_gpus(const Options& options) {
+  struct stat st {};
+  if (::stat(options.service_socket.c_str(), &st) != 0) return std::nullopt;  // no service here: nothing to say
+  try {
+    const nlohmann::ordered_json answer = ask_service(options, "/v1/gpus");
+    std::map<int, long long> idle;
+    for (const auto& gpu : answer.at("gpus")) idle[gpu.at("index").get<int>()] = gpu.at("idle_s").get<long long>();
+    return idle;
+  } catch (const std::exception& e) {  // Error, or an answer of another shape (json's exceptions)
+    spdlog::info("idle times not shown: {}", e.what());
+    return std::nullopt;
+  }
 }
 
 }  // namespace gpurun

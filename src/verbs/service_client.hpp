@@ -1,7 +1,9 @@
 #pragma once
 // gpurun's side of the gpurun service's socket (gpurun/service/service_server.hpp): one GET, its
 // JSON answer. Without the service, one line saying so and how to start it (exit 125).
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "gpurun/config/options.hpp"
@@ -12,5 +14,9 @@ namespace gpurun {
 // names the caller (the service believes that from root only). Throws Error: no service, an
 // error answer (its message), an answer that is not JSON.
 nlohmann::ordered_json ask_service(const Options& options, const std::string& target);
+
+// How long each held GPU has been idle (seconds, by index) as the service saw it; nullopt where no
+// service answers, said on stderr at info level: status and ps never depend on the service.
+std::optional<std::map<int, long long>> service_idle_gpus(const Options& options);
 
 }  // namespace gpurun

@@ -19,6 +19,7 @@
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/terminal.hpp"
 #include "gpurun/verbs/verbs.hpp"
+#include "service_client.hpp"
 
 namespace gpurun {
 namespace {
@@ -65,13 +66,20 @@ int run_status(const Options& options, std::ostream& out) {
   if (options.json) {
     auto json = status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units);
     json["lock_dir"] = lock_dir.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(lock_dir);
+    // With the service: how long each GPU has been idle while held (null: busy, free or unknown).
+    if (const auto idle = service_idle_gpus(options))
+      for (auto& gpu : json["gpus"]) {
+        const auto found = idle->find(gpu["index"].get<int>());
+        gpu["idle_s"] = found == idle->end() ? nlohmann::ordered_json() : nlohmann::ordered_json(found->second);
+      }
     out << json_text(json);
   } else {
     spdlog::info("GPU source: {}", inventory.source);  // on stderr: the table stays the same whichever answered
     spdlog::info("reservations: {}", lock_dir.empty() ? "not shown (no usable lock directory)" : lock_dir);
     const StatusLayout layout{.width = terminal_width(STDOUT_FILENO),
                               .verbose = spdlog::should_log(spdlog::level::debug),
-                              .colour = colour_wanted(STDOUT_FILENO)};
+                              .colour = colour_wanted(STDOUT_FILENO),
+                              .idle_s = service_idle_gpus(options)};
     out << format_status_table(inventory.assessed, inventory.mig_units, layout) << format_lost_gpus(inventory.lost);
   }
   if (options.topology) {

@@ -77,6 +77,8 @@ class GpurunTest : public ::testing::Test {
     ::setenv("GPURUN_SYSFS_ROOT", (dir_ + "/no-sysfs").c_str(), 1);
     // Nor the admin's /etc/gpurun/config.json: a test that wants a system file writes this one.
     ::setenv("GPURUN_SYSTEM_CONFIG", system_config().c_str(), 1);
+    // Nor the machine's gpurun service (status and ps would show its idle times).
+    ::setenv("GPURUN_SERVICE_SOCKET", (dir_ + "/no-gpurund.sock").c_str(), 1);
     // Nor the machine's system log: a test that reads the lines listens there (audit_log_test.cpp).
     ::setenv("GPURUN_SYSLOG_SOCKET", (dir_ + "/no-syslog.sock").c_str(), 1);
   }

@@ -25,6 +25,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class GpurundTest : public GpurunTest {
  protected:
@@ -216,6 +217,30 @@ TEST_F(GpurundTest, WithoutTheServiceTheVerbsSaySoAndHowToStartIt) {
   }
   EXPECT_EQ(ask({"report", "x"}).exit_code, 125);
   EXPECT_EQ(ask({"history", "--since", "last week"}).exit_code, 125);
+}
+
+TEST_F(GpurundTest, StatusShowsHowLongEachHeldGpuHasBeenIdleWhileTheServiceRuns) {
+  Env env = fakes("busy_dgx.json");
+  env.emplace_back("GPURUN_SERVICE_SOCKET", socket());
+  // Without the service: no IDLE column, and not a word about it on stderr.
+  const Outcome before = gpurun({"status"}, env);
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_THAT(before.out, Not(HasSubstr("IDLE")));
+  EXPECT_THAT(before.err, Not(HasSubstr("idle")));
+  const pid_t pid = start();
+  // GPU 3 is held (pid 52771) at 0 %: idle; GPU 0 is held at 100 %, GPU 2 is idle but nobody's.
+  ASSERT_TRUE(eventually([&] {
+    const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, env).out, nullptr, false);
+    return json.is_object() && json["gpus"][3]["idle_s"].is_number();
+  })) << read_file(dir() + "/gpurund.err");
+  const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, env).out);
+  EXPECT_TRUE(json["gpus"][0]["idle_s"].is_null());
+  EXPECT_TRUE(json["gpus"][2]["idle_s"].is_null());
+  const Outcome table = gpurun({"status"}, env);
+  EXPECT_THAT(table.out, HasSubstr("  IDLE  USER"));
+  EXPECT_THAT(table.out, ::testing::ContainsRegex("\n  3  [^\n]*  0%  +[0-9]+s  "));
+  EXPECT_THAT(table.out, ::testing::ContainsRegex("\n  0  [^\n]* 100%  +-  "));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
 TEST_F(GpurundTest, UnderOwnVisibilityAnotherUserSeesNoneOfTheRuns) {

@@ -14,6 +14,8 @@ readonly SKIP=77
 # Never the machine's /etc/gpurun/config.json: an admin's policy there would change the answers.
 # sudo_real.sh writes one of its own (put back on exit) and unsets this.
 export GPURUN_SYSTEM_CONFIG=/nonexistent/gpurun-tests/config.json
+# Nor the machine's gpurun service: a gpurund running here would add IDLE columns to status and ps.
+export GPURUN_SERVICE_SOCKET=/nonexistent/gpurun-tests/gpurund.sock
 readonly SYS_PATH=/usr/sbin:/usr/bin:/sbin:/bin
 failures=0
 passes=0

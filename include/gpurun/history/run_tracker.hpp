@@ -10,6 +10,7 @@
 // benchmarks drive it with a synthetic one.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,11 +91,16 @@ class RunTracker {
 
   const std::vector<RunRecord>& running() const { return running_; }
 
+  // Since when each held GPU has been at or below the idle threshold, sample after sample (from
+  // the first such sample). A GPU nobody holds, a busy one or one of unknown utilization is absent.
+  const std::map<int, WallTime>& idle_since() const { return idle_since_; }
+
  private:
   TrackerSettings settings_;
   std::int64_t last_id_;
   std::optional<WallTime> previous_;  // the last sample's time
   std::vector<RunRecord> running_;
+  std::map<int, WallTime> idle_since_;
 };
 
 }  // namespace gpurun

@@ -4,12 +4,14 @@
 //   GET /v1/runs[?since=MS&user=NAME]     the runs going at or after `since` (Unix ms), newest first
 //   GET /v1/usage[?since=MS&by=KEY&user=NAME]  usage sums per user, image or gpu
 //   GET /v1/runs/NAME                      one run, by id, name or container id
+//   GET /v1/gpus                           each held GPU idle now, and since when (status, ps)
 // Anyone may connect (the socket is 0666); who they are comes from the socket's peer credentials.
 // Under history_visibility "own" a caller sees only their runs; root and the admin group see all.
 // root may name the user it asks for (sudo gpurun: header X-Gpurun-Caller), nobody else may.
 #include <sys/types.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +30,7 @@ struct ServedRuns {
   RunStore* store = nullptr;
   // Fresher than the store: the open runs as of the last sample, and ended ones not yet written.
   std::vector<RunRecord> fresh;
+  std::map<int, WallTime> idle_since;  // RunTracker::idle_since() as of the last sample
 };
 
 struct ServerSettings {

@@ -86,6 +86,18 @@ TEST(RunTracker, IdleTimeCountsOnlyWhileEveryGpuOfTheRunIsAtOrBelowTheThreshold)
   EXPECT_DOUBLE_EQ(run.busy_gpu_seconds, 0.5 + 3);
 }
 
+TEST(RunTracker, AHeldGpuIsIdleSinceItsFirstIdleSampleUntilItWorksOrIsLetGo) {
+  RunTracker tracker;
+  tracker.observe(at(0s, {90, 0, 0}, {container("a", {0, 1})}));
+  EXPECT_THAT(tracker.idle_since(), ElementsAre(std::pair{1, kT0}));  // GPU 2 is idle but nobody holds it
+  tracker.observe(at(10s, {3, 0, 0}, {container("a", {0, 1})}));
+  EXPECT_THAT(tracker.idle_since(), ElementsAre(std::pair{0, kT0 + 10s}, std::pair{1, kT0}));
+  tracker.observe(at(20s, {3, 40, std::nullopt}, {container("a", {0, 1}), container("b", {2})}));
+  EXPECT_THAT(tracker.idle_since(), ElementsAre(std::pair{0, kT0 + 10s}));  // 1 works, 2 unknown
+  tracker.observe(at(30s, {0, 0, 0}, {}));
+  EXPECT_THAT(tracker.idle_since(), IsEmpty());  // let go (the run not ended yet, but not holding)
+}
+
 TEST(RunTracker, UnknownUtilizationIsNeitherBusyNorIdle) {
   RunTracker tracker;
   tracker.observe(at(0s, {std::nullopt}, {container("a", {0})}));

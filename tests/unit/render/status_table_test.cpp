@@ -85,29 +85,45 @@ std::vector<GpuAssessment> two_gpus() {
 }
 
 TEST(FormatStatusTable, FitsTheWidthGivenNamesFirstThenUsersThenState) {
-  const std::string table = format_status_table(two_gpus(), {}, {.width = 80, .verbose = false, .colour = false});
+  const std::string table =
+      format_status_table(two_gpus(), {}, {.width = 80, .verbose = false, .colour = false, .idle_s = std::nullopt});
   EXPECT_EQ(table,
             "GPU  NAME                       MEMORY  UTIL  USER      STATE\n"
             "  0  RTX PRO 6000 …  78342 / 81920 MiB  100%  a-user-…  busy: a-user-with-a-ver…\n"
             "  1  RTX PRO 6000 …      4 / 81920 MiB    0%  -         free\n");
   std::istringstream lines(table);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(display_width(line), 80u) << line;
-  const std::string wide = format_status_table(two_gpus(), {}, {.width = 200, .verbose = false, .colour = false});
+  const std::string wide =
+      format_status_table(two_gpus(), {}, {.width = 200, .verbose = false, .colour = false, .idle_s = std::nullopt});
   EXPECT_THAT(wide, HasSubstr("  0  NVIDIA RTX PRO 6000 Blackwell Server Edition  78342 / 81920 MiB  100%  "
                               "a-user-with-a-very-long-login-name  busy: a-user-with-a-very-long-login-name 100%\n"));
 }
 
+TEST(FormatStatusTable, WithTheServiceAnIdleColumnSaysHowLongEachHeldGpuHasBeenIdle) {
+  std::vector<GpuAssessment> gpus = two_gpus();
+  gpus[0].gpu.utilization_percent = 0;
+  const std::string table = format_status_table(
+      gpus, {},
+      {.width = 200, .verbose = false, .colour = false, .idle_s = std::map<int, long long>{{0, 3 * 3600 + 720}}});
+  EXPECT_THAT(table, HasSubstr("  UTIL    IDLE  USER"));
+  EXPECT_THAT(table, HasSubstr("  0%  3h 12m  a-user"));
+  EXPECT_THAT(table, HasSubstr("  0%       -  -  "));  // GPU 1: free, not idle-held
+}
+
 TEST(FormatStatusTable, VerboseAddsProcsScoreAndTheReasonsUncut) {
-  const std::string table = format_status_table(two_gpus(), {}, {.width = 80, .verbose = true, .colour = false});
+  const std::string table =
+      format_status_table(two_gpus(), {}, {.width = 80, .verbose = true, .colour = false, .idle_s = std::nullopt});
   EXPECT_THAT(table, HasSubstr("  UTIL  PROCS  SCORE  USER"));
   EXPECT_THAT(table, HasSubstr("NVIDIA RTX PRO 6000 Blackwell Server Edition"));
   EXPECT_THAT(table, HasSubstr("\n      why: 1 compute process (pid 1)\n"));
 }
 
 TEST(FormatStatusTable, ColoursOnlyTheStateAndOnlyWhenAsked) {
-  const std::string plain = format_status_table(two_gpus(), {}, {.width = 200, .verbose = false, .colour = false});
+  const std::string plain =
+      format_status_table(two_gpus(), {}, {.width = 200, .verbose = false, .colour = false, .idle_s = std::nullopt});
   EXPECT_EQ(plain.find('\033'), std::string::npos);
-  const std::string coloured = format_status_table(two_gpus(), {}, {.width = 200, .verbose = false, .colour = true});
+  const std::string coloured =
+      format_status_table(two_gpus(), {}, {.width = 200, .verbose = false, .colour = true, .idle_s = std::nullopt});
   EXPECT_THAT(coloured, HasSubstr("  \033[31mbusy: a-user-with-a-very-long-login-name 100%\033[0m\n"));
   EXPECT_THAT(coloured, HasSubstr("  \033[32mfree\033[0m\n"));
 }
