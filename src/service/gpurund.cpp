@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -41,6 +42,16 @@ int main(int argc, char** argv) {
                  "/run/gpurun/gpurund.sock)");
   app.add_option("--interval", interval_s, "seconds between samples, from 0.1 (default 10)")
       ->check(CLI::Range(0.1, 3600.0));
+  double flush_s = 10;
+  app.add_option("--write-every", flush_s,
+                 "seconds between writes of the store, from 0.1 (default 10; a start or end of a run writes at once)")
+      ->check(CLI::Range(0.1, 3600.0));
+  double keep_samples_days = 14;
+  double keep_minutes_days = 400;
+  app.add_option("--keep-samples", keep_samples_days, "days to keep each GPU's raw samples (default 14)")
+      ->check(CLI::Range(1.0, 36500.0));
+  app.add_option("--keep-minutes", keep_minutes_days, "days to keep each GPU's one-minute rows (default 400)")
+      ->check(CLI::Range(1.0, 36500.0));
   app.add_option("--idle-threshold", settings.tracker.idle_threshold_percent,
                  "utilization (percent) at or below which a GPU counts as idle (default 5)")
       ->check(CLI::Range(0.0, 100.0));
@@ -64,7 +75,9 @@ int main(int argc, char** argv) {
   }
   try {
     settings.interval = std::chrono::milliseconds(static_cast<long long>(interval_s * 1000));
-    settings.flush_every = std::max(settings.interval, std::chrono::milliseconds(60'000) / 6);
+    settings.keep_samples = std::chrono::hours(std::llround(keep_samples_days * 24));
+    settings.keep_minutes = std::chrono::hours(std::llround(keep_minutes_days * 24));
+    settings.flush_every = std::chrono::milliseconds(std::llround(flush_s * 1000));
     ConfigInputs inputs;
     inputs.no_config = no_config;
     inputs.extra_files = config_files;

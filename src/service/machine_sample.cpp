@@ -45,7 +45,8 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                              const std::string& proc_root) {
   MachineSample sample{.when = when, .gpus = {}, .holders = {}};
   for (const Gpu& gpu : snapshot.gpus)
-    sample.gpus.push_back({.index = gpu.index, .utilization_percent = gpu.utilization_percent});
+    sample.gpus.push_back(
+        {.index = gpu.index, .utilization_percent = gpu.utilization_percent, .memory_used_mib = gpu.memory_used_mib});
 
   if (snapshot.processes_known) add_process_holders(containers, snapshot.gpus, proc_root);
   for (const GpuContainer& c : containers) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "gpurun/engine/gpu_process_owner.hpp"
+#include "gpurun/history/gpu_minutes.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/service/machine_sample.hpp"
 #include "gpurun/service/run_store.hpp"
@@ -37,6 +38,9 @@ Fd lock_state_dir(const std::string& dir) {
                     dir, path));
   return fd;
 }
+
+// Raw sample rows kept in memory while the store cannot be written: about 3 days of 8 GPUs at 10 s.
+constexpr std::size_t kMaxUnsavedSamples = 200'000;
 
 // Logs a failure once while it repeats, and says when it is over.
 class Trouble {
@@ -83,15 +87,34 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   Trouble engine_trouble("the container engine");
   Trouble store_trouble("the store");
   std::vector<RunRecord> unsaved;  // ended runs not yet written
+  MinuteRollup rollup(settings.tracker.idle_threshold_percent);
+  std::vector<GpuSampleRow> unsaved_samples;
+  std::vector<GpuMinute> unsaved_minutes;
   auto last_flush = std::chrono::steady_clock::now();
   const auto flush = [&] {
+    std::vector<GpuMinute> minutes = rollup.take_finished();
+    unsaved_minutes.insert(unsaved_minutes.end(), minutes.begin(), minutes.end());
+    minutes = unsaved_minutes;
+    for (const GpuMinute& m : rollup.in_progress()) minutes.push_back(m);
     try {
       const std::lock_guard hold(served.mutex);
-      store.save(tracker.running(), unsaved);
+      store.save(tracker.running(), unsaved, unsaved_samples, minutes);
       unsaved.clear();
+      unsaved_samples.clear();
+      unsaved_minutes.clear();
+      const WallTime now = std::chrono::system_clock::now();
+      store.prune(now - settings.keep_samples, now - settings.keep_minutes);
       store_trouble.fine();
     } catch (const std::exception& e) {  // a full disk, a read-only file system: keep them in memory
       store_trouble.failed(e.what());
+      // Runs are few and kept whole; raw samples are many: past a bound (days at the default
+      // interval) the oldest go, so memory stays flat however long the disk stays full.
+      if (unsaved_samples.size() > kMaxUnsavedSamples)
+        unsaved_samples.erase(unsaved_samples.begin(),
+                              unsaved_samples.begin() + static_cast<std::ptrdiff_t>(unsaved_samples.size() / 2));
+      if (unsaved_minutes.size() > kMaxUnsavedSamples)
+        unsaved_minutes.erase(unsaved_minutes.begin(),
+                              unsaved_minutes.begin() + static_cast<std::ptrdiff_t>(unsaved_minutes.size() / 2));
     }
     last_flush = std::chrono::steady_clock::now();
   };
@@ -114,6 +137,9 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       }
       const MachineSample sample =
           machine_sample(std::chrono::system_clock::now(), snapshot, std::move(containers), host_proc_root());
+      const std::vector<GpuSampleRow> rows = gpu_sample_rows(sample);
+      rollup.add(rows);
+      unsaved_samples.insert(unsaved_samples.end(), rows.begin(), rows.end());
       const std::size_t open_before = tracker.running().size();
       for (RunRecord& run : tracker.observe(sample)) {
         spdlog::info("run {} ended: {} ({}), {:.0f} GPU-s", run.id, run.name, run.user, run.gpu_seconds);

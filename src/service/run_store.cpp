@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "gpurun/util/error.hpp"
@@ -34,7 +35,32 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs(end_ms);
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user, start_ms);
+-- Each GPU at each sample (kept 14 days by default). Utilization in tenths of a percent and memory
+-- in whole MiB: integers take 1 to 3 bytes where a REAL takes 8.
+CREATE TABLE IF NOT EXISTS samples (
+  t_ms INTEGER NOT NULL,
+  gpu INTEGER NOT NULL,
+  util_permille INTEGER,         -- NULL: unknown
+  memory_mib INTEGER,
+  holders INTEGER NOT NULL,
+  PRIMARY KEY (t_ms, gpu)
+) WITHOUT ROWID;
+-- Each GPU each minute (kept 400 days by default).
+CREATE TABLE IF NOT EXISTS gpu_minutes (
+  minute INTEGER NOT NULL,       -- Unix time / 60
+  gpu INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  util_samples INTEGER NOT NULL,
+  util_sum_permille INTEGER NOT NULL,
+  util_max_permille INTEGER NOT NULL,
+  idle_samples INTEGER NOT NULL,
+  memory_max_mib INTEGER NOT NULL,
+  holders_max INTEGER NOT NULL,
+  PRIMARY KEY (minute, gpu)
+) WITHOUT ROWID;
 )";
+
+std::int64_t permille(double percent) { return std::llround(percent * 10); }
 
 std::int64_t to_ms(WallTime t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -105,7 +131,8 @@ RunStore::RunStore(const std::string& path, std::string* moved_aside) {
 
 RunStore::~RunStore() = default;
 
-void RunStore::save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended) {
+void RunStore::save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended,
+                    const std::vector<GpuSampleRow>& samples, const std::vector<GpuMinute>& minutes) {
   SQLite::Transaction transaction(*db_);
   SQLite::Statement upsert(*db_, R"(
     INSERT INTO runs (id, key, name, user, container_id, image, command, gpus, start_ms, last_seen_ms, end_ms,
@@ -140,7 +167,92 @@ void RunStore::save(const std::vector<RunRecord>& running, const std::vector<Run
   };
   for (const RunRecord& run : running) write(run);
   for (const RunRecord& run : ended) write(run);
+
+  SQLite::Statement sample(*db_, "INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?)");
+  for (const GpuSampleRow& row : samples) {
+    sample.bind(1, to_ms(row.when));
+    sample.bind(2, row.gpu);
+    if (row.utilization_percent)
+      sample.bind(3, permille(*row.utilization_percent));
+    else
+      sample.bind(3);
+    if (row.memory_used_mib)
+      sample.bind(4, static_cast<std::int64_t>(std::llround(*row.memory_used_mib)));
+    else
+      sample.bind(4);
+    sample.bind(5, row.holders);
+    sample.exec();
+    sample.reset();
+  }
+  SQLite::Statement minute(*db_, "INSERT OR REPLACE INTO gpu_minutes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const GpuMinute& m : minutes) {
+    minute.bind(1, m.minute);
+    minute.bind(2, m.gpu);
+    minute.bind(3, m.samples);
+    minute.bind(4, m.utilization_samples);
+    minute.bind(5, permille(m.utilization_sum));
+    minute.bind(6, permille(m.utilization_max));
+    minute.bind(7, m.idle_samples);
+    minute.bind(8, static_cast<std::int64_t>(std::llround(m.memory_max_mib)));
+    minute.bind(9, m.holders_max);
+    minute.exec();
+    minute.reset();
+  }
   transaction.commit();
+}
+
+std::size_t RunStore::prune(WallTime samples_before, WallTime minutes_before, int batch) {
+  SQLite::Transaction transaction(*db_);
+  // The oldest `batch` distinct times (or minutes) before the cut: their rows, all GPUs.
+  SQLite::Statement samples(*db_, R"(
+    DELETE FROM samples WHERE t_ms IN (SELECT DISTINCT t_ms FROM samples WHERE t_ms < ? ORDER BY t_ms LIMIT ?))");
+  samples.bind(1, to_ms(samples_before));
+  samples.bind(2, batch);
+  std::size_t deleted = static_cast<std::size_t>(samples.exec());
+  SQLite::Statement minutes(*db_, R"(
+    DELETE FROM gpu_minutes WHERE minute IN
+      (SELECT DISTINCT minute FROM gpu_minutes WHERE minute < ? ORDER BY minute LIMIT ?))");
+  minutes.bind(1, static_cast<std::int64_t>(
+                      std::chrono::duration_cast<std::chrono::minutes>(minutes_before.time_since_epoch()).count()));
+  minutes.bind(2, batch);
+  deleted += static_cast<std::size_t>(minutes.exec());
+  transaction.commit();
+  return deleted;
+}
+
+std::vector<GpuSampleRow> RunStore::gpu_samples(WallTime since) const {
+  SQLite::Statement select(*db_, "SELECT * FROM samples WHERE t_ms >= ? ORDER BY t_ms, gpu");
+  select.bind(1, to_ms(since));
+  std::vector<GpuSampleRow> rows;
+  while (select.executeStep()) {
+    GpuSampleRow row;
+    row.when = from_ms(select.getColumn(0).getInt64());
+    row.gpu = select.getColumn(1).getInt();
+    if (!select.getColumn(2).isNull()) row.utilization_percent = select.getColumn(2).getDouble() / 10;
+    if (!select.getColumn(3).isNull()) row.memory_used_mib = static_cast<double>(select.getColumn(3).getInt64());
+    row.holders = select.getColumn(4).getInt();
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<GpuMinute> RunStore::gpu_minutes(WallTime since) const {
+  SQLite::Statement select(*db_, "SELECT * FROM gpu_minutes WHERE minute >= ? ORDER BY minute, gpu");
+  select.bind(
+      1, static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::minutes>(since.time_since_epoch()).count()));
+  std::vector<GpuMinute> rows;
+  while (select.executeStep()) {
+    rows.push_back({.minute = select.getColumn(0).getInt64(),
+                    .gpu = select.getColumn(1).getInt(),
+                    .samples = select.getColumn(2).getInt(),
+                    .utilization_samples = select.getColumn(3).getInt(),
+                    .utilization_sum = select.getColumn(4).getDouble() / 10,
+                    .utilization_max = select.getColumn(5).getDouble() / 10,
+                    .idle_samples = select.getColumn(6).getInt(),
+                    .memory_max_mib = static_cast<double>(select.getColumn(7).getInt64()),
+                    .holders_max = select.getColumn(8).getInt()});
+  }
+  return rows;
 }
 
 std::vector<RunRecord> RunStore::open_runs() const {

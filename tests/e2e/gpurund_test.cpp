@@ -35,10 +35,12 @@ class GpurundTest : public GpurunTest {
   // its stderr goes to dir()/gpurund.err. With `real_proc`, the GPU processes' owners and
   // commands come from this machine's /proc (the scenario lists a real pid), else from a tree
   // that has none.
-  pid_t start(const std::string& scenario_path = scenario("busy_dgx.json"), bool real_proc = false) const {
+  pid_t start(const std::string& scenario_path = scenario("busy_dgx.json"), bool real_proc = false,
+              const std::vector<std::string>& more = {}) const {
     std::vector<std::string> args{GPURUND_BINARY, "--state-dir",  state(),        "--interval",
                                   "0.1",          "--no-config",  "--nvidia-smi", fake("nvidia-smi"),
                                   "--docker",     fake("docker"), "--socket",     socket()};
+    args.insert(args.end(), more.begin(), more.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -120,6 +122,25 @@ TEST_F(GpurundTest, RecordsEveryGpuProcessAsARunAndStopsCleanlyOnSigterm) {
     ASSERT_EQ(run.gpus.size(), 1u);
   }
   EXPECT_TRUE(keys.contains("process:48213:"));  // GPU 0 at 100 %: busy all the time
+  // The GPU history beside the runs: each GPU at each sample, and the minute so far.
+  const RunStore store(state() + "/gpurund.db");
+  const std::vector<GpuSampleRow> samples = store.gpu_samples(WallTime{});
+  EXPECT_GE(samples.size(), 8U * 5);
+  EXPECT_EQ(samples.size() % 8, 0U);
+  const std::vector<GpuMinute> minutes = store.gpu_minutes(WallTime{});
+  ASSERT_GE(minutes.size(), 8U);
+  int samples_in_minutes = 0;
+  for (const GpuMinute& m : minutes) {
+    samples_in_minutes += m.samples;
+    if (m.gpu == 0) {
+      EXPECT_DOUBLE_EQ(*m.utilization_mean(), 100);
+    } else if (m.gpu == 3) {
+      EXPECT_EQ(m.idle_samples, m.samples);  // held at 0 %
+    } else if (m.gpu == 2) {
+      EXPECT_EQ(m.idle_samples, 0);  // 0 %, but nobody holds it
+    }
+  }
+  EXPECT_EQ(static_cast<std::size_t>(samples_in_minutes), samples.size());
   for (const RunRecord& run : recorded) {
     if (run.key == "process:48213:") {
       EXPECT_DOUBLE_EQ(*run.efficiency(), 100.0);
@@ -139,6 +160,47 @@ TEST_F(GpurundTest, AfterKill9ARestartContinuesTheSameRunsWithoutDuplicates) {
   const std::vector<RunRecord> recorded = runs();
   EXPECT_EQ(recorded.size(), 7u);
   for (const RunRecord& run : recorded) EXPECT_LE(run.id, 7);
+}
+
+TEST_F(GpurundTest, AFullDiskKeepsSamplingInMemorySaysSoOnceAndWritesItAllWhenThereIsRoomAgain) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs as the state directory";
+  std::filesystem::create_directories(state());
+  if (shell("mount -t tmpfs -o size=4m gpurun-test-full " + state()).exit_code != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  struct Unmount {
+    std::string path;
+    ~Unmount() { std::system(("umount -l " + path + " 2>/dev/null").c_str()); }
+  } unmount{state()};
+  const pid_t pid = start(scenario("busy_dgx.json"), false, {"--write-every", "0.3"});
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(state() + "/gpurund.db") && runs().size() == 7; }));
+  // Fill the disk: every write of the store fails from here on.
+  shell("dd if=/dev/zero of=" + state() + "/filler bs=64k 2>/dev/null");
+  const std::string err_path = dir() + "/gpurund.err";
+  ASSERT_TRUE(eventually([&] { return read_file(err_path).find("the store:") != std::string::npos; }))
+      << read_file(err_path);
+  std::this_thread::sleep_for(1000ms);  // many samples, many failed writes
+  std::filesystem::remove(state() + "/filler");
+  ASSERT_TRUE(eventually([&] { return read_file(err_path).find("the store: working again") != std::string::npos; }))
+      << read_file(err_path);
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+  const std::string err = read_file(err_path);
+  // Said once while it lasted (one distinct message), not at every sample.
+  std::size_t said = 0;
+  for (std::size_t at = 0; (at = err.find("gpurund: error: the store:", at)) != std::string::npos; ++at) ++said;
+  EXPECT_LE(said, 2U) << err;
+  // Nothing lost: the samples of the full-disk time were written later, each minute sums them all.
+  const RunStore store(state() + "/gpurund.db");
+  const std::vector<GpuSampleRow> samples = store.gpu_samples(WallTime{});
+  int in_minutes = 0;
+  for (const GpuMinute& m : store.gpu_minutes(WallTime{})) in_minutes += m.samples;
+  EXPECT_EQ(static_cast<std::size_t>(in_minutes), samples.size());
+  std::set<WallTime> times;
+  for (const GpuSampleRow& row : samples) times.insert(row.when);
+  ASSERT_GE(times.size(), 10U);
+  // No hole the size of the full-disk second between consecutive samples (the stand-in nvidia-smi,
+  // a Python script, takes tens of ms a sample).
+  for (auto it = std::next(times.begin()); it != times.end(); ++it) EXPECT_LT(*it - *std::prev(it), 900ms);
+  EXPECT_EQ(runs().size(), 7U);
 }
 
 TEST_F(GpurundTest, ASecondGpurundOnTheSameStateDirectoryIsRefused) {

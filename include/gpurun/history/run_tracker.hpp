@@ -36,6 +36,7 @@ struct HolderSample {
 struct GpuReading {
   int index = 0;
   std::optional<double> utilization_percent;  // unknown: credited as neither busy nor idle
+  std::optional<double> memory_used_mib;      // the whole GPU's
 };
 
 // One look at the machine.

@@ -19,6 +19,9 @@ struct RecorderSettings {
   std::chrono::milliseconds interval{10'000};
   std::chrono::milliseconds flush_every{60'000};
   TrackerSettings tracker;
+  // How long the GPU history is kept (runs are kept for ever): raw samples, one-minute rows.
+  std::chrono::hours keep_samples{24 * 14};
+  std::chrono::hours keep_minutes{24 * 400};
   ServerSettings server;  // the socket `gpurun history`, `usage` and `report` ask
 };
 

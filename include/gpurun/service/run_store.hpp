@@ -1,10 +1,10 @@
 #pragma once
-// Where the gpurun service keeps its runs: one SQLite database in WAL mode in the state
-// directory (SQLiteCpp over Debian's libsqlite3). Run records are kept for ever; the tracker's
-// open runs are written with the ended ones in one transaction per flush (the service flushes
-// every few samples, not at each). A file that is not a database, or a damaged one, is moved
-// aside with a message and a fresh one started: the service keeps recording either way.
-// Only gpurund and the tests link this (the gpurun CLI loads no shared library at start).
+// Where the gpurun service keeps its runs and GPU history: one SQLite database in WAL mode in the
+// state directory (SQLiteCpp over Debian's libsqlite3). Run records are kept for ever, raw GPU
+// samples and one-minute rows as long as the retention settings say (pruned in small batches);
+// everything of one flush is written in one transaction (the service flushes every few samples). A file that is not a
+// database, or a damaged one, is moved aside with a message and a fresh one started: the service keeps recording either
+// way. Only gpurund and the tests link this (the gpurun CLI loads no shared library at start).
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/history/gpu_minutes.hpp"
 #include "gpurun/history/run_tracker.hpp"
 
 namespace SQLite {
@@ -35,8 +36,18 @@ class RunStore {
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
 
-  // Writes the open runs as they stand and the ended ones, in one transaction.
-  void save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended);
+  // Writes the open runs as they stand and the ended ones, in one transaction; with them the raw
+  // GPU samples and the minutes (a minute already there is replaced: it is written again as it grows).
+  void save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended,
+            const std::vector<GpuSampleRow>& samples = {}, const std::vector<GpuMinute>& minutes = {});
+
+  // Deletes at most `batch` sample times older than `samples_before` and `batch` minutes older than
+  // `minutes_before`; returns how many rows went. Called at each flush, so a backlog drains in steps
+  // that never stall the sampling.
+  std::size_t prune(WallTime samples_before, WallTime minutes_before, int batch = 500);
+
+  std::vector<GpuSampleRow> gpu_samples(WallTime since) const;  // oldest first
+  std::vector<GpuMinute> gpu_minutes(WallTime since) const;     // oldest first
 
   std::vector<RunRecord> open_runs() const;                  // those without an end, for RunTracker::resume
   std::int64_t last_id() const;                              // 0 for an empty store

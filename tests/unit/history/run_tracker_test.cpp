@@ -29,7 +29,7 @@ HolderSample container(const std::string& id, std::vector<int> gpus, std::option
 MachineSample at(std::chrono::seconds t, std::vector<std::optional<double>> util, std::vector<HolderSample> holders) {
   MachineSample s{.when = kT0 + t, .gpus = {}, .holders = std::move(holders)};
   for (std::size_t i = 0; i < util.size(); ++i)
-    s.gpus.push_back({.index = static_cast<int>(i), .utilization_percent = util[i]});
+    s.gpus.push_back({.index = static_cast<int>(i), .utilization_percent = util[i], .memory_used_mib = std::nullopt});
   return s;
 }
 

@@ -136,5 +136,55 @@ TEST_F(RunStoreTest, FindNamesARunByIdNameOrContainerPrefixTheNewestFirst) {
   EXPECT_FALSE(store.find("nothing"));
 }
 
+TEST_F(RunStoreTest, GpuSamplesAndMinutesAreKeptAndPrunedInBatches) {
+  RunStore store(path());
+  std::vector<GpuSampleRow> samples;
+  for (int t = 0; t < 10; ++t)
+    for (int gpu = 0; gpu < 2; ++gpu)
+      samples.push_back({.when = kT0 + std::chrono::minutes(t),
+                         .gpu = gpu,
+                         .utilization_percent = gpu == 0 ? std::optional(37.5) : std::nullopt,
+                         .memory_used_mib = 1024.4,
+                         .holders = gpu});
+  GpuMinute minute{.minute = 0,
+                   .gpu = 1,
+                   .samples = 6,
+                   .utilization_samples = 6,
+                   .utilization_sum = 300.5,
+                   .utilization_max = 90,
+                   .idle_samples = 1,
+                   .memory_max_mib = 2048,
+                   .holders_max = 2};
+  std::vector<GpuMinute> minutes;
+  for (std::int64_t m = 0; m < 10; ++m) {
+    minute.minute = std::chrono::duration_cast<std::chrono::minutes>(kT0.time_since_epoch()).count() + m;
+    minutes.push_back(minute);
+  }
+  store.save({}, {}, samples, minutes);
+  // A minute written again as it grows replaces the row.
+  minutes.back().samples = 7;
+  store.save({}, {}, {}, {minutes.back()});
+
+  const std::vector<GpuSampleRow> kept = store.gpu_samples(kT0);
+  ASSERT_EQ(kept.size(), 20U);
+  EXPECT_EQ(kept[0].utilization_percent, 37.5);
+  EXPECT_EQ(kept[1].utilization_percent, std::nullopt);
+  EXPECT_EQ(kept[1].memory_used_mib, 1024);
+  EXPECT_EQ(kept[1].holders, 1);
+  const std::vector<GpuMinute> rows = store.gpu_minutes(kT0);
+  ASSERT_EQ(rows.size(), 10U);
+  EXPECT_DOUBLE_EQ(rows[0].utilization_sum, 300.5);
+  EXPECT_DOUBLE_EQ(*rows[0].utilization_mean(), 300.5 / 6);
+  EXPECT_EQ(rows.back().samples, 7);
+
+  // Older than 5 minutes: at most 2 times (4 sample rows) and 2 minutes per call.
+  EXPECT_EQ(store.prune(kT0 + 5min, kT0 + 5min, 2), 4U + 2U);
+  EXPECT_EQ(store.gpu_samples(kT0).size(), 16U);
+  EXPECT_EQ(store.prune(kT0 + 5min, kT0 + 5min, 100), 6U + 3U);
+  EXPECT_EQ(store.gpu_samples(kT0).front().when, kT0 + 5min);
+  EXPECT_EQ(store.gpu_minutes(kT0).size(), 5U);
+  EXPECT_EQ(store.prune(kT0 + 5min, kT0 + 5min, 100), 0U);
+}
+
 }  // namespace
 }  // namespace gpurun
