@@ -167,6 +167,8 @@ Config load_config(const ConfigInputs& inputs) {
   if (system) {
     load_policy(config, *system);
     note(Kind::system, inputs.system_file, ignore_system ? ConfigFile::State::ignored : ConfigFile::State::loaded);
+    if (!ignore_system && system->content.contains("service"))
+      config.service = read_service_section(system->content["service"]).section;  // checked on load
     if (!ignore_system) files.push_back(std::move(*system));
   } else {
     note(Kind::system, inputs.system_file, ConfigFile::State::not_found);

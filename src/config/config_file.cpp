@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpurun/config/policy.hpp"
+#include "gpurun/config/service_section.hpp"
 #include "gpurun/config/settings.hpp"
 #include "gpurun/config/values.hpp"
 #include "gpurun/util/fd.hpp"
@@ -29,6 +30,7 @@ std::vector<std::string> key_names(bool with_policy, bool with_profiles) {
   for (const Setting& s : settings())
     if (s.scope == Scope::option || (with_policy && s.scope == Scope::policy)) names.emplace_back(s.key);
   if (with_profiles) names.emplace_back("profiles");
+  if (with_policy) names.emplace_back("service");
   return names;
 }
 
@@ -98,11 +100,21 @@ void check_policy_key(const ParsedFile& f, const Setting& info, const json& valu
       if (const auto problem = rule_problem(rule.get<std::string>())) throw f.error(key, *problem);
 }
 
+void check_service(const ParsedFile& f, const json& value) {
+  if (f.layer != Kind::system)
+    throw f.error("service", "the service's settings belong in the system file /etc/gpurun/config.json");
+  if (const auto read = read_service_section(value); read.problem)
+    throw f.error(read.problem->first.empty() ? "service" : join_path("service", read.problem->first),
+                  read.problem->second);
+}
+
 void check_file(const ParsedFile& f) {
   for (const auto& [key, value] : f.content.items()) {
     const Setting* info = find_setting(key);
     if (key == "profiles")
       check_profiles(f, value);
+    else if (key == "service")
+      check_service(f, value);
     else if (info != nullptr && info->scope == Scope::policy)
       check_policy_key(f, *info, value);
     else

@@ -54,6 +54,10 @@ std::string starter_system_config() {
     text += fmt::format("{:<51}// {}\n", line, s.help);
   }
   text += R"(
+  // The gpurun service (gpurund; man gpurund): its flags of the same names win.
+  // "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
+  //             "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun"},
+
   "profiles": {
     // "jupyter": {"publish": ["8888:8888"], "gpus": 1, "command": ["jupyter", "lab", "--ip=0.0.0.0"]}
   }

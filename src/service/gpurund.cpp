@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "gpurun/config/config.hpp"
+#include "gpurun/config/service_section.hpp"
 #include "gpurun/service/recorder.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/version.hpp"
@@ -27,7 +28,6 @@ int main(int argc, char** argv) {
   using namespace gpurun;
   CLI::App app{"gpurund, the gpurun service: records every holder of every GPU (history, usage, report).", "gpurund"};
   RecorderSettings settings;
-  double interval_s = 10;
   std::vector<std::pair<std::string, std::string>> given;  // setting -> value, as gpurun's flags
   bool no_config = false;
   std::vector<std::string> config_files;
@@ -35,26 +35,31 @@ int main(int argc, char** argv) {
     app.add_option_function<std::string>(
         flag, [&given, key](const std::string& v) { given.emplace_back(key, v); }, help);
   };
-  app.add_option("--state-dir", settings.state_dir, "where the database lives (default /var/lib/gpurun)");
+  // The service's own settings: a flag wins over the system file's "service" section, which wins
+  // over the defaults.
+  ServiceSection flags;
+  const auto number = [&](const char* flag, std::optional<double> ServiceSection::*field, double low, double high,
+                          const char* help) {
+    app.add_option_function<double>(
+           flag, [&flags, field](double v) { flags.*field = v; }, help)
+        ->check(CLI::Range(low, high));
+  };
+  app.add_option_function<std::string>(
+      "--state-dir", [&flags](const std::string& v) { flags.state_dir = v; },
+      "where the database lives (default /var/lib/gpurun)");
   std::string socket_path;
   app.add_option("--socket", socket_path,
                  "where gpurun history, usage and report ask (default: the setting service_socket, "
                  "/run/gpurun/gpurund.sock)");
-  app.add_option("--interval", interval_s, "seconds between samples, from 0.1 (default 10)")
-      ->check(CLI::Range(0.1, 3600.0));
-  double flush_s = 10;
-  app.add_option("--write-every", flush_s,
-                 "seconds between writes of the store, from 0.1 (default 10; a start or end of a run writes at once)")
-      ->check(CLI::Range(0.1, 3600.0));
-  double keep_samples_days = 14;
-  double keep_minutes_days = 400;
-  app.add_option("--keep-samples", keep_samples_days, "days to keep each GPU's raw samples (default 14)")
-      ->check(CLI::Range(1.0, 36500.0));
-  app.add_option("--keep-minutes", keep_minutes_days, "days to keep each GPU's one-minute rows (default 400)")
-      ->check(CLI::Range(1.0, 36500.0));
-  app.add_option("--idle-threshold", settings.tracker.idle_threshold_percent,
-                 "utilization (percent) at or below which a GPU counts as idle (default 5)")
-      ->check(CLI::Range(0.0, 100.0));
+  number("--interval", &ServiceSection::interval_s, 0.1, 3600, "seconds between samples, from 0.1 (default 10)");
+  number("--write-every", &ServiceSection::write_every_s, 0.1, 3600,
+         "seconds between writes of the store, from 0.1 (default 10; a start or end of a run writes at once)");
+  number("--keep-samples", &ServiceSection::keep_samples_days, 1, 36500,
+         "days to keep each GPU's raw samples (default 14)");
+  number("--keep-minutes", &ServiceSection::keep_minutes_days, 1, 36500,
+         "days to keep each GPU's one-minute rows (default 400)");
+  number("--idle-threshold", &ServiceSection::idle_threshold_percent, 0, 100,
+         "utilization (percent) at or below which a GPU counts as idle (default 5)");
   setting("--nvidia-smi", "nvidia_smi", "nvidia-smi program to run");
   setting("--gpu-source", "gpu_source", "auto, nvml or nvidia-smi");
   setting("--nvml-library", "nvml_library", "the NVML library to load");
@@ -62,7 +67,8 @@ int main(int argc, char** argv) {
   setting("--engine", "engine", "auto, docker or podman");
   setting("--podman", "podman", "podman client");
   app.add_option("--config", config_files, "a configuration file to read too");
-  app.add_flag("--no-config", no_config, "ignore the option values of the system file");
+  app.add_flag("--no-config", no_config,
+               "ignore the system file's option values and service section (its policy holds)");
   app.set_version_flag("--version", std::string("gpurund ") + std::string(kVersion));
 
   auto logger = spdlog::stderr_color_mt("gpurund");
@@ -74,10 +80,6 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? exit_code::ok : exit_code::failure;
   }
   try {
-    settings.interval = std::chrono::milliseconds(static_cast<long long>(interval_s * 1000));
-    settings.keep_samples = std::chrono::hours(std::llround(keep_samples_days * 24));
-    settings.keep_minutes = std::chrono::hours(std::llround(keep_minutes_days * 24));
-    settings.flush_every = std::chrono::milliseconds(std::llround(flush_s * 1000));
     ConfigInputs inputs;
     inputs.no_config = no_config;
     inputs.extra_files = config_files;
@@ -88,6 +90,18 @@ int main(int argc, char** argv) {
     Options options;
     const Config config = configure(inputs, options);
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
+    const ServiceSection& file = config.service;
+    const auto pick = [&](std::optional<double> ServiceSection::*field, double fallback) {
+      return (flags.*field).value_or((file.*field).value_or(fallback));
+    };
+    const auto ms = [](double seconds) { return std::chrono::milliseconds(std::llround(seconds * 1000)); };
+    const auto hours = [](double days) { return std::chrono::hours(std::llround(days * 24)); };
+    settings.state_dir = flags.state_dir.value_or(file.state_dir.value_or(settings.state_dir));
+    settings.interval = ms(pick(&ServiceSection::interval_s, 10));
+    settings.flush_every = ms(pick(&ServiceSection::write_every_s, 10));
+    settings.keep_samples = hours(pick(&ServiceSection::keep_samples_days, 14));
+    settings.keep_minutes = hours(pick(&ServiceSection::keep_minutes_days, 400));
+    settings.tracker.idle_threshold_percent = pick(&ServiceSection::idle_threshold_percent, 5);
     settings.server = {.socket_path = socket_path.empty() ? options.service_socket : socket_path,
                        .visibility = options.policy.history_visibility,
                        .admin_group = options.policy.admin_group};

@@ -203,6 +203,25 @@ TEST_F(GpurundTest, AFullDiskKeepsSamplingInMemorySaysSoOnceAndWritesItAllWhenTh
   EXPECT_EQ(runs().size(), 7U);
 }
 
+TEST_F(GpurundTest, TakesItsSettingsFromTheSystemFilesServiceSectionAndItsFlagsOverThem) {
+  const std::string from_file = dir() + "/from-file";
+  std::ofstream(system_config()) << R"({"service": {"state_dir": ")" << from_file << R"(", "interval": 0.2}})";
+  const Env env{{"GPURUN_SYSTEM_CONFIG", system_config()}, {"FAKE_SMI_SCENARIO", scenario("busy_dgx.json")}};
+  const std::string run = "timeout --preserve-status 1 " + std::string(GPURUND_BINARY) + " --socket " + socket() +
+                          " --nvidia-smi " + fake("nvidia-smi") + " --docker " + fake("docker");
+  Outcome out = shell(run, env);
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_THAT(out.err, HasSubstr("recording into " + from_file + " every 200 ms"));
+  EXPECT_TRUE(std::filesystem::exists(from_file + "/gpurund.db"));
+  out = shell(run + " --interval 0.3", env);
+  EXPECT_THAT(out.err, HasSubstr("recording into " + from_file + " every 300 ms"));
+  // A mistake in the section stops it before it starts, with the file and line.
+  std::ofstream(system_config()) << "{\n  \"service\": {\"keep_samples_days\": 0}\n}\n";
+  out = shell(run, env);
+  EXPECT_EQ(out.exit_code, 125);
+  EXPECT_THAT(out.err, HasSubstr(system_config() + ":2: key \"service.keep_samples_days\": expected a number of days"));
+}
+
 TEST_F(GpurundTest, ASecondGpurundOnTheSameStateDirectoryIsRefused) {
   const pid_t first = start();
   std::this_thread::sleep_for(500ms);

@@ -36,6 +36,7 @@
 #include "gpurun/config/inputs.hpp"
 #include "gpurun/config/options.hpp"
 #include "gpurun/config/policy.hpp"
+#include "gpurun/config/service_section.hpp"
 #include "gpurun/config/source.hpp"
 
 namespace gpurun {
@@ -74,6 +75,7 @@ struct ChosenProfile {
 struct Config {
   std::map<std::string, ConfigValue> values;  // every option key -> its effective value
   SitePolicy policy;
+  ServiceSection service;  // the system file's "service" (gpurund's settings), unless --no-config
   std::optional<ChosenProfile> profile;
   std::map<std::string, std::vector<ConfigSource>> profiles;  // every known profile -> where defined
   std::vector<ConfigFile> files;

@@ -433,6 +433,33 @@ TEST_F(PolicyTest, PolicyHoldsUnderNoConfigAndCannotComeFromTheEnvironment) {
   EXPECT_THAT(config.warnings, ElementsAre(HasSubstr("ignoring GPURUN_MAX_GPUS_PER_LAUNCH")));
 }
 
+TEST_F(PolicyTest, TheServiceSectionIsReadFromTheSystemFileAloneAndCheckedKeyByKey) {
+  write("etc/config.json", "{\n  \"service\": {\"interval\": 5, \"state_dir\": \"/srv/gpurun\"}\n}");
+  const Config config = load_config(inputs());
+  EXPECT_EQ(config.service.interval_s, 5);
+  EXPECT_EQ(config.service.state_dir, "/srv/gpurun");
+  EXPECT_EQ(config.service.keep_samples_days, std::nullopt);
+  ConfigInputs ignored = inputs();
+  ignored.no_config = true;
+  EXPECT_EQ(load_config(ignored).service.interval_s, std::nullopt);  // as the file's option values
+
+  write("etc/config.json", "{\n  \"service\": {\n    \"intervall\": 5\n  }\n}");
+  EXPECT_EQ(error_of([&] { load_config(inputs()); }),
+            path("etc/config.json") +
+                ":3: key \"service.intervall\": not a setting of the service (did you mean \"interval\"?)");
+  write("etc/config.json", R"({"service": {"idle_threshold": 101}})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }),
+              HasSubstr("key \"service.idle_threshold\": expected a number of percent from 0 to 100"));
+  write("etc/config.json", R"({"service": {"state_dir": "var/lib"}})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("expected an absolute path"));
+  write("etc/config.json", R"({"service": 10})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("key \"service\": expected an object"));
+  fs::remove(path("etc/config.json"));
+  write("home/config.json", R"({"service": {"interval": 1}})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }),
+              HasSubstr("key \"service\": the service's settings belong in the system file"));
+}
+
 TEST_F(PolicyTest, AMalformedRuleIsRefusedAtLoad) {
   write("etc/config.json", "{\n  \"refused_docker_options\": [\"privileged\"]\n}");
   EXPECT_THAT(error_of([&] { load_config(inputs()); }),

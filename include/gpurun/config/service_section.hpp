@@ -1,0 +1,30 @@
+#pragma once
+// The system file's "service" section: the gpurun service's settings, which its flags of the same
+// names override (man gpurund):
+//   "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
+//               "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun"}
+// Only the system file may have one (the service runs as root).
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gpurun {
+
+struct ServiceSection {
+  std::optional<double> interval_s;
+  std::optional<double> write_every_s;
+  std::optional<double> idle_threshold_percent;
+  std::optional<double> keep_samples_days;
+  std::optional<double> keep_minutes_days;
+  std::optional<std::string> state_dir;
+};
+
+// The section's keys, read; the first problem as ("key", "what is wrong") where one is found.
+struct ServiceSectionRead {
+  ServiceSection section;
+  std::optional<std::pair<std::string, std::string>> problem;
+};
+ServiceSectionRead read_service_section(const nlohmann::json& value);
+
+}  // namespace gpurun

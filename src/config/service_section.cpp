@@ -1,0 +1,59 @@
+#include "gpurun/config/service_section.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "gpurun/util/suggest.hpp"
+
+namespace gpurun {
+namespace {
+
+struct NumberKey {
+  const char* key;
+  std::optional<double> ServiceSection::*field;
+  double low;
+  double high;
+  const char* unit;
+};
+
+constexpr std::array kNumbers{
+    NumberKey{"interval", &ServiceSection::interval_s, 0.1, 3600, "seconds"},
+    NumberKey{"write_every", &ServiceSection::write_every_s, 0.1, 3600, "seconds"},
+    NumberKey{"idle_threshold", &ServiceSection::idle_threshold_percent, 0, 100, "percent"},
+    NumberKey{"keep_samples_days", &ServiceSection::keep_samples_days, 1, 36500, "days"},
+    NumberKey{"keep_minutes_days", &ServiceSection::keep_minutes_days, 1, 36500, "days"},
+};
+
+}  // namespace
+
+ServiceSectionRead read_service_section(const nlohmann::json& value) {
+  ServiceSectionRead read;
+  const auto fail = [&](std::string key, std::string what) {
+    read.problem = std::pair{std::move(key), std::move(what)};
+    return read;
+  };
+  if (!value.is_object()) return fail("", "expected an object of the service's settings, such as {\"interval\": 10}");
+  for (const auto& [key, item] : value.items()) {
+    if (key == "state_dir") {
+      if (!item.is_string() || !item.get<std::string>().starts_with('/'))
+        return fail(key, "expected an absolute path, such as \"/var/lib/gpurun\"");
+      read.section.state_dir = item.get<std::string>();
+      continue;
+    }
+    const auto number =
+        std::find_if(kNumbers.begin(), kNumbers.end(), [&](const NumberKey& n) { return key == n.key; });
+    if (number == kNumbers.end()) {
+      std::vector<std::string> names{"state_dir"};
+      for (const NumberKey& n : kNumbers) names.emplace_back(n.key);
+      return fail(key, fmt::format("not a setting of the service{}", suggestion(key, names)));
+    }
+    if (!item.is_number() || item.get<double>() < number->low || item.get<double>() > number->high)
+      return fail(key,
+                  fmt::format("expected a number of {} from {:g} to {:g}", number->unit, number->low, number->high));
+    read.section.*(number->field) = item.get<double>();
+  }
+  return read;
+}
+
+}  // namespace gpurun
