@@ -3,6 +3,8 @@
 // podman as the engine, with the stand-in docker client playing each engine's CLI.
 #include <gmock/gmock.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gpurun_fixture.hpp"
@@ -71,15 +73,36 @@ TEST_F(EnginesTest, IgnoreContainersTracesNoProcess) {
   EXPECT_THAT(run.err, Not(HasSubstr("cccccccccccc")));
 }
 
-TEST_F(EnginesTest, DryRunSaysAutoTakesGpusWithoutCdi) {
-  const Outcome run = gpurun({"--dry-run", "--image", "img", "1", "--", "true"}, two_gpus_one_process());
+TEST_F(EnginesTest, DryRunSaysAutoTakesGpusWithoutCdiAndNeverAsksTheEngineWithoutAnNvidiaSpec) {
+  // docker would say it does CDI, but no NVIDIA spec exists: it is not even asked (issue 25).
+  std::filesystem::create_directories(dir() + "/calls");
+  const Env env = with(two_gpus_one_process(), {{"FAKE_DOCKER_CDI_SPEC_DIRS", R"(["/etc/cdi","/var/run/cdi"])"},
+                                                {"FAKE_DOCKER_ARGV_DIR", dir() + "/calls"}});
+  const Outcome run = gpurun({"--dry-run", "--image", "img", "1", "--", "true"}, env);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr(" --gpus '\"device="));
+  EXPECT_THAT(run.err, HasSubstr("GPUs requested as gpus (gpu_request auto: no NVIDIA CDI spec in " + dir() +
+                                 "/no-sysfs/etc/cdi or " + dir() + "/no-sysfs/var/run/cdi)"));
+  for (const auto& call : std::filesystem::directory_iterator(dir() + "/calls"))
+    EXPECT_THAT(read_file(call.path()), Not(HasSubstr("info"))) << "the launch asked docker info";
+  // A spec of another vendor's devices changes nothing.
+  std::filesystem::create_directories(dir() + "/no-sysfs/etc/cdi");
+  std::ofstream(dir() + "/no-sysfs/etc/cdi/vendor.yaml") << "cdiVersion: 0.5.0\nkind: example.com/fpga\n";
+  EXPECT_THAT(gpurun({"--dry-run", "--image", "img", "1", "--", "true"}, env).err, HasSubstr("no NVIDIA CDI spec"));
+}
+
+TEST_F(EnginesTest, DryRunAsksDockerWhereAnNvidiaSpecExistsAndSaysAutoTakesGpusWhereItHasNoCdi) {
+  std::filesystem::create_directories(dir() + "/no-sysfs/var/run/cdi");
+  std::ofstream(dir() + "/no-sysfs/var/run/cdi/nvidia.yaml") << "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n";
+  const Outcome run = gpurun({"--dry-run", "--image", "img", "1", "--", "true"}, two_gpus_one_process());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("GPUs requested as gpus (gpu_request auto: `" + fake("docker") +
                                  " info` lists no CDI spec directory)"));
 }
 
 TEST_F(EnginesTest, DryRunSaysAutoTakesCdiWhereDockerHasIt) {
+  std::filesystem::create_directories(dir() + "/no-sysfs/etc/cdi");
+  std::ofstream(dir() + "/no-sysfs/etc/cdi/nvidia.json") << R"({"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu"})";
   const Env env = with(two_gpus_one_process(), {{"FAKE_DOCKER_CDI_SPEC_DIRS", R"(["/etc/cdi","/var/run/cdi"])"}});
   const Outcome run = gpurun({"--dry-run", "--allow-busy", "--image", "img", "2", "--", "true"}, env);
   ASSERT_EQ(run.exit_code, 0) << run.err;
