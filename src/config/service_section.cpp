@@ -34,7 +34,9 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
     return read;
   };
   if (!value.is_object()) return fail("", "expected an object of the service's settings, such as {\"interval\": 10}");
-  for (const auto& [key, item] : value.items()) {
+  for (const auto& entry : value.items()) {
+    const std::string& key = entry.key();  // not a structured binding: clang 14 cannot capture one
+    const nlohmann::json& item = entry.value();
     if (key == "state_dir") {
       if (!item.is_string() || !item.get<std::string>().starts_with('/'))
         return fail(key, "expected an absolute path, such as \"/var/lib/gpurun\"");

@@ -442,5 +442,80 @@ if [[ -n $probe ]]; then
 fi
 
 # ---------------------------------------------------------------------------------------
+# 5. The gpurun service (issue 22): a container on this dockerd whose process the stand-in
+#    nvidia-smi lists on GPU 3 at 60 % is one run, named and owned as its labels say; a kill -9
+#    and a restart continue it (no duplicate), and its end, usage and report follow.
+# ---------------------------------------------------------------------------------------
+gpurund=$(dirname -- "$gpurun")/gpurund
+if [[ -x $gpurund ]]; then
+  held=gpurun-e2e-service
+  dk run -d --name "$held" --label gpurun.user=alice --gpus '"device=3"' "$IMAGE" sleep 300 >/dev/null 2>"$tmp/held.err"
+  held_pid=$(dk inspect --format '{{.State.Pid}}' "$held" 2>/dev/null)
+  held_id=$(dk inspect --format '{{.Id}}' "$held" 2>/dev/null)
+  service_scenario() { # service_scenario PID|none: GPU 3 at 60 % held by PID, or by nobody
+    python3 - "$scenario" "$1" >"$tmp/service.json.new" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+data["gpus"][3]["utilization.gpu"] = 60
+data["processes"] = [] if sys.argv[2] == "none" else [
+    {"gpu_uuid": data["gpus"][3]["uuid"], "pid": int(sys.argv[2]), "used_memory": 4096}]
+print(json.dumps(data))
+PY
+    mv "$tmp/service.json.new" "$tmp/service.json"
+  }
+  service_scenario "$held_pid"
+  start_service() {
+    FAKE_SMI_SCENARIO=$tmp/service.json "$gpurund" --no-config --state-dir "$tmp/gpurund-state" \
+      --socket "$tmp/gpurund.sock" --interval 0.2 --nvidia-smi "$fake_smi" --docker "$docker_cli" \
+      2>>"$tmp/gpurund.err" &
+    service_pid=$!
+  }
+  ask() { GPURUN_SERVICE_SOCKET=$tmp/gpurund.sock timeout 20 "$gpurun" "$@" 2>>"$tmp/ask.err"; }
+  runs_of_held() { ask history --json | python3 -c '
+import json, sys
+runs = [r for r in json.load(sys.stdin) if r["container"] == sys.argv[1]]
+print(len(runs), *(f"{r[k]}" for r in runs[:1] for k in ("name", "user", "end", "ended_by", "efficiency")))' "$held_id"; }
+  wait_until() { # wait_until PATTERN: the held container's runs line matches within 20 s
+    local i line
+    for i in $(seq 100); do
+      line=$(runs_of_held 2>/dev/null)
+      [[ $line =~ $1 ]] && { printf '%s' "$line"; return 0; }
+      sleep 0.2
+    done
+    printf '%s' "$line"
+    return 1
+  }
+  start_service
+  if line=$(wait_until '^1 '"$held"' alice None None '); then
+    pass "gpurund records the container on the real dockerd as one run, named $held, user alice (its label)"
+  else
+    fail "gpurund's run of $held: '$line'"; log_tail "$tmp/gpurund.err" 10
+  fi
+  kill -9 "$service_pid"; wait "$service_pid" 2>/dev/null
+  start_service
+  sleep 1.5
+  if line=$(wait_until '^1 '"$held"' alice None None '); then
+    pass "after kill -9 and a restart the container is still the same one run"
+  else
+    fail "after kill -9 and a restart: '$line'"
+  fi
+  dk rm -f "$held" >/dev/null 2>&1
+  service_scenario none
+  if line=$(wait_until '^1 '"$held"' alice [0-9TZ:-]+ gone (59|60|61)'); then
+    pass "its end is recorded once it is gone, with 60 % efficiency"
+  else
+    fail "the run's end: '$line'"
+  fi
+  if ask report "$held" | grep -q "$held" && ask usage --by image --json | grep -q '"key": "'"$IMAGE"'"'; then
+    pass "gpurun report and usage answer for it"
+  else
+    fail "report or usage: $(tail -3 "$tmp/ask.err")"
+  fi
+  kill "$service_pid"; wait "$service_pid" 2>/dev/null || fail "gpurund did not stop cleanly on SIGTERM"
+else
+  say "SKIP (section 5): no gpurund beside $gpurun"
+fi
+
+# ---------------------------------------------------------------------------------------
 ((failures == 0)) || log_tail "$tmp/dockerd.log" 15
 summary
