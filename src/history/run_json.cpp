@@ -21,23 +21,24 @@ WallTime time_of(const nlohmann::ordered_json& value, const char* key) {
 
 }  // namespace
 
-nlohmann::ordered_json run_json(const RunRecord& run) {
+nlohmann::ordered_json run_json(const RunRecord& run, bool for_table) {
   const auto efficiency = run.efficiency();
-  return {{"id", run.id},
-          {"name", run.name},
-          {"user", run.user},
-          {"container", text_or_null(run.container_id)},
-          {"image", text_or_null(run.image)},
-          {"command", run.command},
-          {"gpus", run.gpus},
-          {"start", rfc3339(run.start)},
-          {"end", run.end ? nlohmann::ordered_json(rfc3339(*run.end)) : nlohmann::ordered_json()},
-          {"gpu_seconds", run.gpu_seconds},
-          {"busy_gpu_seconds", run.busy_gpu_seconds},
-          {"efficiency", efficiency ? nlohmann::ordered_json(*efficiency) : nlohmann::ordered_json()},
-          {"idle_seconds", run.idle_seconds},
-          {"max_memory_mib", run.max_memory_mib},
-          {"ended_by", text_or_null(run.ended_by)}};
+  nlohmann::ordered_json json{{"id", run.id}, {"name", run.name}, {"user", run.user}};
+  if (!for_table) {
+    json["container"] = text_or_null(run.container_id);
+    json["image"] = text_or_null(run.image);
+    json["command"] = run.command;
+  }
+  json["gpus"] = run.gpus;
+  json["start"] = rfc3339(run.start);
+  json["end"] = run.end ? nlohmann::ordered_json(rfc3339(*run.end)) : nlohmann::ordered_json();
+  json["gpu_seconds"] = run.gpu_seconds;
+  json["busy_gpu_seconds"] = run.busy_gpu_seconds;
+  json["efficiency"] = efficiency ? nlohmann::ordered_json(*efficiency) : nlohmann::ordered_json();
+  json["idle_seconds"] = run.idle_seconds;
+  json["max_memory_mib"] = run.max_memory_mib;
+  json["ended_by"] = text_or_null(run.ended_by);
+  return json;
 }
 
 RunRecord run_from_json(const nlohmann::ordered_json& json) {

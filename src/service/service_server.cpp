@@ -151,7 +151,8 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
   try {
     if (target->path == "/v1/runs") {
       json array = json::array();
-      for (const RunRecord& run : current_runs(runs, query)) array.push_back(run_json(run));
+      const bool for_table = param("fields").value_or("") == "table";
+      for (const RunRecord& run : current_runs(runs, query)) array.push_back(run_json(run, for_table));
       return {200, array.dump()};
     }
     if (target->path == "/v1/usage") {

@@ -73,7 +73,9 @@ std::string gpu_list(const std::vector<int>& gpus) {
 
 int run_history(const Options& options, std::ostream& out) {
   const auto since = since_of(options, std::nullopt);
-  const nlohmann::ordered_json answer = ask_service(options, "/v1/runs" + query(options, since));
+  std::string target = "/v1/runs" + query(options, since);
+  if (!options.json) target += target.find('?') == std::string::npos ? "?fields=table" : "&fields=table";
+  const nlohmann::ordered_json answer = ask_service(options, target);
   if (options.json) {
     out << json_text(answer);
     return 0;

@@ -9,7 +9,9 @@
 
 namespace gpurun {
 
-nlohmann::ordered_json run_json(const RunRecord& run);
+// `for_table`: without container, image and command, which the history table does not show and
+// which are most of the bytes (a year of runs is megabytes of JSON to parse otherwise).
+nlohmann::ordered_json run_json(const RunRecord& run, bool for_table = false);
 
 // The run `run_json` wrote. Throws Error when `json` is not one (a service of another version).
 RunRecord run_from_json(const nlohmann::ordered_json& json);

@@ -89,6 +89,15 @@ TEST_F(ServiceServerTest, RunsAreNewestFirstWithTheFreshFiguresAndFilters) {
   EXPECT_EQ(ask("/v1/runs?user=%zz").status, 400);
 }
 
+TEST_F(ServiceServerTest, TheTablesFieldsLeaveOutWhatTheHistoryTableDoesNotShow) {
+  const json runs = json::parse(ask("/v1/runs?fields=table").body);
+  ASSERT_EQ(runs.size(), 3U);
+  EXPECT_FALSE(runs[0].contains("command"));
+  EXPECT_FALSE(runs[0].contains("image"));
+  EXPECT_EQ(runs[1]["gpu_seconds"], 120);
+  EXPECT_TRUE(json::parse(ask("/v1/runs").body)[0].contains("command"));
+}
+
 TEST_F(ServiceServerTest, UsageSumsPerKeyAndRefusesAnUnknownKey) {
   const ServiceAnswer answer = ask("/v1/usage?by=user");
   ASSERT_EQ(answer.status, 200) << answer.body;
