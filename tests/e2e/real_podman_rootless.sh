@@ -254,4 +254,33 @@ else
   fail "as root, the pick of 3 is '$picked', expected 1,2,3: $(cat "$tmp/pick.err")"
 fi
 
+# 5. The gpurun service, as root: the rootless container is one run of $USER_NAME's (issue 22).
+gpurund=$(dirname -- "$gpurun_src")/gpurund
+if [[ -x $gpurund ]]; then
+  # exec: $! is gpurund itself, which the kill below stops (a subshell's kill would leave it).
+  (cd "$tmp" && exec env "${common[@]}" CONTAINER_HOST="unix://$tmp/root-podman/none.sock" \
+    "$gpurund" --state-dir "$tmp/gpurund-state" --socket "$tmp/gpurund.sock" --interval 0.2 \
+    --engine podman --podman "$tmp/bin/podman-root" --nvidia-smi "$tmp/bin/nvidia-smi" \
+    </dev/null >/dev/null 2>"$tmp/gpurund.err") &
+  gpurund_pid=$!
+  line=""
+  for ((i = 0; i < 100; i++)); do
+    line=$(GPURUN_SERVICE_SOCKET=$tmp/gpurund.sock "$tmp/bin/gpurun" history --json 2>/dev/null | python3 -c '
+import json, sys
+runs = [r for r in json.load(sys.stdin) if (r["container"] or "").startswith(sys.argv[1])]
+print(len(runs), *(r["user"] for r in runs))' "$short" 2>/dev/null)
+    [[ $line == "1 $USER_NAME" ]] && break
+    sleep 0.2
+  done
+  kill "$gpurund_pid" 2>/dev/null
+  wait "$gpurund_pid" 2>/dev/null
+  if [[ $line == "1 $USER_NAME" ]]; then
+    pass "gpurund records the rootless container $short as one run of $USER_NAME"
+  else
+    fail "gpurund's runs of $short: '$line'; $(tail -5 "$tmp/gpurund.err")"
+  fi
+else
+  say "SKIP (section 5): no gpurund beside $gpurun_src"
+fi
+
 summary
