@@ -20,18 +20,15 @@ set(gpurun_zsh_completion ${PROJECT_BINARY_DIR}/share/zsh/_gpurun)
 set(gpurun_system_example ${PROJECT_BINARY_DIR}/share/config.system.example.json)
 set(write_output ${PROJECT_SOURCE_DIR}/cmake/WriteOutput.cmake)
 
-add_custom_command(OUTPUT ${gpurun_man_page}
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/share
-  COMMAND ${CMAKE_COMMAND} "-DCOMMAND=gzip$<SEMICOLON>-9n$<SEMICOLON>-c$<SEMICOLON>${PROJECT_SOURCE_DIR}/docs/gpurun.1"
-          -DOUTPUT=${gpurun_man_page} -P ${write_output}
-  DEPENDS ${PROJECT_SOURCE_DIR}/docs/gpurun.1 ${write_output}
-  COMMENT "Compressing the man page" VERBATIM)
-add_custom_command(OUTPUT ${gpurund_man_page}
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/share
-  COMMAND ${CMAKE_COMMAND} "-DCOMMAND=gzip$<SEMICOLON>-9n$<SEMICOLON>-c$<SEMICOLON>${PROJECT_SOURCE_DIR}/docs/gpurund.8"
-          -DOUTPUT=${gpurund_man_page} -P ${write_output}
-  DEPENDS ${PROJECT_SOURCE_DIR}/docs/gpurund.8 ${write_output}
-  COMMENT "Compressing gpurund's man page" VERBATIM)
+# The man pages, gzipped as Debian ships them.
+foreach(page IN ITEMS gpurun.1 gpurund.8)
+  add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/share/${page}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/share
+    COMMAND ${CMAKE_COMMAND} "-DCOMMAND=gzip$<SEMICOLON>-9n$<SEMICOLON>-c$<SEMICOLON>${PROJECT_SOURCE_DIR}/docs/${page}"
+            -DOUTPUT=${PROJECT_BINARY_DIR}/share/${page}.gz -P ${write_output}
+    DEPENDS ${PROJECT_SOURCE_DIR}/docs/${page} ${write_output}
+    COMMENT "Compressing the man page ${page}" VERBATIM)
+endforeach()
 add_custom_command(OUTPUT ${gpurun_bash_completion} ${gpurun_zsh_completion} ${gpurun_system_example}
   COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/share/bash-completion ${PROJECT_BINARY_DIR}/share/zsh
   COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:gpurun>$<SEMICOLON>completion$<SEMICOLON>bash"

@@ -31,6 +31,23 @@ class ManPageTest : public GpurunTest {
     }
     return false;
   }
+  // Checks that each option `help` lists is in bold on `page` (docs/NAME); returns how many.
+  static std::size_t expect_options_on_page(const std::string& help, const std::string& name) {
+    const std::string page = page_text(name);
+    const std::regex option(R"(^\s+(?:(-[A-Za-z]),)?(--[a-z][a-z0-9-]*))");
+    std::set<std::string> seen;
+    std::istringstream lines(help);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch match;
+      if (!std::regex_search(line, match, option)) continue;
+      for (const std::size_t group : {std::size_t{1}, std::size_t{2}}) {
+        if (!match[group].matched) continue;
+        seen.insert(match[group]);
+        EXPECT_TRUE(in_bold(page, match[group])) << match[group] << " is not in docs/" << name;
+      }
+    }
+    return seen.size();
+  }
 };
 
 TEST_F(ManPageTest, RendersWithoutWarnings) {
@@ -50,20 +67,7 @@ TEST_F(ManPageTest, CarriesTheVersionOfTheProgram) {
 TEST_F(ManPageTest, NamesEveryOptionOfTheHelp) {
   const Outcome help = gpurun({"--help"});
   ASSERT_EQ(help.exit_code, 0);
-  const std::string page = page_text();
-  const std::regex option(R"(^\s+(?:(-[A-Za-z]),)?(--[a-z][a-z0-9-]*))");
-  std::set<std::string> seen;
-  std::istringstream lines(help.out);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch match;
-    if (!std::regex_search(line, match, option)) continue;
-    for (const std::size_t group : {std::size_t{1}, std::size_t{2}}) {
-      if (!match[group].matched) continue;
-      seen.insert(match[group]);
-      EXPECT_TRUE(in_bold(page, match[group])) << match[group] << " is not in docs/gpurun.1";
-    }
-  }
-  EXPECT_GT(seen.size(), 35U);  // the help was read
+  EXPECT_GT(expect_options_on_page(help.out, "gpurun.1"), 35U);  // the help was read
 }
 
 TEST_F(ManPageTest, TheServicePageRendersAndNamesEveryOptionOfItsHelp) {
@@ -72,20 +76,8 @@ TEST_F(ManPageTest, TheServicePageRendersAndNamesEveryOptionOfItsHelp) {
   EXPECT_EQ(render.err, "");
   const Outcome help = shell(std::string(GPURUND_BINARY) + " --help");
   ASSERT_EQ(help.exit_code, 0);
+  EXPECT_GT(expect_options_on_page(help.out, "gpurund.8"), 12U);  // the help was read
   const std::string page = page_text("gpurund.8");
-  const std::regex option(R"(^\s+(?:(-[A-Za-z]),)?(--[a-z][a-z0-9-]*))");
-  std::set<std::string> seen;
-  std::istringstream lines(help.out);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch match;
-    if (!std::regex_search(line, match, option)) continue;
-    for (const std::size_t group : {std::size_t{1}, std::size_t{2}}) {
-      if (!match[group].matched) continue;
-      seen.insert(match[group]);
-      EXPECT_TRUE(in_bold(page, match[group])) << match[group] << " is not in docs/gpurund.8";
-    }
-  }
-  EXPECT_GT(seen.size(), 12U);                                                // the help was read
   const Outcome version = shell(std::string(GPURUND_BINARY) + " --version");  // "gpurund 0.1.0\n"
   ASSERT_EQ(version.exit_code, 0);
   EXPECT_NE(page.find("\" \"gpurun " + version.out.substr(8, version.out.size() - 9) + "\" \""), std::string::npos)
