@@ -43,17 +43,20 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       read.section.state_dir = item.get<std::string>();
       continue;
     }
-    const auto number =
-        std::find_if(kNumbers.begin(), kNumbers.end(), [&](const NumberKey& n) { return key == n.key; });
-    if (number == kNumbers.end()) {
+    bool known = false;
+    for (const NumberKey& number : kNumbers) {
+      if (key != number.key) continue;
+      known = true;
+      if (!item.is_number() || item.get<double>() < number.low || item.get<double>() > number.high)
+        return fail(key,
+                    fmt::format("expected a number of {} from {:g} to {:g}", number.unit, number.low, number.high));
+      read.section.*(number.field) = item.get<double>();
+    }
+    if (!known) {
       std::vector<std::string> names{"state_dir"};
       for (const NumberKey& n : kNumbers) names.emplace_back(n.key);
       return fail(key, fmt::format("not a setting of the service{}", suggestion(key, names)));
     }
-    if (!item.is_number() || item.get<double>() < number->low || item.get<double>() > number->high)
-      return fail(key,
-                  fmt::format("expected a number of {} from {:g} to {:g}", number->unit, number->low, number->high));
-    read.section.*(number->field) = item.get<double>();
   }
   return read;
 }

@@ -1,11 +1,11 @@
 #include "gpurun/engine/cdi_specs.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string_view>
 
 #include "gpurun/gpu/topology.hpp"
@@ -40,15 +40,13 @@ std::vector<std::string> default_cdi_spec_dirs() {
 
 std::optional<std::string> nvidia_cdi_spec(const std::vector<std::string>& dirs) {
   for (const std::string& dir : dirs) {
-    DIR* listing = ::opendir(dir.c_str());
-    if (listing == nullptr) continue;
-    std::vector<std::string> names;
-    while (const dirent* entry = ::readdir(listing))
-      if (spec_name(entry->d_name)) names.emplace_back(entry->d_name);
-    ::closedir(listing);
-    std::sort(names.begin(), names.end());
-    for (const std::string& name : names)
-      if (names_nvidia_gpu(dir + "/" + name)) return dir + "/" + name;
+    std::error_code error;  // a directory missing or unreadable: no spec there
+    std::vector<std::string> paths;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, error))
+      if (spec_name(entry.path().filename().string())) paths.push_back(entry.path().string());
+    std::sort(paths.begin(), paths.end());
+    for (const std::string& path : paths)
+      if (names_nvidia_gpu(path)) return path;
   }
   return std::nullopt;
 }

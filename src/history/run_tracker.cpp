@@ -96,13 +96,13 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
 
   std::set<int> held;
   for (const auto& entry : seen) held.insert(entry.second.gpus.begin(), entry.second.gpus.end());
-  std::map<int, WallTime> idle_since;
+  std::map<int, WallTime> idle_now;
   for (const auto& [index, util] : utilization) {
     if (!held.contains(index) || !util || *util > settings_.idle_threshold_percent) continue;
     const auto before = idle_since_.find(index);
-    idle_since[index] = before != idle_since_.end() ? before->second : sample.when;
+    idle_now[index] = before != idle_since_.end() ? before->second : sample.when;
   }
-  idle_since_ = std::move(idle_since);
+  idle_since_ = std::move(idle_now);
 
   std::vector<RunRecord> ended;
   for (auto run = running_.begin(); run != running_.end();) {

@@ -70,7 +70,7 @@ WallTime parse_since(std::string_view text, WallTime now) {
           seconds_per = 86400;
           break;
         case 'w':
-          seconds_per = 7 * 86400;
+          seconds_per = 7LL * 86400;
           break;
         default:
           throw bad();
