@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <string_view>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "gpurun/gpu/topology.hpp"
 #include "gpurun/util/fd.hpp"
 
@@ -49,6 +52,12 @@ std::optional<std::string> nvidia_cdi_spec(const std::vector<std::string>& dirs)
       if (names_nvidia_gpu(path)) return path;
   }
   return std::nullopt;
+}
+
+CdiSupport launch_cdi_support(ContainerEngine& engine, std::chrono::milliseconds timeout) {
+  const std::vector<std::string> dirs = default_cdi_spec_dirs();
+  if (engine.name() == "podman" || nvidia_cdi_spec(dirs)) return engine.cdi_support(timeout);
+  return {false, fmt::format("no NVIDIA CDI spec in {}", fmt::join(dirs, " or "))};
 }
 
 }  // namespace gpurun

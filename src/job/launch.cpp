@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -105,16 +104,10 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
 // How the container asks for its GPUs (the gpu_request setting); said at `level` (a dry run's).
 GpuRequestForm gpu_request_form(const Options& options, ContainerEngine& engine, const DockerRunRequest& request,
                                 spdlog::level::level_enum level) {
-  // Only auto asks, and docker only where an NVIDIA CDI spec exists: without one its CDI cannot
-  // name a GPU, and a few stats save the engine's /info (8 ms) or `docker info` (30 ms).
-  CdiSupport cdi;
-  if (options.gpu_request == GpuRequestSetting::automatic) {
-    const std::vector<std::string> dirs = default_cdi_spec_dirs();
-    if (engine.name() == "podman" || nvidia_cdi_spec(dirs))
-      cdi = engine.cdi_support(smi_timeout(options));
-    else
-      cdi = {false, fmt::format("no NVIDIA CDI spec in {}", fmt::join(dirs, " or "))};
-  }
+  // Only auto asks (docker only where an NVIDIA CDI spec exists: engine/cdi_specs.hpp).
+  const CdiSupport cdi = options.gpu_request == GpuRequestSetting::automatic
+                             ? launch_cdi_support(engine, smi_timeout(options))
+                             : CdiSupport{};
   const GpuRequestChoice choice = choose_gpu_request(options.gpu_request, engine.name(), cdi);
   spdlog::log(level, "GPUs requested as {} ({})", form_name(choice.form), choice.why);
   if (choice.form != GpuRequestForm::gpus)

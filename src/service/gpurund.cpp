@@ -6,13 +6,11 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
-#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 
 #include "gpurun/config/config.hpp"
-#include "gpurun/config/service_section.hpp"
 #include "gpurun/service/recorder.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/version.hpp"
@@ -90,18 +88,8 @@ int main(int argc, char** argv) {
     Options options;
     const Config config = configure(inputs, options);
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
-    const ServiceSection& file = config.service;
-    const auto pick = [&](std::optional<double> ServiceSection::*field, double fallback) {
-      return (flags.*field).value_or((file.*field).value_or(fallback));
-    };
-    const auto ms = [](double seconds) { return std::chrono::milliseconds(std::llround(seconds * 1000)); };
-    const auto hours = [](double days) { return std::chrono::hours(std::llround(days * 24)); };
-    settings.state_dir = flags.state_dir.value_or(file.state_dir.value_or(settings.state_dir));
-    settings.interval = ms(pick(&ServiceSection::interval_s, 10));
-    settings.flush_every = ms(pick(&ServiceSection::write_every_s, 10));
-    settings.keep_samples = hours(pick(&ServiceSection::keep_samples_days, 14));
-    settings.keep_minutes = hours(pick(&ServiceSection::keep_minutes_days, 400));
-    settings.tracker.idle_threshold_percent = pick(&ServiceSection::idle_threshold_percent, 5);
+    apply_service_section(config.service, settings);  // defaults < the system file < the flags
+    apply_service_section(flags, settings);
     settings.server = {.socket_path = socket_path.empty() ? options.service_socket : socket_path,
                        .visibility = options.policy.history_visibility,
                        .admin_group = options.policy.admin_group};

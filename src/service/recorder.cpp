@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <set>
@@ -67,6 +68,17 @@ void sleep_until(std::chrono::steady_clock::time_point when, const std::atomic<i
 }
 
 }  // namespace
+
+void apply_service_section(const ServiceSection& section, RecorderSettings& settings) {
+  const auto ms = [](double seconds) { return std::chrono::milliseconds(std::llround(seconds * 1000)); };
+  const auto hours = [](double days) { return std::chrono::hours(std::llround(days * 24)); };
+  if (section.state_dir) settings.state_dir = *section.state_dir;
+  if (section.interval_s) settings.interval = ms(*section.interval_s);
+  if (section.write_every_s) settings.flush_every = ms(*section.write_every_s);
+  if (section.keep_samples_days) settings.keep_samples = hours(*section.keep_samples_days);
+  if (section.keep_minutes_days) settings.keep_minutes = hours(*section.keep_minutes_days);
+  if (section.idle_threshold_percent) settings.tracker.idle_threshold_percent = *section.idle_threshold_percent;
+}
 
 int run_recorder(const Options& options, const RecorderSettings& settings, const std::atomic<int>& stop) {
   const Fd lock = lock_state_dir(settings.state_dir);

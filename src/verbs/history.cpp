@@ -24,8 +24,9 @@ namespace {
 
 using Align = Column::Align;
 
-// The query part every verb sends: since (Unix ms) and user, where given.
-std::string query(const Options& options, std::optional<WallTime> since) {
+// The query part every verb sends: since (Unix ms) and user where given, then `more`.
+std::string query(const Options& options, std::optional<WallTime> since,
+                  const std::vector<std::pair<std::string_view, std::string>>& more = {}) {
   std::string q;
   const auto add = [&](std::string_view key, const std::string& value) {
     q += fmt::format("{}{}={}", q.empty() ? "?" : "&", key, text::percent_encode(value));
@@ -34,6 +35,7 @@ std::string query(const Options& options, std::optional<WallTime> since) {
     add("since",
         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(since->time_since_epoch()).count()));
   if (!options.history_user.empty()) add("user", options.history_user);
+  for (const auto& [key, value] : more) add(key, value);
   return q;
 }
 
@@ -73,9 +75,8 @@ std::string gpu_list(const std::vector<int>& gpus) {
 
 int run_history(const Options& options, std::ostream& out) {
   const auto since = since_of(options, std::nullopt);
-  std::string target = "/v1/runs" + query(options, since);
-  if (!options.json) target += target.find('?') == std::string::npos ? "?fields=table" : "&fields=table";
-  const nlohmann::ordered_json answer = ask_service(options, target);
+  const nlohmann::ordered_json answer = ask_service(
+      options, "/v1/runs" + (options.json ? query(options, since) : query(options, since, {{"fields", "table"}})));
   if (options.json) {
     out << json_text(answer);
     return 0;
@@ -102,9 +103,7 @@ int run_history(const Options& options, std::ostream& out) {
 int run_usage(const Options& options, std::ostream& out) {
   const auto since = since_of(options, std::chrono::hours(30 * 24));
   const std::string by(word_of(options.usage_by));
-  const std::string q = query(options, since);
-  const nlohmann::ordered_json answer =
-      ask_service(options, fmt::format("/v1/usage{}{}by={}", q, q.empty() ? "?" : "&", by));
+  const nlohmann::ordered_json answer = ask_service(options, "/v1/usage" + query(options, since, {{"by", by}}));
   if (options.json) {
     out << json_text(answer);
     return 0;

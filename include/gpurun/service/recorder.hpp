@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gpurun/config/options.hpp"
+#include "gpurun/config/service_section.hpp"
 #include "gpurun/history/run_tracker.hpp"
 #include "gpurun/service/service_server.hpp"
 
@@ -17,13 +18,17 @@ namespace gpurun {
 struct RecorderSettings {
   std::string state_dir = "/var/lib/gpurun";
   std::chrono::milliseconds interval{10'000};
-  std::chrono::milliseconds flush_every{60'000};
+  std::chrono::milliseconds flush_every{10'000};  // and whenever a run starts or ends
   TrackerSettings tracker;
   // How long the GPU history is kept (runs are kept for ever): raw samples, one-minute rows.
   std::chrono::hours keep_samples{24 * 14};
   std::chrono::hours keep_minutes{24 * 400};
   ServerSettings server;  // the socket `gpurun history`, `usage` and `report` ask
 };
+
+// Sets what `section` sets (the system file's "service" section, or gpurund's flags in that shape);
+// the rest stays. gpurund applies the file's, then the flags'.
+void apply_service_section(const ServiceSection& section, RecorderSettings& settings);
 
 // Runs until `stop` becomes non-zero (a signal handler sets it); writes what it holds and returns
 // 0 then. Throws Error when it cannot start: another recorder holds the directory, no database.
