@@ -43,6 +43,11 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       read.section.state_dir = item.get<std::string>();
       continue;
     }
+    if (key == "listen") {  // checked whole where gpurund listens (gpurun/service/web_server.hpp)
+      if (!item.is_string()) return fail(key, "expected \"HOST:PORT\", such as \"127.0.0.1:9400\"");
+      read.section.listen = item.get<std::string>();
+      continue;
+    }
     bool known = false;
     for (const NumberKey& number : kNumbers) {
       if (key != number.key) continue;
@@ -53,7 +58,7 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       read.section.*(number.field) = item.get<double>();
     }
     if (!known) {
-      std::vector<std::string> names{"state_dir"};
+      std::vector<std::string> names{"state_dir", "listen"};
       for (const NumberKey& n : kNumbers) names.emplace_back(n.key);
       return fail(key, fmt::format("not a setting of the service{}", suggestion(key, names)));
     }

@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
          "days to keep each GPU's one-minute rows (default 400)");
   number("--idle-threshold", &ServiceSection::idle_threshold_percent, 0, 100,
          "utilization (percent) at or below which a GPU counts as idle (default 5)");
+  app.add_option_function<std::string>(
+      "--listen", [&flags](const std::string& v) { flags.listen = v; },
+      "serve /metrics for Prometheus on HOST:PORT, such as 127.0.0.1:9400 (default: off)");
   setting("--nvidia-smi", "nvidia_smi", "nvidia-smi program to run");
   setting("--gpu-source", "gpu_source", "auto, nvml or nvidia-smi");
   setting("--nvml-library", "nvml_library", "the NVML library to load");

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/service/machine_sample.hpp"
 #include "gpurun/service/run_store.hpp"
+#include "gpurun/service/web_server.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
 
@@ -78,6 +80,7 @@ void apply_service_section(const ServiceSection& section, RecorderSettings& sett
   if (section.keep_samples_days) settings.keep_samples = hours(*section.keep_samples_days);
   if (section.keep_minutes_days) settings.keep_minutes = hours(*section.keep_minutes_days);
   if (section.idle_threshold_percent) settings.tracker.idle_threshold_percent = *section.idle_threshold_percent;
+  if (section.listen) settings.listen = *section.listen;
 }
 
 int run_recorder(const Options& options, const RecorderSettings& settings, const std::atomic<int>& stop) {
@@ -90,6 +93,11 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   served.store = &store;
   served.fresh = tracker.running();
   const ServiceServer server(settings.server, served);
+  std::optional<WebServer> web;
+  if (!settings.listen.empty()) {
+    web.emplace(settings.listen, served);
+    spdlog::info("metrics for Prometheus on {} (port {}), path /metrics", settings.listen, web->port());
+  }
   spdlog::info("recording into {} every {} ms, answering on {}; {} run(s) still open from before", settings.state_dir,
                settings.interval.count(), settings.server.socket_path, tracker.running().size());
 
@@ -152,19 +160,29 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       const std::vector<GpuSampleRow> rows = gpu_sample_rows(sample);
       rollup.add(rows);
       unsaved_samples.insert(unsaved_samples.end(), rows.begin(), rows.end());
-      const std::size_t open_before = tracker.running().size();
-      for (RunRecord& run : tracker.observe(sample)) {
+      const std::vector<RunRecord> before = tracker.running();
+      std::vector<RunRecord> ended = tracker.observe(sample);
+      const std::lock_guard hold(served.mutex);
+      credit_users(before, tracker.running(), ended, served.metrics.user_seconds);
+      for (RunRecord& run : ended) {
         spdlog::info("run {} ended: {} ({}), {:.0f} GPU-s", run.id, run.name, run.user, run.gpu_seconds);
         unsaved.push_back(std::move(run));
       }
       // A run that started is written at once too: a kill -9 then never loses one.
-      started = tracker.running().size() + unsaved.size() > open_before;
-      const std::lock_guard hold(served.mutex);
+      started = tracker.running().size() + unsaved.size() > before.size();
       served.fresh = tracker.running();
       served.fresh.insert(served.fresh.end(), unsaved.begin(), unsaved.end());
       served.idle_since = tracker.idle_since();
+      served.metrics.gpus = snapshot.gpus;
+      served.metrics.holders = sample.holders;
+      served.metrics.running = tracker.running();
+      served.metrics.idle_since = tracker.idle_since();
+      served.metrics.last_sample_ok = true;
     } catch (const Error& e) {
       source_trouble.failed(e.what());
+      const std::lock_guard hold(served.mutex);
+      ++served.metrics.source_errors;
+      served.metrics.last_sample_ok = false;
     }
     if (started || !unsaved.empty() || std::chrono::steady_clock::now() - last_flush >= settings.flush_every) flush();
     if (std::chrono::steady_clock::now() > next) next = std::chrono::steady_clock::now();  // never catch up

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <grp.h>
-#include <poll.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -11,12 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -29,11 +22,11 @@
 #include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
+#include "http_loop.hpp"
 
 namespace gpurun {
 namespace {
 
-namespace http = boost::beast::http;
 using json = nlohmann::ordered_json;
 
 ServiceAnswer failure(int status, const std::string& message) { return {status, json{{"message", message}}.dump()}; }
@@ -224,51 +217,18 @@ ServiceServer::~ServiceServer() {
 }
 
 void ServiceServer::serve() {
-  boost::asio::io_context io;
-  while (!stopping_) {
-    pollfd ready{.fd = listener_, .events = POLLIN, .revents = 0};
-    if (::poll(&ready, 1, 100) <= 0) continue;
-    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    // A client that stalls costs the others at most this long.
-    const timeval limit{.tv_sec = 5, .tv_usec = 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+  serve_http(listener_, stopping_, [this](int connection, const HttpRequest& request) {
     ucred peer{};
     socklen_t size = sizeof peer;
-    const bool known = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0;
-    boost::asio::local::stream_protocol::socket socket(io);
-    boost::system::error_code error;
-    socket.assign(boost::asio::local::stream_protocol(), fd, error);
-    if (error) {
-      ::close(fd);
-      continue;
-    }
-    boost::beast::flat_buffer buffer;
-    for (;;) {  // the requests of one keep-alive connection
-      http::request_parser<http::string_body> parser;
-      parser.body_limit(std::uint64_t{64} * 1024);
-      http::read(socket, buffer, parser, error);
-      if (error) break;
-      const auto& request = parser.get();
-      ServiceAnswer answer = !known ? failure(403, "the service cannot tell who is asking")
-                             : request.method() != http::verb::get
-                                 ? failure(405, "only GET is answered")
-                                 : answer_request({.target = std::string(request.target()),
-                                                   .peer_uid = peer.uid,
-                                                   .claimed_caller = std::string(request["X-Gpurun-Caller"])},
-                                                  runs_, settings_);
-      http::response<http::string_body> response{static_cast<http::status>(answer.status), request.version()};
-      response.set(http::field::content_type, "application/json");
-      response.set(http::field::server, "gpurund");
-      response.keep_alive(request.keep_alive());
-      response.body() = std::move(answer.body);
-      response.prepare_payload();
-      http::write(socket, response, error);
-      if (error || !response.keep_alive()) break;
-    }
-    socket.close(error);
-  }
+    const bool known = ::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0;
+    const ServiceAnswer answer =
+        !known ? failure(403, "the service cannot tell who is asking")
+        : request.method != "GET"
+            ? failure(405, "only GET is answered")
+            : answer_request({.target = request.target, .peer_uid = peer.uid, .claimed_caller = request.caller}, runs_,
+                             settings_);
+    return HttpReply{.status = answer.status, .body = answer.body, .content_type = "application/json"};
+  });
 }
 
 }  // namespace gpurun

@@ -13,7 +13,9 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "gpurun/service/run_store.hpp"
@@ -344,6 +346,46 @@ TEST_F(GpurundTest, UnderOwnVisibilityAnotherUserSeesNoneOfTheRuns) {
   const Outcome as_root = ask({"history", "--json"});
   EXPECT_EQ(nlohmann::json::parse(as_root.out, nullptr, false).size(), 7u);  // root sees all
   EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
+TEST_F(GpurundTest, ServesMetricsForPrometheusWithEachGpusHolderAndPromtoolAcceptsThem) {
+  const pid_t pid = start(scenario("busy_dgx.json"), false, {"--listen", "127.0.0.1:0"});
+  int port = 0;
+  ASSERT_TRUE(eventually([&] {
+    static const std::regex bound("metrics for Prometheus on 127.0.0.1:0 \\(port ([0-9]+)\\)");
+    const std::string log = read_file(dir() + "/gpurund.err");
+    std::smatch found;
+    if (std::regex_search(log, found, bound)) port = std::stoi(found[1].str());
+    return port > 0;
+  })) << read_file(dir() + "/gpurund.err");
+  const std::string fetch = fmt::format(
+      "python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("
+      "\"http://127.0.0.1:{}/metrics\", timeout=10).read().decode())'",
+      port);
+  // GPU 3 is held by pid 52771 (its run is one of the first seven), at 0 %: idle after two samples.
+  ASSERT_TRUE(eventually([&] {
+    return ::testing::Matches(::testing::ContainsRegex("\ngpurun_gpu_idle_seconds\\{gpu=\"3\",[^}]*\\} 0\\.[1-9]"))(
+        shell(fetch).out);
+  })) << shell(fetch).out;
+  const Outcome metrics = shell(fetch);
+  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+  EXPECT_THAT(metrics.out, HasSubstr("\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-"));
+  EXPECT_THAT(metrics.out, ::testing::ContainsRegex("\ngpurun_gpu_held\\{gpu=\"1\",[^}]*run=\"[0-9]+\"\\} 1\n"));
+  EXPECT_THAT(metrics.out, Not(HasSubstr("gpurun_gpu_held{gpu=\"2\"")));  // GPU 2: nobody's
+  EXPECT_THAT(metrics.out, HasSubstr("\ngpurun_up{Hostname=\""));
+  EXPECT_THAT(metrics.out, ::testing::ContainsRegex("\ngpurun_user_gpu_seconds_total\\{user=\"\"\\} [0-9.]+\n"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+
+  if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool is missing (apt-get install prometheus)";
+  std::ofstream(dir() + "/metrics.txt") << metrics.out;
+  const Outcome check = shell(fmt::format("/usr/bin/promtool check metrics < {}/metrics.txt", dir()));
+  // Exit 3 with only lint remarks about DCGM's own label names (UUID, modelName, Hostname), which
+  // stay as DCGM spells them so that its dashboards work; anything else is a failure.
+  std::string remarks = check.out + check.err;
+  std::istringstream lines(remarks);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_THAT(line, HasSubstr("label names should be written in 'snake_case' not 'camelCase'")) << line;
+  EXPECT_TRUE(check.exit_code == 0 || check.exit_code == 3) << remarks;
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // The system file's "service" section: the gpurun service's settings, which its flags of the same
 // names override (man gpurund):
 //   "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
-//               "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun"}
+//               "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun",
+//               "listen": "127.0.0.1:9400"}
 // Only the system file may have one (the service runs as root).
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -18,6 +19,7 @@ struct ServiceSection {
   std::optional<double> keep_samples_days;
   std::optional<double> keep_minutes_days;
   std::optional<std::string> state_dir;
+  std::optional<std::string> listen;  // HOST:PORT of /metrics; "" or absent: not served
 };
 
 // The section's keys, read; the first problem as ("key", "what is wrong") where one is found.

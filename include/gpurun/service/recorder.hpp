@@ -24,6 +24,7 @@ struct RecorderSettings {
   std::chrono::hours keep_samples{24 * 14};
   std::chrono::hours keep_minutes{24 * 400};
   ServerSettings server;  // the socket `gpurun history`, `usage` and `report` ask
+  std::string listen;     // HOST:PORT of /metrics (gpurun/service/web_server.hpp); "": none
 };
 
 // Sets what `section` sets (the system file's "service" section, or gpurund's flags in that shape);

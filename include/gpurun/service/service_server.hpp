@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpurun/history/run_tracker.hpp"
+#include "gpurun/service/metrics.hpp"
 #include "gpurun/service/run_store.hpp"
 #include "gpurun/util/choices.hpp"
 
@@ -31,6 +32,7 @@ struct ServedRuns {
   // Fresher than the store: the open runs as of the last sample, and ended ones not yet written.
   std::vector<RunRecord> fresh;
   std::map<int, WallTime> idle_since;  // RunTracker::idle_since() as of the last sample
+  MetricsState metrics;                // what /metrics shows (gpurun/service/web_server.hpp)
 };
 
 struct ServerSettings {

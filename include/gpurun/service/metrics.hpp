@@ -1,0 +1,45 @@
+#pragma once
+// What gpurund's /metrics shows (issue 23; docs/design.md, "Metrics"), in Prometheus' text format:
+// each GPU under the NVIDIA DCGM exporter's names and labels (so that existing dashboards work),
+// labelled with its holder while held, and gpurun's own series: who holds which GPU, how long it
+// has been idle, GPU-seconds and busy GPU-seconds per user. Made from the last sample alone: a
+// scrape never waits on the GPU source.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpurun/gpu/gpu.hpp"
+#include "gpurun/history/run_tracker.hpp"
+
+namespace gpurun {
+
+struct UserSeconds {
+  double gpu = 0;   // GPU-seconds held
+  double busy = 0;  // of them, busy (utilization / 100 of each)
+};
+
+// The recorder's view for /metrics, replaced at every sample.
+struct MetricsState {
+  std::string hostname;
+  std::vector<Gpu> gpus;                            // the last snapshot's GPUs
+  std::vector<HolderSample> holders;                // the last sample's holders, with the GPUs they hold now
+  std::vector<RunRecord> running;                   // the open runs (a holder's run: the same key)
+  std::map<int, WallTime> idle_since;               // RunTracker::idle_since()
+  std::map<std::string, UserSeconds> user_seconds;  // counted since the service started
+  std::uint64_t source_errors = 0;                  // samples the GPU source failed
+  bool last_sample_ok = false;                      // the last look at the GPUs succeeded
+};
+
+// Adds to `totals` what one sample credited each user: the runs' time now (`running` and the runs
+// the sample ended, `ended`) less what they had before it (`before`).
+void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRecord>& running,
+                  const std::vector<RunRecord>& ended, std::map<std::string, UserSeconds>& totals);
+
+// The page of metrics as of `now`.
+std::string prometheus_text(const MetricsState& state, WallTime now);
+
+// A label value as the text format wants it: backslash, double quote and newline escaped.
+std::string prometheus_label_value(const std::string& value);
+
+}  // namespace gpurun

@@ -1,0 +1,40 @@
+#pragma once
+// gpurund's TCP listener (`--listen ADDR:PORT`, setting service.listen; off unless set): GET
+// /metrics for Prometheus (gpurun/service/metrics.hpp). It only reads the last sample, under the
+// recorder's lock, and runs in a thread of its own until destroyed. Anyone who can reach the
+// address can read it: keep it on loopback or behind the site's proxy (README, "Metrics").
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "gpurun/service/service_server.hpp"
+
+namespace gpurun {
+
+struct ListenAddress {
+  std::string host;  // "127.0.0.1", "::1", "localhost"
+  std::string port;  // "9400"; "0" takes a free one
+};
+
+// "HOST:PORT" or "[IPv6]:PORT"; throws Error with what to type instead.
+ListenAddress parse_listen_address(const std::string& text);
+
+class WebServer {
+ public:
+  // Throws Error when it cannot listen there.
+  WebServer(const std::string& listen, ServedRuns& runs);
+  ~WebServer();
+  WebServer(const WebServer&) = delete;
+  WebServer& operator=(const WebServer&) = delete;
+
+  int port() const { return port_; }  // the one bound (the one given, or a free one for 0)
+
+ private:
+  ServedRuns& runs_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace gpurun

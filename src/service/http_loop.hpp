@@ -1,0 +1,31 @@
+#pragma once
+// The accept-and-answer loop the service's two listeners share: the unix socket gpurun asks
+// (service_server.cpp) and the TCP listener of /metrics (web_server.cpp). HTTP/1.1 with keep-alive
+// through Boost.Beast; one connection at a time, each with a 5 s limit on every read and write so
+// that a client that stalls costs the others at most that long.
+#include <atomic>
+#include <functional>
+#include <string>
+
+namespace gpurun {
+
+struct HttpRequest {
+  std::string method;  // "GET"
+  std::string target;  // "/v1/runs?since=1700000000000"
+  std::string caller;  // the X-Gpurun-Caller header; "" without one
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+// `connection`: the accepted socket (the unix listener asks it for its peer's credentials).
+using HttpHandler = std::function<HttpReply(int connection, const HttpRequest& request)>;
+
+// Accepts on `listener` and answers each request with `handler` until `stopping` is set (seen
+// within 0.1 s).
+void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler);
+
+}  // namespace gpurun

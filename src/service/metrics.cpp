@@ -1,0 +1,177 @@
+#include "gpurun/service/metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace gpurun {
+namespace {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+std::string label_text(const Labels& labels) {
+  std::string text;
+  for (const auto& label : labels) {
+    if (!text.empty()) text += ',';
+    text += fmt::format("{}=\"{}\"", label.first, prometheus_label_value(label.second));
+  }
+  return text;
+}
+
+// One metric family: its HELP and TYPE once, then its series.
+class Family {
+ public:
+  Family(std::string& out, const char* name, const char* type, const char* help) : out_(out), name_(name) {
+    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+  void add(const Labels& labels, double value) {
+    out_ += fmt::format("{}{{{}}} {}\n", name_, label_text(labels), value);
+  }
+
+ private:
+  std::string& out_;
+  const char* name_;
+};
+
+// The holders of one GPU now, and the run each is.
+struct GpuHolder {
+  const HolderSample* holder;
+  const RunRecord* run;  // nullptr: not tracked yet
+};
+
+std::vector<GpuHolder> holders_of(const MetricsState& state, int gpu) {
+  std::vector<GpuHolder> found;
+  for (const HolderSample& holder : state.holders) {
+    if (std::find(holder.gpus.begin(), holder.gpus.end(), gpu) == holder.gpus.end()) continue;
+    const auto run = std::find_if(state.running.begin(), state.running.end(),
+                                  [&holder](const RunRecord& r) { return r.key == holder.key; });
+    found.push_back({.holder = &holder, .run = run == state.running.end() ? nullptr : &*run});
+  }
+  return found;
+}
+
+std::string container_of(const HolderSample& holder) { return holder.container_id.empty() ? "" : holder.name; }
+std::string run_of(const GpuHolder& held) { return held.run != nullptr ? std::to_string(held.run->id) : ""; }
+
+// DCGM's labels of a GPU, with its holders' (several: joined by commas, in a stable order).
+Labels dcgm_labels(const MetricsState& state, const Gpu& gpu) {
+  Labels labels{{"gpu", std::to_string(gpu.index)},
+                {"UUID", gpu.uuid},
+                {"pci_bus_id", gpu.pci_bus_id},
+                {"device", fmt::format("nvidia{}", gpu.index)},
+                {"modelName", gpu.name},
+                {"Hostname", state.hostname}};
+  const std::vector<GpuHolder> held = holders_of(state, gpu.index);
+  if (held.empty()) return labels;
+  std::set<std::string> containers;
+  std::set<std::string> users;
+  std::set<std::string> jobs;
+  for (const GpuHolder& h : held) {
+    if (!container_of(*h.holder).empty()) containers.insert(container_of(*h.holder));
+    if (!h.holder->user.empty()) users.insert(h.holder->user);
+    jobs.insert(h.holder->name);
+  }
+  labels.emplace_back("container", fmt::format("{}", fmt::join(containers, ",")));
+  labels.emplace_back("user", fmt::format("{}", fmt::join(users, ",")));
+  labels.emplace_back("hpc_job", fmt::format("{}", fmt::join(jobs, ",")));
+  return labels;
+}
+
+}  // namespace
+
+std::string prometheus_label_value(const std::string& value) {
+  std::string escaped;
+  escaped.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\')
+      escaped += "\\\\";
+    else if (c == '"')
+      escaped += "\\\"";
+    else if (c == '\n')
+      escaped += "\\n";
+    else
+      escaped += c;
+  }
+  return escaped;
+}
+
+void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRecord>& running,
+                  const std::vector<RunRecord>& ended, std::map<std::string, UserSeconds>& totals) {
+  const auto credit = [&](const RunRecord& now) {
+    double gpu = now.gpu_seconds;
+    double busy = now.busy_gpu_seconds;
+    const auto old = std::find_if(before.begin(), before.end(), [&now](const RunRecord& r) { return r.id == now.id; });
+    if (old != before.end()) {
+      gpu -= old->gpu_seconds;
+      busy -= old->busy_gpu_seconds;
+    }
+    UserSeconds& total = totals[now.user];
+    total.gpu += std::max(0.0, gpu);  // a counter never goes down
+    total.busy += std::max(0.0, busy);
+  };
+  for (const RunRecord& run : running) credit(run);
+  for (const RunRecord& run : ended) credit(run);
+}
+
+std::string prometheus_text(const MetricsState& state, WallTime now) {
+  std::string out;
+  {
+    Family util(out, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
+    for (const Gpu& gpu : state.gpus)
+      if (gpu.utilization_percent) util.add(dcgm_labels(state, gpu), *gpu.utilization_percent);
+  }
+  {
+    Family used(out, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).");
+    for (const Gpu& gpu : state.gpus)
+      if (gpu.memory_used_mib) used.add(dcgm_labels(state, gpu), *gpu.memory_used_mib);
+  }
+  {
+    Family free(out, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
+    for (const Gpu& gpu : state.gpus)
+      if (gpu.memory_used_mib && gpu.memory_total_mib)
+        free.add(dcgm_labels(state, gpu), std::max(0.0, *gpu.memory_total_mib - *gpu.memory_used_mib));
+  }
+  {
+    Family held(out, "gpurun_gpu_held", "gauge", "1 for each holder of each GPU: a container or a process.");
+    Family idle(out, "gpurun_gpu_idle_seconds", "gauge",
+                "Seconds a held GPU has been at or below the idle threshold without a break (0: busy).");
+    for (const Gpu& gpu : state.gpus) {
+      const auto since = state.idle_since.find(gpu.index);
+      const double idle_s = since == state.idle_since.end()
+                                ? 0.0
+                                : std::max(0.0, std::chrono::duration<double>(now - since->second).count());
+      for (const GpuHolder& h : holders_of(state, gpu.index)) {
+        const Labels labels{{"gpu", std::to_string(gpu.index)},
+                            {"UUID", gpu.uuid},
+                            {"user", h.holder->user},
+                            {"container", container_of(*h.holder)},
+                            {"run", run_of(h)}};
+        held.add(labels, 1);
+        idle.add(labels, idle_s);
+      }
+    }
+  }
+  {
+    Family gpu_s(out, "gpurun_user_gpu_seconds_total", "counter",
+                 "GPU-seconds held per user since the service started (GPU-hours: increase / 3600).");
+    for (const auto& [user, seconds] : state.user_seconds) gpu_s.add({{"user", user}}, seconds.gpu);
+  }
+  {
+    Family busy_s(out, "gpurun_user_gpu_busy_seconds_total", "counter",
+                  "Busy GPU-seconds per user (utilization / 100 of each held second); efficiency: the ratio "
+                  "of its rate to gpurun_user_gpu_seconds_total's.");
+    for (const auto& [user, seconds] : state.user_seconds) busy_s.add({{"user", user}}, seconds.busy);
+  }
+  {
+    Family up(out, "gpurun_up", "gauge", "1 when the service's last look at the GPUs succeeded.");
+    up.add({{"Hostname", state.hostname}}, state.last_sample_ok ? 1 : 0);
+  }
+  {
+    Family errors(out, "gpurun_source_errors_total", "counter", "Samples the GPU source failed to give.");
+    errors.add({{"Hostname", state.hostname}}, static_cast<double>(state.source_errors));
+  }
+  return out;
+}
+
+}  // namespace gpurun

@@ -1,0 +1,113 @@
+#include "gpurun/service/web_server.hpp"
+
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "gpurun/service/metrics.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
+#include "http_loop.hpp"
+
+namespace gpurun {
+namespace {
+
+constexpr const char* kListenExample = "such as 127.0.0.1:9400 or [::1]:9400";
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return "";
+  return name.data();
+}
+
+HttpReply answer(const HttpRequest& request, ServedRuns& runs) {
+  if (request.method != "GET" && request.method != "HEAD")
+    return {.status = 405, .body = "only GET is answered\n", .content_type = "text/plain; charset=utf-8"};
+  if (request.target == "/metrics" || request.target.starts_with("/metrics?")) {
+    const std::lock_guard lock(runs.mutex);
+    return {.status = 200,
+            .body = prometheus_text(runs.metrics, std::chrono::system_clock::now()),
+            .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+  }
+  return {
+      .status = 404, .body = "not found: gpurund serves /metrics here\n", .content_type = "text/plain; charset=utf-8"};
+}
+
+}  // namespace
+
+ListenAddress parse_listen_address(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return Error(fmt::format("--listen {}: {}; give HOST:PORT, {}", text::printable(text), why, kListenExample));
+  };
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw bad("no host and port");
+  ListenAddress address{.host = text.substr(0, colon), .port = text.substr(colon + 1)};
+  if (address.host.starts_with('[')) {
+    if (!address.host.ends_with(']') || address.host.size() < 3) throw bad("an IPv6 address goes in brackets");
+    address.host = address.host.substr(1, address.host.size() - 2);
+  } else if (address.host.find(':') != std::string::npos) {
+    throw bad("an IPv6 address goes in brackets");
+  }
+  int port = -1;
+  const auto [end, error] = std::from_chars(address.port.data(), address.port.data() + address.port.size(), port);
+  if (address.port.empty() || error != std::errc() || end != address.port.data() + address.port.size() || port < 0 ||
+      port > 65535)
+    throw bad("the port must be a number from 0 to 65535");
+  return address;
+}
+
+WebServer::WebServer(const std::string& listen, ServedRuns& runs) : runs_(runs) {
+  const ListenAddress address = parse_listen_address(listen);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int status = ::getaddrinfo(address.host.c_str(), address.port.c_str(), &hints, &found); status != 0)
+    throw Error(fmt::format("--listen {}: {}", text::printable(listen), ::gai_strerror(status)));
+  std::string why = "no address";
+  for (const addrinfo* a = found; a != nullptr && listener_ < 0; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 64) == 0) {
+      listener_ = fd;
+    } else {
+      why = std::strerror(errno);
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(found);
+  if (listener_ < 0) throw Error(fmt::format("cannot listen on {}: {}", text::printable(listen), why));
+  sockaddr_storage bound{};
+  socklen_t size = sizeof bound;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  ::getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &size);
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port
+                                            : reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+  {
+    const std::lock_guard lock(runs_.mutex);
+    runs_.metrics.hostname = host_name();
+  }
+  thread_ = std::thread([this] {
+    serve_http(listener_, stopping_, [this](int, const HttpRequest& request) { return answer(request, runs_); });
+  });
+}
+
+WebServer::~WebServer() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  ::close(listener_);
+}
+
+}  // namespace gpurun

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# End-to-end: Debian's Prometheus, on loopback, scrapes a gpurund that samples the stand-in
+# nvidia-smi (the busy DGX: seven GPU processes on six GPUs), and answers PromQL about them.
+# Usage: real_prometheus.sh GPURUND NVIDIA_SMI_FAKE DOCKER_FAKE SCENARIO
+# Skips (77) where prometheus is not installed. Everything lives in a temporary directory.
+set -euo pipefail
+gpurund=$1 smi=$2 docker=$3 scenario=$4
+command -v prometheus >/dev/null || { echo "SKIP: prometheus is missing (apt-get install prometheus)"; exit 77; }
+
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; echo "--- gpurund:" >&2; cat "$dir/gpurund.err" >&2 || true
+         echo "--- prometheus (last lines):" >&2; tail -n 20 "$dir/prometheus.err" >&2 || true; exit 1; }
+
+FAKE_SMI_SCENARIO=$scenario GPURUN_SYSTEM_CONFIG=$dir/no-system-config.json GPURUN_SYSFS_ROOT=$dir/no-sysfs \
+  "$gpurund" --state-dir "$dir/state" --socket "$dir/gpurund.sock" --interval 0.2 --no-config \
+  --nvidia-smi "$smi" --docker "$docker" --listen 127.0.0.1:0 2>"$dir/gpurund.err" &
+pids+=($!)
+port=
+for _ in $(seq 100); do
+  port=$(grep -oE 'on 127\.0\.0\.1:0 \(port [0-9]+\)' "$dir/gpurund.err" | grep -oE '[0-9]+\)$' | tr -d ')' || true)
+  [[ -n $port ]] && break
+  sleep 0.1
+done
+[[ -n $port ]] || fail "gpurund did not say which port it listens on"
+
+# A free port for Prometheus itself (the kernel's pick, released just before Prometheus binds it).
+web=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$dir/prometheus.yml" <<YAML
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: gpurun
+    static_configs:
+      - targets: ["127.0.0.1:$port"]
+YAML
+prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
+  --web.listen-address="127.0.0.1:$web" 2>"$dir/prometheus.err" &
+pids+=($!)
+
+# PromQL through Prometheus' HTTP API: the first sample's value of QUERY, or nothing yet.
+query() {
+  python3 - "$web" "$1" <<'PY'
+import json, sys, urllib.parse, urllib.request
+try:
+    url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (sys.argv[1], urllib.parse.quote(sys.argv[2]))
+    result = json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+    print(result[0]["value"][1] if result else "")
+except Exception:
+    print("")
+PY
+}
+held=
+for _ in $(seq 120); do
+  held=$(query 'sum(gpurun_gpu_held{job="gpurun"})')
+  [[ -n $held ]] && break
+  sleep 0.5
+done
+[[ $held == 7 ]] || fail "sum(gpurun_gpu_held) is '$held', expected 7 (one series per holder per GPU)"
+echo "ok: Prometheus scraped gpurund: 7 holders"
+[[ $(query 'up{job="gpurun"}') == 1 ]] || fail "up{job=\"gpurun\"} is not 1"
+[[ $(query 'count(DCGM_FI_DEV_GPU_UTIL{job="gpurun"})') == 8 ]] || fail "not one DCGM_FI_DEV_GPU_UTIL per GPU"
+[[ $(query 'count(DCGM_FI_DEV_FB_USED{job="gpurun", hpc_job!=""})') == 6 ]] ||
+  fail "the six held GPUs do not carry their holder in hpc_job"
+echo "ok: DCGM's series, one per GPU, the held ones labelled with their holder"
+echo "PASS"

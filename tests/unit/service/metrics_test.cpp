@@ -1,0 +1,138 @@
+// Unit tests for /metrics' text (gpurun/service/metrics.hpp): DCGM's names and labels with the
+// holder's, gpurun's own series, escaping of what users named, counters that only go up.
+#include "gpurun/service/metrics.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "support/test_support.hpp"
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const WallTime kNow = WallTime{} + 1'000'000s;
+
+RunRecord run(std::int64_t id, const std::string& key, const std::string& user, double gpu_s, double busy_s) {
+  RunRecord r;
+  r.id = id;
+  r.key = key;
+  r.user = user;
+  r.gpu_seconds = gpu_s;
+  r.busy_gpu_seconds = busy_s;
+  return r;
+}
+
+// Two GPUs: 0 held by alice's container (a name with a quote, a backslash and a newline), idle for
+// 90 s; 1 free.
+MetricsState two_gpus() {
+  MetricsState state;
+  state.hostname = "dgx1";
+  Gpu held = test::make_gpu(0, 1000, 80000, 0);
+  held.uuid = "GPU-aaa";
+  held.name = "NVIDIA H100 80GB HBM3";
+  held.pci_bus_id = "00000000:07:00.0";
+  Gpu free_gpu = test::make_gpu(1, 4, 80000, 0);
+  free_gpu.uuid = "GPU-bbb";
+  free_gpu.name = "NVIDIA H100 80GB HBM3";
+  state.gpus = {held, free_gpu};
+  state.holders = {HolderSample{.key = "container:abc",
+                                .name = "train \"big\"\\\nrun",
+                                .user = "alice",
+                                .container_id = "abc",
+                                .image = "pytorch",
+                                .command = "python train.py",
+                                .gpus = {0},
+                                .memory_used_mib = 1000}};
+  state.running = {run(7, "container:abc", "alice", 900, 450)};
+  state.idle_since = {{0, kNow - 90s}};
+  state.user_seconds = {{"alice", {.gpu = 3600, .busy = 1800}}};
+  state.last_sample_ok = true;
+  return state;
+}
+
+TEST(PrometheusText, DcgmNamesCarryDcgmsLabelsAndTheHoldersWhileHeld) {
+  const std::string text = prometheus_text(two_gpus(), kNow);
+  EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-aaa\",pci_bus_id=\"00000000:07:00.0\","
+                              "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dgx1\","
+                              "container=\"train \\\"big\\\"\\\\\\nrun\",user=\"alice\","
+                              "hpc_job=\"train \\\"big\\\"\\\\\\nrun\"} 1000\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-bbb\",pci_bus_id=\"\",device=\"nvidia1\","
+                              "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dgx1\"} 79996\n"));
+}
+
+TEST(PrometheusText, GpurunsSeriesNameTheHolderTheRunAndHowLongItHasBeenIdle) {
+  const std::string text = prometheus_text(two_gpus(), kNow);
+  const std::string labels =
+      "{gpu=\"0\",UUID=\"GPU-aaa\",user=\"alice\",container=\"train \\\"big\\\"\\\\\\nrun\",run=\"7\"}";
+  EXPECT_THAT(text, HasSubstr("gpurun_gpu_held" + labels + " 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_gpu_idle_seconds" + labels + " 90\n"));
+  EXPECT_THAT(text, Not(HasSubstr("gpurun_gpu_held{gpu=\"1\"")));  // nobody holds GPU 1
+  EXPECT_THAT(text, HasSubstr("# TYPE gpurun_user_gpu_seconds_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_user_gpu_seconds_total{user=\"alice\"} 3600\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_user_gpu_busy_seconds_total{user=\"alice\"} 1800\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_up{Hostname=\"dgx1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_source_errors_total{Hostname=\"dgx1\"} 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("pid")));
+}
+
+TEST(PrometheusText, EveryLineIsACommentOrOneSampleOfAKnownFamily) {
+  std::istringstream lines(prometheus_text(two_gpus(), kNow));
+  const std::regex sample(
+      R"re(([a-zA-Z_:][a-zA-Z0-9_:]*)\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*",?)*\} -?[0-9.e+]+)re");
+  const std::regex comment(R"(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+)");
+  std::string line;
+  int samples = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_TRUE(std::regex_match(line, sample) || std::regex_match(line, comment)) << line;
+    samples += line.starts_with('#') ? 0 : 1;
+  }
+  EXPECT_EQ(samples, 2 * 3 + 2 + 2 + 2);  // 2 GPUs × 3 DCGM families, held + idle, 2 per user, up + errors
+}
+
+TEST(PrometheusText, AGpuOfUnknownReadingsHasNoSeriesRatherThanAZero) {
+  MetricsState state = two_gpus();
+  state.gpus[1].utilization_percent.reset();
+  state.gpus[1].memory_used_mib.reset();
+  state.last_sample_ok = false;
+  state.source_errors = 3;
+  const std::string text = prometheus_text(state, kNow);
+  EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\"")));
+  EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_FB_FREE{gpu=\"1\"")));
+  EXPECT_THAT(text, HasSubstr("gpurun_up{Hostname=\"dgx1\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_source_errors_total{Hostname=\"dgx1\"} 3\n"));
+}
+
+TEST(CreditUsers, AddsWhatEachSampleCreditedToTheRunsUsersEndedRunsIncluded) {
+  std::map<std::string, UserSeconds> totals{{"alice", {.gpu = 100, .busy = 50}}};
+  const std::vector<RunRecord> before{run(1, "a", "alice", 10, 5), run(2, "b", "bob", 20, 0)};
+  const std::vector<RunRecord> running{run(1, "a", "alice", 30, 15), run(3, "c", "carol", 10, 10)};
+  const std::vector<RunRecord> ended{run(2, "b", "bob", 25, 1)};
+  credit_users(before, running, ended, totals);
+  EXPECT_DOUBLE_EQ(totals["alice"].gpu, 120);
+  EXPECT_DOUBLE_EQ(totals["alice"].busy, 60);
+  EXPECT_DOUBLE_EQ(totals["bob"].gpu, 5);
+  EXPECT_DOUBLE_EQ(totals["bob"].busy, 1);
+  EXPECT_DOUBLE_EQ(totals["carol"].gpu, 10);  // new since the last sample: all of it
+}
+
+TEST(CreditUsers, ACounterNeverGoesDown) {
+  std::map<std::string, UserSeconds> totals;
+  credit_users({run(1, "a", "alice", 50, 50)}, {run(1, "a", "alice", 40, 40)}, {}, totals);
+  EXPECT_DOUBLE_EQ(totals["alice"].gpu, 0);
+  EXPECT_DOUBLE_EQ(totals["alice"].busy, 0);
+}
+
+TEST(PrometheusLabelValue, EscapesBackslashQuoteAndNewlineOnly) {
+  EXPECT_EQ(prometheus_label_value("a\\b\"c\nd<script>"), "a\\\\b\\\"c\\nd<script>");
+}
+
+}  // namespace
+}  // namespace gpurun

@@ -1,0 +1,81 @@
+// Unit tests for gpurund's TCP listener (gpurun/service/web_server.hpp): the --listen address, and
+// /metrics answered over a real loopback connection.
+#include "gpurun/service/web_server.hpp"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "support/test_support.hpp"
+
+namespace gpurun {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(ParseListenAddress, TakesHostAndPortAndBracketedIpv6) {
+  const ListenAddress v4 = parse_listen_address("127.0.0.1:9400");
+  EXPECT_EQ(v4.host, "127.0.0.1");
+  EXPECT_EQ(v4.port, "9400");
+  const ListenAddress v6 = parse_listen_address("[::1]:0");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, "0");
+  EXPECT_EQ(parse_listen_address("localhost:9400").host, "localhost");
+}
+
+TEST(ParseListenAddress, RefusesWhatIsNotHostColonPortSayingWhatToType) {
+  for (const char* bad :
+       {"9400", ":9400", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536", "::1:9400", "[::1:9400", "127.0.0.1:-1"}) {
+    const test::CaughtError error = test::caught_error([&] { parse_listen_address(bad); });
+    EXPECT_THAT(error.message, HasSubstr("127.0.0.1:9400")) << bad;
+  }
+}
+
+// GET `path` from 127.0.0.1:port; the whole response.
+std::string get(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  EXPECT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string response;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return response;
+}
+
+TEST(WebServer, AnswersMetricsFromTheLastSampleAndNothingElse) {
+  ServedRuns runs;
+  runs.metrics.last_sample_ok = true;
+  const WebServer server("127.0.0.1:0", runs);
+  ASSERT_GT(server.port(), 0);
+  const std::string metrics = get(server.port(), "/metrics");
+  EXPECT_THAT(metrics, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+  EXPECT_THAT(metrics, HasSubstr("\ngpurun_up{Hostname=\""));
+  EXPECT_THAT(get(server.port(), "/other"), StartsWith("HTTP/1.1 404 Not Found\r\n"));
+}
+
+TEST(WebServer, AnAddressInUseIsRefusedWithTheReason) {
+  ServedRuns runs;
+  const WebServer first("127.0.0.1:0", runs);
+  const test::CaughtError error =
+      test::caught_error([&] { const WebServer second("127.0.0.1:" + std::to_string(first.port()), runs); });
+  EXPECT_THAT(error.message, HasSubstr("cannot listen on 127.0.0.1:"));
+  EXPECT_THAT(error.message, HasSubstr("in use"));
+}
+
+}  // namespace
+}  // namespace gpurun
