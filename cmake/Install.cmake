@@ -50,6 +50,8 @@ install(FILES ${gpurund_man_page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
 # `cmake --install --prefix /usr/local` leaves it for the admin to link or copy.
 install(FILES ${PROJECT_SOURCE_DIR}/docs/gpurund.service DESTINATION lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The Grafana dashboard over gpurund's /metrics (README, "The lab's metrics"): to import.
+install(FILES ${PROJECT_SOURCE_DIR}/docs/grafana/gpurun-dashboard.json DESTINATION ${CMAKE_INSTALL_DATADIR}/gpurun/grafana)
 # A commented sudo rule for sites that give users `sudo gpurun` instead of the docker group.
 install(FILES ${PROJECT_SOURCE_DIR}/docs/sudoers.example ${PROJECT_SOURCE_DIR}/docs/sudo.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # The one lock directory of the machine (locks/reservation.hpp), made at boot by systemd-tmpfiles,

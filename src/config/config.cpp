@@ -1,4 +1,5 @@
 #include "gpurun/config/config.hpp"
+#include "gpurun/config/idle_policy.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -49,6 +50,11 @@ void merge_file(Config& config, const ParsedFile& f) {
 void load_policy(Config& config, const ParsedFile& system) {
   SitePolicy& policy = config.policy;
   for (const auto& [key, value] : system.content.items()) {
+    if (key == "idle_policy") {  // an object of its own (gpurun/config/idle_policy.hpp), checked on load
+      policy.sources[key] = system.source(key);
+      policy.idle_policy = read_idle_policy(value).policy;
+      continue;
+    }
     const Setting* info = find_setting(key);
     if (info == nullptr || info->scope != Scope::policy) continue;
     policy.sources[key] = system.source(key);

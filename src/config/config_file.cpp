@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gpurun/config/idle_policy.hpp"
 #include "gpurun/config/policy.hpp"
 #include "gpurun/config/service_section.hpp"
 #include "gpurun/config/settings.hpp"
@@ -30,7 +31,7 @@ std::vector<std::string> key_names(bool with_policy, bool with_profiles) {
   for (const Setting& s : settings())
     if (s.scope == Scope::option || (with_policy && s.scope == Scope::policy)) names.emplace_back(s.key);
   if (with_profiles) names.emplace_back("profiles");
-  if (with_policy) names.emplace_back("service");
+  if (with_policy) names.insert(names.end(), {"service", "idle_policy"});
   return names;
 }
 
@@ -108,6 +109,16 @@ void check_service(const ParsedFile& f, const json& value) {
                   read.problem->second);
 }
 
+void check_idle_policy(const ParsedFile& f, const json& value) {
+  if (f.layer != Kind::system)
+    throw f.error("idle_policy",
+                  "site policy keys belong in the system file /etc/gpurun/config.json; a user or project file cannot "
+                  "set them");
+  if (const auto read = read_idle_policy(value); read.problem)
+    throw f.error(read.problem->first.empty() ? "idle_policy" : join_path("idle_policy", read.problem->first),
+                  read.problem->second);
+}
+
 void check_file(const ParsedFile& f) {
   for (const auto& [key, value] : f.content.items()) {
     const Setting* info = find_setting(key);
@@ -115,6 +126,8 @@ void check_file(const ParsedFile& f) {
       check_profiles(f, value);
     else if (key == "service")
       check_service(f, value);
+    else if (key == "idle_policy")
+      check_idle_policy(f, value);
     else if (info != nullptr && info->scope == Scope::policy)
       check_policy_key(f, *info, value);
     else

@@ -134,6 +134,18 @@ json config_json(const Config& config) {
   rule("admin_group", p.admin_group);
   rule("allow_sharing", p.allow_sharing);
   rule("history_visibility", std::string(word_of(p.history_visibility)));
+  if (p.idle_policy) {
+    const IdlePolicy& idle = *p.idle_policy;
+    const auto seconds = [](const std::optional<std::chrono::seconds>& d) {
+      return d ? json(d->count()) : json(nullptr);
+    };
+    rule("idle_policy", {{"below_percent", idle.below_percent},
+                         {"warn_after_s", seconds(idle.warn_after)},
+                         {"stop_after_s", seconds(idle.stop_after)},
+                         {"scope", std::string(word_of(idle.scope))},
+                         {"exempt_users", idle.exempt_users},
+                         {"dry_run", idle.dry_run}});
+  }
 
   json profiles = json::object();
   for (const auto& [name, where] : config.profiles) {

@@ -15,17 +15,22 @@ std::string check_config_file(const std::string& path) {
   const ParsedFile file = *load_file(path, ConfigSource::Kind::system, true);
   std::vector<std::string> options;
   std::vector<std::string> policy;
+  bool service = false;  // gpurund's section: the system file's alone too
   for (const auto& item : file.content.items()) {
     const Setting* setting = find_setting(item.key());
-    if (setting != nullptr && setting->scope == Scope::policy)
+    if ((setting != nullptr && setting->scope == Scope::policy) || item.key() == "idle_policy")
       policy.push_back(item.key());
+    else if (item.key() == "service")
+      service = true;
     else
       options.push_back(item.key());
   }
-  if (options.empty() && policy.empty()) return fmt::format("{}: valid, and sets nothing", path);
-  std::string line = fmt::format("{}: valid as {}", path, policy.empty() ? "a system or user file" : "the system file");
+  if (options.empty() && policy.empty() && !service) return fmt::format("{}: valid, and sets nothing", path);
+  std::string line =
+      fmt::format("{}: valid as {}", path, policy.empty() && !service ? "a system or user file" : "the system file");
   if (!options.empty()) line += fmt::format("; sets {}", fmt::join(options, ", "));
   if (!policy.empty()) line += fmt::format("; site policy (system file only): {}", fmt::join(policy, ", "));
+  if (service) line += "; the service's settings (system file only)";
   return line;
 }
 

@@ -53,10 +53,14 @@ std::string starter_system_config() {
     const std::string line = fmt::format("  // \"{}\": {},", s.key, s.example);
     text += fmt::format("{:<51}// {}\n", line, s.help);
   }
-  text += R"(
+  text += R"(  // What gpurund does about GPUs held idle (man gpurund): warn the owner, then stop the container.
+  // "idle_policy": {"below": "5%", "warn_after": "1h", "stop_after": "2h", "scope": "gpurun",
+  //                 "exempt_users": [], "dry_run": false},
+
   // The gpurun service (gpurund; man gpurund): its flags of the same names win.
   // "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
-  //             "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun"},
+  //             "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun",
+  //             "listen": "127.0.0.1:9400"},
 
   "profiles": {
     // "jupyter": {"publish": ["8888:8888"], "gpus": 1, "command": ["jupyter", "lab", "--ip=0.0.0.0"]}

@@ -59,7 +59,8 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                               .image = c.image,
                               .command = c.command,
                               .gpus = std::move(gpus),
-                              .memory_used_mib = std::nullopt});
+                              .memory_used_mib = std::nullopt,
+                              .started_by_gpurun = c.started_by_gpurun});
   }
 
   // A GPU process outside every container is a holder of its own.
@@ -76,7 +77,8 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                                 .image = "",
                                 .command = command,
                                 .gpus = {gpu.index},
-                                .memory_used_mib = p.used_memory_mib});
+                                .memory_used_mib = p.used_memory_mib,
+                                .started_by_gpurun = false});
     }
   return sample;
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
@@ -17,11 +18,15 @@
 #include "gpurun/engine/gpu_process_owner.hpp"
 #include "gpurun/history/gpu_minutes.hpp"
 #include "gpurun/select/inventory.hpp"
+#include "gpurun/service/idle_enforcer.hpp"
 #include "gpurun/service/machine_sample.hpp"
 #include "gpurun/service/run_store.hpp"
 #include "gpurun/service/web_server.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/text.hpp"
+#include "gpurun/util/units.hpp"
 
 namespace gpurun {
 namespace {
@@ -63,6 +68,52 @@ class Trouble {
   std::string last_;
 };
 
+// Carries out what the idle policy says is due: a warning in the log, a stop through the engine.
+// Returns whether it stopped the container.
+bool act_on_idle(const IdleAction& action, IdleEnforcer& enforcer, ContainerEngine* engine) {
+  const IdlePolicy& policy = enforcer.policy();
+  const std::string prefix = policy.dry_run ? "idle policy (dry run)" : "idle policy";
+  const std::string who =
+      fmt::format("run {} ({}, user {}, GPU {})", action.run_id, text::printable(action.name),
+                  action.user.empty() ? "unknown" : text::printable(action.user), fmt::join(action.gpus, ","));
+  const std::string idle = format_duration(action.idle_for, DurationStyle::brief);
+  switch (action.kind) {
+    case IdleAction::Kind::warn:
+      spdlog::warn("{}: {} has been idle for {}; {}", prefix, who, idle,
+                   policy.stop_after ? fmt::format("it will be stopped when idle for {}",
+                                                   format_duration(*policy.stop_after, DurationStyle::brief))
+                                     : std::string("nothing will be stopped"));
+      return false;
+    case IdleAction::Kind::report:
+      spdlog::warn("{}: {} has been idle for {}, and is left running: {}", prefix, who, idle,
+                   action.container_id.empty() ? "a process is never killed"
+                                               : "not a container gpurun started (the policy's scope is \"gpurun\")");
+      return false;
+    case IdleAction::Kind::stop:
+      break;
+  }
+  if (policy.dry_run) {
+    spdlog::warn("{}: would stop {}, idle for {}", prefix, who, idle);
+    return false;
+  }
+  if (engine == nullptr) {
+    spdlog::error("{}: cannot stop {}: no container engine is reachable", prefix, who);
+    enforcer.stop_failed(action.key);
+    return false;
+  }
+  constexpr std::chrono::seconds kStopLimit{40};  // docker stop waits 10 s before it kills
+  const ProcessResult result =
+      run_process({.argv = engine->stop_argv(action.container_id, 10), .extra_env = {}}, kStopLimit);
+  if (!result.succeeded()) {
+    spdlog::error("{}: could not stop {}: {} {} {}", prefix, who, engine->name(), describe_end(result, kStopLimit),
+                  text::printable(result.err));
+    enforcer.stop_failed(action.key);
+    return false;
+  }
+  spdlog::warn("{}: stopped {}, idle for {}", prefix, who, idle);
+  return true;
+}
+
 void sleep_until(std::chrono::steady_clock::time_point when, const std::atomic<int>& stop) {
   while (stop.load() == 0 && std::chrono::steady_clock::now() < when)
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50),
@@ -102,6 +153,9 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
                settings.interval.count(), settings.server.socket_path, tracker.running().size());
 
   const Machine machine = open_machine(options);
+  std::optional<IdleEnforcer> enforcer;
+  if (options.policy.idle_policy) enforcer.emplace(*options.policy.idle_policy);
+  std::map<std::string, std::string> ended_by;  // holder key -> why its run will end ("idle_policy")
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");
   Trouble engine_trouble("the container engine");
@@ -162,6 +216,14 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       unsaved_samples.insert(unsaved_samples.end(), rows.begin(), rows.end());
       const std::vector<RunRecord> before = tracker.running();
       std::vector<RunRecord> ended = tracker.observe(sample);
+      for (RunRecord& run : ended)
+        if (const auto why = ended_by.find(run.key); why != ended_by.end()) {
+          run.ended_by = why->second;
+          ended_by.erase(why);
+        }
+      if (enforcer)
+        for (const IdleAction& action : enforcer->observe(sample, tracker.running()))
+          if (act_on_idle(action, *enforcer, machine.engine.get())) ended_by[action.key] = "idle_policy";
       const std::lock_guard hold(served.mutex);
       credit_users(before, tracker.running(), ended, served.metrics.user_seconds);
       for (RunRecord& run : ended) {

@@ -147,6 +147,32 @@ TEST_F(ConfigTest, CheckValidatesAFileWithoutInstallingIt) {
   EXPECT_EQ(gpurun({"config"}, fakes("all_free_8.json")).exit_code, 125);
 }
 
+TEST_F(ConfigTest, CheckReadsTheIdlePolicyAndTheServicesSectionAsTheSystemFilesAlone) {
+  const std::string good = dir() + "/idle.json";
+  std::ofstream(good) << R"({
+  "idle_policy": {"below": "5%", "warn_after": "1h", "stop_after": "2h", "exempt_users": ["alice"]},
+  "service": {"interval": 5, "listen": "127.0.0.1:9400"}
+})";
+  const Outcome ok = gpurun({"config", "--check", good});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, good +
+                        ": valid as the system file; site policy (system file only): idle_policy; the service's "
+                        "settings (system file only)\n");
+
+  const std::string bad = dir() + "/bad-idle.json";
+  std::ofstream(bad) << "{\n  \"idle_policy\": {\"warn_after\": \"2h\",\n    \"stop_after\": \"1h\"}\n}\n";
+  const Outcome refused = gpurun({"config", "--check", bad});
+  EXPECT_EQ(refused.exit_code, 125);
+  EXPECT_THAT(refused.err, HasSubstr("key \"idle_policy.warn_after\": must come before stop_after"));
+
+  // A user's file cannot set it.
+  std::filesystem::create_directories(dir() + "/xdg/gpurun");
+  std::ofstream(dir() + "/xdg/gpurun/config.json") << R"({"idle_policy": {"stop_after": "1h"}})";
+  const Outcome user = gpurun({"config"}, fakes("all_free_8.json"));
+  EXPECT_EQ(user.exit_code, 125);
+  EXPECT_THAT(user.err, HasSubstr("site policy keys belong in the system file"));
+}
+
 TEST_F(ConfigTest, InitSystemPrintsAStarterThatPassesTheCheck) {
   const Outcome starter = gpurun({"config", "init", "--system"}, fakes("all_free_8.json"));
   ASSERT_EQ(starter.exit_code, 0) << starter.err;

@@ -37,8 +37,9 @@ class GpurundTest : public GpurunTest {
   // its stderr goes to dir()/gpurund.err. With `real_proc`, the GPU processes' owners and
   // commands come from this machine's /proc (the scenario lists a real pid), else from a tree
   // that has none.
+  // `env`: more of its environment (the stand-in docker's, say).
   pid_t start(const std::string& scenario_path = scenario("busy_dgx.json"), bool real_proc = false,
-              const std::vector<std::string>& more = {}) const {
+              const std::vector<std::string>& more = {}, const std::vector<std::string>& env = {}) const {
     std::vector<std::string> args{GPURUND_BINARY, "--state-dir",  state(),        "--interval",
                                   "0.1",          "--no-config",  "--nvidia-smi", fake("nvidia-smi"),
                                   "--docker",     fake("docker"), "--socket",     socket()};
@@ -48,7 +49,10 @@ class GpurundTest : public GpurunTest {
     argv.push_back(nullptr);
     std::vector<std::string> env_text{"FAKE_SMI_SCENARIO=" + scenario_path, "PATH=/usr/bin:/bin",
                                       "GPURUN_SYSTEM_CONFIG=" + system_config(),
-                                      "GPURUN_SYSFS_ROOT=" + (real_proc ? std::string("/") : dir() + "/no-sysfs")};
+                                      "GPURUN_SYSFS_ROOT=" + (real_proc ? std::string("/") : dir() + "/no-sysfs"),
+                                      // Never this machine's dockerd: the stand-in's CLI answers.
+                                      "DOCKER_HOST=unix:///nonexistent/gpurun-e2e-docker.sock"};
+    env_text.insert(env_text.end(), env.begin(), env.end());
     std::vector<char*> envp;
     for (auto& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -386,6 +390,75 @@ TEST_F(GpurundTest, ServesMetricsForPrometheusWithEachGpusHolderAndPromtoolAccep
   for (std::string line; std::getline(lines, line);)
     EXPECT_THAT(line, HasSubstr("label names should be written in 'snake_case' not 'camelCase'")) << line;
   EXPECT_TRUE(check.exit_code == 0 || check.exit_code == 3) << remarks;
+}
+
+// Containers for the idle policy: c1 started by gpurun (bob's) on GPU 2, c2 started by someone's
+// own `docker run` on GPU 5; both GPUs sit at 0 % in the busy DGX, as GPU 3 does with pid 52771.
+constexpr const char* kIdleContainers = R"([
+ {"Id": "c1", "Name": "/bob_gpu2", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},
+  "Path": "python", "Args": ["train.py"], "Config": {"Image": "bob/train:1", "Labels": {"gpurun.user": "bob"}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
+ {"Id": "c2", "Name": "/notebook", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},
+  "Path": "jupyter", "Config": {"Image": "jupyter:1", "User": "carol"},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["5"], "Capabilities": [["gpu"]]}]}}
+])";
+
+TEST_F(GpurundTest, TheIdlePolicyWarnsThenStopsGpurunsIdleContainerAndOnlyReportsTheOthers) {
+  std::ofstream(system_config()) << R"({"idle_policy": {"below": "5%", "warn_after": 1, "stop_after": 2}})";
+  const std::string inspect = dir() + "/inspect.json";
+  std::ofstream(inspect) << kIdleContainers;
+  std::filesystem::create_directory(dir() + "/argv");
+  const pid_t pid =
+      start(scenario("busy_dgx.json"), false, {},
+            {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + inspect, "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv"});
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] { return log().find("idle policy: stopped run") != std::string::npos; })) << log();
+  // Idle times as the samples saw them: 1 s, or a little more where the machine is slow.
+  EXPECT_THAT(log(), ::testing::ContainsRegex("idle policy: run [0-9]+ \\(bob_gpu2, user bob, GPU 2\\) has been idle "
+                                              "for [1-9]s; it will be stopped when idle for 2s"));
+  EXPECT_THAT(log(), ::testing::ContainsRegex("idle policy: stopped run [0-9]+ \\(bob_gpu2, user bob, GPU 2\\)"));
+  // The stop went through the engine's CLI, once, for c1 alone.
+  std::vector<std::string> stops;
+  for (const auto& file : std::filesystem::directory_iterator(dir() + "/argv")) stops.push_back(read_file(file.path()));
+  std::string c1_stop;
+  for (const char* arg : {"stop", "--time", "10", "--", "c1"}) c1_stop.append(arg).push_back('\0');
+  EXPECT_THAT(stops, ::testing::ElementsAre(c1_stop));
+  // The others: reported once they are idle past stop_after, never stopped.
+  ASSERT_TRUE(eventually([&] {
+    const std::string text = log();
+    return text.find("(notebook, user carol, GPU 5) has been idle for") != std::string::npos &&
+           text.find("left running: not a container gpurun started") != std::string::npos &&
+           text.find("left running: a process is never killed") != std::string::npos;
+  })) << log();
+  EXPECT_THAT(log(), ::testing::ContainsRegex("\\(notebook, user carol, GPU 5\\) has been idle for [2-9]s, and is "
+                                              "left running: not a container gpurun started"));
+  EXPECT_THAT(log(), ::testing::ContainsRegex("\\(pid 52771, user unknown, GPU 3\\) has been idle for [2-9]s, and is "
+                                              "left running: a process is never killed"));
+  // c1 is gone from the engine now: its run ends, and says why.
+  std::ofstream(inspect) << R"([)"
+                         << std::string(kIdleContainers).substr(std::string(kIdleContainers).find(" {\"Id\": \"c2\""));
+  ASSERT_TRUE(eventually([&] {
+    const auto runs = nlohmann::json::parse(ask({"history", "--json"}).out, nullptr, false);
+    for (const auto& run : runs)
+      if (run.is_object() && run["name"] == "bob_gpu2" && run["ended_by"] == "idle_policy") return true;
+    return false;
+  })) << ask({"history", "--json"}).out;
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
+TEST_F(GpurundTest, UnderADryRunTheIdlePolicyOnlySaysWhatItWouldStop) {
+  std::ofstream(system_config()) << R"({"idle_policy": {"stop_after": 1, "dry_run": true}})";
+  const std::string inspect = dir() + "/inspect.json";
+  std::ofstream(inspect) << kIdleContainers;
+  std::filesystem::create_directory(dir() + "/argv");
+  const pid_t pid =
+      start(scenario("busy_dgx.json"), false, {},
+            {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + inspect, "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv"});
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] { return log().find("would stop run") != std::string::npos; })) << log();
+  EXPECT_THAT(log(), ::testing::ContainsRegex("idle policy \\(dry run\\): would stop run [0-9]+ \\(bob_gpu2"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir() + "/argv"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
 }  // namespace

@@ -517,5 +517,66 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------
+# 6. The idle policy (issue 23): a container gpurun started (its label) whose process the
+#    stand-in nvidia-smi lists on GPU 3 at 0 % is warned, then stopped through this dockerd, and
+#    its run ends with ended_by idle_policy; a container of a plain `docker run`, idle on GPU 5
+#    beside it, is only reported and keeps running.
+# ---------------------------------------------------------------------------------------
+if [[ -x $gpurund ]]; then
+  idle=gpurun-e2e-idle other=gpurun-e2e-other
+  forever='trap "exit 0" TERM; while :; do sleep 1; done'
+  dk run -d --name "$idle" --label gpurun.user=alice --gpus '"device=3"' "$IMAGE" sh -c "$forever" >/dev/null 2>&1
+  dk run -d --name "$other" --gpus '"device=5"' "$IMAGE" sh -c "$forever" >/dev/null 2>&1
+  idle_scenario() { # idle_scenario GPU=PID...: GPUs 3 and 5 at 0 %, each GPU given held by its PID
+    python3 - "$scenario" "$@" >"$tmp/idle.json.new" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+for g in (3, 5):
+    data["gpus"][g]["utilization.gpu"] = 0
+data["processes"] = [{"gpu_uuid": data["gpus"][int(g)]["uuid"], "pid": int(p), "used_memory": 1024}
+                     for g, p in (a.split("=") for a in sys.argv[2:])]
+print(json.dumps(data))
+PY
+    mv "$tmp/idle.json.new" "$tmp/idle.json"
+  }
+  idle_scenario "3=$(dk inspect --format '{{.State.Pid}}' "$idle")" "5=$(dk inspect --format '{{.State.Pid}}' "$other")"
+  echo '{"idle_policy": {"below": "5%", "warn_after": 1, "stop_after": 2}}' >"$tmp/idle-policy.json"
+  GPURUN_SYSTEM_CONFIG=$tmp/idle-policy.json FAKE_SMI_SCENARIO=$tmp/idle.json "$gpurund" --no-config \
+    --state-dir "$tmp/idle-state" --socket "$tmp/idle.sock" --interval 0.2 --nvidia-smi "$fake_smi" \
+    --docker "$docker_cli" 2>>"$tmp/idle.err" &
+  idle_service=$!
+  for _ in $(seq 150); do
+    [[ $(dk inspect --format '{{.State.Running}}' "$idle" 2>/dev/null) == false ]] && break
+    sleep 0.2
+  done
+  if [[ $(dk inspect --format '{{.State.Running}}' "$idle" 2>/dev/null) == false ]] &&
+     grep -q "idle policy: run [0-9]* ($idle, user alice, GPU 3) has been idle for [0-9]*s" "$tmp/idle.err" &&
+     grep -q "idle policy: stopped run [0-9]* ($idle, user alice, GPU 3)" "$tmp/idle.err"; then
+    pass "the idle policy warned, then stopped $idle on the real dockerd"
+  else
+    fail "the idle policy did not warn and stop $idle"; log_tail "$tmp/idle.err" 10
+  fi
+  if [[ $(dk inspect --format '{{.State.Running}}' "$other" 2>/dev/null) == true ]] &&
+     grep -q "($other, user [^,]*, GPU 5) has been idle for [0-9]*s, and is left running: not a container gpurun started" \
+       "$tmp/idle.err"; then
+    pass "$other, not started by gpurun, is reported and keeps running"
+  else
+    fail "$other: reported and left running?"; log_tail "$tmp/idle.err" 10
+  fi
+  idle_scenario "5=$(dk inspect --format '{{.State.Pid}}' "$other")"  # GPU 3's process is gone
+  ended=
+  for _ in $(seq 100); do
+    ended=$(GPURUN_SERVICE_SOCKET=$tmp/idle.sock timeout 20 "$gpurun" history --json 2>/dev/null | python3 -c '
+import json, sys
+print(*[r["ended_by"] for r in json.load(sys.stdin) if r["name"] == sys.argv[1] and r["end"]])' "$idle")
+    [[ -n $ended ]] && break
+    sleep 0.2
+  done
+  [[ $ended == idle_policy ]] && pass "its run ended with ended_by idle_policy" || fail "its run's end: '$ended'"
+  kill "$idle_service"; wait "$idle_service" 2>/dev/null || fail "gpurund did not stop cleanly on SIGTERM"
+  dk rm -f "$idle" "$other" >/dev/null 2>&1
+fi
+
+# ---------------------------------------------------------------------------------------
 ((failures == 0)) || log_tail "$tmp/dockerd.log" 15
 summary

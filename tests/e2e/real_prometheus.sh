@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end: Debian's Prometheus, on loopback, scrapes a gpurund that samples the stand-in
 # nvidia-smi (the busy DGX: seven GPU processes on six GPUs), and answers PromQL about them.
-# Usage: real_prometheus.sh GPURUND NVIDIA_SMI_FAKE DOCKER_FAKE SCENARIO
+# Then every query of the shipped Grafana dashboard runs against it and must be answered.
+# Usage: real_prometheus.sh GPURUND NVIDIA_SMI_FAKE DOCKER_FAKE SCENARIO DASHBOARD_JSON
 # Skips (77) where prometheus is not installed. Everything lives in a temporary directory.
 set -euo pipefail
-gpurund=$1 smi=$2 docker=$3 scenario=$4
+gpurund=$1 smi=$2 docker=$3 scenario=$4 dashboard=$5
 command -v prometheus >/dev/null || { echo "SKIP: prometheus is missing (apt-get install prometheus)"; exit 77; }
 
 dir=$(mktemp -d)
@@ -69,4 +70,35 @@ echo "ok: Prometheus scraped gpurund: 7 holders"
 [[ $(query 'count(DCGM_FI_DEV_FB_USED{job="gpurun", hpc_job!=""})') == 6 ]] ||
   fail "the six held GPUs do not carry their holder in hpc_job"
 echo "ok: DCGM's series, one per GPU, the held ones labelled with their holder"
+
+# The dashboard's queries, as Grafana would send them with every host chosen: each must be valid
+# PromQL and answer with at least one series (retried while Prometheus gathers its first samples).
+python3 - "$web" "$dashboard" <<'PY' || fail "a query of the dashboard is not answered"
+import json, sys, time, urllib.parse, urllib.request
+web, path = sys.argv[1], sys.argv[2]
+dashboard = json.load(open(path))
+names = {v["name"] for v in dashboard["templating"]["list"]}
+assert names == {"datasource", "instance"}, names
+failed = 0
+for panel in dashboard["panels"]:
+    for target in panel["targets"]:
+        expr = (target["expr"].replace("$instance", ".*").replace("$__range", "5m")
+                .replace("$__rate_interval", "1m"))
+        url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (web, urllib.parse.quote(expr))
+        answer = {}
+        for _ in range(40):
+            try:
+                answer = json.load(urllib.request.urlopen(url, timeout=5))
+            except urllib.error.HTTPError as e:  # a bad query: 400 with the reason
+                answer = json.load(e)
+                break
+            if answer.get("data", {}).get("result"):
+                break
+            time.sleep(0.5)
+        ok = answer.get("status") == "success" and answer["data"]["result"]
+        print("%s: %s: %s" % ("ok" if ok else "FAIL", panel["title"], expr if ok else answer))
+        failed += 0 if ok else 1
+sys.exit(1 if failed else 0)
+PY
+echo "ok: every query of the Grafana dashboard is answered"
 echo "PASS"

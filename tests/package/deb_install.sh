@@ -27,7 +27,8 @@ step "cmake --install"
 staged=$(mktemp -d)
 DESTDIR=$staged cmake --install "$build" --prefix /usr/local >/dev/null
 for f in bin/gpurun sbin/gpurund share/man/man1/gpurun.1.gz share/man/man8/gpurund.8.gz lib/systemd/system/gpurund.service \
-         share/bash-completion/completions/gpurun share/zsh/site-functions/_gpurun; do
+         share/bash-completion/completions/gpurun share/zsh/site-functions/_gpurun \
+         share/gpurun/grafana/gpurun-dashboard.json; do
   [[ -s $staged/usr/local/$f ]] || fail "cmake --install did not write /usr/local/$f"
 done
 rm -rf "$staged"
@@ -146,6 +147,7 @@ step "gpurund"
 [[ $(in_root gpurund --version) == "gpurund $version" ]] || fail "gpurund --version"
 in_root sh -c 'zcat /usr/share/man/man8/gpurund.8.gz | grep -q "^\.TH GPURUND 8 "' || fail "gpurund's man page"
 [[ -f $root/usr/lib/systemd/system/gpurund.service ]] || fail "the systemd unit of gpurund"
+[[ -s $root/usr/share/gpurun/grafana/gpurun-dashboard.json ]] || fail "the Grafana dashboard"
 # Without nvidia-smi it logs why, keeps trying, and stops cleanly (exit 0) on SIGTERM.
 set +e
 message=$(in_root timeout --preserve-status 2 gpurund --state-dir /tmp/state --socket /tmp/gpurund.sock --interval 0.1 2>&1)

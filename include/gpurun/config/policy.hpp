@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpurun/config/idle_policy.hpp"
 #include "gpurun/config/source.hpp"
 #include "gpurun/util/choices.hpp"
 #include "gpurun/util/docker_args.hpp"
@@ -25,6 +26,7 @@ struct SitePolicy {
   std::string admin_group;                                        // under sudo, may manage any gpurun container
   bool allow_sharing = true;                                      // false: no --allow-busy, no --min-free-memory
   HistoryVisibility history_visibility = HistoryVisibility::all;  // whose runs the service shows a user
+  std::optional<IdlePolicy> idle_policy;                          // what gpurund does about idle holders
   std::map<std::string, ConfigSource> sources;                    // policy key -> where it is set
 };
 

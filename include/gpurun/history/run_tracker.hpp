@@ -30,6 +30,7 @@ struct HolderSample {
   std::string command;
   std::vector<int> gpus;                  // indices of the GPUs it holds
   std::optional<double> memory_used_mib;  // its own, where the source tells it
+  bool started_by_gpurun = false;         // a container with gpurun's labels
 };
 
 // One GPU's readings in one sample.

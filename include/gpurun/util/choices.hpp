@@ -17,6 +17,7 @@ enum class GpuRequestSetting { automatic, gpus, cdi, runtime };  // gpu_request:
 enum class SlurmContainer { none, pyxis, oci };                  // slurm_container: how a Slurm step runs the image
 enum class UsageKey { user, image, gpu };                        // usage --by: what the sums are per
 enum class HistoryVisibility { all, own };                       // history_visibility: whose runs a caller sees
+enum class IdleScope { gpurun, all };                            // idle_policy.scope: which containers it stops
 
 // Choices<E>::words[i] is the word of Choices<E>::values[i].
 template <typename E>
@@ -58,6 +59,12 @@ template <>
 struct Choices<HistoryVisibility> {
   static constexpr std::array<std::string_view, 2> words{"all", "own"};
   static constexpr std::array values{HistoryVisibility::all, HistoryVisibility::own};
+};
+
+template <>
+struct Choices<IdleScope> {
+  static constexpr std::array<std::string_view, 2> words{"gpurun", "all"};
+  static constexpr std::array values{IdleScope::gpurun, IdleScope::all};
 };
 
 // The word of `value` ("nvidia-smi" for GpuSourceSetting::nvidia_smi).

@@ -1,0 +1,151 @@
+// Unit tests for the idle policy's decisions (gpurun/service/idle_enforcer.hpp), on a synthetic
+// clock: a warning once per idle streak, a stop only for containers in scope, a report for the
+// rest, exempt users left alone, a busy sample ending the streak.
+#include "gpurun/service/idle_enforcer.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using Kind = IdleAction::Kind;
+
+const WallTime kStart = WallTime{} + 1'000'000s;
+
+IdlePolicy policy(IdleScope scope = IdleScope::gpurun) {
+  return {.below_percent = 5,
+          .warn_after = 60s,
+          .stop_after = 120s,
+          .scope = scope,
+          .exempt_users = {"root"},
+          .dry_run = false};
+}
+
+HolderSample holder(const std::string& key, int gpu, const std::string& container_id, bool gpurun,
+                    const std::string& user = "alice") {
+  return {.key = key,
+          .name = key,
+          .user = user,
+          .container_id = container_id,
+          .image = "",
+          .command = "",
+          .gpus = {gpu},
+          .memory_used_mib = std::nullopt,
+          .started_by_gpurun = gpurun};
+}
+
+// GPU 0 and 1 at `util` percent, held by the given holders, at kStart + `at`.
+MachineSample sample(std::chrono::seconds at, double util, std::vector<HolderSample> holders) {
+  return {.when = kStart + at,
+          .gpus = {{.index = 0, .utilization_percent = util, .memory_used_mib = 1},
+                   {.index = 1, .utilization_percent = util, .memory_used_mib = 1}},
+          .holders = std::move(holders)};
+}
+
+std::vector<RunRecord> runs_of(const std::vector<HolderSample>& holders) {
+  std::vector<RunRecord> runs;
+  for (std::size_t i = 0; i < holders.size(); ++i) {
+    RunRecord run;
+    run.id = static_cast<std::int64_t>(i) + 1;
+    run.key = holders[i].key;
+    run.start = kStart;
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+// The kinds of the actions due at each of the samples at `times`, all idle.
+std::vector<std::vector<Kind>> kinds_over(IdleEnforcer& enforcer, const std::vector<HolderSample>& holders,
+                                          const std::vector<std::chrono::seconds>& times, double util = 0) {
+  std::vector<std::vector<Kind>> all;
+  for (const auto at : times) {
+    std::vector<Kind> kinds;
+    for (const IdleAction& a : enforcer.observe(sample(at, util, holders), runs_of(holders))) kinds.push_back(a.kind);
+    all.push_back(kinds);
+  }
+  return all;
+}
+
+TEST(IdleEnforcer, WarnsOnceAtWarnAfterThenStopsAGpurunContainerAtStopAfter) {
+  IdleEnforcer enforcer(policy());
+  const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true)};
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 30s, 60s, 90s, 120s, 150s}),
+            (std::vector<std::vector<Kind>>{{}, {}, {Kind::warn}, {}, {Kind::stop}, {}}));
+}
+
+TEST(IdleEnforcer, NeverStopsAProcessOrAnotherContainerUnderScopeGpurunOnlyReportsThem) {
+  IdleEnforcer enforcer(policy());
+  const std::vector<HolderSample> held{holder("process:7:1", 0, "", false), holder("container:c2", 1, "c2", false)};
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 60s, 120s}),
+            (std::vector<std::vector<Kind>>{{}, {Kind::warn, Kind::warn}, {Kind::report, Kind::report}}));
+}
+
+TEST(IdleEnforcer, ScopeAllStopsAnyContainerButStillNoProcess) {
+  IdleEnforcer enforcer(policy(IdleScope::all));
+  const std::vector<HolderSample> held{holder("process:7:1", 0, "", false), holder("container:c2", 1, "c2", false)};
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 120s}).back(), (std::vector<Kind>{Kind::report, Kind::stop}));
+}
+
+TEST(IdleEnforcer, ABusySampleEndsTheStreakAndTheNextStreakCountsAfresh) {
+  IdleEnforcer enforcer(policy());
+  const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true)};
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 60s}).back(), std::vector<Kind>{Kind::warn});
+  EXPECT_EQ(kinds_over(enforcer, held, {90s}, 50).back(), std::vector<Kind>{});  // busy
+  // Idle again from 100 s: warned at 160 s, not stopped before 220 s.
+  EXPECT_EQ(kinds_over(enforcer, held, {100s, 159s, 160s, 219s, 220s}),
+            (std::vector<std::vector<Kind>>{{}, {}, {Kind::warn}, {}, {Kind::stop}}));
+}
+
+TEST(IdleEnforcer, AtOrBelowTheThresholdIsIdleAboveItIsNot) {
+  IdleEnforcer at_threshold(policy());
+  const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true)};
+  EXPECT_EQ(kinds_over(at_threshold, held, {0s, 60s}, 5).back(), std::vector<Kind>{Kind::warn});
+  IdleEnforcer above(policy());
+  EXPECT_EQ(kinds_over(above, held, {0s, 60s}, 5.1).back(), std::vector<Kind>{});
+}
+
+TEST(IdleEnforcer, IdleTimeCountsFromTheRunsStartNotFromWhenTheGpuWentIdle) {
+  IdleEnforcer enforcer(policy());
+  enforcer.observe(sample(0s, 0, {}), {});  // GPU 0 idle and nobody's since 0 s
+  HolderSample late = holder("container:c1", 0, "c1", true);
+  RunRecord run;
+  run.id = 1;
+  run.key = late.key;
+  run.start = kStart + 100s;
+  EXPECT_TRUE(enforcer.observe(sample(120s, 0, {late}), {run}).empty());
+  const auto due = enforcer.observe(sample(160s, 0, {late}), {run});
+  ASSERT_EQ(due.size(), 1U);
+  EXPECT_EQ(due[0].kind, Kind::warn);
+  EXPECT_EQ(due[0].idle_for, 60s);
+  EXPECT_EQ(due[0].run_id, 1);
+}
+
+TEST(IdleEnforcer, ARunIsIdleOnlyWhileAllItsGpusAre) {
+  IdleEnforcer enforcer(policy());
+  HolderSample both = holder("container:c1", 0, "c1", true);
+  both.gpus = {0, 1};
+  MachineSample half = sample(0s, 0, {both});
+  half.gpus[1].utilization_percent = 80;
+  enforcer.observe(half, runs_of({both}));
+  half.when = kStart + 200s;
+  EXPECT_TRUE(enforcer.observe(half, runs_of({both})).empty());
+}
+
+TEST(IdleEnforcer, LeavesExemptUsersAlone) {
+  IdleEnforcer enforcer(policy());
+  const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true, "root")};
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 60s, 120s}), (std::vector<std::vector<Kind>>{{}, {}, {}}));
+}
+
+TEST(IdleEnforcer, AStopThatFailedIsAskedForAgainAtTheNextSample) {
+  IdleEnforcer enforcer(policy());
+  const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true)};
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 60s, 120s}).back(), std::vector<Kind>{Kind::stop});
+  enforcer.stop_failed("container:c1");
+  EXPECT_EQ(kinds_over(enforcer, held, {130s}).back(), std::vector<Kind>{Kind::stop});
+}
+
+}  // namespace
+}  // namespace gpurun
