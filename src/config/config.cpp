@@ -1,5 +1,4 @@
 #include "gpurun/config/config.hpp"
-#include "gpurun/config/idle_policy.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,6 +7,7 @@
 #include <algorithm>
 
 #include "config_file.hpp"
+#include "gpurun/config/idle_policy.hpp"
 #include "gpurun/config/settings.hpp"
 #include "gpurun/config/sudo_rules.hpp"
 #include "gpurun/config/values.hpp"

@@ -1,8 +1,8 @@
 #pragma once
 // The accept-and-answer loop the service's two listeners share: the unix socket gpurun asks
 // (service_server.cpp) and the TCP listener of /metrics (web_server.cpp). HTTP/1.1 with keep-alive
-// through Boost.Beast; one connection at a time, each with a 5 s limit on every read and write so
-// that a client that stalls costs the others at most that long.
+// through Boost.Beast; one connection at a time, each read and write within 5 s (a connection left
+// idle longer is closed), so that a client that stalls costs the others at most that long.
 #include <atomic>
 #include <functional>
 #include <string>
@@ -25,7 +25,8 @@ struct HttpReply {
 using HttpHandler = std::function<HttpReply(int connection, const HttpRequest& request)>;
 
 // Accepts on `listener` and answers each request with `handler` until `stopping` is set (seen
-// within 0.1 s).
-void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler);
+// within 0.1 s, mid-connection too). An exception from `handler` is a 500 answer. Without
+// `keep_alive` each connection takes one request (Connection: close).
+void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive);
 
 }  // namespace gpurun

@@ -4,17 +4,28 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace gpurun {
 namespace {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
+// What users named (commands, container names) as a label value Prometheus always accepts: control
+// characters and bytes outside ASCII (maybe not UTF-8, which would fail the whole scrape) as '?',
+// at most 128 bytes.
+std::string clean(std::string_view value) {
+  std::string out(value.substr(0, 128));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  return out;
+}
+
 std::string label_text(const Labels& labels) {
   std::string text;
   for (const auto& label : labels) {
     if (!text.empty()) text += ',';
-    text += fmt::format("{}=\"{}\"", label.first, prometheus_label_value(label.second));
+    text += fmt::format("{}=\"{}\"", label.first, prometheus_label_value(clean(label.second)));
   }
   return text;
 }
@@ -52,6 +63,15 @@ std::vector<GpuHolder> holders_of(const MetricsState& state, int gpu) {
 }
 
 std::string container_of(const HolderSample& holder) { return holder.container_id.empty() ? "" : holder.name; }
+
+// The holder's name for hpc_job: a container's name, or a process's program without its arguments
+// (which may carry anyone's tokens, and which the page's visibility rules would not show).
+std::string job_of(const HolderSample& holder) {
+  if (!holder.container_id.empty() || holder.command.empty()) return holder.name;  // "pid N" without one
+  const std::string_view program = std::string_view(holder.command).substr(0, holder.command.find(' '));
+  const std::size_t slash = program.rfind('/');
+  return std::string(slash == std::string_view::npos ? program : program.substr(slash + 1));
+}
 std::string run_of(const GpuHolder& held) { return held.run != nullptr ? std::to_string(held.run->id) : ""; }
 
 // DCGM's labels of a GPU, with its holders' (several: joined by commas, in a stable order).
@@ -70,7 +90,7 @@ Labels dcgm_labels(const MetricsState& state, const Gpu& gpu) {
   for (const GpuHolder& h : held) {
     if (!container_of(*h.holder).empty()) containers.insert(container_of(*h.holder));
     if (!h.holder->user.empty()) users.insert(h.holder->user);
-    jobs.insert(h.holder->name);
+    jobs.insert(job_of(*h.holder));
   }
   labels.emplace_back("container", fmt::format("{}", fmt::join(containers, ",")));
   labels.emplace_back("user", fmt::format("{}", fmt::join(users, ",")));
@@ -133,8 +153,11 @@ std::string prometheus_text(const MetricsState& state, WallTime now) {
         free.add(dcgm_labels(state, gpu), std::max(0.0, *gpu.memory_total_mib - *gpu.memory_used_mib));
   }
   {
+    // Two families over the same series: each is written whole (the text format wants a family's
+    // lines together), the second from its own buffer.
+    std::string idle_lines;
     Family held(out, "gpurun_gpu_held", "gauge", "1 for each holder of each GPU: a container or a process.");
-    Family idle(out, "gpurun_gpu_idle_seconds", "gauge",
+    Family idle(idle_lines, "gpurun_gpu_idle_seconds", "gauge",
                 "Seconds a held GPU has been at or below the idle threshold without a break (0: busy).");
     for (const Gpu& gpu : state.gpus) {
       const auto since = state.idle_since.find(gpu.index);
@@ -151,6 +174,7 @@ std::string prometheus_text(const MetricsState& state, WallTime now) {
         idle.add(labels, idle_s);
       }
     }
+    out += idle_lines;
   }
   {
     Family gpu_s(out, "gpurun_user_gpu_seconds_total", "counter",

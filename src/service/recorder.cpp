@@ -221,25 +221,35 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           run.ended_by = why->second;
           ended_by.erase(why);
         }
-      if (enforcer)
-        for (const IdleAction& action : enforcer->observe(sample, tracker.running()))
-          if (act_on_idle(action, *enforcer, machine.engine.get())) ended_by[action.key] = "idle_policy";
-      const std::lock_guard hold(served.mutex);
-      credit_users(before, tracker.running(), ended, served.metrics.user_seconds);
-      for (RunRecord& run : ended) {
-        spdlog::info("run {} ended: {} ({}), {:.0f} GPU-s", run.id, run.name, run.user, run.gpu_seconds);
-        unsaved.push_back(std::move(run));
+      {
+        const std::lock_guard hold(served.mutex);
+        credit_users(before, tracker.running(), ended, served.metrics.user_seconds);
+        for (RunRecord& run : ended) {
+          spdlog::info("run {} ended: {} ({}), {:.0f} GPU-s", run.id, text::printable(run.name, 80),
+                       text::printable(run.user, 32), run.gpu_seconds);
+          unsaved.push_back(std::move(run));
+        }
+        served.fresh = tracker.running();
+        served.fresh.insert(served.fresh.end(), unsaved.begin(), unsaved.end());
+        served.idle_since = tracker.idle_since();
+        served.metrics.gpus = snapshot.gpus;
+        served.metrics.holders = sample.holders;
+        served.metrics.running = tracker.running();
+        served.metrics.idle_since = tracker.idle_since();
+        served.metrics.last_sample_ok = true;
       }
       // A run that started is written at once too: a kill -9 then never loses one.
       started = tracker.running().size() + unsaved.size() > before.size();
-      served.fresh = tracker.running();
-      served.fresh.insert(served.fresh.end(), unsaved.begin(), unsaved.end());
-      served.idle_since = tracker.idle_since();
-      served.metrics.gpus = snapshot.gpus;
-      served.metrics.holders = sample.holders;
-      served.metrics.running = tracker.running();
-      served.metrics.idle_since = tracker.idle_since();
-      served.metrics.last_sample_ok = true;
+      // After the ended runs are safe in `unsaved`, outside the lock: a stop takes seconds, and may fail.
+      if (enforcer)
+        for (const IdleAction& action : enforcer->observe(sample, tracker.running())) {
+          try {
+            if (act_on_idle(action, *enforcer, machine.engine.get())) ended_by[action.key] = "idle_policy";
+          } catch (const std::exception& e) {  // spawning the engine's client failed (no memory, no pipes)
+            spdlog::error("idle policy: acting on run {}: {}", action.run_id, e.what());
+            enforcer->stop_failed(action.key);
+          }
+        }
     } catch (const Error& e) {
       source_trouble.failed(e.what());
       const std::lock_guard hold(served.mutex);

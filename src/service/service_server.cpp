@@ -217,18 +217,21 @@ ServiceServer::~ServiceServer() {
 }
 
 void ServiceServer::serve() {
-  serve_http(listener_, stopping_, [this](int connection, const HttpRequest& request) {
-    ucred peer{};
-    socklen_t size = sizeof peer;
-    const bool known = ::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0;
-    const ServiceAnswer answer =
-        !known ? failure(403, "the service cannot tell who is asking")
-        : request.method != "GET"
-            ? failure(405, "only GET is answered")
-            : answer_request({.target = request.target, .peer_uid = peer.uid, .claimed_caller = request.caller}, runs_,
-                             settings_);
-    return HttpReply{.status = answer.status, .body = answer.body, .content_type = "application/json"};
-  });
+  serve_http(
+      listener_, stopping_,
+      [this](int connection, const HttpRequest& request) {
+        ucred peer{};
+        socklen_t size = sizeof peer;
+        const bool known = ::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0;
+        const ServiceAnswer answer =
+            !known ? failure(403, "the service cannot tell who is asking")
+            : request.method != "GET"
+                ? failure(405, "only GET is answered")
+                : answer_request({.target = request.target, .peer_uid = peer.uid, .claimed_caller = request.caller},
+                                 runs_, settings_);
+        return HttpReply{.status = answer.status, .body = answer.body, .content_type = "application/json"};
+      },
+      /*keep_alive=*/true);
 }
 
 }  // namespace gpurun

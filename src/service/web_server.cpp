@@ -100,7 +100,11 @@ WebServer::WebServer(const std::string& listen, ServedRuns& runs) : runs_(runs) 
     runs_.metrics.hostname = host_name();
   }
   thread_ = std::thread([this] {
-    serve_http(listener_, stopping_, [this](int, const HttpRequest& request) { return answer(request, runs_); });
+    // One request a connection: a scraper holding its connection open between scrapes would keep
+    // a second one (an HA pair of Prometheus servers) out.
+    serve_http(
+        listener_, stopping_, [this](int, const HttpRequest& request) { return answer(request, runs_); },
+        /*keep_alive=*/false);
   });
 }
 

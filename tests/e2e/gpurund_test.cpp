@@ -403,15 +403,24 @@ constexpr const char* kIdleContainers = R"([
   "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["5"], "Capabilities": [["gpu"]]}]}}
 ])";
 
-TEST_F(GpurundTest, TheIdlePolicyWarnsThenStopsGpurunsIdleContainerAndOnlyReportsTheOthers) {
-  std::ofstream(system_config()) << R"({"idle_policy": {"below": "5%", "warn_after": 1, "stop_after": 2}})";
-  const std::string inspect = dir() + "/inspect.json";
-  std::ofstream(inspect) << kIdleContainers;
-  std::filesystem::create_directory(dir() + "/argv");
-  const pid_t pid =
-      start(scenario("busy_dgx.json"), false, {},
-            {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + inspect, "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv"});
+class IdlePolicyTest : public GpurundTest {
+ protected:
+  // gpurund under the idle policy `policy` (the object), the stand-in docker listing
+  // kIdleContainers from dir()/inspect.json and recording its other calls in dir()/argv.
+  pid_t start_with_idle_containers(const std::string& policy) const {
+    std::ofstream(system_config()) << R"({"idle_policy": )" << policy << "}";
+    std::ofstream(dir() + "/inspect.json") << kIdleContainers;
+    std::filesystem::create_directory(dir() + "/argv");
+    return start(scenario("busy_dgx.json"), false, {},
+                 {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + dir() + "/inspect.json",
+                  "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv"});
+  }
+};
+
+TEST_F(IdlePolicyTest, TheIdlePolicyWarnsThenStopsGpurunsIdleContainerAndOnlyReportsTheOthers) {
+  const pid_t pid = start_with_idle_containers(R"({"below": "5%", "warn_after": 1, "stop_after": 2})");
   const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  const std::string inspect = dir() + "/inspect.json";
   ASSERT_TRUE(eventually([&] { return log().find("idle policy: stopped run") != std::string::npos; })) << log();
   // Idle times as the samples saw them: 1 s, or a little more where the machine is slow.
   EXPECT_THAT(log(), ::testing::ContainsRegex("idle policy: run [0-9]+ \\(bob_gpu2, user bob, GPU 2\\) has been idle "
@@ -446,14 +455,8 @@ TEST_F(GpurundTest, TheIdlePolicyWarnsThenStopsGpurunsIdleContainerAndOnlyReport
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
-TEST_F(GpurundTest, UnderADryRunTheIdlePolicyOnlySaysWhatItWouldStop) {
-  std::ofstream(system_config()) << R"({"idle_policy": {"stop_after": 1, "dry_run": true}})";
-  const std::string inspect = dir() + "/inspect.json";
-  std::ofstream(inspect) << kIdleContainers;
-  std::filesystem::create_directory(dir() + "/argv");
-  const pid_t pid =
-      start(scenario("busy_dgx.json"), false, {},
-            {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + inspect, "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv"});
+TEST_F(IdlePolicyTest, UnderADryRunTheIdlePolicyOnlySaysWhatItWouldStop) {
+  const pid_t pid = start_with_idle_containers(R"({"stop_after": 1, "dry_run": true})");
   const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
   ASSERT_TRUE(eventually([&] { return log().find("would stop run") != std::string::npos; })) << log();
   EXPECT_THAT(log(), ::testing::ContainsRegex("idle policy \\(dry run\\): would stop run [0-9]+ \\(bob_gpu2"));

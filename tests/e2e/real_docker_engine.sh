@@ -72,6 +72,8 @@ cleanup() {
   local rc=$?
   set +e
   trap - EXIT INT TERM
+  # A gpurund of sections 5 and 6 still running (the test was interrupted) goes first.
+  for pid in ${service_pid:-} ${idle_service:-}; do kill "$pid" 2>/dev/null; done
   stop_private_docker "$tmp"
   rm -rf -- "$tmp"
   say "elapsed: $(($(date +%s) - t_start)) s"
@@ -522,11 +524,13 @@ fi
 #    its run ends with ended_by idle_policy; a container of a plain `docker run`, idle on GPU 5
 #    beside it, is only reported and keeps running.
 # ---------------------------------------------------------------------------------------
-if [[ -x $gpurund ]]; then
-  idle=gpurun-e2e-idle other=gpurun-e2e-other
-  forever='trap "exit 0" TERM; while :; do sleep 1; done'
-  dk run -d --name "$idle" --label gpurun.user=alice --gpus '"device=3"' "$IMAGE" sh -c "$forever" >/dev/null 2>&1
-  dk run -d --name "$other" --gpus '"device=5"' "$IMAGE" sh -c "$forever" >/dev/null 2>&1
+idle=gpurun-e2e-idle other=gpurun-e2e-other
+forever='trap "exit 0" TERM; while :; do sleep 1; done'
+if [[ -x $gpurund ]] &&
+   ! { dk run -d --name "$idle" --label gpurun.user=alice --gpus '"device=3"' "$IMAGE" sh -c "$forever" &&
+       dk run -d --name "$other" --gpus '"device=5"' "$IMAGE" sh -c "$forever"; } >/dev/null 2>"$tmp/idle-run.err"; then
+  fail "section 6: the two idle containers did not start: $(tail -2 "$tmp/idle-run.err")"
+elif [[ -x $gpurund ]]; then
   idle_scenario() { # idle_scenario GPU=PID...: GPUs 3 and 5 at 0 %, each GPU given held by its PID
     python3 - "$scenario" "$@" >"$tmp/idle.json.new" <<'PY'
 import json, sys
@@ -545,8 +549,9 @@ PY
     --state-dir "$tmp/idle-state" --socket "$tmp/idle.sock" --interval 0.2 --nvidia-smi "$fake_smi" \
     --docker "$docker_cli" 2>>"$tmp/idle.err" &
   idle_service=$!
-  for _ in $(seq 150); do
-    [[ $(dk inspect --format '{{.State.Running}}' "$idle" 2>/dev/null) == false ]] && break
+  for _ in $(seq 150); do  # stopped, and logged as such (gpurund logs once docker stop returns)
+    [[ $(dk inspect --format '{{.State.Running}}' "$idle" 2>/dev/null) == false ]] &&
+      grep -q "idle policy: stopped run" "$tmp/idle.err" && break
     sleep 0.2
   done
   if [[ $(dk inspect --format '{{.State.Running}}' "$idle" 2>/dev/null) == false ]] &&

@@ -133,6 +133,19 @@ TEST(IdleEnforcer, ARunIsIdleOnlyWhileAllItsGpusAre) {
   EXPECT_TRUE(enforcer.observe(half, runs_of({both})).empty());
 }
 
+TEST(IdleEnforcer, AProcessOnTwoGpusIsOneHolderIdleOnlyWhileBothAre) {
+  IdleEnforcer enforcer(policy());
+  // The sample lists a process once per GPU it uses.
+  const std::vector<HolderSample> held{holder("process:7:1", 0, "", false), holder("process:7:1", 1, "", false)};
+  MachineSample half = sample(0s, 0, held);
+  half.gpus[1].utilization_percent = 80;
+  for (const auto at : {0s, 60s, 120s, 180s}) {
+    half.when = kStart + at;
+    EXPECT_TRUE(enforcer.observe(half, runs_of({held[0]})).empty()) << at.count();
+  }
+  EXPECT_EQ(kinds_over(enforcer, held, {200s, 260s}).back(), std::vector<Kind>{Kind::warn});  // both idle: one warning
+}
+
 TEST(IdleEnforcer, LeavesExemptUsersAlone) {
   IdleEnforcer enforcer(policy());
   const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true, "root")};

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -62,16 +63,17 @@ TEST(PrometheusText, DcgmNamesCarryDcgmsLabelsAndTheHoldersWhileHeld) {
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-aaa\",pci_bus_id=\"00000000:07:00.0\","
                               "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dgx1\","
-                              "container=\"train \\\"big\\\"\\\\\\nrun\",user=\"alice\","
-                              "hpc_job=\"train \\\"big\\\"\\\\\\nrun\"} 1000\n"));
+                              "container=\"train \\\"big\\\"\\\\?run\",user=\"alice\","
+                              "hpc_job=\"train \\\"big\\\"\\\\?run\"} 1000\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-bbb\",pci_bus_id=\"\",device=\"nvidia1\","
                               "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dgx1\"} 79996\n"));
 }
 
 TEST(PrometheusText, GpurunsSeriesNameTheHolderTheRunAndHowLongItHasBeenIdle) {
   const std::string text = prometheus_text(two_gpus(), kNow);
+  // The newline is a '?': what users named is kept to printable ASCII.
   const std::string labels =
-      "{gpu=\"0\",UUID=\"GPU-aaa\",user=\"alice\",container=\"train \\\"big\\\"\\\\\\nrun\",run=\"7\"}";
+      "{gpu=\"0\",UUID=\"GPU-aaa\",user=\"alice\",container=\"train \\\"big\\\"\\\\?run\",run=\"7\"}";
   EXPECT_THAT(text, HasSubstr("gpurun_gpu_held" + labels + " 1\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_gpu_idle_seconds" + labels + " 90\n"));
   EXPECT_THAT(text, Not(HasSubstr("gpurun_gpu_held{gpu=\"1\"")));  // nobody holds GPU 1
@@ -108,6 +110,37 @@ TEST(PrometheusText, AGpuOfUnknownReadingsHasNoSeriesRatherThanAZero) {
   EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_FB_FREE{gpu=\"1\"")));
   EXPECT_THAT(text, HasSubstr("gpurun_up{Hostname=\"dgx1\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_source_errors_total{Hostname=\"dgx1\"} 3\n"));
+}
+
+TEST(PrometheusText, AProcessIsNamedByItsProgramAloneAndOddBytesNeverReachALabel) {
+  MetricsState state = two_gpus();
+  state.holders[0] = HolderSample{.key = "process:9:1",
+                                  .name = "/usr/bin/python3 train.py --token=SECRET",
+                                  .user =
+                                      "b\xff\xfe"
+                                      "b",
+                                  .container_id = "",
+                                  .image = "",
+                                  .command = "/usr/bin/python3 train.py --token=SECRET",
+                                  .gpus = {0},
+                                  .memory_used_mib = 1000};
+  const std::string text = prometheus_text(state, kNow);
+  EXPECT_THAT(text, HasSubstr(",container=\"\",user=\"b??b\",hpc_job=\"python3\"} "));
+  EXPECT_THAT(text, Not(HasSubstr("SECRET")));
+  for (const char c : text) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
+}
+
+TEST(PrometheusText, EachFamilysLinesStayTogether) {
+  std::istringstream lines(prometheus_text(two_gpus(), kNow));
+  std::vector<std::string> order;
+  for (std::string line; std::getline(lines, line);) {
+    const std::string name =
+        line.starts_with("# ") ? line.substr(7, line.find(' ', 7) - 7) : line.substr(0, line.find_first_of("{ "));
+    if (order.empty() || order.back() != name) order.push_back(name);
+  }
+  std::vector<std::string> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << ::testing::PrintToString(order);
 }
 
 TEST(CreditUsers, AddsWhatEachSampleCreditedToTheRunsUsersEndedRunsIncluded) {
