@@ -37,6 +37,21 @@ std::optional<double> RunRecord::efficiency() const {
   return 100.0 * busy_gpu_seconds / gpu_seconds;
 }
 
+std::vector<HolderSample> merged_holders(const std::vector<HolderSample>& holders) {
+  std::vector<HolderSample> merged;
+  for (const HolderSample& holder : holders) {
+    const auto same =
+        std::find_if(merged.begin(), merged.end(), [&](const HolderSample& m) { return m.key == holder.key; });
+    if (same == merged.end()) {
+      merged.push_back(holder);
+      continue;
+    }
+    merge_gpus(same->gpus, holder.gpus);
+    if (holder.memory_used_mib) same->memory_used_mib = same->memory_used_mib.value_or(0) + *holder.memory_used_mib;
+  }
+  return merged;
+}
+
 RunTracker::RunTracker(TrackerSettings settings, std::int64_t last_id) : settings_(settings), last_id_(last_id) {}
 
 void RunTracker::resume(std::vector<RunRecord> open_runs) {
@@ -57,15 +72,8 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   std::map<int, std::optional<double>> utilization;
   for (const GpuReading& gpu : sample.gpus) utilization[gpu.index] = gpu.utilization_percent;
 
-  // One holder may be listed once per GPU: merge by key.
-  std::map<std::string, HolderSample> seen;
-  for (const HolderSample& holder : sample.holders) {
-    auto [it, inserted] = seen.try_emplace(holder.key, holder);
-    if (inserted) continue;
-    merge_gpus(it->second.gpus, holder.gpus);
-    if (holder.memory_used_mib)
-      it->second.memory_used_mib = it->second.memory_used_mib.value_or(0) + *holder.memory_used_mib;
-  }
+  std::map<std::string, HolderSample> seen;  // by key: new runs are numbered in key order
+  for (HolderSample& holder : merged_holders(sample.holders)) seen.emplace(holder.key, std::move(holder));
 
   for (auto& entry : seen) {
     HolderSample& holder = entry.second;

@@ -17,20 +17,10 @@ std::vector<IdleAction> IdleEnforcer::observe(const MachineSample& sample, const
       idle_since_.erase(gpu.index);  // busy, or unknown: not idle
   }
 
-  // A process on several GPUs is one holder per GPU in the sample: judged once, on all of them.
-  std::vector<HolderSample> holders;
-  for (const HolderSample& h : sample.holders) {
-    const auto same =
-        std::find_if(holders.begin(), holders.end(), [&h](const HolderSample& o) { return o.key == h.key; });
-    if (same == holders.end())
-      holders.push_back(h);
-    else
-      same->gpus.insert(same->gpus.end(), h.gpus.begin(), h.gpus.end());
-  }
-
   std::vector<IdleAction> due;
   std::set<std::string> present;
-  for (const HolderSample& holder : holders) {
+  // A process on several GPUs is judged once, on all of them.
+  for (const HolderSample& holder : merged_holders(sample.holders)) {
     present.insert(holder.key);
     if (holder.gpus.empty() ||
         std::find(policy_.exempt_users.begin(), policy_.exempt_users.end(), holder.user) != policy_.exempt_users.end())

@@ -231,7 +231,6 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         }
         served.fresh = tracker.running();
         served.fresh.insert(served.fresh.end(), unsaved.begin(), unsaved.end());
-        served.idle_since = tracker.idle_since();
         served.metrics.gpus = snapshot.gpus;
         served.metrics.holders = sample.holders;
         served.metrics.running = tracker.running();

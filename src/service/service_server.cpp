@@ -158,7 +158,7 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       const std::lock_guard lock(runs.mutex);
       const WallTime now = std::chrono::system_clock::now();
       json gpus = json::array();
-      for (const auto& [index, since] : runs.idle_since)
+      for (const auto& [index, since] : runs.metrics.idle_since)
         gpus.push_back({{"index", index},
                         {"idle_since", rfc3339(since)},
                         {"idle_s", std::max<long long>(

@@ -80,6 +80,10 @@ struct TrackerSettings {
   std::chrono::milliseconds max_credit{std::chrono::seconds(60)};
 };
 
+// The sample's holders one per key, in the order each key first appears: a process on several
+// GPUs is listed once per GPU, and is one holder of all of them (GPUs ascending, memory summed).
+std::vector<HolderSample> merged_holders(const std::vector<HolderSample>& holders);
+
 class RunTracker {
  public:
   explicit RunTracker(TrackerSettings settings = {}, std::int64_t last_id = 0);

@@ -25,7 +25,7 @@ struct MetricsState {
   std::vector<Gpu> gpus;                            // the last snapshot's GPUs
   std::vector<HolderSample> holders;                // the last sample's holders, with the GPUs they hold now
   std::vector<RunRecord> running;                   // the open runs (a holder's run: the same key)
-  std::map<int, WallTime> idle_since;               // RunTracker::idle_since()
+  std::map<int, WallTime> idle_since;               // RunTracker::idle_since(); /v1/gpus reads it too
   std::map<std::string, UserSeconds> user_seconds;  // counted since the service started
   std::uint64_t source_errors = 0;                  // samples the GPU source failed
   bool last_sample_ok = false;                      // the last look at the GPUs succeeded

@@ -31,8 +31,8 @@ struct ServedRuns {
   RunStore* store = nullptr;
   // Fresher than the store: the open runs as of the last sample, and ended ones not yet written.
   std::vector<RunRecord> fresh;
-  std::map<int, WallTime> idle_since;  // RunTracker::idle_since() as of the last sample
-  MetricsState metrics;                // what /metrics shows (gpurun/service/web_server.hpp)
+  // The last sample, as /metrics (gpurun/service/web_server.hpp) and /v1/gpus show it.
+  MetricsState metrics;
 };
 
 struct ServerSettings {

@@ -118,7 +118,7 @@ TEST_F(ServiceServerTest, OneRunByIdOrNameAndNotFoundSaysSo) {
 
 TEST_F(ServiceServerTest, IdleGpusSayHowLongAndSinceWhen) {
   const WallTime since = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now()) - 3600s;
-  served_.idle_since = {{3, since}};
+  served_.metrics.idle_since = {{3, since}};
   const ServiceAnswer answer = ask("/v1/gpus", 65534);  // anyone: status shows GPUs to everyone
   ASSERT_EQ(answer.status, 200) << answer.body;
   const json gpus = json::parse(answer.body)["gpus"];
@@ -126,7 +126,7 @@ TEST_F(ServiceServerTest, IdleGpusSayHowLongAndSinceWhen) {
   EXPECT_EQ(gpus[0]["index"], 3);
   EXPECT_EQ(gpus[0]["idle_since"], rfc3339(since));
   EXPECT_NEAR(gpus[0]["idle_s"].get<double>(), 3600, 5);
-  served_.idle_since = {{0, std::chrono::system_clock::now() + 3600s}};  // the clock stepped back
+  served_.metrics.idle_since = {{0, std::chrono::system_clock::now() + 3600s}};  // the clock stepped back
   EXPECT_EQ(json::parse(ask("/v1/gpus").body)["gpus"][0]["idle_s"], 0);
 }
 
