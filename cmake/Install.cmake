@@ -69,7 +69,7 @@ install(CODE "
 
 # `cpack` in the build directory: build/gpurun_<version>_<arch>.deb. Its Depends line comes from
 # dpkg-shlibdeps: libc6 for gpurun (libstdc++ and libgcc are linked in statically), and
-# libsqlite3-0 for gpurund.
+# libsqlite3-0 and libcurl4 for gpurund.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME gpurun)
 set(CPACK_PACKAGE_VENDOR "gpurun")

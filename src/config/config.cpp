@@ -8,6 +8,7 @@
 
 #include "config_file.hpp"
 #include "gpurun/config/idle_policy.hpp"
+#include "gpurun/config/notify_policy.hpp"
 #include "gpurun/config/settings.hpp"
 #include "gpurun/config/sudo_rules.hpp"
 #include "gpurun/config/values.hpp"
@@ -55,11 +56,17 @@ void load_policy(Config& config, const ParsedFile& system) {
       policy.idle_policy = read_idle_policy(value).policy;
       continue;
     }
+    if (key == "notify") {  // likewise (gpurun/config/notify_policy.hpp)
+      policy.sources[key] = system.source(key);
+      policy.notify = read_notify_policy(value).policy;
+      continue;
+    }
     const Setting* info = find_setting(key);
     if (info == nullptr || info->scope != Scope::policy) continue;
     policy.sources[key] = system.source(key);
     if (key == "allowed_gpus") policy.allowed_gpus = value.get<std::vector<int>>();
     if (key == "max_gpus_per_launch") policy.max_gpus_per_launch = value.get<int>();
+    if (key == "max_runtime") policy.max_runtime = duration_value(value);
     if (key == "refused_docker_options") policy.refused_docker_options = value.get<std::vector<std::string>>();
     if (key == "allowed_images") policy.allowed_images = value.get<std::vector<std::string>>();
     if (key == "allowed_docker_options") policy.allowed_docker_options = value.get<std::vector<std::string>>();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpurun/config/idle_policy.hpp"
+#include "gpurun/config/notify_policy.hpp"
 #include "gpurun/config/policy.hpp"
 #include "gpurun/config/service_section.hpp"
 #include "gpurun/config/settings.hpp"
@@ -31,7 +32,7 @@ std::vector<std::string> key_names(bool with_policy, bool with_profiles) {
   for (const Setting& s : settings())
     if (s.scope == Scope::option || (with_policy && s.scope == Scope::policy)) names.emplace_back(s.key);
   if (with_profiles) names.emplace_back("profiles");
-  if (with_policy) names.insert(names.end(), {"service", "idle_policy"});
+  if (with_policy) names.insert(names.end(), {"service", "idle_policy", "notify"});
   return names;
 }
 
@@ -109,14 +110,13 @@ void check_service(const ParsedFile& f, const json& value) {
                   read.problem->second);
 }
 
-void check_idle_policy(const ParsedFile& f, const json& value) {
+void check_policy_object(const ParsedFile& f, const std::string& key, const json& value) {
   if (f.layer != Kind::system)
-    throw f.error("idle_policy",
+    throw f.error(key,
                   "site policy keys belong in the system file /etc/gpurun/config.json; a user or project file cannot "
                   "set them");
-  if (const auto read = read_idle_policy(value); read.problem)
-    throw f.error(read.problem->first.empty() ? "idle_policy" : join_path("idle_policy", read.problem->first),
-                  read.problem->second);
+  if (const auto problem = policy_object_problem(key, value))
+    throw f.error(problem->first.empty() ? key : join_path(key, problem->first), problem->second);
 }
 
 void check_file(const ParsedFile& f) {
@@ -126,8 +126,8 @@ void check_file(const ParsedFile& f) {
       check_profiles(f, value);
     else if (key == "service")
       check_service(f, value);
-    else if (key == "idle_policy")
-      check_idle_policy(f, value);
+    else if (is_policy_object(key))
+      check_policy_object(f, key, value);
     else if (info != nullptr && info->scope == Scope::policy)
       check_policy_key(f, *info, value);
     else
@@ -170,6 +170,14 @@ std::optional<ParsedFile> load_file(const std::string& path, Kind layer, bool mu
   const std::optional<FileText> file = read_text(path, must_exist);
   if (!file) return std::nullopt;
   return checked_file(path, layer, file->text);
+}
+
+bool is_policy_object(std::string_view key) { return key == "idle_policy" || key == "notify"; }
+
+std::optional<std::pair<std::string, std::string>> policy_object_problem(std::string_view key, const json& value) {
+  if (key == "idle_policy") return read_idle_policy(value).problem;
+  if (key == "notify") return read_notify_policy(value).problem;
+  return std::nullopt;
 }
 
 std::optional<std::string> untrusted(const struct stat& st, uid_t user) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "gpurun/config/source.hpp"
 #include "gpurun/util/error.hpp"
@@ -51,6 +52,12 @@ ParsedFile checked_file(const std::string& path, ConfigSource::Kind layer, const
 
 // read_text, then checked_file; nullopt when the file does not exist and need not.
 std::optional<ParsedFile> load_file(const std::string& path, ConfigSource::Kind layer, bool must_exist);
+
+// The site policy keys whose value is an object with a reader of its own ("idle_policy",
+// "notify"): whether `key` is one, and the first problem of `value` as ("key", "what is wrong").
+bool is_policy_object(std::string_view key);
+std::optional<std::pair<std::string, std::string>> policy_object_problem(std::string_view key,
+                                                                         const nlohmann::json& value);
 
 // Why a .gpurun.json found by the search must not be used; nullopt when it may. Root's files are
 // trusted: whoever controls root controls gpurun anyway.

@@ -128,6 +128,7 @@ json config_json(const Config& config) {
   };
   rule("allowed_gpus", p.allowed_gpus ? json(*p.allowed_gpus) : json(nullptr));
   rule("max_gpus_per_launch", p.max_gpus_per_launch ? json(*p.max_gpus_per_launch) : json(nullptr));
+  rule("max_runtime", p.max_runtime ? json(p.max_runtime->count()) : json(nullptr));
   rule("refused_docker_options", p.refused_docker_options);
   rule("allowed_images", p.allowed_images ? json(*p.allowed_images) : json(nullptr));
   rule("allowed_docker_options", p.allowed_docker_options);
@@ -146,6 +147,12 @@ json config_json(const Config& config) {
                          {"exempt_users", idle.exempt_users},
                          {"dry_run", idle.dry_run}});
   }
+  if (p.notify)
+    rule("notify", {{"webhook", p.notify->webhook.empty() ? json(nullptr) : json("(set)")},
+                    {"mail", p.notify->mail},
+                    {"mail_domain", p.notify->mail_domain},
+                    {"sendmail", p.notify->sendmail},
+                    {"events", p.notify->events}});
 
   json profiles = json::object();
   for (const auto& [name, where] : config.profiles) {

@@ -18,7 +18,7 @@ std::string check_config_file(const std::string& path) {
   bool service = false;  // gpurund's section: the system file's alone too
   for (const auto& item : file.content.items()) {
     const Setting* setting = find_setting(item.key());
-    if ((setting != nullptr && setting->scope == Scope::policy) || item.key() == "idle_policy")
+    if ((setting != nullptr && setting->scope == Scope::policy) || is_policy_object(item.key()))
       policy.push_back(item.key());
     else if (item.key() == "service")
       service = true;

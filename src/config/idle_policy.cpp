@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "gpurun/config/values.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/suggest.hpp"
 #include "gpurun/util/units.hpp"
@@ -12,23 +13,6 @@ namespace gpurun {
 namespace {
 
 constexpr std::array<const char*, 6> kKeys{"below", "warn_after", "stop_after", "scope", "exempt_users", "dry_run"};
-
-// "1h", "90m", "30s", "2d" or a number of seconds; above zero.
-std::optional<std::chrono::seconds> duration_of(const nlohmann::json& item) {
-  if (item.is_number()) {
-    const double seconds = item.get<double>();
-    if (seconds < 1 || seconds > 365.0 * 86400) return std::nullopt;
-    return std::chrono::seconds(static_cast<long long>(seconds));
-  }
-  if (!item.is_string()) return std::nullopt;
-  try {
-    const auto parsed = parse_wait_duration(item.get<std::string>());
-    if (!parsed || parsed->count() < 1) return std::nullopt;
-    return parsed;
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-}
 
 }  // namespace
 
@@ -56,7 +40,7 @@ IdlePolicyRead read_idle_policy(const nlohmann::json& value) {
         return fail(key, "expected a utilization from 0% to 100%, such as \"5%\"");
       read.policy.below_percent = *percent;
     } else if (key == "warn_after" || key == "stop_after") {
-      const auto duration = duration_of(item);
+      const auto duration = duration_value(item);
       if (!duration) return fail(key, "expected a duration such as \"30m\", \"2h\" or \"1d\" (at least 1 s)");
       (key == "warn_after" ? read.policy.warn_after : read.policy.stop_after) = duration;
     } else if (key == "scope") {

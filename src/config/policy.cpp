@@ -11,6 +11,7 @@
 #include "gpurun/util/docker_args.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
+#include "gpurun/util/units.hpp"
 
 namespace gpurun {
 namespace {
@@ -155,6 +156,18 @@ void check_sharing(const SitePolicy& policy, const Options& options) {
                   options.allow_busy ? "--allow-busy" : "--min-free-memory", location(policy, "allow_sharing")));
 }
 
+std::optional<std::chrono::seconds> launch_time_limit(const SitePolicy& policy, const Options& options) {
+  if (!policy.max_runtime) return options.time_limit;
+  if (options.time_limit && *options.time_limit > *policy.max_runtime)
+    throw Refusal(
+        fmt::format("--time-limit {} is refused: the site policy \"max_runtime\" in {} allows at most {}; "
+                    "ask for {} or less",
+                    format_duration(*options.time_limit, DurationStyle::brief), location(policy, "max_runtime"),
+                    format_duration(*policy.max_runtime, DurationStyle::brief),
+                    format_duration(*policy.max_runtime, DurationStyle::brief)));
+  return options.time_limit ? options.time_limit : policy.max_runtime;
+}
+
 void enforce_policy(const Options& options) {
   check_gpu_count(options.policy, options.gpus);
   check_sharing(options.policy, options);
@@ -163,6 +176,7 @@ void enforce_policy(const Options& options) {
                               text::printable(options.image), location(options.policy, "allowed_images"),
                               fmt::join(*options.policy.allowed_images, ", ")));
   check_docker_options(options.policy, options.origins, options);
+  launch_time_limit(options.policy, options);
 }
 
 }  // namespace gpurun

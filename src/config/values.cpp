@@ -76,6 +76,8 @@ std::string_view expectation(ValueType type) {
       return "true or false";
     case ValueType::wait:
       return "a duration such as \"30m\", true (no limit) or false";
+    case ValueType::duration:
+      return "a duration such as \"90m\", \"8h\" or \"2d\"";
     case ValueType::list:
     case ValueType::appended_list:
       return "a list of strings";
@@ -119,6 +121,9 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
       if (j.is_boolean()) return std::nullopt;
       if (j.is_string()) return parser_problem([&] { parse_wait_duration(j.get<std::string>()); });
       return expected();
+    case ValueType::duration:
+      if (!duration_value(j)) return expected();
+      return std::nullopt;
     case ValueType::list:
     case ValueType::appended_list:
       if (!all_strings(j)) return expected();
@@ -180,6 +185,22 @@ std::optional<double> size_mib_value(const json& value, std::string_view flag) {
 WaitLimit wait_value(const json& value) {
   if (value.is_boolean()) return {value.get<bool>(), std::nullopt};
   return {true, parse_wait_duration(value.get<std::string>())};
+}
+
+std::optional<std::chrono::seconds> duration_value(const json& value) {
+  if (value.is_number()) {
+    const double seconds = value.get<double>();
+    if (!std::isfinite(seconds) || seconds < 1 || seconds > kLongestDuration.count()) return std::nullopt;
+    return std::chrono::seconds(static_cast<long long>(seconds));
+  }
+  if (!value.is_string()) return std::nullopt;
+  try {
+    const auto parsed = parse_wait_duration(value.get<std::string>());
+    if (!parsed || parsed->count() < 1 || *parsed > kLongestDuration) return std::nullopt;
+    return parsed;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 std::chrono::milliseconds milliseconds_value(const json& value) {

@@ -104,6 +104,17 @@ bool add_device_mapping(GpuContainer& container, const json& mapping) {
   return true;
 }
 
+// The time limit and notification a launch asked for (docker_command.hpp's labels); a value
+// that is not one gpurun writes is ignored.
+void read_policy_labels(const json& labels, GpuContainer& container) {
+  const auto limit = labels.find(std::string(kLabelTimeLimit));
+  if (limit != labels.end() && limit->is_string())
+    if (const auto seconds = text::parse_integer(limit->get<std::string>()); seconds && *seconds > 0)
+      container.time_limit = std::chrono::seconds(*seconds);
+  const auto notify = labels.find(std::string(kLabelNotify));
+  container.notify_end = notify != labels.end() && notify->is_string() && notify->get<std::string>() == "run_ended";
+}
+
 // What one container holds, from `docker inspect` of it.
 GpuContainer read_container(const json& c) {
   GpuContainer container;
@@ -116,7 +127,7 @@ GpuContainer read_container(const json& c) {
   container.command = string_at(c, json::json_pointer("/Path"));
   if (const json* args = find_at(c, "/Args"_json_pointer); args != nullptr && args->is_array())
     for (const json& arg : *args)
-      if (arg.is_string()) container.command += " " + arg.get<std::string>();
+      if (arg.is_string()) container.command.append(" ").append(arg.get_ref<const std::string&>());
 
   const json* labels = find_at(c, "/Config/Labels"_json_pointer);
   if (labels != nullptr && labels->is_object() && labels->contains(std::string(kLabelUser))) {
@@ -124,6 +135,7 @@ GpuContainer read_container(const json& c) {
     if (labels->at(std::string(kLabelUser)).is_string()) container.user = labels->at(std::string(kLabelUser));
   }
   if (container.user.empty()) container.user = string_at(c, json::json_pointer("/Config/User"));
+  if (container.started_by_gpurun) read_policy_labels(*labels, container);
 
   bool requests_gpus = false;
   const json* requests = find_at(c, "/HostConfig/DeviceRequests"_json_pointer);

@@ -115,6 +115,9 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                            "max-size=50m", "--label", fmt::format("{}={}", kLabelUser, request.identity.login),
                            "--label", fmt::format("{}={}", kLabelGpus, indices), "--label",
                            fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ","))});
+  if (request.time_limit)
+    argv.insert(argv.end(), {"--label", fmt::format("{}={}", kLabelTimeLimit, request.time_limit->count())});
+  if (request.notify) argv.insert(argv.end(), {"--label", fmt::format("{}=run_ended", kLabelNotify)});
   for (unsigned group : request.identity.groups)
     if (group != request.identity.gid) argv.insert(argv.end(), {"--group-add", std::to_string(group)});
   if (request.for_caller) {

@@ -97,6 +97,8 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   request.publish = options.publish;
   request.docker_opts = options.docker_opts;
   request.command = options.command;
+  request.time_limit = launch_time_limit(options.policy, options);
+  request.notify = options.notify;
   if (options.caller) act_for_caller(options, check_caller_mounts(options, request.identity.workdir, pins), request);
   return request;
 }

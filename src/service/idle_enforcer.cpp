@@ -9,7 +9,7 @@ IdleEnforcer::IdleEnforcer(IdlePolicy policy) : policy_(std::move(policy)) {}
 
 void IdleEnforcer::stop_failed(const std::string& key) { done_[key] = Done::warned; }
 
-std::vector<IdleAction> IdleEnforcer::observe(const MachineSample& sample, const std::vector<RunRecord>& running) {
+std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, const std::vector<RunRecord>& running) {
   for (const GpuReading& gpu : sample.gpus) {
     if (gpu.utilization_percent && *gpu.utilization_percent <= policy_.below_percent)
       idle_since_.try_emplace(gpu.index, sample.when);
@@ -17,7 +17,7 @@ std::vector<IdleAction> IdleEnforcer::observe(const MachineSample& sample, const
       idle_since_.erase(gpu.index);  // busy, or unknown: not idle
   }
 
-  std::vector<IdleAction> due;
+  std::vector<PolicyAction> due;
   std::set<std::string> present;
   // A process on several GPUs is judged once, on all of them.
   for (const HolderSample& holder : merged_holders(sample.holders)) {
@@ -44,18 +44,20 @@ std::vector<IdleAction> IdleEnforcer::observe(const MachineSample& sample, const
     const auto idle_for = std::chrono::floor<std::chrono::seconds>(sample.when - since);
     const auto done = done_.find(holder.key);
     const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
-    IdleAction action{.kind = IdleAction::Kind::warn,
-                      .run_id = run != running.end() ? run->id : 0,
-                      .key = holder.key,
-                      .name = holder.name,
-                      .user = holder.user,
-                      .container_id = holder.container_id,
-                      .gpus = holder.gpus,
-                      .idle_for = idle_for};
+    PolicyAction action{.rule = PolicyAction::Rule::idle,
+                        .kind = PolicyAction::Kind::warn,
+                        .run_id = run != running.end() ? run->id : 0,
+                        .key = holder.key,
+                        .name = holder.name,
+                        .user = holder.user,
+                        .container_id = holder.container_id,
+                        .gpus = holder.gpus,
+                        .elapsed = idle_for,
+                        .limit = policy_.stop_after.value_or(std::chrono::seconds(0))};
     if (policy_.stop_after && idle_for >= *policy_.stop_after && step < static_cast<int>(Done::stopped)) {
       const bool stoppable =
           !holder.container_id.empty() && (policy_.scope == IdleScope::all || holder.started_by_gpurun);
-      action.kind = stoppable ? IdleAction::Kind::stop : IdleAction::Kind::report;
+      action.kind = stoppable ? PolicyAction::Kind::stop : PolicyAction::Kind::report;
       done_[holder.key] = Done::stopped;
       due.push_back(std::move(action));
     } else if (policy_.warn_after && idle_for >= *policy_.warn_after && step < static_cast<int>(Done::warned)) {

@@ -60,7 +60,9 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                               .command = c.command,
                               .gpus = std::move(gpus),
                               .memory_used_mib = std::nullopt,
-                              .started_by_gpurun = c.started_by_gpurun});
+                              .started_by_gpurun = c.started_by_gpurun,
+                              .time_limit = c.time_limit,
+                              .notify_end = c.notify_end});
   }
 
   // A GPU process outside every container is a holder of its own.
@@ -78,7 +80,9 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                                 .command = command,
                                 .gpus = {gpu.index},
                                 .memory_used_mib = p.used_memory_mib,
-                                .started_by_gpurun = false});
+                                .started_by_gpurun = false,
+                                .time_limit = std::nullopt,
+                                .notify_end = false});
     }
   return sample;
 }

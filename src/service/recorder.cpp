@@ -17,16 +17,21 @@
 
 #include "gpurun/engine/gpu_process_owner.hpp"
 #include "gpurun/history/gpu_minutes.hpp"
+#include "gpurun/history/run_json.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/service/idle_enforcer.hpp"
 #include "gpurun/service/machine_sample.hpp"
+#include "gpurun/service/notifier.hpp"
 #include "gpurun/service/run_store.hpp"
+#include "gpurun/service/time_limiter.hpp"
 #include "gpurun/service/web_server.hpp"
+#include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
+#include "policy_acts.hpp"
 
 namespace gpurun {
 namespace {
@@ -68,51 +73,95 @@ class Trouble {
   std::string last_;
 };
 
-// Carries out what the idle policy says is due: a warning in the log, a stop through the engine.
-// Returns whether it stopped the container.
-bool act_on_idle(const IdleAction& action, IdleEnforcer& enforcer, ContainerEngine* engine) {
-  const IdlePolicy& policy = enforcer.policy();
-  const std::string prefix = policy.dry_run ? "idle policy (dry run)" : "idle policy";
-  const std::string who =
-      fmt::format("run {} ({}, user {}, GPU {})", action.run_id, text::printable(action.name),
-                  action.user.empty() ? "unknown" : text::printable(action.user), fmt::join(action.gpus, ","));
-  const std::string idle = format_duration(action.idle_for, DurationStyle::brief);
-  switch (action.kind) {
-    case IdleAction::Kind::warn:
-      spdlog::warn("{}: {} has been idle for {}; {}", prefix, who, idle,
-                   policy.stop_after ? fmt::format("it will be stopped when idle for {}",
-                                                   format_duration(*policy.stop_after, DurationStyle::brief))
-                                     : std::string("nothing will be stopped"));
-      return false;
-    case IdleAction::Kind::report:
-      spdlog::warn("{}: {} has been idle for {}, and is left running: {}", prefix, who, idle,
-                   action.container_id.empty() ? "a process is never killed"
-                                               : "not a container gpurun started (the policy's scope is \"gpurun\")");
-      return false;
-    case IdleAction::Kind::stop:
-      break;
-  }
-  if (policy.dry_run) {
-    spdlog::warn("{}: would stop {}, idle for {}", prefix, who, idle);
-    return false;
-  }
-  if (engine == nullptr) {
-    spdlog::error("{}: cannot stop {}: no container engine is reachable", prefix, who);
-    enforcer.stop_failed(action.key);
-    return false;
-  }
-  constexpr std::chrono::seconds kStopLimit{40};  // docker stop waits 10 s before it kills
-  const ProcessResult result =
-      run_process({.argv = engine->stop_argv(action.container_id, 10), .extra_env = {}}, kStopLimit);
-  if (!result.succeeded()) {
-    spdlog::error("{}: could not stop {}: {} {} {}", prefix, who, engine->name(), describe_end(result, kStopLimit),
-                  text::printable(result.err));
-    enforcer.stop_failed(action.key);
-    return false;
-  }
-  spdlog::warn("{}: stopped {}, idle for {}", prefix, who, idle);
-  return true;
+// The notification of a run's event: its run object from the tracker, where it is known.
+Notification notification_of(std::string_view event, std::string text, const RunRecord* run, const PolicyAction* action,
+                             const std::string& host) {
+  Notification n{.event = std::string(event),
+                 .time = std::chrono::system_clock::now(),
+                 .host = host,
+                 .text = std::move(text),
+                 .run = nullptr,
+                 .user = run != nullptr      ? run->user
+                         : action != nullptr ? action->user
+                                             : ""};
+  if (run != nullptr) n.run = run_json(*run);
+  return n;
 }
+
+// Carries out what the idle policy and the time limits say is due, outside the lock: a stop takes
+// seconds, and may fail (then it is asked for again at the next sample).
+class PolicyRules {
+ public:
+  PolicyRules(const SitePolicy& policy, const std::string& host) : host_(host), limiter_(policy.max_runtime) {
+    if (policy.idle_policy) idle_.emplace(*policy.idle_policy);
+    if (policy.notify) notifier_.emplace(*policy.notify);
+  }
+
+  void observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine) {
+    for (const HolderSample& holder : sample.holders)
+      if (holder.notify_end) notify_end_.insert(holder.key);
+    std::vector<PolicyAction> due = limiter_.observe(sample, running);
+    if (idle_) {
+      std::vector<PolicyAction> idle = idle_->observe(sample, running);
+      due.insert(due.end(), idle.begin(), idle.end());
+    }
+    for (const PolicyAction& action : due) {
+      const bool idle = action.rule == PolicyAction::Rule::idle;
+      if (ended_by_.contains(action.key)) continue;  // stopped by the other rule already
+      ActResult result;
+      try {
+        result = carry_out(action, idle && idle_->policy().dry_run, engine);
+      } catch (const std::exception& e) {  // spawning the engine's client failed (no memory, no pipes)
+        spdlog::error("{}: acting on run {}: {}", idle ? "idle policy" : "time limit", action.run_id, e.what());
+        result.failed = true;
+      }
+      if (result.failed) {
+        if (idle)
+          idle_->stop_failed(action.key);
+        else
+          limiter_.stop_failed(action.key);
+        continue;
+      }
+      if (result.stopped) ended_by_[action.key] = idle ? "idle_policy" : "time_limit";
+      if (notifier_) {
+        const auto run =
+            std::find_if(running.begin(), running.end(), [&action](const RunRecord& r) { return r.key == action.key; });
+        notifier_->send(
+            notification_of(event_of(action), result.text, run != running.end() ? &*run : nullptr, &action, host_));
+      }
+    }
+  }
+
+  // Marks the runs that ended by a rule, and tells whoever asked that a run ended.
+  void ended(std::vector<RunRecord>& runs) {
+    for (RunRecord& run : runs) {
+      if (const auto why = ended_by_.find(run.key); why != ended_by_.end()) {
+        run.ended_by = why->second;
+        ended_by_.erase(why);
+      }
+      const bool asked = notify_end_.erase(run.key) > 0;
+      if (notifier_) notifier_->send(notification_of("run_ended", ended_text(run), &run, nullptr, host_), asked);
+    }
+  }
+
+ private:
+  std::string ended_text(const RunRecord& run) const {
+    const auto efficiency = run.efficiency();
+    return fmt::format("run {} ({}, user {}) ended on {}: {:.2f} GPU-hours, efficiency {}{}", run.id,
+                       text::printable(run.name), run.user.empty() ? "unknown" : text::printable(run.user), host_,
+                       run.gpu_seconds / 3600, efficiency ? fmt::format("{:.0f} %", *efficiency) : "unknown",
+                       run.ended_by == "idle_policy"  ? ", stopped by the idle policy"
+                       : run.ended_by == "time_limit" ? ", stopped at its time limit"
+                                                      : "");
+  }
+
+  std::string host_;
+  TimeLimiter limiter_;
+  std::optional<IdleEnforcer> idle_;
+  std::optional<Notifier> notifier_;
+  std::map<std::string, std::string> ended_by_;  // holder key -> why its run will end
+  std::set<std::string> notify_end_;             // holder keys whose launch asked for run_ended (--notify)
+};
 
 void sleep_until(std::chrono::steady_clock::time_point when, const std::atomic<int>& stop) {
   while (stop.load() == 0 && std::chrono::steady_clock::now() < when)
@@ -153,9 +202,8 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
                settings.interval.count(), settings.server.socket_path, tracker.running().size());
 
   const Machine machine = open_machine(options);
-  std::optional<IdleEnforcer> enforcer;
-  if (options.policy.idle_policy) enforcer.emplace(*options.policy.idle_policy);
-  std::map<std::string, std::string> ended_by;  // holder key -> why its run will end ("idle_policy")
+  served.metrics.hostname = host_name();
+  PolicyRules rules(options.policy, served.metrics.hostname);
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");
   Trouble engine_trouble("the container engine");
@@ -216,11 +264,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       unsaved_samples.insert(unsaved_samples.end(), rows.begin(), rows.end());
       const std::vector<RunRecord> before = tracker.running();
       std::vector<RunRecord> ended = tracker.observe(sample);
-      for (RunRecord& run : ended)
-        if (const auto why = ended_by.find(run.key); why != ended_by.end()) {
-          run.ended_by = why->second;
-          ended_by.erase(why);
-        }
+      rules.ended(ended);
       {
         const std::lock_guard hold(served.mutex);
         credit_users(before, tracker.running(), ended, served.metrics.user_seconds);
@@ -240,15 +284,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       // A run that started is written at once too: a kill -9 then never loses one.
       started = tracker.running().size() + unsaved.size() > before.size();
       // After the ended runs are safe in `unsaved`, outside the lock: a stop takes seconds, and may fail.
-      if (enforcer)
-        for (const IdleAction& action : enforcer->observe(sample, tracker.running())) {
-          try {
-            if (act_on_idle(action, *enforcer, machine.engine.get())) ended_by[action.key] = "idle_policy";
-          } catch (const std::exception& e) {  // spawning the engine's client failed (no memory, no pipes)
-            spdlog::error("idle policy: acting on run {}: {}", action.run_id, e.what());
-            enforcer->stop_failed(action.key);
-          }
-        }
+      rules.observe(sample, tracker.running(), machine.engine.get());
     } catch (const Error& e) {
       source_trouble.failed(e.what());
       const std::lock_guard hold(served.mutex);

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "gpurun/service/metrics.hpp"
+#include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
 #include "http_loop.hpp"
@@ -20,12 +21,6 @@ namespace gpurun {
 namespace {
 
 constexpr const char* kListenExample = "such as 127.0.0.1:9400 or [::1]:9400";
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) return "";
-  return name.data();
-}
 
 HttpReply answer(const HttpRequest& request, ServedRuns& runs) {
   if (request.method != "GET" && request.method != "HEAD")
@@ -97,7 +92,7 @@ WebServer::WebServer(const std::string& listen, ServedRuns& runs) : runs_(runs) 
   // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
   {
     const std::lock_guard lock(runs_.mutex);
-    runs_.metrics.hostname = host_name();
+    if (runs_.metrics.hostname.empty()) runs_.metrics.hostname = host_name();
   }
   thread_ = std::thread([this] {
     // One request a connection: a scraper holding its connection open between scrapes would keep

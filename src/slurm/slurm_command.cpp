@@ -94,6 +94,16 @@ std::vector<std::string> step_tail(const SlurmJob& job) {
 
 }  // namespace
 
+std::string slurm_duration(std::chrono::seconds duration) {
+  const long long total = duration.count();
+  const long long days = total / 86400;
+  const long long hours = total % 86400 / 3600;
+  const long long minutes = total % 3600 / 60;
+  const long long seconds = total % 60;
+  if (days > 0) return fmt::format("{}-{:02}:{:02}:{:02}", days, hours, minutes, seconds);
+  return fmt::format("{}:{:02}:{:02}", hours, minutes, seconds);
+}
+
 std::string pyxis_image(const std::string& image) {
   if (image.empty() || image.front() == '/' || image.front() == '.' || image.find('#') != std::string::npos)
     return image;  // a squashfs file, or already in enroot's syntax

@@ -124,7 +124,9 @@ SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::str
   job.name = options.name.empty() ? "gpurun" : options.name;
   job.partition = options.slurm.partition;
   job.account = options.slurm.account;
-  job.time_limit = options.slurm.time_limit;
+  // --time-limit (or the site's max_runtime) is Slurm's own --time; slurm_time when neither is set.
+  const auto limit = launch_time_limit(options.policy, options);
+  job.time_limit = limit ? slurm_duration(*limit) : options.slurm.time_limit;
   job.qos = options.slurm.qos;
   job.extra = options.slurm.srun_opts;
   job.queue = options.wait.enabled;

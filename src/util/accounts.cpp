@@ -2,7 +2,9 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <unistd.h>
 
+#include <array>
 #include <vector>
 
 namespace gpurun {
@@ -40,6 +42,12 @@ std::string user_name(uid_t uid) {
       found->pw_name == nullptr)
     return std::to_string(uid);
   return found->pw_name;
+}
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return "";
+  return name.data();
 }
 
 }  // namespace gpurun

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,7 +90,23 @@ struct Running {
   bool reaped = false;
 };
 
-// Starts one child with stdin from /dev/null and stdout/stderr into pipes.
+// A memory file holding `text`, read from its start: a child's stdin that never blocks us (a
+// pipe would need writing while its output is read).
+Fd input_file(const std::string& text) {
+  Fd fd(::memfd_create("gpurun-input", MFD_CLOEXEC));
+  if (!fd.valid()) throw std::runtime_error(fmt::format("memfd_create: {}", std::strerror(errno)));
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(fmt::format("writing a child's input: {}", std::strerror(errno)));
+    written += static_cast<std::size_t>(n);
+  }
+  if (::lseek(fd.get(), 0, SEEK_SET) != 0) throw std::runtime_error(fmt::format("lseek: {}", std::strerror(errno)));
+  return fd;
+}
+
+// Starts one child with stdin from `spec.input` (else /dev/null) and stdout/stderr into pipes.
 Running spawn(const ProcessSpec& spec, ProcessResult& result) {
   Running running;
   if (spec.argv.empty()) {
@@ -99,7 +116,14 @@ Running spawn(const ProcessSpec& spec, ProcessResult& result) {
   Pipe out = make_pipe();
   Pipe err = make_pipe();
   FileActions actions;
-  ::posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  // cppcheck-suppress variableScope ; the child's stdin until posix_spawnp below
+  Fd input;
+  if (spec.input.empty()) {
+    ::posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  } else {
+    input = input_file(spec.input);
+    ::posix_spawn_file_actions_adddup2(actions.get(), input.get(), STDIN_FILENO);
+  }
   ::posix_spawn_file_actions_adddup2(actions.get(), out.write_end.get(), STDOUT_FILENO);
   ::posix_spawn_file_actions_adddup2(actions.get(), err.write_end.get(), STDERR_FILENO);
   SpawnAttributes attributes;

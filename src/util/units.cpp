@@ -94,7 +94,7 @@ std::string format_duration(std::chrono::seconds duration, DurationStyle style) 
   const std::size_t end = exact ? units.size() : first + 2;
   std::string text = fmt::format("{}{}", units[first].value, units[first].name);
   for (std::size_t i = first + 1; i < end; ++i)
-    text += fmt::format(" {:0{}}{}", units[i].value, exact ? 2 : 1, units[i].name);
+    if (exact || units[i].value != 0) text += fmt::format(" {:0{}}{}", units[i].value, exact ? 2 : 1, units[i].name);
   return text;
 }
 

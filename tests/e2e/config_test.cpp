@@ -173,6 +173,31 @@ TEST_F(ConfigTest, CheckReadsTheIdlePolicyAndTheServicesSectionAsTheSystemFilesA
   EXPECT_THAT(user.err, HasSubstr("site policy keys belong in the system file"));
 }
 
+TEST_F(ConfigTest, CheckReadsNotifyAndMaxRuntimeAsTheSystemFilesAlone) {
+  const std::string good = dir() + "/notify.json";
+  std::ofstream(good) << R"({
+  "max_runtime": "7d",
+  "notify": {"webhook": "https://chat.example.org/hooks/abc", "mail": true, "mail_domain": "lab.example.org"}
+})";
+  const Outcome ok = gpurun({"config", "--check", good});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, good + ": valid as the system file; site policy (system file only): max_runtime, notify\n");
+
+  const std::string bad = dir() + "/bad-notify.json";
+  std::ofstream(bad) << "{\n  \"notify\": {\"mail\": true,\n    \"events\": [\"run_end\"]}\n}\n";
+  const Outcome refused = gpurun({"config", "--check", bad});
+  EXPECT_EQ(refused.exit_code, 125);
+  EXPECT_THAT(refused.err, HasSubstr(":3: key \"notify.events\": \"run_end\" is not an event"));
+  std::ofstream(bad) << R"({"max_runtime": "0s"})";
+  EXPECT_THAT(gpurun({"config", "--check", bad}).err, HasSubstr("key \"max_runtime\": expected a duration"));
+
+  std::filesystem::create_directories(dir() + "/xdg/gpurun");
+  std::ofstream(dir() + "/xdg/gpurun/config.json") << R"({"notify": {"mail": true}})";
+  const Outcome user = gpurun({"config"}, fakes("all_free_8.json"));
+  EXPECT_EQ(user.exit_code, 125);
+  EXPECT_THAT(user.err, HasSubstr("site policy keys belong in the system file"));
+}
+
 TEST_F(ConfigTest, InitSystemPrintsAStarterThatPassesTheCheck) {
   const Outcome starter = gpurun({"config", "init", "--system"}, fakes("all_free_8.json"));
   ASSERT_EQ(starter.exit_code, 0) << starter.err;

@@ -21,6 +21,8 @@
 #include "gpurun/service/run_store.hpp"
 #include "gpurun/util/accounts.hpp"
 #include "gpurun_fixture.hpp"
+#include "support/test_support.hpp"
+#include "support/webhook_receiver.hpp"
 
 namespace gpurun::testing {
 namespace {
@@ -408,8 +410,13 @@ class IdlePolicyTest : public GpurundTest {
   // gpurund under the idle policy `policy` (the object), the stand-in docker listing
   // kIdleContainers from dir()/inspect.json and recording its other calls in dir()/argv.
   pid_t start_with_idle_containers(const std::string& policy) const {
-    std::ofstream(system_config()) << R"({"idle_policy": )" << policy << "}";
-    std::ofstream(dir() + "/inspect.json") << kIdleContainers;
+    return start_with_containers(R"({"idle_policy": )" + policy + "}", kIdleContainers);
+  }
+  // gpurund under the system file `system`, the stand-in docker listing `inspect` (containers c1
+  // and c2).
+  pid_t start_with_containers(const std::string& system, const std::string& inspect) const {
+    std::ofstream(system_config()) << system;
+    std::ofstream(dir() + "/inspect.json") << inspect;
     std::filesystem::create_directory(dir() + "/argv");
     return start(scenario("busy_dgx.json"), false, {},
                  {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + dir() + "/inspect.json",
@@ -461,6 +468,94 @@ TEST_F(IdlePolicyTest, UnderADryRunTheIdlePolicyOnlySaysWhatItWouldStop) {
   ASSERT_TRUE(eventually([&] { return log().find("would stop run") != std::string::npos; })) << log();
   EXPECT_THAT(log(), ::testing::ContainsRegex("idle policy \\(dry run\\): would stop run [0-9]+ \\(bob_gpu2"));
   EXPECT_TRUE(std::filesystem::is_empty(dir() + "/argv"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
+// c1 as IdlePolicyTest's, launched with --time-limit 2 and --notify; c2 someone's own container
+// whose labels look like gpurun's time limit, which is not gpurun's to enforce.
+constexpr const char* kTimedContainers = R"([
+ {"Id": "c1", "Name": "/bob_gpu2", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},
+  "Path": "python", "Args": ["train.py"], "Config": {"Image": "bob/train:1", "Labels": {"gpurun.user": "bob",
+  "gpurun.gpus": "2", "gpurun.time-limit": "2", "gpurun.notify": "run_ended"}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
+ {"Id": "c2", "Name": "/notebook", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},
+  "Path": "jupyter", "Config": {"Image": "jupyter:1", "User": "carol", "Labels": {"gpurun.time-limit": "1"}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["5"], "Capabilities": [["gpu"]]}]}}
+])";
+
+// The idle policy and time limits telling people: a real HTTP receiver as the webhook, and a
+// sendmail stand-in that keeps each message it is given with -t.
+class NotifyTest : public IdlePolicyTest {
+ protected:
+  // The system file's "notify" object, `events` its list (or the default's when empty).
+  std::string notify(const std::string& events = "") const {
+    test::write_script(dir() + "/sendmail",
+                       "test \"$1\" = -t || exit 9\ncat >> " + dir() + "/mail\necho ---- >> " + dir() + "/mail");
+    return fmt::format(R"("notify": {{"webhook": "{}", "mail": true, "mail_domain": "lab.example.org",
+                           "sendmail": "{}/sendmail"{}}})",
+                       receiver.url(), dir(), events.empty() ? "" : R"(, "events": )" + events);
+  }
+  // The events the webhook got, in order, and the bodies of those about `name`.
+  std::vector<std::string> events(const std::string& name) const {
+    std::vector<std::string> seen;
+    for (const std::string& body : receiver.bodies()) {
+      const auto j = nlohmann::json::parse(body, nullptr, false);
+      if (j.is_object() && j["run"].is_object() && j["run"]["name"] == name) seen.push_back(j["event"]);
+    }
+    return seen;
+  }
+  std::string mail() const {
+    return std::filesystem::exists(dir() + "/mail") ? read_file(dir() + "/mail") : std::string();
+  }
+  test::WebhookReceiver receiver;
+};
+
+TEST_F(NotifyTest, ARunPastItsTimeLimitIsWarnedStoppedAndItsEndToldByWebhookAndMail) {
+  const pid_t pid = start_with_containers("{" + notify() + "}", kTimedContainers);
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] { return log().find("time limit: stopped run") != std::string::npos; })) << log();
+  EXPECT_THAT(log(), ::testing::ContainsRegex("time limit: run [0-9]+ \\(bob_gpu2, user bob, GPU 2\\) has been running "
+                                              "for [1-9]s; its time limit of 2s stops it in"));
+  // One stop, of c1: c2's label is not gpurun's to act on.
+  std::vector<std::string> stops;
+  for (const auto& file : std::filesystem::directory_iterator(dir() + "/argv")) stops.push_back(read_file(file.path()));
+  std::string c1_stop;
+  for (const char* arg : {"stop", "--time", "10", "--", "c1"}) c1_stop.append(arg).push_back('\0');
+  EXPECT_THAT(stops, ::testing::ElementsAre(c1_stop));
+  ASSERT_TRUE(eventually([&] { return events("bob_gpu2").size() == 2; })) << log();
+  EXPECT_THAT(events("bob_gpu2"), ::testing::ElementsAre("time_warning", "time_limit_stopped"));
+  ASSERT_TRUE(eventually([&] { return mail().find("stopped run") != std::string::npos; })) << log();
+  EXPECT_THAT(mail(), ::testing::ContainsRegex("To: bob@lab.example.org\nSubject: \\[gpurun\\] run [0-9]+ "
+                                               "\\(bob_gpu2, user bob, GPU 2\\) has been running for"));
+  EXPECT_THAT(mail(), ::testing::ContainsRegex("To: bob@lab.example.org\nSubject: \\[gpurun\\] stopped run [0-9]+ "
+                                               "\\(bob_gpu2, user bob, GPU 2\\), running for"));
+  // c1 is gone now: its run ends by the time limit, and its --notify asked to hear of that.
+  const std::string timed(kTimedContainers);
+  std::ofstream(dir() + "/inspect.json") << "[" << timed.substr(timed.find(" {\"Id\": \"c2\""));
+  ASSERT_TRUE(eventually([&] { return events("bob_gpu2").size() == 3; })) << log();
+  for (const std::string& body : receiver.bodies()) {
+    const auto j = nlohmann::json::parse(body);
+    if (j["event"] != "run_ended") continue;
+    EXPECT_EQ(j["run"]["ended_by"], "time_limit") << body;
+    EXPECT_THAT(j["text"].get<std::string>(), HasSubstr("stopped at its time limit")) << body;
+    EXPECT_FALSE(j["host"].get<std::string>().empty());
+  }
+  EXPECT_THAT(events("notebook"), ::testing::IsEmpty());
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
+TEST_F(NotifyTest, TheIdlePolicyWarnsAndStopsByWebhookAndMailAndAUserNameIsDataInTheMail) {
+  const pid_t pid = start_with_containers(
+      R"({"idle_policy": {"warn_after": 1, "stop_after": 2}, )" + notify(R"(["idle_warning", "idle_stopped"])") + "}",
+      kIdleContainers);
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] { return events("bob_gpu2").size() == 2; })) << log();
+  EXPECT_THAT(events("bob_gpu2"), ::testing::ElementsAre("idle_warning", "idle_stopped"));
+  // carol's notebook is warned, then reported (left running): a warning again, never a stop.
+  ASSERT_TRUE(eventually([&] { return events("notebook").size() == 2; })) << log();
+  EXPECT_THAT(events("notebook"), ::testing::ElementsAre("idle_warning", "idle_warning"));
+  ASSERT_TRUE(eventually([&] { return mail().find("To: carol@lab.example.org") != std::string::npos; })) << log();
+  EXPECT_THAT(mail(), HasSubstr("To: bob@lab.example.org\nSubject: [gpurun] stopped run"));
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 

@@ -138,6 +138,27 @@ TEST_F(GpurunTest, DoubleDashAloneStartsTheCommandOnOneGpu) {
   EXPECT_THAT(run.out, ::testing::EndsWith(" img python x.py\n"));
 }
 
+TEST_F(GpurunTest, ATimeLimitIsALabelCappedByMaxRuntimeAndOneAboveItIsRefused) {
+  const Outcome limited =
+      gpurun({"--dry-run", "--image", "img", "--time-limit", "90m", "--notify", "1"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(limited.exit_code, 0) << limited.err;
+  EXPECT_THAT(limited.out, HasSubstr(" --label gpurun.time-limit=5400 --label gpurun.notify=run_ended "));
+
+  std::ofstream(system_config()) << "{\n  \"max_runtime\": \"8h\"\n}\n";
+  const Outcome capped = gpurun({"--dry-run", "--image", "img", "1"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_THAT(capped.out, HasSubstr(" --label gpurun.time-limit=28800 "));
+  EXPECT_THAT(capped.out, Not(HasSubstr("gpurun.notify")));
+  const Outcome refused = gpurun({"--dry-run", "--image", "img", "--time-limit", "2d", "1"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(refused.exit_code, 125);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_THAT(refused.err, HasSubstr("--time-limit 2d is refused: the site policy \"max_runtime\" in " +
+                                     system_config() + ":2 allows at most 8h"));
+  const Outcome bad = gpurun({"--dry-run", "--image", "img", "--time-limit", "soon", "1"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(bad.exit_code, 125);
+  EXPECT_THAT(bad.err, HasSubstr("a duration such as \"90m\", \"8h\" or \"2d\""));
+}
+
 TEST_F(GpurunTest, ExtraDockerOptionsComeInOrderBeforeTheImage) {
   const Outcome run =
       gpurun({"--dry-run", "--image", "img", "--name", "n", "-e", "A=1", "--env=B=2 3", "-v", "/data:/data", "-p",

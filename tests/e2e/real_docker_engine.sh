@@ -72,8 +72,8 @@ cleanup() {
   local rc=$?
   set +e
   trap - EXIT INT TERM
-  # A gpurund of sections 5 and 6 still running (the test was interrupted) goes first.
-  for pid in ${service_pid:-} ${idle_service:-}; do kill "$pid" 2>/dev/null; done
+  # A gpurund of sections 5 to 7 (and section 7's webhook receiver) still running (the test was interrupted) goes first.
+  for pid in ${service_pid:-} ${idle_service:-} ${timed_service:-} ${receiver_pid:-}; do kill "$pid" 2>/dev/null; done
   stop_private_docker "$tmp"
   rm -rf -- "$tmp"
   say "elapsed: $(($(date +%s) - t_start)) s"
@@ -580,6 +580,74 @@ print(*[r["ended_by"] for r in json.load(sys.stdin) if r["name"] == sys.argv[1] 
   [[ $ended == idle_policy ]] && pass "its run ended with ended_by idle_policy" || fail "its run's end: '$ended'"
   kill "$idle_service"; wait "$idle_service" 2>/dev/null || fail "gpurund did not stop cleanly on SIGTERM"
   dk rm -f "$idle" "$other" >/dev/null 2>&1
+fi
+
+# ---------------------------------------------------------------------------------------
+# 7. Time limits and notifications (issue 23): a real `gpurun -d --time-limit 2 --notify` is
+#    warned and stopped by gpurund at its limit through this dockerd; a local webhook receiver
+#    (python3's http.server) gets time_warning, time_limit_stopped and run_ended, and a sendmail
+#    stand-in the mails to the user.
+# ---------------------------------------------------------------------------------------
+timed=gpurun-e2e-timed
+if [[ -x $gpurund ]]; then
+  python3 - "$tmp/webhook-bodies" "$tmp/port" <<'PY' 2>"$tmp/receiver.err" &
+import http.server, sys
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with open(sys.argv[1], "ab") as f:
+            f.write(body + b"\n")
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+open(sys.argv[2], "w").write(str(server.server_port))
+server.serve_forever()
+PY
+  receiver_pid=$!
+  for _ in $(seq 50); do [[ -s $tmp/port ]] && break; sleep 0.1; done
+  printf '#!/bin/sh\ntest "$1" = -t || exit 9\ncat >> %s/mail\n' "$tmp" >"$tmp/sendmail"
+  chmod +x "$tmp/sendmail"
+  printf '{"notify": {"webhook": "http://127.0.0.1:%s/hook", "mail": true, "mail_domain": "lab.example.org", "sendmail": "%s/sendmail"}}\n' \
+    "$(cat "$tmp/port")" "$tmp" >"$tmp/notify-policy.json"
+  (cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name "$timed" --time-limit 2 \
+    --notify --image "$IMAGE" 1 -- sh -c "$forever") >"$tmp/timed.out" 2>"$tmp/timed.err" </dev/null ||
+    fail "gpurun -d --time-limit 2 failed: $(tail -2 "$tmp/timed.err")"
+  [[ $(dk inspect --format '{{index .Config.Labels "gpurun.time-limit"}}' "$timed" 2>/dev/null) == 2 ]] &&
+    pass "the container carries its time limit as the label gpurun.time-limit=2" ||
+    fail "no gpurun.time-limit label on $timed"
+  GPURUN_SYSTEM_CONFIG=$tmp/notify-policy.json FAKE_SMI_SCENARIO=$scenario "$gpurund" --no-config \
+    --state-dir "$tmp/timed-state" --socket "$tmp/timed.sock" --interval 0.2 --nvidia-smi "$fake_smi" \
+    --docker "$docker_cli" 2>>"$tmp/timed.err" &
+  timed_service=$!
+  for _ in $(seq 150); do  # stopped at its limit, its end seen (two samples without it) and told
+    grep -q '"event":"run_ended"' "$tmp/webhook-bodies" 2>/dev/null && break
+    sleep 0.2
+  done
+  if [[ $(dk inspect --format '{{.State.Running}}' "$timed" 2>/dev/null) != true ]] &&
+     grep -q "time limit: stopped run [0-9]* ($timed, user [^,]*, GPU [0-9]*), running for" "$tmp/timed.err"; then
+    pass "gpurund stopped $timed at its time limit on the real dockerd"
+  else
+    fail "$timed was not stopped at its time limit"; log_tail "$tmp/timed.err" 10
+  fi
+  events=$(python3 -c '
+import json, sys
+print(*[j["event"] for j in map(json.loads, open(sys.argv[1])) if j["run"] and j["run"]["name"] == sys.argv[2]])
+' "$tmp/webhook-bodies" "$timed" 2>&1)
+  [[ $events == "time_warning time_limit_stopped run_ended" ]] &&
+    pass "the webhook got time_warning, time_limit_stopped and run_ended" || fail "webhook events: '$events'"
+  grep -q '"ended_by":"time_limit"' "$tmp/webhook-bodies" 2>/dev/null && pass "run_ended's run says ended_by time_limit" ||
+    fail "no run with ended_by time_limit in the webhook's bodies"
+  if grep -q "^To: $(id -un)@lab.example.org" "$tmp/mail" 2>/dev/null &&
+     grep -q "^Subject: \[gpurun\] stopped run [0-9]* ($timed" "$tmp/mail"; then
+    pass "sendmail -t got the mails to $(id -un)@lab.example.org"
+  else
+    fail "no mail about $timed: $(head -c 300 "$tmp/mail" 2>&1)"
+  fi
+  kill "$timed_service"; wait "$timed_service" 2>/dev/null || fail "gpurund did not stop cleanly on SIGTERM"
+  kill "$receiver_pid" 2>/dev/null; wait "$receiver_pid" 2>/dev/null
+  dk rm -f "$timed" >/dev/null 2>&1
 fi
 
 # ---------------------------------------------------------------------------------------

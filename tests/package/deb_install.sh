@@ -40,8 +40,10 @@ version=$("$build/gpurun" --version | cut -d' ' -f2)
 deb=$build/gpurun_${version}_$(dpkg --print-architecture).deb
 [[ -f $deb ]] || fail "cpack did not write $deb"
 depends=$(dpkg-deb -f "$deb" Depends)
-# gpurun itself loads libc alone (libstdc++ is linked in); gpurund, the service, adds SQLite.
-[[ $depends == "libc6 (>= "*")"* && $depends == *"libsqlite3-0 (>= "* ]] || fail "Depends should name libc6 and libsqlite3-0, got: $depends"
+# gpurun itself loads libc alone (libstdc++ is linked in); gpurund, the service, adds SQLite and
+# libcurl (its notification webhook).
+[[ $depends == "libc6 (>= "*")"* && $depends == *"libsqlite3-0 (>= "* && $depends == *"libcurl4 (>= "* ]] ||
+  fail "Depends should name libc6, libsqlite3-0 and libcurl4, got: $depends"
 [[ $(readelf -d "$build/gpurun" | grep -c NEEDED) == $(readelf -d "$build/gpurun" | grep -cE 'NEEDED.*\[(libc|libm|ld-linux[-a-z0-9_]*)\.so') ]] ||
   fail "gpurun should load libc alone: $(readelf -d "$build/gpurun" | grep NEEDED)"
 
@@ -56,13 +58,13 @@ host_mirror() {
   echo "${uri:-http://deb.debian.org/debian}"
 }
 mirror=${DEB_TEST_MIRROR:-$(host_mirror)}
-# SQLite is not in minbase: it comes in as the package's Depends would bring it (apt-get).
-cache=$build/package-test/debian-$codename-sqlite.tar
+# SQLite and libcurl are not in minbase: they come in as the package's Depends would bring them (apt-get).
+cache=$build/package-test/debian-$codename-sqlite-curl.tar
 mkdir -p "$build/package-test"
 if [[ ! -f $cache ]]; then
-  step "debootstrap --variant=minbase --include=libsqlite3-0 $codename (cached in $cache)"
+  step "debootstrap --variant=minbase --include=libsqlite3-0,libcurl4 $codename (cached in $cache)"
   bootstrap=$(mktemp -d "$build/package-test/bootstrap.XXXXXX")
-  if ! debootstrap --variant=minbase --include=libsqlite3-0 "$codename" "$bootstrap" "$mirror" >"$bootstrap.log" 2>&1; then
+  if ! debootstrap --variant=minbase --include=libsqlite3-0,libcurl4 "$codename" "$bootstrap" "$mirror" >"$bootstrap.log" 2>&1; then
     tail -20 "$bootstrap.log"
     rm -rf "$bootstrap"
     fail "debootstrap could not build a $codename root from $mirror (set DEB_TEST_MIRROR)"

@@ -66,7 +66,9 @@ struct Options {  // NOLINT(clang-analyzer-optin.performance.Padding)
   bool dry_run = false;
   bool detach = false;
   WaitLimit wait;
-  bool numa_affinity = true;  // --cpuset-cpus/--cpuset-mems of the chosen GPUs' NUMA nodes
+  bool numa_affinity = true;                       // --cpuset-cpus/--cpuset-mems of the chosen GPUs' NUMA nodes
+  std::optional<std::chrono::seconds> time_limit;  // --time-limit: the service stops the job then
+  bool notify = false;                             // --notify: the service tells the user when it ends
 
   // Where the job runs: "local" (docker on this server) or "slurm" (srun/sbatch on a cluster).
   Backend backend = Backend::local;

@@ -2,6 +2,7 @@
 // The site policy: rules only the admin's system file sets, which no user layer can loosen. The
 // library enforces it itself (enforce_policy, called by every verb that hands out GPUs), so a
 // caller of the library cannot bypass it.
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "gpurun/config/idle_policy.hpp"
+#include "gpurun/config/notify_policy.hpp"
 #include "gpurun/config/source.hpp"
 #include "gpurun/util/choices.hpp"
 #include "gpurun/util/docker_args.hpp"
@@ -27,6 +29,8 @@ struct SitePolicy {
   bool allow_sharing = true;                                      // false: no --allow-busy, no --min-free-memory
   HistoryVisibility history_visibility = HistoryVisibility::all;  // whose runs the service shows a user
   std::optional<IdlePolicy> idle_policy;                          // what gpurund does about idle holders
+  std::optional<std::chrono::seconds> max_runtime;                // longest a launch may run
+  std::optional<NotifyPolicy> notify;                             // how gpurund tells people
   std::map<std::string, ConfigSource> sources;                    // policy key -> where it is set
 };
 
@@ -58,6 +62,10 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
 
 // allow_sharing: --allow-busy and --min-free-memory are refused when the policy forbids sharing.
 void check_sharing(const SitePolicy& policy, const Options& options);
+
+// The time limit a launch gets: the smaller of --time-limit and max_runtime (nullopt: none).
+// Throws Refusal when --time-limit asks for more than max_runtime allows.
+std::optional<std::chrono::seconds> launch_time_limit(const SitePolicy& policy, const Options& options);
 
 // All of these checks, with the policy and origins the options carry.
 void enforce_policy(const Options& options);

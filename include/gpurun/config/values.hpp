@@ -23,6 +23,7 @@ enum class ValueType {
   size,      // "500MiB", "20GiB": an amount of memory above 0
   boolean,
   wait,           // a duration, true (no limit) or false
+  duration,       // a duration above 0: "90m", "8h", "2d" (or a number of seconds)
   list,           // a list of strings; a higher layer replaces it
   appended_list,  // a list of strings; the layers add up
   gpu_indices,    // a list of whole numbers >= 0
@@ -48,6 +49,10 @@ Percent percent_value(const nlohmann::json& value, std::string_view flag);
 MemoryLimit memory_value(const nlohmann::json& value);
 std::optional<double> size_mib_value(const nlohmann::json& value, std::string_view flag);  // null: nullopt
 WaitLimit wait_value(const nlohmann::json& value);
+// A `duration` value ("90m", "8h", "2d", or seconds as a number), from 1 s to a year; nullopt for
+// anything else (null included).
+inline constexpr std::chrono::seconds kLongestDuration{366L * 86400};
+std::optional<std::chrono::seconds> duration_value(const nlohmann::json& value);
 std::chrono::milliseconds milliseconds_value(const nlohmann::json& value);
 std::optional<int> optional_int(const nlohmann::json& value);  // null: nullopt
 std::string text_or_empty(const nlohmann::json& value);        // null: ""

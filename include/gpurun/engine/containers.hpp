@@ -22,6 +22,8 @@ struct GpuContainer {
   // /dev/nvidiaN given with --device (see device_minor).
   std::vector<std::string> devices;
   bool started_by_gpurun = false;
+  std::optional<std::chrono::seconds> time_limit;  // gpurun's label: stop it this long after its start
+  bool notify_end = false;                         // gpurun's label: tell its user when it ends
 };
 
 // Parses `docker inspect` JSON (an array of containers) and keeps those that hold GPUs, from

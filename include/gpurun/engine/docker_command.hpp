@@ -1,5 +1,7 @@
 #pragma once
 // Builds the `docker run` argv for a launch: a pure function of its inputs.
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,17 +31,19 @@ struct DockerRunRequest {
   std::string cpuset_cpus;  // --cpuset-cpus "48-63,176-191"; empty: none
   std::string cpuset_mems;  // --cpuset-mems "3"; empty: none
   LaunchIdentity identity;
-  bool tty = false;                      // add --tty (stdin and stdout are terminals)
-  bool detach = false;                   // --detach instead of --interactive/--tty
-  std::string name;                      // container name; empty: generated from login and GPUs
-  std::string name_suffix;               // makes a generated name unique per launch
-  std::vector<std::string> env;          // -e/--env
-  std::vector<std::string> volumes;      // -v/--volume
-  std::vector<std::string> publish;      // -p/--publish
-  std::vector<std::string> docker_opts;  // --docker-opt, verbatim
-  std::vector<std::string> command;      // after the image; empty: the image's own command
-  bool for_caller = false;               // under sudo: --security-opt no-new-privileges, the uid label,
-                                         // NVIDIA_VISIBLE_DEVICES pinned to the reserved GPUs
+  bool tty = false;                                // add --tty (stdin and stdout are terminals)
+  bool detach = false;                             // --detach instead of --interactive/--tty
+  std::string name;                                // container name; empty: generated from login and GPUs
+  std::string name_suffix;                         // makes a generated name unique per launch
+  std::vector<std::string> env;                    // -e/--env
+  std::vector<std::string> volumes;                // -v/--volume
+  std::vector<std::string> publish;                // -p/--publish
+  std::vector<std::string> docker_opts;            // --docker-opt, verbatim
+  std::vector<std::string> command;                // after the image; empty: the image's own command
+  std::optional<std::chrono::seconds> time_limit;  // the gpurun.time-limit label: the service stops it then
+  bool notify = false;                             // the gpurun.notify label: the service tells its user when it ends
+  bool for_caller = false;                         // under sudo: --security-opt no-new-privileges, the uid label,
+                                                   // NVIDIA_VISIBLE_DEVICES pinned to the reserved GPUs
 };
 
 std::vector<std::string> build_docker_argv(const DockerRunRequest& request);
@@ -54,6 +58,8 @@ std::string random_suffix();
 inline constexpr std::string_view kLabelUser = "gpurun.user";
 inline constexpr std::string_view kLabelGpus = "gpurun.gpus";
 inline constexpr std::string_view kLabelGpuUuids = "gpurun.gpu-uuids";
-inline constexpr std::string_view kLabelUid = "gpurun.uid";  // under sudo: the caller's uid
+inline constexpr std::string_view kLabelUid = "gpurun.uid";               // under sudo: the caller's uid
+inline constexpr std::string_view kLabelTimeLimit = "gpurun.time-limit";  // seconds from the container's start
+inline constexpr std::string_view kLabelNotify = "gpurun.notify";         // "run_ended": say when it ends
 
 }  // namespace gpurun

@@ -28,9 +28,11 @@ struct HolderSample {
   std::string container_id;  // "" for a bare process
   std::string image;
   std::string command;
-  std::vector<int> gpus;                  // indices of the GPUs it holds
-  std::optional<double> memory_used_mib;  // its own, where the source tells it
-  bool started_by_gpurun = false;         // a container with gpurun's labels
+  std::vector<int> gpus;                                // indices of the GPUs it holds
+  std::optional<double> memory_used_mib;                // its own, where the source tells it
+  bool started_by_gpurun = false;                       // a container with gpurun's labels
+  std::optional<std::chrono::seconds> time_limit = {};  // its --time-limit (gpurun's label)
+  bool notify_end = false;                              // its --notify (gpurun's label)
 };
 
 // One GPU's readings in one sample.

@@ -5,38 +5,22 @@
 // GPUs went at or below `below`; any sample above that ends the streak (and a later streak warns
 // again). Each streak warns once and stops (or reports) once.
 #include <chrono>
-#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "gpurun/config/idle_policy.hpp"
 #include "gpurun/history/run_tracker.hpp"
+#include "gpurun/service/policy_action.hpp"
 
 namespace gpurun {
-
-struct IdleAction {
-  enum class Kind {
-    warn,    // idle for warn_after: tell its owner
-    stop,    // idle for stop_after: stop its container
-    report,  // idle for stop_after but not to be stopped: a process, or a container out of scope
-  };
-  Kind kind = Kind::warn;
-  std::int64_t run_id = 0;
-  std::string key;  // the holder's (HolderSample::key)
-  std::string name;
-  std::string user;
-  std::string container_id;  // "" for a process
-  std::vector<int> gpus;
-  std::chrono::seconds idle_for{0};
-};
 
 class IdleEnforcer {
  public:
   explicit IdleEnforcer(IdlePolicy policy);
 
   // Takes one sample (with the tracker's runs after it) and returns what is due now.
-  std::vector<IdleAction> observe(const MachineSample& sample, const std::vector<RunRecord>& running);
+  std::vector<PolicyAction> observe(const MachineSample& sample, const std::vector<RunRecord>& running);
 
   // The stop of `key` failed: the next sample asks for it again.
   void stop_failed(const std::string& key);

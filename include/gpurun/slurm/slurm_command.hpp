@@ -38,6 +38,10 @@ struct SlurmJob {
   std::string output;  // sbatch --output; empty: gpurun-%j.out in workdir
 };
 
+// A duration as Slurm's --time writes it: "8:00:00", "2-00:00:00" (seconds kept; Slurm rounds up
+// to the minute).
+std::string slurm_duration(std::chrono::seconds duration);
+
 // `[env K=V...] srun OPTIONS [CONTAINER OPTIONS] COMMAND`: attached, the exit status is the job's.
 // Throws Error for what cannot be mapped (a named volume, a comma in a pyxis mount, ...).
 std::vector<std::string> build_srun_argv(const SlurmJob& job);

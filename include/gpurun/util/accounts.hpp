@@ -1,11 +1,14 @@
 #pragma once
-// Names and ids of users and groups, from the system's databases (NSS).
+// Names and ids of users and groups, from the system's databases (NSS), and the machine's own name.
 #include <sys/types.h>
 
 #include <optional>
 #include <string>
 
 namespace gpurun {
+
+// This machine's host name (gethostname); "" when it has none.
+std::string host_name();
 
 // The id of the group `name`; nullopt when there is no such group (or `name` is empty).
 std::optional<gid_t> group_id(const std::string& name);

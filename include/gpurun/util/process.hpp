@@ -16,6 +16,7 @@ namespace gpurun {
 struct ProcessSpec {
   std::vector<std::string> argv;                               // argv[0] is looked up on PATH when it has no '/'
   std::vector<std::pair<std::string, std::string>> extra_env;  // added to (or replacing in) our environment
+  std::string input = {};  // its stdin (`sendmail -t` reads the message there); empty: /dev/null
 };
 
 struct ProcessResult {

@@ -39,7 +39,7 @@ struct WaitLimit {
 std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input);
 
 // How a duration is written: `exact` to the second ("1h 02m 05s", "3m 07s", "12s"; hours do not
-// roll over into days), `brief` in its two largest units ("1d 3h", "1h 2m", "3m 7s", "12s").
+// roll over into days), `brief` in its two largest units ("1d 3h", "1h 2m", "3m 7s", "12s"; "2d", not "2d 0h").
 enum class DurationStyle { exact, brief };
 std::string format_duration(std::chrono::seconds duration, DurationStyle style = DurationStyle::exact);
 

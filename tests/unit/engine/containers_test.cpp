@@ -174,6 +174,24 @@ TEST(ParseGpuContainers, AResolvedCdiDeviceIsReadFromGpurunsLabel) {
   EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(2));
 }
 
+TEST(ParseGpuContainers, ReadsTheTimeLimitAndNotifyLabelsOfGpurunsContainersOnly) {
+  const auto containers = parse_gpu_containers(R"([
+    {"Id": "a", "Name": "/a", "Config": {"Image": "img", "Labels": {"gpurun.user": "alice", "gpurun.gpus": "0",
+     "gpurun.time-limit": "3600", "gpurun.notify": "run_ended"}},
+     "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["0"], "Capabilities": [["gpu"]]}]}},
+    {"Id": "b", "Name": "/b", "Config": {"Image": "img", "Labels": {"gpurun.user": "bob", "gpurun.gpus": "1",
+     "gpurun.time-limit": "-5", "gpurun.notify": "yes"}},
+     "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["1"], "Capabilities": [["gpu"]]}]}},
+    {"Id": "c", "Name": "/c", "Config": {"Image": "img", "Labels": {"gpurun.time-limit": "60"}},
+     "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}}])");
+  ASSERT_EQ(containers.size(), 3U);
+  EXPECT_EQ(containers[0].time_limit, std::chrono::seconds(3600));
+  EXPECT_TRUE(containers[0].notify_end);
+  EXPECT_FALSE(containers[1].time_limit);  // not a value gpurun writes
+  EXPECT_FALSE(containers[1].notify_end);
+  EXPECT_FALSE(containers[2].time_limit);  // not gpurun's container: its labels are someone else's
+}
+
 TEST(ParseGpuContainers, APrivilegedContainerHoldsEveryGpu) {
   const auto containers = parse_gpu_containers(R"([
     {"Id": "priv", "Name": "/privileged", "Config": {"Image": "debian:12", "Env": ["NVIDIA_VISIBLE_DEVICES=0"]},

@@ -96,6 +96,18 @@ TEST(BuildDockerArgv, DetachedTheContainerGetsAnOpenStdinAndATerminalWhateverGpu
                    kUserPart})));
 }
 
+TEST(BuildDockerArgv, ATimeLimitAndNotifyBecomeLabelsAfterGpurunsOwn) {
+  DockerRunRequest r = representative_request();
+  r.time_limit = std::chrono::hours(8);
+  r.notify = true;
+  EXPECT_THAT(build_docker_argv(r),
+              ElementsAreArray(concat(
+                  {{"/usr/bin/docker", "run", "--rm", "--interactive"},
+                   fixed_part("alice_gpu3-6_0123abcd", {"--volume", "/home/a/proj:/home/a/proj"}, "/home/a/proj"),
+                   {"--label", "gpurun.time-limit=28800", "--label", "gpurun.notify=run_ended"},
+                   kUserPart})));
+}
+
 TEST(BuildDockerArgv, GpusValueCarriesItsOwnDoubleQuotes) {
   // Without the quotes docker reads "device=3,6" as device=3 plus a count, and fails.
   const Argv argv = build_docker_argv(representative_request());

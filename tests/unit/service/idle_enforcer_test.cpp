@@ -10,7 +10,7 @@ namespace gpurun {
 namespace {
 
 using namespace std::chrono_literals;
-using Kind = IdleAction::Kind;
+using Kind = PolicyAction::Kind;
 
 const WallTime kStart = WallTime{} + 1'000'000s;
 
@@ -62,7 +62,7 @@ std::vector<std::vector<Kind>> kinds_over(IdleEnforcer& enforcer, const std::vec
   std::vector<std::vector<Kind>> all;
   for (const auto at : times) {
     std::vector<Kind> kinds;
-    for (const IdleAction& a : enforcer.observe(sample(at, util, holders), runs_of(holders))) kinds.push_back(a.kind);
+    for (const PolicyAction& a : enforcer.observe(sample(at, util, holders), runs_of(holders))) kinds.push_back(a.kind);
     all.push_back(kinds);
   }
   return all;
@@ -118,7 +118,7 @@ TEST(IdleEnforcer, IdleTimeCountsFromTheRunsStartNotFromWhenTheGpuWentIdle) {
   const auto due = enforcer.observe(sample(160s, 0, {late}), {run});
   ASSERT_EQ(due.size(), 1U);
   EXPECT_EQ(due[0].kind, Kind::warn);
-  EXPECT_EQ(due[0].idle_for, 60s);
+  EXPECT_EQ(due[0].elapsed, 60s);
   EXPECT_EQ(due[0].run_id, 1);
 }
 

@@ -24,6 +24,12 @@ SlurmJob plain_job() {
   return job;
 }
 
+TEST(SlurmDuration, WritesHoursOrDaysAsSlurmsTimeDoes) {
+  EXPECT_EQ(slurm_duration(std::chrono::hours(8)), "8:00:00");
+  EXPECT_EQ(slurm_duration(std::chrono::seconds(90)), "0:01:30");
+  EXPECT_EQ(slurm_duration(std::chrono::hours(49) + std::chrono::minutes(5)), "2-01:05:00");
+}
+
 TEST(SrunArgv, PlainJobFailsAtOnceWithoutWait) {
   EXPECT_THAT(build_srun_argv(plain_job()), ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
                                                         "--job-name=gpurun", "--immediate", "python", "train.py"));

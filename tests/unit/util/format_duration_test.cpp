@@ -21,15 +21,15 @@ TEST(FormatDuration, ExactGoesToTheSecondWithTwoDigitsAfterTheFirstUnit) {
   EXPECT_EQ(format_duration(seconds(-5)), "-5s");
 }
 
-TEST(FormatDuration, BriefSaysTheTwoLargestUnits) {
+TEST(FormatDuration, BriefSaysTheTwoLargestUnitsLeavingOutAZeroSecond) {
   constexpr auto brief = DurationStyle::brief;
   EXPECT_EQ(format_duration(seconds(0), brief), "0s");
   EXPECT_EQ(format_duration(seconds(59), brief), "59s");
-  EXPECT_EQ(format_duration(seconds(60), brief), "1m 0s");
+  EXPECT_EQ(format_duration(seconds(60), brief), "1m");  // a zero second unit is left out
   EXPECT_EQ(format_duration(seconds(187), brief), "3m 7s");
   EXPECT_EQ(format_duration(seconds(3725), brief), "1h 2m");
   EXPECT_EQ(format_duration(seconds(86399), brief), "23h 59m");
-  EXPECT_EQ(format_duration(seconds(86400), brief), "1d 0h");
+  EXPECT_EQ(format_duration(seconds(86400), brief), "1d");
   EXPECT_EQ(format_duration(seconds(3 * 86400 + 4 * 3600 + 59), brief), "3d 4h");
 }
 

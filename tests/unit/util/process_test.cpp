@@ -53,6 +53,15 @@ TEST(RunProcess, ArgvIsPassedAsIsWithoutAShell) {
   EXPECT_EQ(r.out, "two words|$HOME|*||");
 }
 
+TEST(RunProcess, InputIsTheChildsStdinAndNoInputIsDevNull) {
+  std::string big(1 << 20, 'x');  // more than a pipe holds: a memory file never blocks
+  big += "\nend\n";
+  const ProcessResult r = run_process({.argv = {"wc", "-c"}, .extra_env = {}, .input = big}, 5s);
+  EXPECT_TRUE(r.succeeded()) << r.err;
+  EXPECT_EQ(r.out, std::to_string(big.size()) + "\n");
+  EXPECT_EQ(run_process({{"cat"}, {}}, 5s).out, "");
+}
+
 TEST(RunProcess, DeathBySignalIsKeptDistinctFromAnExitCode) {
   const ProcessResult r = sh("kill -TERM $$");
   EXPECT_EQ(r.end, End::signaled);

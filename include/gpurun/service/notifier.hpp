@@ -1,0 +1,84 @@
+#pragma once
+// Tells people what the service's rules did (issue 23; gpurun/config/notify_policy.hpp): a JSON
+// POST to the site's webhook (Slack and Mattermost incoming webhooks show its `text` as is) and a
+// mail to the run's user through `sendmail -t`. Deliveries run on a thread of their own, so a
+// slow or dead receiver never delays sampling; a failed webhook is tried again with backoff.
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "gpurun/config/notify_policy.hpp"
+#include "gpurun/history/run_tracker.hpp"
+
+namespace gpurun {
+
+struct Notification {
+  std::string event;  // one of kNotifyEvents
+  WallTime time;
+  std::string host;
+  std::string text;            // one line, for people
+  nlohmann::ordered_json run;  // the run object (gpurun/history/run_json.hpp)
+  std::string user;            // whom to mail; "" where no user is known
+};
+
+// {"event", "time", "host", "text", "run"}: what the webhook is sent.
+nlohmann::ordered_json webhook_body(const Notification& notification);
+
+// The message `sendmail -t` is given: To USER@mail_domain (or the local USER), a Subject of the
+// text. nullopt when the user is not a name mail can go to (none, or characters no login has).
+std::optional<std::string> mail_message(const Notification& notification, const std::string& mail_domain);
+
+// One attempt to deliver; `retry` when a later one may succeed (no answer, 5xx, 429).
+struct Delivery {
+  bool delivered = false;
+  bool retry = false;
+  std::string error;
+};
+Delivery post_webhook(const std::string& url, const std::string& body, std::chrono::seconds timeout);
+Delivery send_mail(const std::string& sendmail, const std::string& message, std::chrono::seconds timeout);
+
+class Notifier {
+ public:
+  struct Backoff {
+    std::chrono::milliseconds first{2000};  // doubled after each failure
+    int attempts = 5;
+  };
+  explicit Notifier(NotifyPolicy policy, Backoff backoff);
+  explicit Notifier(NotifyPolicy policy) : Notifier(std::move(policy), Backoff{}) {}
+  Notifier(const Notifier&) = delete;
+  Notifier& operator=(const Notifier&) = delete;
+  // Delivers what is due now and gives up on what waits for a retry (logged).
+  ~Notifier();
+
+  const NotifyPolicy& policy() const { return policy_; }
+
+  // Queues `notification` when the policy wants its event (or `asked`: the run's own --notify);
+  // never blocks on the network. Past 1000 waiting, the oldest is dropped (logged).
+  void send(Notification notification, bool asked = false);
+
+ private:
+  struct Pending {
+    Notification notification;
+    bool mailed = false;  // mail goes once: sendmail queues and retries on its own
+    bool posted = false;  // the webhook took it
+    int attempts = 0;     // webhook attempts made
+    std::chrono::steady_clock::time_point due;
+  };
+  void work();
+  void deliver(Pending& pending) const;
+
+  NotifyPolicy policy_;
+  Backoff backoff_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace gpurun

@@ -1,0 +1,39 @@
+#pragma once
+// What the site's rules ask the service to do about one run now: the idle policy
+// (gpurun/service/idle_enforcer.hpp) and time limits (gpurun/service/time_limiter.hpp) both answer
+// in these, and the recorder carries them out and tells the run's user.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurun {
+
+struct PolicyAction {
+  enum class Rule {
+    idle,        // idle_policy
+    time_limit,  // --time-limit, max_runtime
+  };
+  enum class Kind {
+    warn,    // tell its owner what will happen
+    stop,    // stop its container
+    report,  // due to stop, but not to be stopped: a process, or a container out of scope
+  };
+  Rule rule = Rule::idle;
+  Kind kind = Kind::warn;
+  std::int64_t run_id = 0;
+  std::string key;  // the holder's (HolderSample::key)
+  std::string name;
+  std::string user;
+  std::string container_id;  // "" for a process
+  std::vector<int> gpus;
+  std::chrono::seconds elapsed{0};  // idle: idle for this long; time_limit: running for this long
+  std::chrono::seconds limit{0};    // when it is (or was) stopped: stop_after, or the time limit; 0: never
+};
+
+// The notification event an action is ("idle_warning", "idle_stopped", "time_warning",
+// "time_limit_stopped"); a report is a warning.
+std::string_view event_of(const PolicyAction& action);
+
+}  // namespace gpurun

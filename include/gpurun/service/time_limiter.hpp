@@ -1,0 +1,38 @@
+#pragma once
+// Time limits (issue 23): a launch's --time-limit (the gpurun.time-limit label on its container)
+// and the site's max_runtime, the smaller of the two, for the containers gpurun started. A run is
+// warned ten minutes before its limit (at half the limit when that is under 20 minutes) and its
+// container stopped at the limit. Time counts from the run's start as the service saw it: the
+// container's start while the service runs, and kept across its restarts by the store. Pure
+// logic, as the idle policy is; the recorder carries out the answers.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpurun/history/run_tracker.hpp"
+#include "gpurun/service/policy_action.hpp"
+
+namespace gpurun {
+
+class TimeLimiter {
+ public:
+  explicit TimeLimiter(std::optional<std::chrono::seconds> max_runtime) : max_runtime_(max_runtime) {}
+
+  // Takes one sample (with the tracker's runs after it) and returns what is due now.
+  std::vector<PolicyAction> observe(const MachineSample& sample, const std::vector<RunRecord>& running);
+
+  // The stop of `key` failed: the next sample asks for it again.
+  void stop_failed(const std::string& key);
+
+  // When a run with this limit is warned: ten minutes before it, or halfway for a short one.
+  static std::chrono::seconds warn_at(std::chrono::seconds limit);
+
+ private:
+  enum class Done { warned = 1, stopped = 2 };
+  std::optional<std::chrono::seconds> max_runtime_;
+  std::map<std::string, Done> done_;  // per holder key
+};
+
+}  // namespace gpurun

@@ -1,0 +1,66 @@
+// The two ways a notification leaves the machine: libcurl for the webhook (http and https, with
+// its own timeouts), `sendmail -t` for mail.
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <memory>
+#include <mutex>
+
+#include "gpurun/service/notifier.hpp"
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/text.hpp"
+
+namespace gpurun {
+namespace {
+
+struct CurlDeleter {
+  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
+};
+struct HeadersDeleter {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+
+// The answer's body is not wanted; reading it lets the connection end cleanly.
+std::size_t discard(char* /*data*/, std::size_t size, std::size_t count, void* /*user*/) { return size * count; }
+
+}  // namespace
+
+Delivery post_webhook(const std::string& url, const std::string& body, std::chrono::seconds timeout) {
+  static std::once_flag initialised;
+  std::call_once(initialised, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  const std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (!curl) return {.delivered = false, .retry = true, .error = "libcurl could not start"};
+  std::unique_ptr<curl_slist, HeadersDeleter> headers(curl_slist_append(nullptr, "Content-Type: application/json"));
+  char error[CURL_ERROR_SIZE] = {};
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");  // never file:// or anything else
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(timeout.count()));
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(timeout.count()));
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // another thread samples; no SIGALRM for DNS timeouts
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "gpurund");
+  const CURLcode rc = curl_easy_perform(c);
+  if (rc != CURLE_OK)
+    return {.delivered = false, .retry = true, .error = error[0] != '\0' ? error : curl_easy_strerror(rc)};
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  if (status >= 200 && status < 300) return {.delivered = true, .retry = false, .error = ""};
+  return {.delivered = false,
+          .retry = status >= 500 || status == 429 || status == 408,
+          .error = fmt::format("the webhook answered HTTP {}", status)};
+}
+
+Delivery send_mail(const std::string& sendmail, const std::string& message, std::chrono::seconds timeout) {
+  const ProcessResult result = run_process({.argv = {sendmail, "-t"}, .extra_env = {}, .input = message}, timeout);
+  if (result.succeeded()) return {.delivered = true, .retry = false, .error = ""};
+  return {.delivered = false,
+          .retry = false,  // sendmail queues and retries itself; a failure here is its setup's
+          .error = fmt::format("{} -t {} {}", sendmail, describe_end(result, timeout), text::printable(result.err))};
+}
+
+}  // namespace gpurun

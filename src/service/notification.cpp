@@ -1,0 +1,58 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gpurun/history/time_text.hpp"
+#include "gpurun/service/notifier.hpp"
+
+namespace gpurun {
+namespace {
+
+// A login mail can be sent to: what useradd accepts by default, no more (the name ends up in a
+// header that sendmail -t reads recipients from).
+bool mailable(const std::string& user) {
+  return !user.empty() && user.size() <= 32 && user.front() != '-' && user.front() != '.' &&
+         std::all_of(user.begin(), user.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                  c == '.';
+         });
+}
+
+// One header line's value: control characters (a line break above all) become spaces.
+std::string header_value(std::string_view text) {
+  std::string value(text);
+  std::replace_if(
+      value.begin(), value.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == '\x7f'; }, ' ');
+  return value;
+}
+
+}  // namespace
+
+nlohmann::ordered_json webhook_body(const Notification& notification) {
+  return {{"event", notification.event},
+          {"time", rfc3339(notification.time)},
+          {"host", notification.host},
+          {"text", notification.text},
+          {"run", notification.run}};
+}
+
+std::optional<std::string> mail_message(const Notification& notification, const std::string& mail_domain) {
+  if (!mailable(notification.user)) return std::nullopt;
+  const std::string to = mail_domain.empty() ? notification.user : notification.user + "@" + mail_domain;
+  // The run as JSON, ASCII only (a name's other bytes escaped): the body has no charset to mind.
+  const std::string run = notification.run.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
+  return fmt::format(
+      "To: {}\n"
+      "Subject: [gpurun] {}\n"
+      "Auto-Submitted: auto-generated\n"
+      "Content-Type: text/plain; charset=us-ascii\n"
+      "\n"
+      "{}\n"
+      "\n"
+      "This was sent by the gpurun service on {} ({} event, {}). The run:\n"
+      "{}\n",
+      to, header_value(notification.text), header_value(notification.text), header_value(notification.host),
+      notification.event, rfc3339(notification.time), run);
+}
+
+}  // namespace gpurun

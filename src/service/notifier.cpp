@@ -1,0 +1,98 @@
+#include "gpurun/service/notifier.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace gpurun {
+namespace {
+
+constexpr std::size_t kMostWaiting = 1000;
+constexpr std::chrono::seconds kAttemptLimit{10};  // per webhook POST and per sendmail run
+
+}  // namespace
+
+Notifier::Notifier(NotifyPolicy policy, Backoff backoff)
+    : policy_(std::move(policy)), backoff_(backoff), worker_([this] { work(); }) {}
+
+Notifier::~Notifier() {
+  {
+    const std::lock_guard hold(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+void Notifier::send(Notification notification, bool asked) {
+  if (!policy_.wants(notification.event) && !(asked && (!policy_.webhook.empty() || policy_.mail))) return;
+  {
+    const std::lock_guard hold(mutex_);
+    if (queue_.size() >= kMostWaiting) {
+      spdlog::error("notify: {} notifications wait already; dropping the oldest ({})", queue_.size(),
+                    queue_.front().notification.event);
+      queue_.pop_front();
+    }
+    queue_.push_back({.notification = std::move(notification),
+                      .mailed = !policy_.mail,
+                      .posted = policy_.webhook.empty(),
+                      .attempts = 0,
+                      .due = std::chrono::steady_clock::now()});
+  }
+  wake_.notify_all();
+}
+
+void Notifier::deliver(Pending& pending) const {
+  const Notification& n = pending.notification;
+  if (!pending.mailed) {
+    pending.mailed = true;
+    if (const auto message = mail_message(n, policy_.mail_domain)) {
+      const Delivery sent = send_mail(policy_.sendmail, *message, kAttemptLimit);
+      if (!sent.delivered) spdlog::error("notify: mail about {} to {}: {}", n.event, n.user, sent.error);
+    } else {
+      spdlog::warn("notify: no mail about {}: \"{}\" is not a user mail can go to", n.event, n.user);
+    }
+  }
+  if (!pending.posted) {
+    ++pending.attempts;
+    const Delivery posted = post_webhook(policy_.webhook, webhook_body(n).dump(), kAttemptLimit);
+    pending.posted = posted.delivered;
+    if (!posted.delivered) {
+      const bool again = posted.retry && pending.attempts < backoff_.attempts;
+      spdlog::error("notify: webhook for {} (attempt {}): {}{}", n.event, pending.attempts, posted.error,
+                    again ? "; trying again" : "; giving up");
+      if (!again) pending.posted = true;  // given up
+      pending.due = std::chrono::steady_clock::now() + backoff_.first * (1 << std::min(pending.attempts - 1, 10));
+    }
+  }
+}
+
+void Notifier::work() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto next = std::min_element(queue_.begin(), queue_.end(),
+                                       [](const Pending& a, const Pending& b) { return a.due < b.due; });
+    if (next == queue_.end()) {
+      if (stopping_) return;
+      wake_.wait(lock);
+      continue;
+    }
+    if (next->due > now) {
+      if (stopping_) {  // what waits for a retry now will not get one
+        spdlog::warn("notify: stopping with {} notification(s) undelivered", queue_.size());
+        return;
+      }
+      wake_.wait_until(lock, next->due);
+      continue;
+    }
+    Pending pending = std::move(*next);
+    queue_.erase(next);
+    lock.unlock();  // deliveries take seconds; send() must not wait for them
+    deliver(pending);
+    lock.lock();
+    if (!pending.mailed || !pending.posted) queue_.push_back(std::move(pending));
+  }
+}
+
+}  // namespace gpurun

@@ -1,0 +1,81 @@
+#include "policy_acts.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "gpurun/util/process.hpp"
+#include "gpurun/util/text.hpp"
+#include "gpurun/util/units.hpp"
+
+namespace gpurun {
+namespace {
+
+std::string brief(std::chrono::seconds duration) { return format_duration(duration, DurationStyle::brief); }
+
+// "idle for 1h 5m", "running for 7h 50m": what the rule measured.
+std::string measured(const PolicyAction& action) {
+  return fmt::format("{} for {}", action.rule == PolicyAction::Rule::idle ? "idle" : "running", brief(action.elapsed));
+}
+
+std::string warning(const PolicyAction& action, const std::string& who) {
+  if (action.rule == PolicyAction::Rule::time_limit)
+    return fmt::format("{} has been running for {}; its time limit of {} stops it in {}", who, brief(action.elapsed),
+                       brief(action.limit), brief(action.limit - action.elapsed));
+  if (action.limit.count() == 0)
+    return fmt::format("{} has been idle for {}; nothing will be stopped", who, brief(action.elapsed));
+  return fmt::format("{} has been idle for {}; it will be stopped when idle for {}", who, brief(action.elapsed),
+                     brief(action.limit));
+}
+
+}  // namespace
+
+ActResult carry_out(const PolicyAction& action, bool dry_run, ContainerEngine* engine) {
+  const std::string rule = action.rule == PolicyAction::Rule::idle ? "idle policy" : "time limit";
+  const std::string prefix = dry_run ? rule + " (dry run)" : rule;
+  const std::string who =
+      fmt::format("run {} ({}, user {}, GPU {})", action.run_id, text::printable(action.name),
+                  action.user.empty() ? "unknown" : text::printable(action.user), fmt::join(action.gpus, ","));
+  ActResult result;
+  const auto said = [&](std::string text) {
+    spdlog::warn("{}: {}", prefix, text);
+    result.text = std::move(text);
+    return result;
+  };
+  switch (action.kind) {
+    case PolicyAction::Kind::warn:
+      return said(warning(action, who));
+    case PolicyAction::Kind::report:
+      return said(fmt::format("{} has been {}, and is left running: {}", who, measured(action),
+                              action.container_id.empty()
+                                  ? "a process is never killed"
+                                  : "not a container gpurun started (the policy's scope is \"gpurun\")"));
+    case PolicyAction::Kind::stop:
+      break;
+  }
+  if (dry_run) return said(fmt::format("would stop {}, {}", who, measured(action)));
+  if (engine == nullptr) {
+    spdlog::error("{}: cannot stop {}: no container engine is reachable", prefix, who);
+    result.failed = true;
+    return result;
+  }
+  constexpr std::chrono::seconds kStopLimit{40};  // docker stop waits 10 s before it kills
+  const ProcessResult stop =
+      run_process({.argv = engine->stop_argv(action.container_id, 10), .extra_env = {}, .input = {}}, kStopLimit);
+  if (!stop.succeeded()) {
+    spdlog::error("{}: could not stop {}: {} {} {}", prefix, who, engine->name(), describe_end(stop, kStopLimit),
+                  text::printable(stop.err));
+    result.failed = true;
+    return result;
+  }
+  result.stopped = true;
+  return said(fmt::format("stopped {}, {}", who, measured(action)));
+}
+
+std::string_view event_of(const PolicyAction& action) {
+  const bool idle = action.rule == PolicyAction::Rule::idle;
+  if (action.kind == PolicyAction::Kind::stop) return idle ? "idle_stopped" : "time_limit_stopped";
+  return idle ? "idle_warning" : "time_warning";
+}
+
+}  // namespace gpurun

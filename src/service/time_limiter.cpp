@@ -1,0 +1,53 @@
+#include "gpurun/service/time_limiter.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace gpurun {
+
+std::chrono::seconds TimeLimiter::warn_at(std::chrono::seconds limit) {
+  constexpr std::chrono::seconds kNotice{10 * 60};
+  return limit >= 2 * kNotice ? limit - kNotice : limit / 2;
+}
+
+void TimeLimiter::stop_failed(const std::string& key) { done_[key] = Done::warned; }
+
+std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, const std::vector<RunRecord>& running) {
+  std::vector<PolicyAction> due;
+  std::set<std::string> present;
+  for (const HolderSample& holder : merged_holders(sample.holders)) {
+    present.insert(holder.key);
+    if (holder.container_id.empty() || !holder.started_by_gpurun) continue;  // only what gpurun launched
+    std::optional<std::chrono::seconds> limit = holder.time_limit;
+    if (max_runtime_) limit = std::min(limit.value_or(*max_runtime_), *max_runtime_);
+    if (!limit) continue;
+    const auto run =
+        std::find_if(running.begin(), running.end(), [&holder](const RunRecord& r) { return r.key == holder.key; });
+    const WallTime start = run != running.end() ? run->start : sample.when;
+    const auto elapsed = std::chrono::floor<std::chrono::seconds>(sample.when - start);
+    const auto done = done_.find(holder.key);
+    const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
+    PolicyAction action{.rule = PolicyAction::Rule::time_limit,
+                        .kind = PolicyAction::Kind::warn,
+                        .run_id = run != running.end() ? run->id : 0,
+                        .key = holder.key,
+                        .name = holder.name,
+                        .user = holder.user,
+                        .container_id = holder.container_id,
+                        .gpus = holder.gpus,
+                        .elapsed = elapsed,
+                        .limit = *limit};
+    if (elapsed >= *limit && step < static_cast<int>(Done::stopped)) {
+      action.kind = PolicyAction::Kind::stop;
+      done_[holder.key] = Done::stopped;
+      due.push_back(std::move(action));
+    } else if (elapsed >= warn_at(*limit) && step < static_cast<int>(Done::warned)) {
+      done_[holder.key] = Done::warned;
+      due.push_back(std::move(action));
+    }
+  }
+  std::erase_if(done_, [&present](const auto& entry) { return !present.contains(entry.first); });
+  return due;
+}
+
+}  // namespace gpurun

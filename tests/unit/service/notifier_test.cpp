@@ -1,0 +1,153 @@
+// Unit tests for notifications (gpurun/service/notifier.hpp): the webhook's JSON, the mail
+// message and its header safety, and the notifier delivering to a real local HTTP receiver (with
+// retries after a 500) and to a sendmail stand-in, on a thread of its own.
+#include "gpurun/service/notifier.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "support/test_support.hpp"
+#include "support/webhook_receiver.hpp"
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Notification notification(std::string user = "alice", std::string text = "run 3 (x) stopped") {
+  return {.event = "idle_stopped",
+          .time = WallTime{} + 1'764'000'000s,
+          .host = "dgx1",
+          .text = std::move(text),
+          .run = {{"id", 3}, {"name", "x"}},
+          .user = std::move(user)};
+}
+
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 200; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return done();
+}
+
+TEST(Notification, TheWebhookGetsEventTimeHostTextAndTheRun) {
+  const auto body = webhook_body(notification());
+  EXPECT_EQ(body.dump(),
+            R"({"event":"idle_stopped","time":"2025-11-24T16:00:00Z","host":"dgx1","text":"run 3 (x) stopped",)"
+            R"("run":{"id":3,"name":"x"}})");
+}
+
+TEST(Notification, TheMailGoesToTheUserAtTheDomainWithTheTextAsSubject) {
+  const auto message = mail_message(notification(), "lab.example.org");
+  ASSERT_TRUE(message);
+  EXPECT_THAT(*message, HasSubstr("To: alice@lab.example.org\nSubject: [gpurun] run 3 (x) stopped\n"));
+  EXPECT_THAT(*message, HasSubstr("Auto-Submitted: auto-generated\n"));
+  EXPECT_THAT(*message, HasSubstr("\n\nrun 3 (x) stopped\n"));
+  EXPECT_THAT(*mail_message(notification(), ""), HasSubstr("To: alice\n"));
+}
+
+TEST(Notification, NoMailForANameThatIsNoLoginAndNoLineBreakIntoTheHeaders) {
+  for (const char* user : {"", "bob\nBcc: eve@example.org", "bob,eve", "-oQ/tmp", "a b", "<eve@x>"})
+    EXPECT_FALSE(mail_message(notification(user), "lab.example.org")) << user;
+  const auto message = mail_message(notification("alice", "stopped\nBcc: eve@example.org"), "");
+  ASSERT_TRUE(message);
+  EXPECT_THAT(*message, Not(HasSubstr("\nBcc:")));
+  EXPECT_THAT(*message, HasSubstr("Subject: [gpurun] stopped Bcc: eve@example.org\n"));
+}
+
+TEST(Notifier, PostsToTheWebhookAndTriesAgainAfterAServerError) {
+  const test::WebhookReceiver receiver({500, 503});
+  NotifyPolicy policy;
+  policy.webhook = receiver.url();
+  {
+    Notifier notifier(policy, {.first = 10ms, .attempts = 5});
+    notifier.send(notification());
+    ASSERT_TRUE(eventually([&] { return receiver.bodies().size() == 3; }));
+  }
+  for (const std::string& body : receiver.bodies()) EXPECT_EQ(body, webhook_body(notification()).dump());
+  EXPECT_THAT(receiver.requests().front(), HasSubstr("POST /hook HTTP/1.1"));
+  EXPECT_THAT(receiver.requests().front(), HasSubstr("Content-Type: application/json"));
+}
+
+TEST(Notifier, GivesUpAfterItsAttemptsAndOnAClientError) {
+  const test::WebhookReceiver receiver({500, 500, 404});
+  NotifyPolicy policy;
+  policy.webhook = receiver.url();
+  {
+    Notifier notifier(policy, {.first = 10ms, .attempts = 2});
+    notifier.send(notification());  // 500, 500: given up
+    ASSERT_TRUE(eventually([&] { return receiver.bodies().size() == 2; }));
+    std::this_thread::sleep_for(100ms);
+    notifier.send(notification());  // 404: not tried again
+    ASSERT_TRUE(eventually([&] { return receiver.bodies().size() == 3; }));
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(receiver.bodies().size(), 3U);
+}
+
+TEST(Notifier, MailsThroughSendmailAndSendsOnlyTheEventsAsked) {
+  const test::TempDir dir;
+  const std::string sendmail = test::write_script(
+      dir / "sendmail", "test \"$1\" = -t || exit 9\ncat >> " + (dir / "mail") + "\necho >> " + (dir / "mail"));
+  NotifyPolicy policy;
+  policy.mail = true;
+  policy.mail_domain = "lab.example.org";
+  policy.sendmail = sendmail;
+  {
+    Notifier notifier(policy);
+    Notification ended = notification("bob", "run 4 ended");
+    ended.event = "run_ended";
+    notifier.send(ended);  // not among the default events, not asked for: nothing
+    ended.user = "carol";
+    notifier.send(ended, true);  // asked for by the run's --notify
+    notifier.send(notification("dave"));
+    ASSERT_TRUE(eventually([&] {
+      return std::filesystem::exists(dir / "mail") && test::read_file(dir / "mail").find("dave@") != std::string::npos;
+    }));
+  }
+  const std::string mail = test::read_file(dir / "mail");
+  EXPECT_THAT(mail, Not(HasSubstr("bob@")));
+  EXPECT_THAT(mail, HasSubstr("To: carol@lab.example.org\nSubject: [gpurun] run 4 ended\n"));
+  EXPECT_THAT(mail, HasSubstr("To: dave@lab.example.org\nSubject: [gpurun] run 3 (x) stopped\n"));
+}
+
+TEST(Notifier, ANameNoMailCanGoToIsLoggedNotSent) {
+  const test::TempDir dir;
+  const std::string sendmail = test::write_script(dir / "sendmail", "cat >> " + (dir / "mail"));
+  NotifyPolicy policy;
+  policy.mail = true;
+  policy.sendmail = sendmail;
+  {
+    Notifier notifier(policy);
+    notifier.send(notification("eve\nBcc: x"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "mail"));
+}
+
+TEST(Delivery, AWebhookNobodyAnswersIsAnErrorToRetry) {
+  const Delivery posted = post_webhook("http://127.0.0.1:1/hook", "{}", 2s);
+  EXPECT_FALSE(posted.delivered);
+  EXPECT_TRUE(posted.retry);
+  EXPECT_FALSE(posted.error.empty());
+  const Delivery other = post_webhook("file:///etc/passwd", "{}", 2s);  // never anything but http(s)
+  EXPECT_FALSE(other.delivered);
+}
+
+TEST(Delivery, AFailingSendmailIsAnErrorWithItsStderr) {
+  const test::TempDir dir;
+  const std::string sendmail = test::write_script(dir / "sendmail", "echo 'no relay' >&2\nexit 75");
+  const Delivery sent = send_mail(sendmail, "To: a\n\nx\n", 5s);
+  EXPECT_FALSE(sent.delivered);
+  EXPECT_THAT(sent.error, HasSubstr("exited with status 75"));
+  EXPECT_THAT(sent.error, HasSubstr("no relay"));
+}
+
+}  // namespace
+}  // namespace gpurun

@@ -1,0 +1,103 @@
+// Unit tests for time limits (gpurun/service/time_limiter.hpp), on a synthetic clock: a warning
+// ten minutes before (halfway for a short limit), a stop at the limit, the smaller of the label
+// and max_runtime, and nothing for what gpurun did not start.
+#include "gpurun/service/time_limiter.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using Kind = PolicyAction::Kind;
+
+const WallTime kStart = WallTime{} + 1'000'000s;
+
+HolderSample holder(const std::string& key, std::optional<std::chrono::seconds> limit, bool gpurun = true,
+                    const std::string& container_id = "c1") {
+  return {.key = key,
+          .name = key,
+          .user = "alice",
+          .container_id = container_id,
+          .image = "",
+          .command = "",
+          .gpus = {0},
+          .memory_used_mib = std::nullopt,
+          .started_by_gpurun = gpurun,
+          .time_limit = limit};
+}
+
+// The kinds of the actions due at each of `times` after kStart, when the run started at kStart.
+std::vector<std::vector<Kind>> kinds_over(TimeLimiter& limiter, const HolderSample& held,
+                                          const std::vector<std::chrono::seconds>& times) {
+  RunRecord run;
+  run.id = 7;
+  run.key = held.key;
+  run.start = kStart;
+  std::vector<std::vector<Kind>> all;
+  for (const auto at : times) {
+    std::vector<Kind> kinds;
+    const MachineSample sample{.when = kStart + at, .gpus = {}, .holders = {held}};
+    for (const PolicyAction& a : limiter.observe(sample, {run})) {
+      EXPECT_EQ(a.rule, PolicyAction::Rule::time_limit);
+      EXPECT_EQ(a.run_id, 7);
+      EXPECT_EQ(a.elapsed, at);
+      kinds.push_back(a.kind);
+    }
+    all.push_back(kinds);
+  }
+  return all;
+}
+
+TEST(TimeLimiter, WarnsTenMinutesBeforeOrHalfwayForAShortLimit) {
+  EXPECT_EQ(TimeLimiter::warn_at(8h), 8h - 10min);
+  EXPECT_EQ(TimeLimiter::warn_at(20min), 10min);
+  EXPECT_EQ(TimeLimiter::warn_at(10min), 5min);
+  EXPECT_EQ(TimeLimiter::warn_at(60s), 30s);
+}
+
+TEST(TimeLimiter, WarnsOnceThenStopsOnceAtTheLabelsLimit) {
+  TimeLimiter limiter(std::nullopt);
+  EXPECT_EQ(kinds_over(limiter, holder("container:c1", 60s), {0s, 20s, 30s, 40s, 60s, 70s}),
+            (std::vector<std::vector<Kind>>{{}, {}, {Kind::warn}, {}, {Kind::stop}, {}}));
+}
+
+TEST(TimeLimiter, TheSmallerOfTheLabelAndMaxRuntimeWins) {
+  TimeLimiter strict(100s);
+  EXPECT_EQ(kinds_over(strict, holder("container:c1", 1h), {50s, 100s}),
+            (std::vector<std::vector<Kind>>{{Kind::warn}, {Kind::stop}}));
+  TimeLimiter loose(1h);
+  EXPECT_EQ(kinds_over(loose, holder("container:c1", 100s), {50s, 100s}),
+            (std::vector<std::vector<Kind>>{{Kind::warn}, {Kind::stop}}));
+  TimeLimiter policy_only(100s);  // a launch without --time-limit gets max_runtime
+  EXPECT_EQ(kinds_over(policy_only, holder("container:c1", std::nullopt), {100s}),
+            (std::vector<std::vector<Kind>>{{Kind::stop}}));
+}
+
+TEST(TimeLimiter, LeavesWhatGpurunDidNotStartAndRunsWithoutALimit) {
+  TimeLimiter limiter(60s);
+  EXPECT_EQ(kinds_over(limiter, holder("container:other", 60s, false), {60s, 120s}),
+            (std::vector<std::vector<Kind>>{{}, {}}));
+  EXPECT_EQ(kinds_over(limiter, holder("process:9:1", 60s, false, ""), {120s}), (std::vector<std::vector<Kind>>{{}}));
+  TimeLimiter none(std::nullopt);
+  EXPECT_EQ(kinds_over(none, holder("container:c1", std::nullopt), {0s, 1'000'000s}),
+            (std::vector<std::vector<Kind>>{{}, {}}));
+}
+
+TEST(TimeLimiter, AFailedStopIsAskedForAgainAtTheNextSample) {
+  TimeLimiter limiter(std::nullopt);
+  const HolderSample held = holder("container:c1", 60s);
+  EXPECT_EQ(kinds_over(limiter, held, {60s}), (std::vector<std::vector<Kind>>{{Kind::stop}}));
+  limiter.stop_failed(held.key);
+  EXPECT_EQ(kinds_over(limiter, held, {70s, 80s}), (std::vector<std::vector<Kind>>{{Kind::stop}, {}}));
+}
+
+TEST(TimeLimiter, CountsFromTheSampleForARunTheTrackerDoesNotKnowYet) {
+  TimeLimiter limiter(std::nullopt);
+  const HolderSample held = holder("container:c1", 60s);
+  const MachineSample sample{.when = kStart, .gpus = {}, .holders = {held}};
+  EXPECT_TRUE(limiter.observe(sample, {}).empty());
+}
+
+}  // namespace
+}  // namespace gpurun
