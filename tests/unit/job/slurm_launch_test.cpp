@@ -54,6 +54,20 @@ TEST(SlurmJobFrom, CarriesTheLaunchOver) {
   EXPECT_THAT(job.command, ElementsAre("python", "t.py"));
 }
 
+TEST(SlurmJobFrom, TheTimeLimitIsSlurmsTimeCappedByMaxRuntime) {
+  Options o;
+  o.backend = Backend::slurm;
+  o.slurm.time_limit = "5";
+  EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "5");  // slurm_time, as written
+  o.time_limit = std::chrono::hours(8);
+  EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "8:00:00");
+  o.time_limit.reset();
+  o.policy.max_runtime = std::chrono::hours(48);
+  EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "2-00:00:00");
+  o.time_limit = std::chrono::hours(72);
+  EXPECT_THROW(slurm_job_from(o, 16, "/w", false), Refusal);
+}
+
 TEST(SlurmJobFrom, RefusesWhatSlurmCannotDo) {
   Options o;
   o.publish = {"6006:6006"};
