@@ -67,33 +67,39 @@ void place_gpus(const Options& options, Snapshot& snapshot, Inventory& inventory
 
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
                          ContainerEngine* engine) {
-  const Thresholds thresholds = thresholds_from(options);
   const auto timeout = smi_timeout(options);
-
-  Inventory inventory;
   // The engine is asked while nvidia-smi works, so that a launch is not slower for it.
-  std::future<std::vector<GpuContainer>> containers;
+  std::future<std::vector<GpuContainer>> asked;
   if (engine != nullptr && !options.from_csv && !options.ignore_containers)
-    containers =
+    asked =
         std::async(std::launch::async, [engine, timeout] { return engine->gpu_holders(timeout, Listing::running); });
 
   Snapshot snapshot = source.read(timeout);  // GPUs in index order
+  std::vector<GpuContainer> containers;
+  if (asked.valid()) {
+    try {
+      containers = asked.get();
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by nvidia-smi alone: {}",
+                   engine->name() == "podman" ? "Podman" : "Docker", e.what());
+    }
+  }
+  return assess_inventory(options, lock_dir, std::move(snapshot), std::move(containers));
+}
+
+Inventory assess_inventory(const Options& options, const std::string& lock_dir, Snapshot snapshot,
+                           std::vector<GpuContainer> containers) {
+  const Thresholds thresholds = thresholds_from(options);
+  Inventory inventory;
   place_gpus(options, snapshot, inventory);
   const std::vector<Gpu>& gpus = snapshot.gpus;
   inventory.lost = snapshot.lost;
   inventory.warnings = snapshot.warnings;
   inventory.processes_known = snapshot.processes_known;
   inventory.source = snapshot.source;
+  inventory.containers = std::move(containers);
 
   ExternalClaims claims;
-  if (containers.valid()) {
-    try {
-      inventory.containers = containers.get();
-    } catch (const std::exception& e) {
-      spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by nvidia-smi alone: {}",
-                   engine->name() == "podman" ? "Podman" : "Docker", e.what());
-    }
-  }
   // The GPU processes' own containers: those of engines not asked (rootless ones, other users').
   // Not for a snapshot, whose PIDs are of another moment or machine.
   if (!options.from_csv && !options.ignore_containers)

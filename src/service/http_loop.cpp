@@ -88,6 +88,7 @@ void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandl
       response.set(http::field::content_type, reply.content_type);
       response.set(http::field::server, "gpurund");
       response.set("X-Content-Type-Options", "nosniff");
+      for (const auto& [name, value] : reply.headers) response.set(name, value);
       response.keep_alive(keep_alive && request.keep_alive());
       response.body() = request.method() == http::verb::head ? std::string() : reply.body;
       response.prepare_payload();

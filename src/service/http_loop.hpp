@@ -6,6 +6,8 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpurun {
 
@@ -19,6 +21,7 @@ struct HttpReply {
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers = {};  // more of them (Content-Security-Policy)
 };
 
 // `connection`: the accepted socket (the unix listener asks it for its peer's credentials).

@@ -195,8 +195,9 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   const ServiceServer server(settings.server, served);
   std::optional<WebServer> web;
   if (!settings.listen.empty()) {
-    web.emplace(settings.listen, served);
-    spdlog::info("metrics for Prometheus on {} (port {}), path /metrics", settings.listen, web->port());
+    web.emplace(settings.listen, served, settings.server);
+    spdlog::info("the lab's page (/) and metrics for Prometheus (/metrics) on {} (port {})", settings.listen,
+                 web->port());
   }
   spdlog::info("recording into {} every {} ms, answering on {}; {} run(s) still open from before", settings.state_dir,
                settings.interval.count(), settings.server.socket_path, tracker.running().size());
@@ -257,6 +258,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           engine_trouble.failed(e.what());
         }
       }
+      Inventory inventory = assess_inventory(options, "", snapshot, containers);  // the page's board
       const MachineSample sample =
           machine_sample(std::chrono::system_clock::now(), snapshot, std::move(containers), host_proc_root());
       const std::vector<GpuSampleRow> rows = gpu_sample_rows(sample);
@@ -280,6 +282,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         served.metrics.running = tracker.running();
         served.metrics.idle_since = tracker.idle_since();
         served.metrics.last_sample_ok = true;
+        served.inventory = std::move(inventory);
       }
       // A run that started is written at once too: a kill -9 then never loses one.
       started = tracker.running().size() + unsaved.size() > before.size();

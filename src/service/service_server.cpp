@@ -23,6 +23,7 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
 #include "http_loop.hpp"
+#include "request_target.hpp"
 
 namespace gpurun {
 namespace {
@@ -48,29 +49,6 @@ bool member_of(const std::string& name, const std::string& group) {
   }
   groups.resize(static_cast<std::size_t>(count));
   return std::find(groups.begin(), groups.end(), *gid) != groups.end();
-}
-
-struct Target {
-  std::string path;
-  std::map<std::string, std::string> query;
-};
-
-std::optional<Target> parse_target(const std::string& target) {
-  Target parsed;
-  const auto mark = target.find('?');
-  const auto path = text::percent_decode(target.substr(0, mark));
-  if (!path) return std::nullopt;
-  parsed.path = *path;
-  if (mark == std::string::npos) return parsed;
-  for (const std::string_view pair : text::split(std::string_view(target).substr(mark + 1), '&')) {
-    if (pair.empty()) continue;
-    const auto equals = pair.find('=');
-    const auto key = text::percent_decode(pair.substr(0, equals));
-    const auto value = text::percent_decode(equals == std::string_view::npos ? "" : pair.substr(equals + 1));
-    if (!key || !value) return std::nullopt;
-    parsed.query[*key] = *value;
-  }
-  return parsed;
 }
 
 // The store's runs with the open ones as the tracker holds them now (fresher than the last flush).

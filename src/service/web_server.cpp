@@ -16,24 +16,12 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
 #include "http_loop.hpp"
+#include "web_routes.hpp"
 
 namespace gpurun {
 namespace {
 
 constexpr const char* kListenExample = "such as 127.0.0.1:9400 or [::1]:9400";
-
-HttpReply answer(const HttpRequest& request, ServedRuns& runs) {
-  if (request.method != "GET" && request.method != "HEAD")
-    return {.status = 405, .body = "only GET is answered\n", .content_type = "text/plain; charset=utf-8"};
-  if (request.target == "/metrics" || request.target.starts_with("/metrics?")) {
-    const std::lock_guard lock(runs.mutex);
-    return {.status = 200,
-            .body = prometheus_text(runs.metrics, std::chrono::system_clock::now()),
-            .content_type = "text/plain; version=0.0.4; charset=utf-8"};
-  }
-  return {
-      .status = 404, .body = "not found: gpurund serves /metrics here\n", .content_type = "text/plain; charset=utf-8"};
-}
 
 }  // namespace
 
@@ -58,7 +46,8 @@ ListenAddress parse_listen_address(const std::string& text) {
   return address;
 }
 
-WebServer::WebServer(const std::string& listen, ServedRuns& runs) : runs_(runs) {
+WebServer::WebServer(const std::string& listen, ServedRuns& runs, ServerSettings settings)
+    : runs_(runs), settings_(std::move(settings)) {
   const ListenAddress address = parse_listen_address(listen);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -98,7 +87,7 @@ WebServer::WebServer(const std::string& listen, ServedRuns& runs) : runs_(runs) 
     // One request a connection: a scraper holding its connection open between scrapes would keep
     // a second one (an HA pair of Prometheus servers) out.
     serve_http(
-        listener_, stopping_, [this](int, const HttpRequest& request) { return answer(request, runs_); },
+        listener_, stopping_, [this](int, const HttpRequest& request) { return answer_web(request, runs_, settings_); },
         /*keep_alive=*/false);
   });
 }

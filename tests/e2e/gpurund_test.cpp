@@ -358,7 +358,7 @@ TEST_F(GpurundTest, ServesMetricsForPrometheusWithEachGpusHolderAndPromtoolAccep
   const pid_t pid = start(scenario("busy_dgx.json"), false, {"--listen", "127.0.0.1:0"});
   int port = 0;
   ASSERT_TRUE(eventually([&] {
-    static const std::regex bound("metrics for Prometheus on 127.0.0.1:0 \\(port ([0-9]+)\\)");
+    static const std::regex bound("on 127.0.0.1:0 \\(port ([0-9]+)\\)");
     const std::string log = read_file(dir() + "/gpurund.err");
     std::smatch found;
     if (std::regex_search(log, found, bound)) port = std::stoi(found[1].str());

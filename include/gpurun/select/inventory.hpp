@@ -54,6 +54,11 @@ Machine open_machine(const Options& options);
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
                          ContainerEngine* engine);
 
+// take_inventory's second half, for a snapshot and containers read already (the gpurun service's
+// sample): the holders joined and every GPU assessed.
+Inventory assess_inventory(const Options& options, const std::string& lock_dir, Snapshot snapshot,
+                           std::vector<GpuContainer> containers);
+
 // What the options ask for: `options.gpus` GPUs, or with --mig that many MIG instances. Throws
 // Error (exit 125) for --mig when the source is not NVML (MIG instances need it).
 PickResult pick_units(const Options& options, const Inventory& inventory);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpurun/history/run_tracker.hpp"
+#include "gpurun/select/inventory.hpp"
 #include "gpurun/service/metrics.hpp"
 #include "gpurun/service/run_store.hpp"
 #include "gpurun/util/choices.hpp"
@@ -33,6 +34,8 @@ struct ServedRuns {
   std::vector<RunRecord> fresh;
   // The last sample, as /metrics (gpurun/service/web_server.hpp) and /v1/gpus show it.
   MetricsState metrics;
+  // The last sample's GPUs assessed as `gpurun status` assesses them, for the lab's page.
+  Inventory inventory;
 };
 
 struct ServerSettings {

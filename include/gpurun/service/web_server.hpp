@@ -1,7 +1,8 @@
 #pragma once
 // gpurund's TCP listener (`--listen ADDR:PORT`, setting service.listen; off unless set): GET
-// /metrics for Prometheus (gpurun/service/metrics.hpp). It only reads the last sample, under the
-// recorder's lock, and runs in a thread of its own until destroyed. Anyone who can reach the
+// /metrics for Prometheus (gpurun/service/metrics.hpp), and the lab's page with its JSON API
+// (src/service/web_routes.hpp). It only reads the last sample and the store, under the recorder's
+// lock, and runs in a thread of its own until destroyed. Anyone who can reach the
 // address can read it: keep it on loopback or behind the site's proxy (README, "Metrics").
 #include <atomic>
 #include <string>
@@ -22,7 +23,8 @@ ListenAddress parse_listen_address(const std::string& text);
 class WebServer {
  public:
   // Throws Error when it cannot listen there.
-  WebServer(const std::string& listen, ServedRuns& runs);
+  // `settings`: who may see which runs (the socket's, applied to the page's API).
+  WebServer(const std::string& listen, ServedRuns& runs, ServerSettings settings);
   ~WebServer();
   WebServer(const WebServer&) = delete;
   WebServer& operator=(const WebServer&) = delete;
@@ -31,6 +33,7 @@ class WebServer {
 
  private:
   ServedRuns& runs_;
+  ServerSettings settings_;
   int listener_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};

@@ -59,7 +59,7 @@ std::string get(int port, const std::string& path) {
 TEST(WebServer, AnswersMetricsFromTheLastSampleAndNothingElse) {
   ServedRuns runs;
   runs.metrics.last_sample_ok = true;
-  const WebServer server("127.0.0.1:0", runs);
+  const WebServer server("127.0.0.1:0", runs, {});
   ASSERT_GT(server.port(), 0);
   const std::string metrics = get(server.port(), "/metrics");
   EXPECT_THAT(metrics, StartsWith("HTTP/1.1 200 OK\r\n"));
@@ -70,9 +70,9 @@ TEST(WebServer, AnswersMetricsFromTheLastSampleAndNothingElse) {
 
 TEST(WebServer, AnAddressInUseIsRefusedWithTheReason) {
   ServedRuns runs;
-  const WebServer first("127.0.0.1:0", runs);
+  const WebServer first("127.0.0.1:0", runs, {});
   const test::CaughtError error =
-      test::caught_error([&] { const WebServer second("127.0.0.1:" + std::to_string(first.port()), runs); });
+      test::caught_error([&] { const WebServer second("127.0.0.1:" + std::to_string(first.port()), runs, {}); });
   EXPECT_THAT(error.message, HasSubstr("cannot listen on 127.0.0.1:"));
   EXPECT_THAT(error.message, HasSubstr("in use"));
 }

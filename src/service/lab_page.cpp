@@ -1,0 +1,238 @@
+#include "gpurun/service/lab_page.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gpurun/history/time_text.hpp"
+#include "gpurun/render/views.hpp"
+#include "gpurun/util/text.hpp"
+#include "gpurun/util/units.hpp"
+
+namespace gpurun {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string text_at(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+std::optional<double> number_at(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? std::optional(j[key].get<double>()) : std::nullopt;
+}
+
+std::string gib(double mib) { return fmt::format("{:.1f}", mib / 1024); }
+
+// "alice · bob_gpu2 (run 3)", one per holder; "" for none.
+std::string holders_text(const json& held_by) {
+  std::string text;
+  for (const json& h : held_by) {
+    if (!text.empty()) text += ", ";
+    const std::string user = text_at(h, "user");
+    text += user.empty() ? "unknown" : user;
+    text += " · " + text::printable(text_at(h, "name"), 80);
+    if (h.contains("run") && h["run"].is_number_integer()) text += fmt::format(" (run {})", h["run"].get<long long>());
+  }
+  return text;
+}
+
+std::string meter(std::optional<double> value, double max) {
+  if (!value) return "";
+  return fmt::format("<meter min=\"0\" max=\"{:.0f}\" value=\"{:.0f}\"></meter> ", max, std::clamp(*value, 0.0, max));
+}
+
+// One row of the board, as page.js draws it too (keep the two alike).
+void board_row(std::string& html, const json& gpu) {
+  const auto idle = number_at(gpu, "idle_s");
+  const std::string state = text_at(gpu, "state");
+  const bool held = gpu.contains("held_by") && gpu["held_by"].is_array() && !gpu["held_by"].empty();
+  const std::string row_class = idle && held ? "idle" : state == "free" ? "free" : "busy";
+  const auto util = number_at(gpu, "utilization_percent");
+  const auto used = number_at(gpu, "memory_used_mib");
+  const auto total = number_at(gpu, "memory_total_mib");
+  html += fmt::format(R"(<tr class="{}" data-gpu="{}">)", row_class, gpu.value("index", 0));
+  html += fmt::format(R"(<td class="index">{}</td>)", gpu.value("index", 0));
+  html += fmt::format(R"(<td class="model">{}</td>)", html_escape(text_at(gpu, "name")));
+  html += fmt::format(R"(<td class="util">{}<span>{}</span></td>)", meter(util, 100),
+                      util ? fmt::format("{:.0f} %", *util) : "?");
+  html += fmt::format(R"(<td class="mem">{}<span>{}</span></td>)", total ? meter(used, *total) : "",
+                      used && total ? fmt::format("{} / {} GiB", gib(*used), gib(*total)) : "?");
+  html += fmt::format(R"(<td class="state">{}</td>)", html_escape(state));
+  html += fmt::format(R"(<td class="holder">{}</td>)", held ? html_escape(holders_text(gpu["held_by"])) : "");
+  html += fmt::format(
+      R"(<td class="idle">{}</td></tr>)",
+      idle && held ? html_escape(format_duration(std::chrono::seconds(std::llround(*idle)), DurationStyle::brief))
+                   : "");
+  if (!gpu.contains("mig_instances") || !gpu["mig_instances"].is_array()) return;
+  for (const json& mig : gpu["mig_instances"]) {
+    const auto mig_used = number_at(mig, "memory_used_mib");
+    const auto mig_total = number_at(mig, "memory_total_mib");
+    html += fmt::format(
+        R"(<tr class="mig"><td class="index"></td><td class="model">MIG {}</td><td class="util"></td>)"
+        R"(<td class="mem">{}<span>{}</span></td><td class="state">{}</td><td class="holder"></td><td class="idle"></td></tr>)",
+        html_escape(text_at(mig, "profile")), mig_total ? meter(mig_used, *mig_total) : "",
+        mig_used && mig_total ? fmt::format("{} / {} GiB", gib(*mig_used), gib(*mig_total)) : "?",
+        mig.value("free", false) ? "free" : "busy");
+  }
+}
+
+// "3 of 8 GPUs free · 2 held idle · as of TIME", in the header.
+void summary(std::string& html, const json& gpus) {
+  int free = 0;
+  int idle = 0;
+  int count = 0;
+  if (gpus.contains("gpus") && gpus["gpus"].is_array())
+    for (const json& gpu : gpus["gpus"]) {
+      ++count;
+      if (text_at(gpu, "state") == "free") ++free;
+      if (number_at(gpu, "idle_s") && gpu.contains("held_by") && !gpu["held_by"].empty()) ++idle;
+    }
+  html += fmt::format(R"(<p id="summary"><strong>{} of {}</strong> GPUs free · <strong>{}</strong> held idle · as of )"
+                      R"(<time id="as-of">{}</time></p>)",
+                      free, count, idle, html_escape(text_at(gpus, "time")));
+}
+
+void board(std::string& html, const json& gpus) {
+  html += R"(<section id="board"><h2>Which GPUs are free</h2><div class="scroll"><table class="board">)"
+          R"(<thead><tr><th>GPU</th><th>Model</th><th>Utilization</th><th>Memory</th><th>State</th>)"
+          R"(<th>Held by</th><th>Idle for</th></tr></thead><tbody id="board-rows">)";
+  if (gpus.contains("gpus") && gpus["gpus"].is_array())
+    for (const json& gpu : gpus["gpus"]) board_row(html, gpu);
+  html += "</tbody></table></div></section>";
+}
+
+std::string hours(double h) { return fmt::format("{:.1f}", h); }
+
+void usage_table(std::string& html, const LabPage& page) {
+  html += R"(<section id="usage"><h2>Who used what: the last 30 days</h2>)";
+  if (!page.usage) {
+    html += fmt::format(R"(<p class="note">{}</p></section>)", html_escape(page.hidden_why));
+    return;
+  }
+  html += R"(<div id="usage-chart" class="chart"></div><div class="scroll"><table class="usage"><thead><tr>)"
+          R"(<th>User</th><th>GPU-hours</th><th>Busy GPU-hours</th><th>Efficiency</th><th>Idle GPU-hours</th>)"
+          R"(<th>Runs</th></tr></thead><tbody id="usage-rows">)";
+  for (const UsageRow& row : *page.usage) {
+    const auto efficiency = row.efficiency();
+    // A user's name links to their runs; runs nobody is known for have no such view.
+    const std::string user = row.key.empty()
+                                 ? "unknown"
+                                 : fmt::format(R"(<a href="?user={}#runs">{}</a>)",
+                                               html_escape(text::percent_encode(row.key)), html_escape(row.key));
+    html += fmt::format(R"(<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>)", user,
+                        hours(row.gpu_hours), hours(row.busy_gpu_hours),
+                        efficiency ? fmt::format("{:.0f} %", *efficiency) : "?", hours(row.idle_gpu_hours), row.runs);
+  }
+  if (page.usage->empty()) html += R"(<tr><td colspan="6">No runs in the last 30 days.</td></tr>)";
+  html += "</tbody></table></div></section>";
+}
+
+void runs_table(std::string& html, const LabPage& page) {
+  if (!page.runs) return;
+  html += fmt::format(R"(<section id="runs"><h2>Runs of {}</h2><div class="scroll"><table class="runs"><thead><tr>)"
+                      R"(<th>Run</th><th>Name</th><th>GPUs</th><th>Start</th><th>Duration</th><th>GPU-hours</th>)"
+                      R"(<th>Efficiency</th><th>Idle</th><th>Ended by</th></tr></thead><tbody>)",
+                      html_escape(page.user));
+  for (const RunRecord& run : *page.runs) {
+    const auto efficiency = run.efficiency();
+    const WallTime end = run.end.value_or(run.last_seen);
+    html += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        run.id, html_escape(text::printable(run.name, 80)), fmt::join(run.gpus, ","), html_escape(rfc3339(run.start)),
+        html_escape(format_duration(std::chrono::floor<std::chrono::seconds>(end - run.start), DurationStyle::brief)),
+        hours(run.gpu_seconds / 3600), efficiency ? fmt::format("{:.0f} %", *efficiency) : "?",
+        html_escape(format_duration(std::chrono::seconds(std::llround(run.idle_seconds)), DurationStyle::brief)),
+        run.end ? html_escape(run.ended_by) : "running");
+  }
+  if (page.runs->empty()) html += R"(<tr><td colspan="9">No runs.</td></tr>)";
+  html += "</tbody></table></div></section>";
+}
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == '\x7f')
+          out += "\xEF\xBF\xBD";
+        else
+          out += c;
+    }
+  }
+  return out;
+}
+
+json board_json(const Inventory& inventory, const MetricsState& metrics, WallTime now) {
+  json board = status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units);
+  board["host"] = metrics.hostname;
+  board["time"] = rfc3339(now);
+  board["sample_ok"] = metrics.last_sample_ok;
+  for (json& gpu : board["gpus"]) {
+    const int index = gpu.value("index", -1);
+    const auto idle = metrics.idle_since.find(index);
+    gpu["idle_s"] = idle == metrics.idle_since.end()
+                        ? json()
+                        : json(std::max<long long>(
+                              0, std::chrono::duration_cast<std::chrono::seconds>(now - idle->second).count()));
+    json held_by = json::array();
+    for (const HolderSample& h : merged_holders(metrics.holders)) {
+      if (std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) continue;
+      const auto run = std::find_if(metrics.running.begin(), metrics.running.end(),
+                                    [&h](const RunRecord& r) { return r.key == h.key; });
+      held_by.push_back({{"user", h.user.empty() ? json() : json(h.user)},
+                         {"name", h.name},
+                         {"container", h.container_id.empty() ? json() : json(h.container_id.substr(0, 12))},
+                         {"command", h.command},
+                         {"run", run == metrics.running.end() ? json() : json(run->id)}});
+    }
+    gpu["held_by"] = std::move(held_by);
+  }
+  return board;
+}
+
+std::string lab_page_html(const LabPage& page) {
+  const std::string host = html_escape(text_at(page.board, "host"));
+  std::string html =
+      fmt::format(R"(<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">)"
+                  R"(<meta name="viewport" content="width=device-width, initial-scale=1"><title>GPUs on {0}</title>)"
+                  R"(<link rel="stylesheet" href="page.css"><script src="page.js" defer></script></head>)"
+                  R"(<body data-refresh="{1}"><header><h1>GPUs on <span id="host">{0}</span></h1>)",
+                  host, page.refresh_s);
+  summary(html, page.board);
+  html += "</header><main>";
+  board(html, page.board);
+  html += R"(<section id="day"><h2>The last 24 hours</h2><p class="note">Utilization of each GPU, one point )"
+          R"(a minute (its mean).</p><div id="day-charts" class="chart"></div><noscript><p class="note">The charts )"
+          R"(need JavaScript; <a href="api/minutes">api/minutes</a> has the figures.</p></noscript></section>)";
+  usage_table(html, page);
+  runs_table(html, page);
+  // Relative links: the page works behind a proxy that serves it under a path of its own.
+  html += R"(</main><footer>gpurund · JSON: <a href="api/gpus">api/gpus</a> · <a href="api/runs">api/runs</a> )"
+          R"(· <a href="api/usage">api/usage</a> · <a href="api/minutes">api/minutes</a> · )"
+          R"(<a href="metrics">metrics</a></footer></body></html>)";
+  html += "\n";
+  return html;
+}
+
+}  // namespace gpurun

@@ -1,0 +1,154 @@
+#include "web_routes.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "gpurun/history/run_json.hpp"
+#include "gpurun/history/time_text.hpp"
+#include "gpurun/service/lab_page.hpp"
+#include "gpurun/util/text.hpp"
+#include "request_target.hpp"
+
+namespace gpurun {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr std::chrono::hours kMonth{24 * 30};
+constexpr long long kMostHours = 24LL * 14;  // the raw samples' default keep; the minutes go back further
+constexpr const char* kHidden =
+    "This site shows each user only their own runs (history_visibility: own), and a web page cannot tell who "
+    "you are: ask `gpurun history` and `gpurun usage` on the server.";
+
+HttpReply json_reply(int status, std::string body) {
+  return {.status = status,
+          .body = std::move(body),
+          .content_type = "application/json",
+          .headers = {{"Cache-Control", "no-store"}}};
+}
+
+HttpReply error_reply(int status, const std::string& message) {
+  return json_reply(status, json{{"message", message}}.dump());
+}
+
+std::string milliseconds(WallTime when) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count());
+}
+
+// Asks what the socket answers for `path` with `query` (the last 30 days unless `since` is given),
+// as a viewer who sees everything: only called under history_visibility "all".
+ServiceAnswer from_service(const std::string& path, std::map<std::string, std::string> query, ServedRuns& runs,
+                           const ServerSettings& settings, WallTime now) {
+  query.try_emplace("since", milliseconds(now - kMonth));
+  std::string target = path;
+  char separator = '?';
+  for (const auto& [key, value] : query) {
+    target += separator + text::percent_encode(key) + "=" + text::percent_encode(value);
+    separator = '&';
+  }
+  return answer_request({.target = target, .peer_uid = 0, .claimed_caller = ""}, runs, settings);
+}
+
+json minutes_json(ServedRuns& runs, int hours, WallTime now) {
+  std::vector<GpuMinute> minutes;
+  {
+    const std::lock_guard lock(runs.mutex);
+    minutes = runs.store->gpu_minutes(now - std::chrono::hours(hours));
+  }
+  std::map<int, json> per_gpu;
+  for (const GpuMinute& m : minutes) {
+    const auto mean = m.utilization_mean();
+    const auto entry = per_gpu.try_emplace(m.gpu, json::array()).first;  // each GPU, with points or none
+    if (mean) entry->second.push_back({m.minute * 60'000, std::round(*mean * 10) / 10});
+  }
+  json gpus = json::array();
+  for (auto& [gpu, points] : per_gpu) gpus.push_back({{"index", gpu}, {"minutes", std::move(points)}});
+  return {{"time", rfc3339(now)}, {"hours", hours}, {"gpus", std::move(gpus)}};
+}
+
+HttpReply page_reply(const Target& target, ServedRuns& runs, const ServerSettings& settings, WallTime now) {
+  LabPage page;
+  {
+    const std::lock_guard lock(runs.mutex);
+    page.board = board_json(runs.inventory, runs.metrics, now);
+  }
+  if (const auto refresh = target.query.find("refresh"); refresh != target.query.end())
+    if (const auto seconds = text::parse_integer(refresh->second); seconds && *seconds >= 1 && *seconds <= 3600)
+      page.refresh_s = static_cast<int>(*seconds);
+  if (settings.visibility == HistoryVisibility::all) {
+    const ServiceAnswer by_user = from_service("/v1/usage", {{"by", "user"}}, runs, settings, now);
+    if (by_user.status == 200) page.usage = usage_from_json(json::parse(by_user.body));
+    if (const auto user = target.query.find("user"); user != target.query.end()) {
+      page.user = user->second;
+      const ServiceAnswer answer = from_service("/v1/runs", {{"user", page.user}}, runs, settings, now);
+      if (answer.status == 200) page.runs = runs_from_json(json::parse(answer.body));
+    }
+  } else {
+    page.hidden_why = kHidden;
+  }
+  return {.status = 200,
+          .body = lab_page_html(page),
+          .content_type = "text/html; charset=utf-8",
+          .headers = {{"Content-Security-Policy", std::string(kLabPagePolicy)},
+                      {"Cache-Control", "no-store"},
+                      {"Referrer-Policy", "no-referrer"},
+                      {"X-Frame-Options", "DENY"}}};
+}
+
+}  // namespace
+
+HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerSettings& settings) {
+  if (request.method != "GET" && request.method != "HEAD")
+    return {.status = 405, .body = "only GET is answered\n", .content_type = "text/plain; charset=utf-8"};
+  const auto target = parse_target(request.target);
+  if (!target) return error_reply(400, "the request's target is not valid URL text");
+  const WallTime now = std::chrono::system_clock::now();
+  const std::string& path = target->path;
+  if (path == "/metrics") {
+    const std::lock_guard lock(runs.mutex);
+    return {.status = 200,
+            .body = prometheus_text(runs.metrics, now),
+            .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+  }
+  if (path == "/" || path == "/index.html") return page_reply(*target, runs, settings, now);
+  const std::vector<std::pair<std::string, std::string>> asset_headers{
+      {"Content-Security-Policy", std::string(kLabPagePolicy)}, {"Cache-Control", "no-cache"}};
+  if (path == "/page.css")
+    return {.status = 200,
+            .body = std::string(lab_page_css()),
+            .content_type = "text/css; charset=utf-8",
+            .headers = asset_headers};
+  if (path == "/page.js")
+    return {.status = 200,
+            .body = std::string(lab_page_js()),
+            .content_type = "text/javascript; charset=utf-8",
+            .headers = asset_headers};
+  if (path == "/api/gpus") {
+    const std::lock_guard lock(runs.mutex);
+    return json_reply(200, board_json(runs.inventory, runs.metrics, now).dump());
+  }
+  if (path == "/api/minutes") {
+    int hours = 24;
+    if (const auto given = target->query.find("hours"); given != target->query.end()) {
+      const auto value = text::parse_integer(given->second);
+      if (!value || *value < 1 || *value > kMostHours)
+        return error_reply(400, fmt::format("hours: expected a whole number from 1 to {}", kMostHours));
+      hours = static_cast<int>(*value);
+    }
+    return json_reply(200, minutes_json(runs, hours, now).dump());
+  }
+  if (path == "/api/runs" || path == "/api/usage") {
+    if (settings.visibility != HistoryVisibility::all) return error_reply(403, kHidden);
+    const ServiceAnswer answer =
+        from_service(path == "/api/runs" ? "/v1/runs" : "/v1/usage", target->query, runs, settings, now);
+    return json_reply(answer.status, answer.body);
+  }
+  return {.status = 404,
+          .body =
+              "not found: gpurund serves / (the lab's page), /api/gpus, /api/runs, /api/usage, /api/minutes and "
+              "/metrics here\n",
+          .content_type = "text/plain; charset=utf-8"};
+}
+
+}  // namespace gpurun

@@ -1,0 +1,175 @@
+// Unit tests for the lab's page (gpurun/service/lab_page.hpp) and the listener's routes
+// (src/service/web_routes.hpp): the board's JSON, escaping of every name a user chose, the
+// idle mark, what history_visibility "own" hides, and the answers' types and headers.
+#include "gpurun/service/lab_page.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/test_support.hpp"
+#include "web_routes.hpp"
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const WallTime kNow = WallTime{} + 1'764'000'000s;
+
+// GPU 0 free; GPU 1 held by carol's container named as markup, idle for 90 s.
+struct Sample {
+  Inventory inventory;
+  MetricsState metrics;
+  Sample() {
+    GpuAssessment free;
+    free.gpu = test::make_gpu(0, 10, 81920, 0);
+    free.free = true;
+    GpuAssessment held;
+    held.gpu = test::make_gpu(1, 4000, 81920, 0);
+    held.reasons = {"held by a container"};
+    inventory.assessed = {free, held};
+    metrics.hostname = "dgx<1>";
+    metrics.holders = {{.key = "container:c2",
+                        .name = "<script>alert(1)</script>",
+                        .user = "carol",
+                        .container_id = "c2c2c2c2c2c2c2c2",
+                        .image = "x",
+                        .command = "sleep",
+                        .gpus = {1},
+                        .memory_used_mib = std::nullopt,
+                        .started_by_gpurun = false}};
+    RunRecord run;
+    run.id = 7;
+    run.key = "container:c2";
+    metrics.running = {run};
+    metrics.idle_since = {{1, kNow - 90s}};
+  }
+};
+
+TEST(HtmlEscape, EscapesMarkupQuotesAndControlCharacters) {
+  EXPECT_EQ(html_escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  EXPECT_EQ(html_escape("a\nb\x1b"),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
+  EXPECT_EQ(html_escape("GPU · 80 GiB"), "GPU · 80 GiB");
+}
+
+TEST(BoardJson, IsStatusJsonWithTheHoldersTheirRunsAndIdleTimes) {
+  const Sample s;
+  const auto board = board_json(s.inventory, s.metrics, kNow);
+  EXPECT_EQ(board["host"], "dgx<1>");
+  ASSERT_EQ(board["gpus"].size(), 2U);
+  EXPECT_EQ(board["gpus"][0]["state"], "free");
+  EXPECT_TRUE(board["gpus"][0]["idle_s"].is_null());
+  EXPECT_TRUE(board["gpus"][0]["held_by"].empty());
+  EXPECT_EQ(board["gpus"][1]["idle_s"], 90);
+  ASSERT_EQ(board["gpus"][1]["held_by"].size(), 1U);
+  EXPECT_EQ(board["gpus"][1]["held_by"][0]["user"], "carol");
+  EXPECT_EQ(board["gpus"][1]["held_by"][0]["container"], "c2c2c2c2c2c2");
+  EXPECT_EQ(board["gpus"][1]["held_by"][0]["run"], 7);
+}
+
+TEST(LabPageHtml, ShowsEveryNameAsTextAndMarksTheIdleHolder) {
+  const Sample s;
+  LabPage page;
+  page.board = board_json(s.inventory, s.metrics, kNow);
+  page.usage = std::vector<UsageRow>{{.key = "carol\"><b>", .runs = 1, .gpu_hours = 2, .busy_gpu_hours = 1}};
+  const std::string html = lab_page_html(page);
+  EXPECT_THAT(html, HasSubstr("<title>GPUs on dgx&lt;1&gt;</title>"));
+  EXPECT_THAT(html, HasSubstr("carol · &lt;script&gt;alert(1)&lt;/script&gt; (run 7)"));
+  EXPECT_THAT(html, Not(HasSubstr("<script>alert")));
+  EXPECT_THAT(html, HasSubstr(R"(<tr class="idle" data-gpu="1">)"));
+  EXPECT_THAT(html, HasSubstr(R"(<td class="idle">1m 30s</td>)"));
+  EXPECT_THAT(html, HasSubstr(R"(<tr class="free" data-gpu="0">)"));
+  EXPECT_THAT(html, HasSubstr(R"(<a href="?user=carol%22%3E%3Cb%3E#runs">carol&quot;&gt;&lt;b&gt;</a>)"));
+  EXPECT_THAT(html, HasSubstr(R"(<body data-refresh="5">)"));
+  EXPECT_THAT(html, Not(HasSubstr(R"(<section id="runs">)")));
+}
+
+TEST(LabPageHtml, WithoutUsageSaysWhyAndWithAUserShowsTheirRuns) {
+  LabPage page;
+  page.board = board_json(Sample().inventory, Sample().metrics, kNow);
+  page.hidden_why = "not shown here";
+  EXPECT_THAT(lab_page_html(page), HasSubstr(R"(<p class="note">not shown here</p>)"));
+  RunRecord run;
+  run.id = 3;
+  run.name = "<i>job</i>";
+  run.gpus = {0, 1};
+  run.start = kNow - 2h;
+  run.last_seen = kNow;
+  page.user = "bob";
+  page.runs = std::vector<RunRecord>{run};
+  const std::string html = lab_page_html(page);
+  EXPECT_THAT(html, HasSubstr("<h2>Runs of bob</h2>"));
+  EXPECT_THAT(html, HasSubstr("<td>3</td><td>&lt;i&gt;job&lt;/i&gt;</td><td>0,1</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>2h</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>running</td>"));
+}
+
+class WebRoutesTest : public ::testing::Test {
+ protected:
+  test::TempDir dir;
+  RunStore store{dir / "gpurund.db"};
+  ServedRuns runs;
+  ServerSettings settings;
+  WebRoutesTest() {
+    runs.store = &store;
+    const Sample s;
+    runs.inventory = s.inventory;
+    runs.metrics = s.metrics;
+  }
+  HttpReply get(const std::string& target) {
+    return answer_web({.method = "GET", .target = target, .caller = ""}, runs, settings);
+  }
+  static std::string header(const HttpReply& reply, const std::string& name) {
+    for (const auto& [key, value] : reply.headers)
+      if (key == name) return value;
+    return "";
+  }
+};
+
+TEST_F(WebRoutesTest, ThePageAndItsAssetsCarryTheirTypesAndTheContentSecurityPolicy) {
+  const HttpReply page = get("/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_EQ(header(page, "Content-Security-Policy"), kLabPagePolicy);
+  EXPECT_THAT(header(page, "Content-Security-Policy"), HasSubstr("script-src 'self'"));
+  EXPECT_THAT(page.body, HasSubstr(R"(<table class="usage">)"));
+  EXPECT_EQ(get("/page.js").content_type, "text/javascript; charset=utf-8");
+  EXPECT_EQ(get("/page.js").body, lab_page_js());
+  EXPECT_EQ(get("/page.css").content_type, "text/css; charset=utf-8");
+  EXPECT_THAT(get("/?refresh=30").body, HasSubstr(R"(<body data-refresh="30">)"));
+  EXPECT_THAT(get("/?refresh=0").body, HasSubstr(R"(<body data-refresh="5">)"));
+  EXPECT_EQ(get("/nothing").status, 404);
+  EXPECT_EQ(answer_web({.method = "POST", .target = "/", .caller = ""}, runs, settings).status, 405);
+}
+
+TEST_F(WebRoutesTest, TheApiAnswersInJsonAndRefusesBadInput) {
+  const HttpReply gpus = get("/api/gpus");
+  EXPECT_EQ(gpus.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(gpus.body)["gpus"][1]["held_by"][0]["user"], "carol");
+  EXPECT_EQ(get("/api/usage").status, 200);
+  EXPECT_TRUE(nlohmann::json::parse(get("/api/runs").body).is_array());
+  EXPECT_EQ(nlohmann::json::parse(get("/api/minutes").body)["hours"], 24);
+  EXPECT_EQ(get("/api/minutes?hours=0").status, 400);
+  EXPECT_EQ(get("/api/minutes?hours=x").status, 400);
+  EXPECT_EQ(get("/api/runs?since=soon").status, 400);
+  EXPECT_EQ(get("/api/%zz").status, 400);
+}
+
+TEST_F(WebRoutesTest, UnderHistoryVisibilityOwnNoRunsOrUsageAreShownToAnyone) {
+  settings.visibility = HistoryVisibility::own;
+  EXPECT_EQ(get("/api/runs").status, 403);
+  EXPECT_EQ(get("/api/usage").status, 403);
+  const HttpReply page = get("/?user=carol");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_THAT(page.body, Not(HasSubstr(R"(<table class="usage">)")));
+  EXPECT_THAT(page.body, Not(HasSubstr(R"(<section id="runs">)")));
+  EXPECT_THAT(page.body, HasSubstr("history_visibility: own"));
+  EXPECT_EQ(get("/api/gpus").status, 200);  // who holds a GPU now: `gpurun status` shows everyone that
+}
+
+}  // namespace
+}  // namespace gpurun
