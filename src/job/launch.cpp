@@ -324,6 +324,10 @@ int run_launch(const Options& options, std::ostream& out) {
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
   if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");
   if (!options.report_json.empty()) check_report_destination(options.report_json);  // not after a day's run
+  if (options.notify && !options.policy.notify)
+    spdlog::warn(
+        "--notify: this server's system file sets no \"notify\" (webhook or mail), so nobody will be told "
+        "when the job ends");
 
   // One launch picks at a time; a dry run only looks.
   const std::string lock_dir =

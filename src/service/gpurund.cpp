@@ -101,6 +101,12 @@ int main(int argc, char** argv) {
     action.sa_handler = on_stop;
     sigemptyset(&action.sa_mask);
     for (int s : {SIGTERM, SIGINT}) ::sigaction(s, &action, nullptr);
+    // A peer that hangs up (a webhook, a browser, a scraper) is an error on that write, never the
+    // end of the service.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, nullptr);
     return run_recorder(options, settings, stop_signal);
   } catch (const Error& e) {
     spdlog::error("{}", e.what());

@@ -65,6 +65,9 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
       due.push_back(std::move(action));
     }
   }
+  // A holder one sample missed (the engine did not answer) but whose run goes on keeps its state:
+  // no second warning when it is seen again.
+  for (const RunRecord& run : running) present.insert(run.key);
   std::erase_if(done_, [&present](const auto& entry) { return !present.contains(entry.first); });
   return due;
 }

@@ -26,13 +26,30 @@ std::string header_value(std::string_view text) {
   return value;
 }
 
+// Slack's and Mattermost's message text: &, < and > escaped as Slack asks, so a name a user chose
+// cannot become a mention (<!channel>) or a link.
+std::string chat_text(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::ordered_json webhook_body(const Notification& notification) {
   return {{"event", notification.event},
           {"time", rfc3339(notification.time)},
           {"host", notification.host},
-          {"text", notification.text},
+          {"text", chat_text(notification.text)},
           {"run", notification.run}};
 }
 

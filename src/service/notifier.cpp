@@ -3,12 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
+
+#include "gpurun/util/json_output.hpp"
 
 namespace gpurun {
 namespace {
 
 constexpr std::size_t kMostWaiting = 1000;
 constexpr std::chrono::seconds kAttemptLimit{10};  // per webhook POST and per sendmail run
+constexpr std::chrono::seconds kShutdownLimit{5};  // a stopping service delivers what is due for this long
 
 }  // namespace
 
@@ -55,7 +59,7 @@ void Notifier::deliver(Pending& pending) const {
   }
   if (!pending.posted) {
     ++pending.attempts;
-    const Delivery posted = post_webhook(policy_.webhook, webhook_body(n).dump(), kAttemptLimit);
+    const Delivery posted = post_webhook(policy_.webhook, json_line(webhook_body(n)), kAttemptLimit);
     pending.posted = posted.delivered;
     if (!posted.delivered) {
       const bool again = posted.retry && pending.attempts < backoff_.attempts;
@@ -69,8 +73,14 @@ void Notifier::deliver(Pending& pending) const {
 
 void Notifier::work() {
   std::unique_lock lock(mutex_);
+  std::optional<std::chrono::steady_clock::time_point> give_up;  // set once stopping: what is due then, briefly
   while (true) {
     const auto now = std::chrono::steady_clock::now();
+    if (stopping_ && !give_up) give_up = now + kShutdownLimit;
+    if (give_up && now >= *give_up && !queue_.empty()) {
+      spdlog::warn("notify: stopping with {} notification(s) undelivered", queue_.size());
+      return;
+    }
     const auto next = std::min_element(queue_.begin(), queue_.end(),
                                        [](const Pending& a, const Pending& b) { return a.due < b.due; });
     if (next == queue_.end()) {
@@ -89,7 +99,12 @@ void Notifier::work() {
     Pending pending = std::move(*next);
     queue_.erase(next);
     lock.unlock();  // deliveries take seconds; send() must not wait for them
-    deliver(pending);
+    try {
+      deliver(pending);
+    } catch (const std::exception& e) {  // no memory, no pipes: this one is dropped, the thread goes on
+      spdlog::error("notify: {} could not be delivered: {}", pending.notification.event, e.what());
+      pending.mailed = pending.posted = true;
+    }
     lock.lock();
     if (!pending.mailed || !pending.posted) queue_.push_back(std::move(pending));
   }

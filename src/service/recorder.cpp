@@ -191,6 +191,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   tracker.resume(store.open_runs());
   ServedRuns served;
   served.store = &store;
+  served.metrics.hostname = host_name();  // before the servers' threads read it
   served.fresh = tracker.running();
   const ServiceServer server(settings.server, served);
   std::optional<WebServer> web;
@@ -203,8 +204,8 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
                settings.interval.count(), settings.server.socket_path, tracker.running().size());
 
   const Machine machine = open_machine(options);
-  served.metrics.hostname = host_name();
-  PolicyRules rules(options.policy, served.metrics.hostname);
+  PolicyRules rules(options.policy, host_name());
+  const std::string reservations = lock_dir_for_reading(options);
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");
   Trouble engine_trouble("the container engine");
@@ -258,7 +259,8 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           engine_trouble.failed(e.what());
         }
       }
-      Inventory inventory = assess_inventory(options, "", snapshot, containers);  // the page's board
+      // The page's board, as `gpurun status` assesses it: other launches' reservations count too.
+      Inventory inventory = assess_inventory(options, reservations, snapshot, containers);
       const MachineSample sample =
           machine_sample(std::chrono::system_clock::now(), snapshot, std::move(containers), host_proc_root());
       const std::vector<GpuSampleRow> rows = gpu_sample_rows(sample);

@@ -21,6 +21,7 @@
 #include "gpurun/history/usage.hpp"
 #include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_output.hpp"
 #include "gpurun/util/text.hpp"
 #include "http_loop.hpp"
 #include "request_target.hpp"
@@ -30,7 +31,9 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-ServiceAnswer failure(int status, const std::string& message) { return {status, json{{"message", message}}.dump()}; }
+ServiceAnswer failure(int status, const std::string& message) {
+  return {status, json_line(json{{"message", message}})};
+}
 
 // Whether the user `name` belongs to `group` (primary or supplementary).
 bool member_of(const std::string& name, const std::string& group) {
@@ -124,13 +127,13 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       json array = json::array();
       const bool for_table = param("fields").value_or("") == "table";
       for (const RunRecord& run : current_runs(runs, query)) array.push_back(run_json(run, for_table));
-      return {200, array.dump()};
+      return {200, json_line(array)};
     }
     if (target->path == "/v1/usage") {
       const std::string by_word = param("by").value_or("user");
       const auto by = choice_from<UsageKey>(by_word);
       if (!by) return failure(400, "by: expected user, image or gpu");
-      return {200, usage_json(usage(current_runs(runs, query), *by)).dump()};
+      return {200, json_line(usage_json(usage(current_runs(runs, query), *by)))};
     }
     if (target->path == "/v1/gpus") {  // what status shows anyone anyway: no visibility filter
       const std::lock_guard lock(runs.mutex);
@@ -141,7 +144,7 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
                         {"idle_since", rfc3339(since)},
                         {"idle_s", std::max<long long>(
                                        0, std::chrono::duration_cast<std::chrono::seconds>(now - since).count())}});
-      return {200, json{{"gpus", gpus}}.dump()};
+      return {200, json_line(json{{"gpus", gpus}})};
     }
     if (target->path.starts_with("/v1/runs/")) {
       const std::string name = target->path.substr(std::string_view("/v1/runs/").size());
@@ -149,7 +152,7 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       // Someone else's run is "not found" to a caller who may not see it: its existence is not told.
       if (!run || (!sees_all && run->user != viewer))
         return failure(404, fmt::format("no run named {} in the service's history", text::printable(name)));
-      return {200, run_json(*run).dump()};
+      return {200, json_line(run_json(*run))};
     }
   } catch (const std::exception& e) {  // the store failing: a message, and the service goes on
     spdlog::error("answering {}: {}", text::printable(request.target), e.what());

@@ -7,6 +7,7 @@
 #include "gpurun/history/run_json.hpp"
 #include "gpurun/history/time_text.hpp"
 #include "gpurun/service/lab_page.hpp"
+#include "gpurun/util/json_output.hpp"
 #include "gpurun/util/text.hpp"
 #include "request_target.hpp"
 
@@ -29,7 +30,7 @@ HttpReply json_reply(int status, std::string body) {
 }
 
 HttpReply error_reply(int status, const std::string& message) {
-  return json_reply(status, json{{"message", message}}.dump());
+  return json_reply(status, json_line(json{{"message", message}}));
 }
 
 std::string milliseconds(WallTime when) {
@@ -126,7 +127,7 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
             .headers = asset_headers};
   if (path == "/api/gpus") {
     const std::lock_guard lock(runs.mutex);
-    return json_reply(200, board_json(runs.inventory, runs.metrics, now).dump());
+    return json_reply(200, json_line(board_json(runs.inventory, runs.metrics, now)));
   }
   if (path == "/api/minutes") {
     int hours = 24;
@@ -136,7 +137,7 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
         return error_reply(400, fmt::format("hours: expected a whole number from 1 to {}", kMostHours));
       hours = static_cast<int>(*value);
     }
-    return json_reply(200, minutes_json(runs, hours, now).dump());
+    return json_reply(200, json_line(minutes_json(runs, hours, now)));
   }
   if (path == "/api/runs" || path == "/api/usage") {
     if (settings.visibility != HistoryVisibility::all) return error_reply(403, kHidden);

@@ -7,6 +7,7 @@
 
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/shell_quote.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -102,6 +103,30 @@ std::string slurm_duration(std::chrono::seconds duration) {
   const long long seconds = total % 60;
   if (days > 0) return fmt::format("{}-{:02}:{:02}:{:02}", days, hours, minutes, seconds);
   return fmt::format("{}:{:02}:{:02}", hours, minutes, seconds);
+}
+
+std::optional<std::chrono::seconds> parse_slurm_duration(std::string_view text) {
+  long long days = 0;
+  const auto dash = text.find('-');
+  if (dash != std::string_view::npos) {
+    const auto d = text::parse_integer(text.substr(0, dash));
+    if (!d || *d < 0 || *d > 100'000) return std::nullopt;
+    days = *d;
+    text = text.substr(dash + 1);
+  }
+  std::vector<long long> parts;
+  for (const std::string_view part : text::split(text, ':')) {
+    const auto value = text::parse_integer(part);
+    if (!value || *value < 0 || *value > 100'000'000) return std::nullopt;  // far past any limit
+    parts.push_back(*value);
+  }
+  if (parts.empty() || parts.size() > 3) return std::nullopt;
+  parts.resize(3, 0);
+  // With days, or three fields: hours[:minutes[:seconds]]; else minutes[:seconds].
+  const long long seconds = dash != std::string_view::npos || text.find(':') != text.rfind(':')
+                                ? parts[0] * 3600 + parts[1] * 60 + parts[2]
+                                : parts[0] * 60 + parts[1];
+  return std::chrono::seconds(days * 86400 + seconds);
 }
 
 std::string pyxis_image(const std::string& image) {

@@ -39,6 +39,10 @@ void warn_local_only(const Options& options) {
   if (options.ignore_containers) ignored.emplace_back("--ignore-containers");
   if (options.lock_dir != defaults.lock_dir) ignored.emplace_back("--lock-dir");
   if (options.host_cpus) ignored.emplace_back("--host-cpus");
+  if (options.notify)
+    spdlog::warn(
+        "--notify is ignored under Slurm: the gpurun service watches this server, not the cluster; "
+        "ask Slurm itself with --slurm-opt=--mail-type=END");
   if (ignored.empty()) return;
   spdlog::warn("{} {} ignored under Slurm: Slurm picks the GPUs and the CPUs per GPU come from the partition",
                fmt::join(ignored, ", "), ignored.size() == 1 ? "is" : "are");
@@ -124,9 +128,14 @@ SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::str
   job.name = options.name.empty() ? "gpurun" : options.name;
   job.partition = options.slurm.partition;
   job.account = options.slurm.account;
-  // --time-limit (or the site's max_runtime) is Slurm's own --time; slurm_time when neither is set.
+  // --time-limit is Slurm's own --time; else slurm_time as written, unless the site's max_runtime
+  // is shorter (or slurm_time is not a duration this can compare, such as UNLIMITED).
   const auto limit = launch_time_limit(options.policy, options);
-  job.time_limit = limit ? slurm_duration(*limit) : options.slurm.time_limit;
+  const auto asked = parse_slurm_duration(options.slurm.time_limit);
+  if (!options.time_limit && !options.slurm.time_limit.empty() && (!limit || (asked && *asked <= *limit)))
+    job.time_limit = options.slurm.time_limit;
+  else
+    job.time_limit = limit ? slurm_duration(*limit) : "";
   job.qos = options.slurm.qos;
   job.extra = options.slurm.srun_opts;
   job.queue = options.wait.enabled;

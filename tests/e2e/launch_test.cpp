@@ -143,6 +143,7 @@ TEST_F(GpurunTest, ATimeLimitIsALabelCappedByMaxRuntimeAndOneAboveItIsRefused) {
       gpurun({"--dry-run", "--image", "img", "--time-limit", "90m", "--notify", "1"}, fakes("busy_dgx.json"));
   EXPECT_EQ(limited.exit_code, 0) << limited.err;
   EXPECT_THAT(limited.out, HasSubstr(" --label gpurun.time-limit=5400 --label gpurun.notify=run_ended "));
+  EXPECT_THAT(limited.err, HasSubstr("--notify: this server's system file sets no \"notify\""));
 
   std::ofstream(system_config()) << "{\n  \"max_runtime\": \"8h\"\n}\n";
   const Outcome capped = gpurun({"--dry-run", "--image", "img", "1"}, fakes("busy_dgx.json"));

@@ -518,11 +518,45 @@ else
   say "SKIP (section 5): no gpurund beside $gpurun"
 fi
 
+# A webhook receiver (python3's http.server, each POST's body a line of $tmp/webhook-bodies) and a
+# sendmail stand-in (each message appended to $tmp/mail), for sections 6 and 7; $tmp/notify.json is
+# the "notify" object pointing at both.
+start_notification_stand_ins() {
+  python3 - "$tmp/webhook-bodies" "$tmp/port" <<'PY' 2>"$tmp/receiver.err" &
+import http.server, sys
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with open(sys.argv[1], "ab") as f:
+            f.write(body + b"\n")
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+open(sys.argv[2], "w").write(str(server.server_port))
+server.serve_forever()
+PY
+  receiver_pid=$!
+  for _ in $(seq 50); do [[ -s $tmp/port ]] && break; sleep 0.1; done
+  printf '#!/bin/sh\ntest "$1" = -t || exit 9\ncat >> %s/mail\n' "$tmp" >"$tmp/sendmail"
+  chmod +x "$tmp/sendmail"
+  printf '{"webhook": "http://127.0.0.1:%s/hook", "mail": true, "mail_domain": "lab.example.org", "sendmail": "%s/sendmail"}\n' \
+    "$(cat "$tmp/port")" "$tmp" >"$tmp/notify.json"
+}
+# The events the webhook got about the run named $1, in order.
+webhook_events() {
+  python3 -c '
+import json, sys
+print(*[j["event"] for j in map(json.loads, open(sys.argv[1])) if j["run"] and j["run"]["name"] == sys.argv[2]])
+' "$tmp/webhook-bodies" "$1" 2>/dev/null
+}
+
 # ---------------------------------------------------------------------------------------
 # 6. The idle policy (issue 23): a container gpurun started (its label) whose process the
 #    stand-in nvidia-smi lists on GPU 3 at 0 % is warned, then stopped through this dockerd, and
-#    its run ends with ended_by idle_policy; a container of a plain `docker run`, idle on GPU 5
-#    beside it, is only reported and keeps running.
+#    its run ends with ended_by idle_policy, its user told by webhook and mail; a container of a
+#    plain `docker run`, idle on GPU 5 beside it, is only reported and keeps running.
 # ---------------------------------------------------------------------------------------
 idle=gpurun-e2e-idle other=gpurun-e2e-other
 forever='trap "exit 0" TERM; while :; do sleep 1; done'
@@ -544,7 +578,9 @@ PY
     mv "$tmp/idle.json.new" "$tmp/idle.json"
   }
   idle_scenario "3=$(dk inspect --format '{{.State.Pid}}' "$idle")" "5=$(dk inspect --format '{{.State.Pid}}' "$other")"
-  echo '{"idle_policy": {"below": "5%", "warn_after": 1, "stop_after": 2}}' >"$tmp/idle-policy.json"
+  start_notification_stand_ins
+  printf '{"idle_policy": {"below": "5%%", "warn_after": 1, "stop_after": 2}, "notify": %s}\n' "$(cat "$tmp/notify.json")" \
+    >"$tmp/idle-policy.json"
   GPURUN_SYSTEM_CONFIG=$tmp/idle-policy.json FAKE_SMI_SCENARIO=$tmp/idle.json "$gpurund" --no-config \
     --state-dir "$tmp/idle-state" --socket "$tmp/idle.sock" --interval 0.2 --nvidia-smi "$fake_smi" \
     --docker "$docker_cli" 2>>"$tmp/idle.err" &
@@ -578,6 +614,10 @@ print(*[r["ended_by"] for r in json.load(sys.stdin) if r["name"] == sys.argv[1] 
     sleep 0.2
   done
   [[ $ended == idle_policy ]] && pass "its run ended with ended_by idle_policy" || fail "its run's end: '$ended'"
+  [[ $(webhook_events "$idle") == "idle_warning idle_stopped" ]] &&
+    pass "the webhook got idle_warning and idle_stopped for $idle" || fail "webhook events of $idle: '$(webhook_events "$idle")'"
+  grep -q "^Subject: \[gpurun\] stopped run [0-9]* ($idle, user alice" "$tmp/mail" 2>/dev/null &&
+    pass "sendmail -t got the stop's mail to alice" || fail "no mail about stopping $idle: $(head -c 300 "$tmp/mail" 2>&1)"
   kill "$idle_service"; wait "$idle_service" 2>/dev/null || fail "gpurund did not stop cleanly on SIGTERM"
   dk rm -f "$idle" "$other" >/dev/null 2>&1
 fi
@@ -590,33 +630,14 @@ fi
 # ---------------------------------------------------------------------------------------
 timed=gpurun-e2e-timed
 if [[ -x $gpurund ]]; then
-  python3 - "$tmp/webhook-bodies" "$tmp/port" <<'PY' 2>"$tmp/receiver.err" &
-import http.server, sys
-class Hook(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        with open(sys.argv[1], "ab") as f:
-            f.write(body + b"\n")
-        self.send_response(204)
-        self.end_headers()
-    def log_message(self, *args):
-        pass
-server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
-open(sys.argv[2], "w").write(str(server.server_port))
-server.serve_forever()
-PY
-  receiver_pid=$!
-  for _ in $(seq 50); do [[ -s $tmp/port ]] && break; sleep 0.1; done
-  printf '#!/bin/sh\ntest "$1" = -t || exit 9\ncat >> %s/mail\n' "$tmp" >"$tmp/sendmail"
-  chmod +x "$tmp/sendmail"
-  printf '{"notify": {"webhook": "http://127.0.0.1:%s/hook", "mail": true, "mail_domain": "lab.example.org", "sendmail": "%s/sendmail"}}\n' \
-    "$(cat "$tmp/port")" "$tmp" >"$tmp/notify-policy.json"
+  [[ -s $tmp/notify.json ]] || start_notification_stand_ins
   (cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name "$timed" --time-limit 2 \
     --notify --image "$IMAGE" 1 -- sh -c "$forever") >"$tmp/timed.out" 2>"$tmp/timed.err" </dev/null ||
     fail "gpurun -d --time-limit 2 failed: $(tail -2 "$tmp/timed.err")"
   [[ $(dk inspect --format '{{index .Config.Labels "gpurun.time-limit"}}' "$timed" 2>/dev/null) == 2 ]] &&
     pass "the container carries its time limit as the label gpurun.time-limit=2" ||
     fail "no gpurun.time-limit label on $timed"
+  printf '{"notify": %s}\n' "$(cat "$tmp/notify.json")" >"$tmp/notify-policy.json"
   GPURUN_SYSTEM_CONFIG=$tmp/notify-policy.json FAKE_SMI_SCENARIO=$scenario "$gpurund" --no-config \
     --state-dir "$tmp/timed-state" --socket "$tmp/timed.sock" --interval 0.2 --nvidia-smi "$fake_smi" \
     --docker "$docker_cli" 2>>"$tmp/timed.err" &
@@ -631,10 +652,7 @@ PY
   else
     fail "$timed was not stopped at its time limit"; log_tail "$tmp/timed.err" 10
   fi
-  events=$(python3 -c '
-import json, sys
-print(*[j["event"] for j in map(json.loads, open(sys.argv[1])) if j["run"] and j["run"]["name"] == sys.argv[2]])
-' "$tmp/webhook-bodies" "$timed" 2>&1)
+  events=$(webhook_events "$timed")
   [[ $events == "time_warning time_limit_stopped run_ended" ]] &&
     pass "the webhook got time_warning, time_limit_stopped and run_ended" || fail "webhook events: '$events'"
   grep -q '"ended_by":"time_limit"' "$tmp/webhook-bodies" 2>/dev/null && pass "run_ended's run says ended_by time_limit" ||
@@ -646,7 +664,6 @@ print(*[j["event"] for j in map(json.loads, open(sys.argv[1])) if j["run"] and j
     fail "no mail about $timed: $(head -c 300 "$tmp/mail" 2>&1)"
   fi
   kill "$timed_service"; wait "$timed_service" 2>/dev/null || fail "gpurund did not stop cleanly on SIGTERM"
-  kill "$receiver_pid" 2>/dev/null; wait "$receiver_pid" 2>/dev/null
   dk rm -f "$timed" >/dev/null 2>&1
 fi
 

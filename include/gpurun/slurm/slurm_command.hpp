@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpurun/util/choices.hpp"
@@ -41,6 +42,9 @@ struct SlurmJob {
 // A duration as Slurm's --time writes it: "8:00:00", "2-00:00:00" (seconds kept; Slurm rounds up
 // to the minute).
 std::string slurm_duration(std::chrono::seconds duration);
+// A time as Slurm's --time reads it ("30", "30:00", "4:00:00", "2-12", "2-12:30", "2-12:30:00");
+// nullopt for anything else ("UNLIMITED" included).
+std::optional<std::chrono::seconds> parse_slurm_duration(std::string_view text);
 
 // `[env K=V...] srun OPTIONS [CONTAINER OPTIONS] COMMAND`: attached, the exit status is the job's.
 // Throws Error for what cannot be mapped (a named volume, a comma in a pyxis mount, ...).

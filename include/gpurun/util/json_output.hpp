@@ -9,4 +9,8 @@ namespace gpurun {
 std::string json_text(const nlohmann::ordered_json& value);
 std::string json_text(const nlohmann::json& value);
 
+// The same on one line, without the newline: what the service's HTTP answers carry.
+std::string json_line(const nlohmann::ordered_json& value);
+std::string json_line(const nlohmann::json& value);
+
 }  // namespace gpurun

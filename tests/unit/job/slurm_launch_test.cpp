@@ -62,10 +62,18 @@ TEST(SlurmJobFrom, TheTimeLimitIsSlurmsTimeCappedByMaxRuntime) {
   o.time_limit = std::chrono::hours(8);
   EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "8:00:00");
   o.time_limit.reset();
-  o.policy.max_runtime = std::chrono::hours(48);
+  o.slurm.time_limit.clear();
+  o.policy.max_runtime = std::chrono::hours(48);  // no limit asked: the site's
+  EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "2-00:00:00");
+  o.slurm.time_limit = "3-00:00:00";  // longer than max_runtime: the site's
   EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "2-00:00:00");
   o.time_limit = std::chrono::hours(72);
   EXPECT_THROW(slurm_job_from(o, 16, "/w", false), Refusal);
+  o.time_limit.reset();
+  o.slurm.time_limit = "1:00:00";  // shorter than max_runtime: the user's own stays
+  EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "1:00:00");
+  o.slurm.time_limit = "UNLIMITED";  // not comparable: the site's limit holds
+  EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "2-00:00:00");
 }
 
 TEST(SlurmJobFrom, RefusesWhatSlurmCannotDo) {

@@ -157,6 +157,9 @@ TEST_F(WebRoutesTest, TheApiAnswersInJsonAndRefusesBadInput) {
   EXPECT_EQ(get("/api/minutes?hours=x").status, 400);
   EXPECT_EQ(get("/api/runs?since=soon").status, 400);
   EXPECT_EQ(get("/api/%zz").status, 400);
+  runs.metrics.holders[0].name = "python x.py \xff";  // a command line is bytes, not always UTF-8
+  EXPECT_EQ(get("/api/gpus").status, 200);
+  EXPECT_EQ(get("/").status, 200);
 }
 
 TEST_F(WebRoutesTest, UnderHistoryVisibilityOwnNoRunsOrUsageAreShownToAnyone) {

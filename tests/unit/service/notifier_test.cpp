@@ -10,6 +10,7 @@
 #include <functional>
 #include <thread>
 
+#include "gpurun/util/json_output.hpp"
 #include "support/test_support.hpp"
 #include "support/webhook_receiver.hpp"
 
@@ -42,6 +43,15 @@ TEST(Notification, TheWebhookGetsEventTimeHostTextAndTheRun) {
   EXPECT_EQ(body.dump(),
             R"({"event":"idle_stopped","time":"2025-11-24T16:00:00Z","host":"dgx1","text":"run 3 (x) stopped",)"
             R"("run":{"id":3,"name":"x"}})");
+}
+
+TEST(Notification, TheWebhooksTextCannotMentionOrLinkInAChat) {
+  const auto body = webhook_body(notification("alice", "run 3 (<!channel> & <https://x|y>) stopped"));
+  EXPECT_EQ(body["text"], "run 3 (&lt;!channel&gt; &amp; &lt;https://x|y&gt;) stopped");
+  // Invalid UTF-8 in a command line is replaced, never a failure to send.
+  Notification odd = notification();
+  odd.run = {{"command", "python x.py \xff"}};
+  EXPECT_THAT(json_line(webhook_body(odd)), HasSubstr("x.py \xEF\xBF\xBD"));
 }
 
 TEST(Notification, TheMailGoesToTheUserAtTheDomainWithTheTextAsSubject) {

@@ -92,6 +92,21 @@ TEST(TimeLimiter, AFailedStopIsAskedForAgainAtTheNextSample) {
   EXPECT_EQ(kinds_over(limiter, held, {70s, 80s}), (std::vector<std::vector<Kind>>{{Kind::stop}, {}}));
 }
 
+TEST(TimeLimiter, ASampleThatMissesTheHolderWhileItsRunGoesOnWarnsNoSecondTime) {
+  TimeLimiter limiter(std::nullopt);
+  const HolderSample held = holder("container:c1", 60s);
+  RunRecord run;
+  run.id = 7;
+  run.key = held.key;
+  run.start = kStart;
+  EXPECT_EQ(limiter.observe({.when = kStart + 30s, .gpus = {}, .holders = {held}}, {run}).size(), 1U);  // warned
+  EXPECT_TRUE(limiter.observe({.when = kStart + 35s, .gpus = {}, .holders = {}}, {run}).empty());       // engine silent
+  EXPECT_TRUE(limiter.observe({.when = kStart + 40s, .gpus = {}, .holders = {held}}, {run}).empty());
+  // Gone for good (its run ended): a new holder of the same key starts afresh.
+  EXPECT_TRUE(limiter.observe({.when = kStart + 45s, .gpus = {}, .holders = {}}, {}).empty());
+  EXPECT_EQ(limiter.observe({.when = kStart + 50s, .gpus = {}, .holders = {held}}, {run}).size(), 1U);
+}
+
 TEST(TimeLimiter, CountsFromTheSampleForARunTheTrackerDoesNotKnowYet) {
   TimeLimiter limiter(std::nullopt);
   const HolderSample held = holder("container:c1", 60s);

@@ -30,6 +30,18 @@ TEST(SlurmDuration, WritesHoursOrDaysAsSlurmsTimeDoes) {
   EXPECT_EQ(slurm_duration(std::chrono::hours(49) + std::chrono::minutes(5)), "2-01:05:00");
 }
 
+TEST(SlurmDuration, ReadsEveryFormOfSlurmsTimeAndNothingElse) {
+  using std::chrono::seconds;
+  EXPECT_EQ(parse_slurm_duration("30"), seconds(1800));
+  EXPECT_EQ(parse_slurm_duration("30:15"), seconds(1815));
+  EXPECT_EQ(parse_slurm_duration("4:00:00"), seconds(4 * 3600));
+  EXPECT_EQ(parse_slurm_duration("2-12"), seconds(2 * 86400 + 12 * 3600));
+  EXPECT_EQ(parse_slurm_duration("2-12:30"), seconds(2 * 86400 + 12 * 3600 + 30 * 60));
+  EXPECT_EQ(parse_slurm_duration("1-00:00:01"), seconds(86401));
+  for (const char* other : {"", "UNLIMITED", "infinite", "1:2:3:4", "-5", "1-", "a:b", "99999999999999"})
+    EXPECT_FALSE(parse_slurm_duration(other)) << other;
+}
+
 TEST(SrunArgv, PlainJobFailsAtOnceWithoutWait) {
   EXPECT_THAT(build_srun_argv(plain_job()), ElementsAre("srun", "--nodes=1", "--gpus-per-node=2", "--cpus-per-gpu=16",
                                                         "--job-name=gpurun", "--immediate", "python", "train.py"));
