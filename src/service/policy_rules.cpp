@@ -1,0 +1,95 @@
+#include "policy_rules.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "gpurun/history/run_json.hpp"
+#include "gpurun/util/text.hpp"
+#include "policy_acts.hpp"
+
+namespace gpurun {
+namespace {
+
+// The notification of a run's event: its run object from the tracker, where it is known.
+Notification notification_of(std::string_view event, std::string text, const RunRecord* run, const PolicyAction* action,
+                             const std::string& host) {
+  Notification n{.event = std::string(event),
+                 .time = std::chrono::system_clock::now(),
+                 .host = host,
+                 .text = std::move(text),
+                 .run = nullptr,
+                 .user = run != nullptr      ? run->user
+                         : action != nullptr ? action->user
+                                             : ""};
+  if (run != nullptr) n.run = run_json(*run);
+  return n;
+}
+
+}  // namespace
+
+PolicyRules::PolicyRules(const SitePolicy& policy, std::string host)
+    : host_(std::move(host)), limiter_(policy.max_runtime) {
+  if (policy.idle_policy) idle_.emplace(*policy.idle_policy);
+  if (policy.notify) notifier_.emplace(*policy.notify);
+}
+
+void PolicyRules::observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine) {
+  for (const HolderSample& holder : sample.holders)
+    if (holder.notify_end) notify_end_.insert(holder.key);
+  std::vector<PolicyAction> due = limiter_.observe(sample, running);
+  if (idle_) {
+    std::vector<PolicyAction> idle = idle_->observe(sample, running);
+    due.insert(due.end(), idle.begin(), idle.end());
+  }
+  for (const PolicyAction& action : due) {
+    const bool idle = action.rule == PolicyAction::Rule::idle;
+    if (ended_by_.contains(action.key)) continue;  // stopped by the other rule already
+    ActResult result;
+    try {
+      result = carry_out(action, idle && idle_->policy().dry_run, engine);
+    } catch (const std::exception& e) {  // spawning the engine's client failed (no memory, no pipes)
+      spdlog::error("{}: acting on run {}: {}", idle ? "idle policy" : "time limit", action.run_id, e.what());
+      result.failed = true;
+    }
+    if (result.failed) {
+      if (idle)
+        idle_->stop_failed(action.key);
+      else
+        limiter_.stop_failed(action.key);
+      continue;
+    }
+    if (result.stopped) ended_by_[action.key] = idle ? "idle_policy" : "time_limit";
+    if (notifier_) {
+      const auto run =
+          std::find_if(running.begin(), running.end(), [&action](const RunRecord& r) { return r.key == action.key; });
+      notifier_->send(
+          notification_of(event_of(action), result.text, run != running.end() ? &*run : nullptr, &action, host_));
+    }
+  }
+}
+
+void PolicyRules::ended(std::vector<RunRecord>& runs) {
+  for (RunRecord& run : runs) {
+    if (const auto why = ended_by_.find(run.key); why != ended_by_.end()) {
+      run.ended_by = why->second;
+      ended_by_.erase(why);
+    }
+    const bool asked = notify_end_.erase(run.key) > 0;
+    if (notifier_) notifier_->send(notification_of("run_ended", ended_text(run), &run, nullptr, host_), asked);
+  }
+}
+
+std::string PolicyRules::ended_text(const RunRecord& run) const {
+  const auto efficiency = run.efficiency();
+  return fmt::format("run {} ({}, user {}) ended on {}: {:.2f} GPU-hours, efficiency {}{}", run.id,
+                     text::printable(run.name), run.user.empty() ? "unknown" : text::printable(run.user), host_,
+                     run.gpu_seconds / 3600, efficiency ? fmt::format("{:.0f} %", *efficiency) : "unknown",
+                     run.ended_by == "idle_policy"  ? ", stopped by the idle policy"
+                     : run.ended_by == "time_limit" ? ", stopped at its time limit"
+                                                    : "");
+}
+
+}  // namespace gpurun
