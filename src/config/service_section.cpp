@@ -37,10 +37,11 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
   for (const auto& entry : value.items()) {
     const std::string& key = entry.key();  // not a structured binding: clang 14 cannot capture one
     const nlohmann::json& item = entry.value();
-    if (key == "state_dir") {
+    if (key == "state_dir" || key == "dcgm_job_mapping_dir") {
       if (!item.is_string() || !item.get<std::string>().starts_with('/'))
-        return fail(key, "expected an absolute path, such as \"/var/lib/gpurun\"");
-      read.section.state_dir = item.get<std::string>();
+        return fail(key, key == "state_dir" ? "expected an absolute path, such as \"/var/lib/gpurun\""
+                                            : "expected an absolute path, such as \"/run/dcgm-job-map\"");
+      (key == "state_dir" ? read.section.state_dir : read.section.dcgm_job_mapping_dir) = item.get<std::string>();
       continue;
     }
     if (key == "listen") {  // checked whole where gpurund listens (gpurun/service/web_server.hpp)
@@ -58,7 +59,7 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       read.section.*(number.field) = item.get<double>();
     }
     if (!known) {
-      std::vector<std::string> names{"state_dir", "listen"};
+      std::vector<std::string> names{"state_dir", "listen", "dcgm_job_mapping_dir"};
       for (const NumberKey& n : kNumbers) names.emplace_back(n.key);
       return fail(key, fmt::format("not a setting of the service{}", suggestion(key, names)));
     }

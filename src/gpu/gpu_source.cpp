@@ -15,18 +15,18 @@ std::unique_ptr<GpuSource> make_gpu_source(const GpuSourceSpec& spec) {
   if (spec.apps_csv)
     throw Error(
         "--from-apps-csv is the process list of a recorded snapshot: give the snapshot with --from-csv FILE too");
-  if (spec.kind == GpuSourceSetting::nvml) return make_nvml_source(spec.nvml_library);
+  if (spec.kind == GpuSourceSetting::nvml) return make_nvml_source(spec.nvml_library, spec.sensors);
   if (spec.kind == GpuSourceSetting::automatic) {
     // Most hosts have NVML; where it does not load (no driver, a container without it), the
     // nvidia-smi program may still answer, so the fallback is silent unless asked (--verbose).
-    NvmlProbe probe = probe_nvml_source(spec.nvml_library);
+    NvmlProbe probe = probe_nvml_source(spec.nvml_library, spec.sensors);
     if (probe.source) {
       spdlog::debug("GPU source: NVML ({})", spec.nvml_library.empty() ? kDefaultNvmlLibrary : spec.nvml_library);
       return std::move(probe.source);
     }
     spdlog::debug("GPU source: {} (NVML not used: {})", spec.nvidia_smi, probe.failure);
   }
-  return std::make_unique<NvidiaSmiSource>(spec.nvidia_smi);
+  return std::make_unique<NvidiaSmiSource>(spec.nvidia_smi, spec.sensors);
 }
 
 }  // namespace gpurun

@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
   app.add_option_function<std::string>(
       "--listen", [&flags](const std::string& v) { flags.listen = v; },
       "serve /metrics for Prometheus on HOST:PORT, such as 127.0.0.1:9400 (default: off)");
+  app.add_option_function<std::string>(
+         "--dcgm-job-mapping-dir", [&flags](const std::string& v) { flags.dcgm_job_mapping_dir = v; },
+         "write DCGM's job mapping files there for dcgm-exporter's hpc_job label (default: off)")
+      ->check([](const std::string& v) { return v.starts_with('/') ? std::string() : "expected an absolute path"; });
   setting("--nvidia-smi", "nvidia_smi", "nvidia-smi program to run");
   setting("--gpu-source", "gpu_source", "auto, nvml or nvidia-smi");
   setting("--nvml-library", "nvml_library", "the NVML library to load");

@@ -11,21 +11,11 @@ namespace {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
-// What users named (commands, container names) as a label value Prometheus always accepts: control
-// characters and bytes outside ASCII (maybe not UTF-8, which would fail the whole scrape) as '?',
-// at most 128 bytes.
-std::string clean(std::string_view value) {
-  std::string out(value.substr(0, 128));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-  return out;
-}
-
 std::string label_text(const Labels& labels) {
   std::string text;
   for (const auto& label : labels) {
     if (!text.empty()) text += ',';
-    text += fmt::format("{}=\"{}\"", label.first, prometheus_label_value(clean(label.second)));
+    text += fmt::format("{}=\"{}\"", label.first, prometheus_label_value(label_safe(label.second)));
   }
   return text;
 }
@@ -64,14 +54,6 @@ std::vector<GpuHolder> holders_of(const MetricsState& state, int gpu) {
 
 std::string container_of(const HolderSample& holder) { return holder.container_id.empty() ? "" : holder.name; }
 
-// The holder's name for hpc_job: a container's name, or a process's program without its arguments
-// (which may carry anyone's tokens, and which the page's visibility rules would not show).
-std::string job_of(const HolderSample& holder) {
-  if (!holder.container_id.empty() || holder.command.empty()) return holder.name;  // "pid N" without one
-  const std::string_view program = std::string_view(holder.command).substr(0, holder.command.find(' '));
-  const std::size_t slash = program.rfind('/');
-  return std::string(slash == std::string_view::npos ? program : program.substr(slash + 1));
-}
 std::string run_of(const GpuHolder& held) { return held.run != nullptr ? std::to_string(held.run->id) : ""; }
 
 // DCGM's labels of a GPU, with its holders' (several: joined by commas, in a stable order).
@@ -90,7 +72,7 @@ Labels dcgm_labels(const MetricsState& state, const Gpu& gpu) {
   for (const GpuHolder& h : held) {
     if (!container_of(*h.holder).empty()) containers.insert(container_of(*h.holder));
     if (!h.holder->user.empty()) users.insert(h.holder->user);
-    jobs.insert(job_of(*h.holder));
+    jobs.insert(hpc_job_of(*h.holder));
   }
   labels.emplace_back("container", fmt::format("{}", fmt::join(containers, ",")));
   labels.emplace_back("user", fmt::format("{}", fmt::join(users, ",")));
@@ -99,6 +81,20 @@ Labels dcgm_labels(const MetricsState& state, const Gpu& gpu) {
 }
 
 }  // namespace
+
+std::string label_safe(std::string_view value) {
+  std::string out(value.substr(0, 128));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  return out;
+}
+
+std::string hpc_job_of(const HolderSample& holder) {
+  if (!holder.container_id.empty() || holder.command.empty()) return holder.name;  // "pid N" without one
+  const std::string_view program = std::string_view(holder.command).substr(0, holder.command.find(' '));
+  const std::size_t slash = program.rfind('/');
+  return std::string(slash == std::string_view::npos ? program : program.substr(slash + 1));
+}
 
 std::string prometheus_label_value(const std::string& value) {
   std::string escaped;
@@ -151,6 +147,16 @@ std::string prometheus_text(const MetricsState& state, WallTime now) {
     for (const Gpu& gpu : state.gpus)
       if (gpu.memory_used_mib && gpu.memory_total_mib)
         free.add(dcgm_labels(state, gpu), std::max(0.0, *gpu.memory_total_mib - *gpu.memory_used_mib));
+  }
+  {
+    Family power(out, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).");
+    for (const Gpu& gpu : state.gpus)
+      if (gpu.power_draw_w) power.add(dcgm_labels(state, gpu), *gpu.power_draw_w);
+  }
+  {
+    Family temperature(out, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).");
+    for (const Gpu& gpu : state.gpus)
+      if (gpu.temperature_c) temperature.add(dcgm_labels(state, gpu), *gpu.temperature_c);
   }
   {
     // Two families over the same series: each is written whole (the text format wants a family's

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "dcgm_job_map.hpp"
 #include "gpurun/engine/gpu_process_owner.hpp"
 #include "gpurun/history/gpu_minutes.hpp"
 #include "gpurun/select/inventory.hpp"
@@ -85,6 +86,7 @@ void apply_service_section(const ServiceSection& section, RecorderSettings& sett
   if (section.keep_minutes_days) settings.keep_minutes = hours(*section.keep_minutes_days);
   if (section.idle_threshold_percent) settings.tracker.idle_threshold_percent = *section.idle_threshold_percent;
   if (section.listen) settings.listen = *section.listen;
+  if (section.dcgm_job_mapping_dir) settings.dcgm_job_mapping_dir = *section.dcgm_job_mapping_dir;
 }
 
 int run_recorder(const Options& options, const RecorderSettings& settings, const std::atomic<int>& stop) {
@@ -107,13 +109,21 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   spdlog::info("recording into {} every {} ms, answering on {}; {} run(s) still open from before", settings.state_dir,
                settings.interval.count(), settings.server.socket_path, tracker.running().size());
 
-  const Machine machine = open_machine(options);
+  GpuSourceSpec source_spec = gpu_source_spec(options);
+  source_spec.sensors = true;  // power and temperature for /metrics
+  const Machine machine{make_gpu_source(source_spec), make_container_engine(engine_spec(options))};
   PolicyRules rules(options.policy, host_name());
   const std::string reservations = lock_dir_for_reading(options);
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");
   Trouble engine_trouble("the container engine");
   Trouble store_trouble("the store");
+  Trouble job_map_trouble("DCGM's job mapping");
+  std::optional<DcgmJobMap> job_map;
+  if (!settings.dcgm_job_mapping_dir.empty()) {
+    job_map.emplace(settings.dcgm_job_mapping_dir);
+    spdlog::info("DCGM's job mapping files in {}", settings.dcgm_job_mapping_dir);
+  }
   std::vector<RunRecord> unsaved;  // ended runs not yet written
   MinuteRollup rollup(settings.tracker.idle_threshold_percent);
   std::vector<GpuSampleRow> unsaved_samples;
@@ -192,6 +202,16 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       }
       // A run that started is written at once too: a kill -9 then never loses one.
       started = tracker.running().size() + unsaved.size() > before.size();
+      if (job_map) {
+        try {
+          std::vector<int> indices;
+          for (const GpuReading& gpu : sample.gpus) indices.push_back(gpu.index);
+          job_map->update(indices, sample.holders);
+          job_map_trouble.fine();
+        } catch (const Error& e) {
+          job_map_trouble.failed(e.what());
+        }
+      }
       // After the ended runs are safe in `unsaved`, outside the lock: a stop takes seconds, and may fail.
       rules.observe(sample, tracker.running(), machine.engine.get());
     } catch (const Error& e) {
@@ -205,6 +225,13 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     sleep_until(next, stop);
   }
   flush();
+  if (job_map) {
+    try {
+      job_map->clear();
+    } catch (const Error& e) {
+      spdlog::warn("{}", e.what());
+    }
+  }
   spdlog::info("stopped; {} run(s) open", tracker.running().size());
   return 0;
 }

@@ -355,7 +355,9 @@ TEST_F(GpurundTest, UnderOwnVisibilityAnotherUserSeesNoneOfTheRuns) {
 }
 
 TEST_F(GpurundTest, ServesMetricsForPrometheusWithEachGpusHolderAndPromtoolAcceptsThem) {
-  const pid_t pid = start(scenario("busy_dgx.json"), false, {"--listen", "127.0.0.1:0"});
+  const std::string job_map = dir() + "/dcgm-job-map";
+  const pid_t pid =
+      start(scenario("busy_dgx.json"), false, {"--listen", "127.0.0.1:0", "--dcgm-job-mapping-dir", job_map});
   int port = 0;
   ASSERT_TRUE(eventually([&] {
     static const std::regex bound("on 127.0.0.1:0 \\(port ([0-9]+)\\)");
@@ -376,11 +378,18 @@ TEST_F(GpurundTest, ServesMetricsForPrometheusWithEachGpusHolderAndPromtoolAccep
   const Outcome metrics = shell(fetch);
   ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
   EXPECT_THAT(metrics.out, HasSubstr("\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-"));
+  // The scenario's power draw and temperature of GPU 2, asked of nvidia-smi by the service alone.
+  EXPECT_THAT(metrics.out, ::testing::ContainsRegex("\nDCGM_FI_DEV_POWER_USAGE\\{gpu=\"2\",[^}]*\\} 62.18\n"));
+  EXPECT_THAT(metrics.out, ::testing::ContainsRegex("\nDCGM_FI_DEV_GPU_TEMP\\{gpu=\"2\",[^}]*\\} 31\n"));
   EXPECT_THAT(metrics.out, ::testing::ContainsRegex("\ngpurun_gpu_held\\{gpu=\"1\",[^}]*run=\"[0-9]+\"\\} 1\n"));
   EXPECT_THAT(metrics.out, Not(HasSubstr("gpurun_gpu_held{gpu=\"2\"")));  // GPU 2: nobody's
   EXPECT_THAT(metrics.out, HasSubstr("\ngpurun_up{Hostname=\""));
   EXPECT_THAT(metrics.out, ::testing::ContainsRegex("\ngpurun_user_gpu_seconds_total\\{user=\"\"\\} [0-9.]+\n"));
+  // DCGM's job mapping: a file for each held GPU with its holders, none for GPU 2; gone at the stop.
+  EXPECT_THAT(read_file(job_map + "/1"), ::testing::MatchesRegex("(pid [0-9]+\n){2}"));
+  EXPECT_FALSE(std::filesystem::exists(job_map + "/2"));
   EXPECT_EQ(stop(pid, SIGTERM), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(job_map));
 
   if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool is missing (apt-get install prometheus)";
   std::ofstream(dir() + "/metrics.txt") << metrics.out;

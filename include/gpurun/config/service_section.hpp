@@ -3,7 +3,7 @@
 // names override (man gpurund):
 //   "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
 //               "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun",
-//               "listen": "127.0.0.1:9400"}
+//               "listen": "127.0.0.1:9400", "dcgm_job_mapping_dir": "/run/dcgm-job-map"}
 // Only the system file may have one (the service runs as root).
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,7 +19,8 @@ struct ServiceSection {
   std::optional<double> keep_samples_days;
   std::optional<double> keep_minutes_days;
   std::optional<std::string> state_dir;
-  std::optional<std::string> listen;  // HOST:PORT of /metrics; "" or absent: not served
+  std::optional<std::string> listen;                // HOST:PORT of /metrics; "" or absent: not served
+  std::optional<std::string> dcgm_job_mapping_dir;  // where DCGM's job mapping files go; absent: none
 };
 
 // The section's keys, read; the first problem as ("key", "what is wrong") where one is found.

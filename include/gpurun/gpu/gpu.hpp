@@ -30,6 +30,9 @@ struct Gpu {
   std::optional<double> memory_used_mib;
   std::optional<double> memory_total_mib;
   std::optional<double> utilization_percent;
+  // Read only when the source is asked for sensors (gpurund's metrics): missing elsewhere.
+  std::optional<double> power_draw_w;
+  std::optional<double> temperature_c;
   bool mig_enabled = false;
   std::vector<GpuProcess> processes;
   std::optional<MigPlace> mig;  // set: a MIG instance as a unit (index: its place among the units)

@@ -31,6 +31,7 @@ struct GpuSourceSpec {
   std::optional<std::string> apps_csv;                   // with it, a recorded --query-compute-apps CSV
   GpuSourceSetting kind = GpuSourceSetting::nvidia_smi;  // automatic: NVML when it loads and initialises
   std::string nvml_library;                              // "": libnvidia-ml.so.1 on the loader's path
+  bool sensors = false;  // also power draw and temperature (gpurund's metrics; a launch has no use for them)
 };
 
 // The source the spec names; throws Error (exit 125) for an apps CSV without a GPU CSV. `auto` loads NVML now and says

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpurun/gpu/gpu.hpp"
@@ -38,6 +39,15 @@ void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRec
 
 // The page of metrics as of `now`.
 std::string prometheus_text(const MetricsState& state, WallTime now);
+
+// What users named (commands, container names) as a label value Prometheus always accepts: control
+// characters and bytes outside ASCII (maybe not UTF-8, which would fail the whole scrape) as '?',
+// at most 128 bytes.
+std::string label_safe(std::string_view value);
+
+// The holder's name for DCGM's hpc_job: a container's name, or a process's program without its
+// arguments (which may carry anyone's tokens, and which the page's visibility rules would not show).
+std::string hpc_job_of(const HolderSample& holder);
 
 // A label value as the text format wants it: backslash, double quote and newline escaped.
 std::string prometheus_label_value(const std::string& value);

@@ -23,8 +23,9 @@ struct RecorderSettings {
   // How long the GPU history is kept (runs are kept for ever): raw samples, one-minute rows.
   std::chrono::hours keep_samples{24 * 14};
   std::chrono::hours keep_minutes{24 * 400};
-  ServerSettings server;  // the socket `gpurun history`, `usage` and `report` ask
-  std::string listen;     // HOST:PORT of /metrics (gpurun/service/web_server.hpp); "": none
+  ServerSettings server;             // the socket `gpurun history`, `usage` and `report` ask
+  std::string listen;                // HOST:PORT of /metrics (gpurun/service/web_server.hpp); "": none
+  std::string dcgm_job_mapping_dir;  // DCGM's job mapping files for dcgm-exporter; "": none
 };
 
 // Sets what `section` sets (the system file's "service" section, or gpurund's flags in that shape);

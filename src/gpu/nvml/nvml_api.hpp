@@ -32,6 +32,7 @@ inline constexpr unsigned kDeviceNameBufferSize = 96;            // NVML_DEVICE_
 inline constexpr unsigned kMigEnabled = 1;                       // NVML_DEVICE_MIG_ENABLE
 inline constexpr unsigned long long kValueNotAvailable = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE for usedGpuMemory
 inline constexpr unsigned kGpuUtilizationSamples = 1;            // NVML_GPU_UTILIZATION_SAMPLES
+inline constexpr unsigned kTemperatureGpu = 0;                   // NVML_TEMPERATURE_GPU
 
 struct Memory {  // nvmlMemory_t (v1): "used" includes reserved memory
   unsigned long long total;
@@ -145,6 +146,8 @@ using DeviceGetAttributesFn = Return (*)(Device device, DeviceAttributes* attrib
 using DeviceGetSamplesFn = Return (*)(Device device, unsigned int type, unsigned long long last_seen,
                                       unsigned int* value_type, unsigned int* count, Sample* samples);
 using DeviceGetNumaNodeIdFn = Return (*)(Device device, unsigned int* node);
+using DeviceGetPowerUsageFn = Return (*)(Device device, unsigned int* milliwatts);
+using DeviceGetTemperatureFn = Return (*)(Device device, unsigned int sensor, unsigned int* celsius);
 using DeviceGetTopologyCommonAncestorFn = Return (*)(Device a, Device b, int* level);
 }
 

@@ -87,6 +87,8 @@ NvmlLibrary::NvmlLibrary(const std::string& path) : path_(path.empty() ? kDefaul
     device_get_numa_node_id = as<nvml::DeviceGetNumaNodeIdFn>(symbol("nvmlDeviceGetNumaNodeId"));
     device_get_topology_common_ancestor =
         as<nvml::DeviceGetTopologyCommonAncestorFn>(symbol("nvmlDeviceGetTopologyCommonAncestor"));
+    device_get_power_usage = as<nvml::DeviceGetPowerUsageFn>(symbol("nvmlDeviceGetPowerUsage"));
+    device_get_temperature = as<nvml::DeviceGetTemperatureFn>(symbol("nvmlDeviceGetTemperature"));
 
     const nvml::Return status = init();
     if (status != nvml::kSuccess)

@@ -48,6 +48,8 @@ class NvmlLibrary {
   nvml::DeviceGetSamplesFn device_get_samples = nullptr;
   nvml::DeviceGetNumaNodeIdFn device_get_numa_node_id = nullptr;
   nvml::DeviceGetTopologyCommonAncestorFn device_get_topology_common_ancestor = nullptr;
+  nvml::DeviceGetPowerUsageFn device_get_power_usage = nullptr;
+  nvml::DeviceGetTemperatureFn device_get_temperature = nullptr;
 
  private:
   void* symbol(const char* name) const;    // null when missing

@@ -47,6 +47,16 @@ class DeviceReader {
     return {};
   }
 
+  // Power draw (W) and GPU temperature (C), each missing where the library or the GPU does not tell.
+  void sensors(nvml::Device device, std::optional<double>& power_w, std::optional<double>& temperature_c) const {
+    unsigned value = 0;
+    if (library_.device_get_power_usage != nullptr && ok(library_.device_get_power_usage(device, &value), "power"))
+      power_w = value / 1000.0;
+    if (library_.device_get_temperature != nullptr &&
+        ok(library_.device_get_temperature(device, nvml::kTemperatureGpu, &value), "temperature"))
+      temperature_c = value;
+  }
+
   // Memory used and total, in MiB; v2 when the library has it ("used" without the driver's reserve).
   void memory(nvml::Device device, std::optional<double>& used, std::optional<double>& total) const {
     if (library_.device_get_memory_info_v2 != nullptr) {
@@ -159,10 +169,11 @@ std::vector<MigInstance> DeviceReader::mig_instances(nvml::Device device, std::v
 
 }  // namespace
 
-NvmlSource::NvmlSource(std::string library_path) : library_path_(std::move(library_path)) {}
+NvmlSource::NvmlSource(std::string library_path, bool sensors)
+    : library_path_(std::move(library_path)), sensors_(sensors) {}
 
-NvmlSource::NvmlSource(std::unique_ptr<NvmlLibrary> loaded)
-    : library_path_(loaded->path()), library_(std::move(loaded)) {}
+NvmlSource::NvmlSource(std::unique_ptr<NvmlLibrary> loaded, bool sensors)
+    : library_path_(loaded->path()), library_(std::move(loaded)), sensors_(sensors) {}
 
 NvmlLibrary& NvmlSource::library() {
   if (!library_) library_ = std::make_unique<NvmlLibrary>(library_path_);
@@ -194,6 +205,7 @@ Snapshot NvmlSource::read(std::chrono::milliseconds /*timeout*/) {
       nvml::Utilization utilization{};
       if (reader.ok(nvml.device_get_utilization_rates(device, &utilization), "utilization"))
         gpu.utilization_percent = utilization.gpu;  // NOT_SUPPORTED on MIG GPUs: missing
+      if (sensors_) reader.sensors(device, gpu.power_draw_w, gpu.temperature_c);
       gpu.mig_enabled = reader.mig_enabled(device);
       nvml::PciInfo pci{};  // the bus id places the GPU on the host (gpurun/gpu/topology.hpp)
       if (reader.ok(nvml.device_get_pci_info(device, &pci), "PCI bus id"))
@@ -220,14 +232,14 @@ Snapshot NvmlSource::read(std::chrono::milliseconds /*timeout*/) {
   return snapshot;
 }
 
-std::unique_ptr<GpuSource> make_nvml_source(std::string library_path) {
-  return std::make_unique<NvmlSource>(std::move(library_path));
+std::unique_ptr<GpuSource> make_nvml_source(std::string library_path, bool sensors) {
+  return std::make_unique<NvmlSource>(std::move(library_path), sensors);
 }
 
-NvmlProbe probe_nvml_source(const std::string& library_path) {
+NvmlProbe probe_nvml_source(const std::string& library_path, bool sensors) {
   NvmlProbe probe;
   try {
-    probe.source = std::make_unique<NvmlSource>(std::make_unique<NvmlLibrary>(library_path));
+    probe.source = std::make_unique<NvmlSource>(std::make_unique<NvmlLibrary>(library_path), sensors);
   } catch (const Error& e) {
     probe.failure = e.what();
   }

@@ -18,12 +18,15 @@ namespace gpurun {
 namespace {
 
 // Fields gpurun can do without: a driver that does not know one is asked again without it.
-constexpr std::array<std::string_view, 4> kOptionalFields{"name", "utilization.gpu", "mig.mode.current", "pci.bus_id"};
+constexpr std::array<std::string_view, 6> kOptionalFields{"name",       "utilization.gpu", "mig.mode.current",
+                                                          "pci.bus_id", "power.draw",      "temperature.gpu"};
 
-// The GPU query's fields: the bus id only where sysfs can place a GPU by it (gpurun/gpu/topology.hpp).
-std::vector<std::string_view> query_fields() {
+// The GPU query's fields: the bus id only where sysfs can place a GPU by it (gpurun/gpu/topology.hpp), the sensors
+// only when asked for.
+std::vector<std::string_view> query_fields(bool sensors) {
   std::vector<std::string_view> fields(kGpuQueryFields.begin(), kGpuQueryFields.end());
   if (pci_sysfs_readable(sysfs_root())) fields.push_back(kPciBusIdField);
+  if (sensors) fields.insert(fields.end(), kSensorFields.begin(), kSensorFields.end());
   return fields;
 }
 
@@ -114,7 +117,8 @@ void add_unique(std::vector<std::string>& list, std::string item) {
 
 }  // namespace
 
-NvidiaSmiSource::NvidiaSmiSource(std::string program) : program_(std::move(program)), fields_(query_fields()) {}
+NvidiaSmiSource::NvidiaSmiSource(std::string program, bool sensors)
+    : program_(std::move(program)), fields_(query_fields(sensors)) {}
 
 Snapshot NvidiaSmiSource::read(std::chrono::milliseconds timeout) {
   std::vector<ProcessSpec> specs{gpu_query(program_, fields_), compute_apps_query(program_)};

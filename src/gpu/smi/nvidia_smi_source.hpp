@@ -10,7 +10,8 @@ namespace gpurun {
 
 class NvidiaSmiSource final : public GpuSource {
  public:
-  explicit NvidiaSmiSource(std::string program);
+  // `sensors`: ask power draw and temperature too.
+  explicit NvidiaSmiSource(std::string program, bool sensors = false);
 
   // Throws Error with nvidia-smi's own words (it prints its errors on stdout) and a hint. An
   // answer with data despite a warning exit (14: infoROM corrupted, 15: a GPU lost) is taken,

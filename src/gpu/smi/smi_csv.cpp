@@ -91,6 +91,19 @@ std::optional<double> parse_percent(const Line& line, std::string_view field, st
   return *value;
 }
 
+// A sensor's reading (power in W, temperature in C): a finite number, its unit the one expected or none.
+std::optional<double> parse_reading(const Line& line, std::string_view field, std::string_view cell,
+                                    std::string_view expected_unit) {
+  if (is_unavailable(cell)) return std::nullopt;
+  const auto [number, unit] = text::split_unit(cell);
+  const auto value = text::parse_double(number);
+  if (!value || !std::isfinite(*value) || *value < -300 || *value > 1e6)
+    fail(line, fmt::format("{} is \"{}\", not a reading", field, text::printable(text::trim(cell))));
+  if (!unit.empty() && text::to_lower(unit) != text::to_lower(expected_unit))
+    fail(line, fmt::format("{} has unit \"{}\"; expected {}", field, text::printable(unit), expected_unit));
+  return *value;
+}
+
 long long parse_count(const Line& line, std::string_view field, std::string_view cell) {
   const auto value = text::parse_integer(text::trim(cell));
   if (!value || *value < 0 || *value > 1'000'000'000)
@@ -228,6 +241,8 @@ GpuTable parse_gpu_table(std::string_view input, std::span<const std::string_vie
   const auto util_col = map.position("utilization.gpu");
   const auto mig_col = map.position("mig.mode.current");
   const auto bus_col = map.position(kPciBusIdField);
+  const auto power_col = map.position("power.draw");
+  const auto temperature_col = map.position("temperature.gpu");
 
   std::set<long long> indices;
   for (std::size_t i = first_row; i < lines.size(); ++i) {
@@ -247,6 +262,8 @@ GpuTable parse_gpu_table(std::string_view input, std::span<const std::string_vie
     if (util_col) gpu.utilization_percent = parse_percent(line, "utilization.gpu", cells[*util_col]);
     if (mig_col) gpu.mig_enabled = text::to_lower(text::trim(cells[*mig_col])) == "enabled";
     if (bus_col) gpu.pci_bus_id = text::printable(parse_string(cells[*bus_col]), 64);
+    if (power_col) gpu.power_draw_w = parse_reading(line, "power.draw", cells[*power_col], "W");
+    if (temperature_col) gpu.temperature_c = parse_reading(line, "temperature.gpu", cells[*temperature_col], "C");
     gpus.push_back(std::move(gpu));
   }
   return table;

@@ -19,6 +19,9 @@ inline constexpr std::array<std::string_view, 7> kGpuQueryFields{
 // Asked too where sysfs can place GPUs by it (an optional field: drivers that refuse it go without).
 inline constexpr std::string_view kPciBusIdField = "pci.bus_id";
 
+// Asked too when the source is to read sensors (gpurund): optional fields like the bus id.
+inline constexpr std::array<std::string_view, 2> kSensorFields{"power.draw", "temperature.gpu"};
+
 // The --query-compute-apps fields gpurun asks for, in this order.
 inline constexpr std::array<std::string_view, 3> kComputeAppFields{"gpu_uuid", "pid", "used_memory"};
 

@@ -12,6 +12,7 @@
 //              "memory_total": 81920, "memory_used": 4, "memory_reserved": 0,
 //                  (nvmlDeviceGetMemoryInfo, v1, reports used + reserved; _v2 reports used)
 //              "utilization": 0,                    null: NOT_SUPPORTED
+//              "power_w": 97.74, "temperature_c": 39,  absent: NOT_SUPPORTED
 //              "mig_mode": 1,                       absent: NOT_SUPPORTED
 //              "processes": [{"pid": 1, "used_memory": 10, (null: NVML_VALUE_NOT_AVAILABLE)}],
 //              "handle_error": "NO_PERMISSION",     nvmlDeviceGetHandleByIndex_v2 fails with it
@@ -68,6 +69,8 @@ struct Device {
   std::string uuid, name, bus_id;
   unsigned long long total = 0, used = 0, reserved = 0;  // bytes
   std::optional<unsigned> utilization;
+  std::optional<double> power_w;
+  std::optional<unsigned> temperature_c;
   std::optional<unsigned> mig_mode;
   std::vector<Process> processes;
   std::map<std::string, Return> errors;
@@ -125,6 +128,8 @@ std::unique_ptr<Device> read_gpu(const nlohmann::json& in) {
   gpu->bus_id = in.value("pci_bus_id", "00000000:00:00.0");
   if (in.contains("utilization") && !in.at("utilization").is_null())
     gpu->utilization = in.at("utilization").get<unsigned>();
+  if (in.contains("power_w")) gpu->power_w = in.at("power_w").get<double>();
+  if (in.contains("temperature_c")) gpu->temperature_c = in.at("temperature_c").get<unsigned>();
   if (in.contains("mig_mode")) gpu->mig_mode = in.at("mig_mode").get<unsigned>();
   if (in.contains("handle_error")) gpu->handle_error = code(in.at("handle_error"));
   gpu->insufficient_size_calls = in.value("insufficient_size_calls", 0);
@@ -318,6 +323,26 @@ EXPORT Return nvmlDeviceGetUtilizationRates(void* handle, FakeUtilization* utili
   utilization->memory = 0;
   return 0;
 }
+
+#if FAKE_NVML_HAS_OPTIONAL
+EXPORT Return nvmlDeviceGetPowerUsage(void* handle, unsigned* milliwatts) {
+  FAKE_NVML_DEVICE_CALL(handle, "nvmlDeviceGetPowerUsage");
+  if (milliwatts == nullptr) return 2;
+  const Device* d = as_device(handle);
+  if (!d->power_w) return 3;
+  *milliwatts = static_cast<unsigned>(*d->power_w * 1000.0 + 0.5);
+  return 0;
+}
+
+EXPORT Return nvmlDeviceGetTemperature(void* handle, unsigned sensor, unsigned* celsius) {
+  FAKE_NVML_DEVICE_CALL(handle, "nvmlDeviceGetTemperature");
+  if (celsius == nullptr || sensor != 0) return 2;
+  const Device* d = as_device(handle);
+  if (!d->temperature_c) return 3;
+  *celsius = *d->temperature_c;
+  return 0;
+}
+#endif
 
 struct FakePciInfo {
   char busIdLegacy[16];

@@ -89,6 +89,21 @@ TEST(NvmlApi, Memory_v2CarriesTheVersionTheDriverChecks) { EXPECT_EQ(nvml::kMemo
 
 TEST(NvmlSource, BusyBoxThroughV3) { expect_busy_box(read_with(FAKE_NVML_FULL, "busy_8.json")); }
 
+TEST(NvmlSource, PowerAndTemperatureOnlyWhenAskedAndWhereTheGpuTells) {
+  use_scenario("busy_8.json");
+  const Snapshot plain = NvmlSource(FAKE_NVML_FULL).read(1s);
+  EXPECT_EQ(plain.gpus[0].power_draw_w, std::nullopt);  // a launch does not ask
+  const Snapshot sensed = NvmlSource(FAKE_NVML_FULL, true).read(1s);
+  EXPECT_EQ(sensed.gpus[0].power_draw_w, 97.74);
+  EXPECT_EQ(sensed.gpus[0].temperature_c, 39);
+  EXPECT_EQ(sensed.gpus[1].power_draw_w, std::nullopt);  // NOT_SUPPORTED: missing, not zero
+  EXPECT_EQ(sensed.gpus[1].temperature_c, std::nullopt);
+  // A library without the calls answers the rest.
+  const Snapshot minimal = NvmlSource(FAKE_NVML_MINIMAL, true).read(1s);
+  EXPECT_EQ(minimal.gpus[0].power_draw_w, std::nullopt);
+  EXPECT_EQ(minimal.gpus[0].utilization_percent, 100.0);
+}
+
 TEST(NvmlSource, BusyBoxThroughV2WhenTheLibraryHasNoV3) { expect_busy_box(read_with(FAKE_NVML_NO_V3, "busy_8.json")); }
 
 TEST(NvmlSource, BusyBoxThroughALibraryWithOnlyTheRequiredSymbols) {

@@ -296,6 +296,33 @@ TEST(ParseGpuCsv, ColumnsInAnyOrderAndUnknownColumnsIgnored) {
                    {gpu(5, "GPU-a", "NVIDIA A100", 100, 40960, 7, true), gpu(2, "GPU-b", "NVIDIA A100", 0, 40960, 0)});
 }
 
+TEST(ParseGpuCsv, PowerAndTemperatureAreReadWhereAsked) {
+  const std::vector<Gpu> gpus = parse_gpu_csv(
+      "index, memory.used [MiB], memory.total [MiB], power.draw [W], temperature.gpu\n"
+      "0, 10, 100, 97.74 W, 39\n"
+      "1, 10, 100, [N/A], [N/A]\n");
+  ASSERT_EQ(gpus.size(), 2U);
+  EXPECT_EQ(gpus[0].power_draw_w, 97.74);
+  EXPECT_EQ(gpus[0].temperature_c, 39);
+  EXPECT_EQ(gpus[1].power_draw_w, std::nullopt);  // missing, never zero
+  EXPECT_EQ(gpus[1].temperature_c, std::nullopt);
+  // Without the columns (gpurun's own launch query), nothing is read.
+  EXPECT_EQ(parse_gpu_csv(row(0, "1", "2", "3"))[0].power_draw_w, std::nullopt);
+  const std::vector<std::string_view> sensors{"index", "memory.used", "memory.total", "power.draw", "temperature.gpu"};
+  const GpuTable table = parse_gpu_table("3, 10, 100, 250.50, 61\n", sensors);
+  ASSERT_EQ(table.gpus.size(), 1U);
+  EXPECT_EQ(table.gpus[0].power_draw_w, 250.5);
+  EXPECT_EQ(table.gpus[0].temperature_c, 61);
+}
+
+TEST(ParseGpuCsv, AReadingInAnotherUnitOrNotANumberNamesTheLineAndField) {
+  EXPECT_THAT(gpu_csv_error("index, memory.used, memory.total, power.draw\n0, 1, 2, 5 MHz\n"),
+              AllOf(HasSubstr("line 2"), HasSubstr("power.draw"), HasSubstr("MHz")));
+  EXPECT_THAT(gpu_csv_error("index, memory.used, memory.total, temperature.gpu\n0, 1, 2, hot\n"),
+              AllOf(HasSubstr("line 2"), HasSubstr("temperature.gpu")));
+  EXPECT_THAT(gpu_csv_error("index, memory.used, memory.total, power.draw\n0, 1, 2, inf\n"), HasSubstr("power.draw"));
+}
+
 TEST(ParseGpuCsv, OptionalColumnsMayBeAbsentFromTheHeader) {
   expect_same_gpus(parse_gpu_csv("index, memory.used [MiB], memory.total [MiB]\n0, 10, 100\n"),
                    {gpu(0, "", "", 10, 100, N)});

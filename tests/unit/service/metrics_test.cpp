@@ -112,6 +112,21 @@ TEST(PrometheusText, AGpuOfUnknownReadingsHasNoSeriesRatherThanAZero) {
   EXPECT_THAT(text, HasSubstr("gpurun_source_errors_total{Hostname=\"dgx1\"} 3\n"));
 }
 
+TEST(PrometheusText, PowerAndTemperatureUnderDcgmsNamesWhereTheSourceReadThem) {
+  MetricsState state = two_gpus();
+  state.gpus[0].power_draw_w = 97.74;
+  state.gpus[0].temperature_c = 39;
+  const std::string text = prometheus_text(state, kNow);
+  EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-aaa\""));
+  EXPECT_THAT(text, HasSubstr(",user=\"alice\",hpc_job=\"train \\\"big\\\"\\\\?run\"} 97.74\n"));
+  EXPECT_THAT(text, HasSubstr("hpc_job=\"train \\\"big\\\"\\\\?run\"} 39\n"));
+  // GPU 1's source said nothing of them: no series, rather than a zero.
+  EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_POWER_USAGE{gpu=\"1\"")));
+  EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_GPU_TEMP{gpu=\"1\"")));
+}
+
 TEST(PrometheusText, AProcessIsNamedByItsProgramAloneAndOddBytesNeverReachALabel) {
   MetricsState state = two_gpus();
   state.holders[0] = HolderSample{.key = "process:9:1",
