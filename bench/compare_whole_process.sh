@@ -64,6 +64,8 @@ mkdir "$work/xdg" "$work/locks"
 # Same environment for every variant.
 for name in "${!GPURUN_@}" "${!FAKE_@}"; do unset "$name"; done
 export XDG_CONFIG_HOME=$work/xdg
+# No sysfs to place GPUs by (this machine's has no NVIDIA device): no pci.bus_id field, no `topo -m`.
+export GPURUN_SYSFS_ROOT=$work/no-sysfs
 export FAKE_SMI_SCENARIO=$scenario
 export FAKE_DOCKER_ARGV=$work/docker-argv
 
