@@ -13,6 +13,7 @@
 #include <string>
 
 #include "docker/docker_api.hpp"
+#include "docker/docker_cli_engine.hpp"
 #include "gpurun/util/error.hpp"
 
 namespace {
@@ -44,7 +45,8 @@ BENCHMARK(BM_GpuHoldersThroughTheEngineApi)->Unit(benchmark::kMillisecond)->UseR
 void BM_GpuHoldersThroughTheCli(benchmark::State& state) {
   try {
     std::size_t holders = 0;
-    for (auto _ : state) holders = gpurun::list_gpu_containers(docker_cli(), kTimeout).size();
+    gpurun::DockerCliEngine engine(docker_cli());
+    for (auto _ : state) holders = engine.gpu_holders(kTimeout, gpurun::Listing::running).size();
     state.counters["holders"] = static_cast<double>(holders);
   } catch (const gpurun::Error& e) {
     state.SkipWithError(e.what());

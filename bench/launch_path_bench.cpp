@@ -158,7 +158,7 @@ gpurun::Thresholds default_thresholds() {
   return t;
 }
 
-gpurun::LaunchIdentity fixed_identity() { return {1000, 1000, "alice", "/home/alice/projects/llm-finetune"}; }
+gpurun::LaunchIdentity fixed_identity() { return {1000, 1000, "alice", "/home/alice/projects/llm-finetune", "", {}}; }
 
 std::vector<gpurun::Gpu> parse_machine(const Machine& m) {
   std::vector<gpurun::Gpu> gpus = gpurun::parse_gpu_csv(m.gpu_csv);
@@ -249,8 +249,8 @@ void BM_AssessPick(benchmark::State& state) {
   const gpurun::Thresholds thresholds = default_thresholds();
   for (auto _ : state) {
     std::vector<gpurun::GpuAssessment> assessed = gpurun::assess(gpus, thresholds);
-    std::vector<gpurun::GpuAssessment> chosen = gpurun::pick(assessed, kGpusRequested, false);
-    benchmark::DoNotOptimize(chosen.data());
+    gpurun::PickResult chosen = gpurun::pick(assessed, kGpusRequested, false);
+    benchmark::DoNotOptimize(chosen.chosen.data());
     benchmark::ClobberMemory();
   }
   set_gpu_counters(state, n);
@@ -259,7 +259,7 @@ void BM_AssessPick(benchmark::State& state) {
 void BM_BuildArgv(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const std::vector<gpurun::Gpu> gpus = parse_machine(machine(n));
-  const auto chosen = gpurun::pick(gpurun::assess(gpus, default_thresholds()), kGpusRequested, false);
+  const auto chosen = gpurun::pick(gpurun::assess(gpus, default_thresholds()), kGpusRequested, false).gpus_or_throw();
   const gpurun::CpuPlan cpus = gpurun::plan_cpus(kGpusRequested, n, kHostCpus, std::nullopt);
   const gpurun::DockerRunRequest request = make_request(chosen, cpus.total, fixed_identity(), "5f3a9c1e");
   for (auto _ : state) {
@@ -279,7 +279,7 @@ void BM_WholePath(benchmark::State& state) {
   for (auto _ : state) {
     std::vector<gpurun::Gpu> gpus = parse_machine(m);
     const auto assessed = gpurun::assess(gpus, default_thresholds());
-    const auto chosen = gpurun::pick(assessed, kGpusRequested, false);
+    const auto chosen = gpurun::pick(assessed, kGpusRequested, false).gpus_or_throw();
     const gpurun::CpuPlan cpus =
         gpurun::plan_cpus(kGpusRequested, static_cast<int>(assessed.size()), kHostCpus, std::nullopt);
     const std::vector<std::string> argv =
@@ -298,7 +298,7 @@ void BM_WholeDryRun(benchmark::State& state) {
   for (auto _ : state) {
     std::vector<gpurun::Gpu> gpus = parse_machine(m);
     const auto assessed = gpurun::assess(gpus, default_thresholds());
-    const auto chosen = gpurun::pick(assessed, kGpusRequested, false);
+    const auto chosen = gpurun::pick(assessed, kGpusRequested, false).gpus_or_throw();
     const gpurun::CpuPlan cpus =
         gpurun::plan_cpus(kGpusRequested, static_cast<int>(assessed.size()), gpurun::host_cpu_count(), std::nullopt);
     std::string table = gpurun::format_gpu_table(gpurun::ranked(assessed));
