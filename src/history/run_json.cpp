@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <string>
+#include <vector>
+
 #include "gpurun/history/time_text.hpp"
 #include "gpurun/util/error.hpp"
 
@@ -19,16 +23,17 @@ WallTime time_of(const nlohmann::ordered_json& value, const char* key) {
   return *when;
 }
 
+const std::vector<std::string> kTableColumns{
+    "id", "name", "user", "gpus", "start_ms", "end_ms", "gpu_seconds", "busy_gpu_seconds", "idle_seconds", "ended_by"};
+
 }  // namespace
 
-nlohmann::ordered_json run_json(const RunRecord& run, bool for_table) {
+nlohmann::ordered_json run_json(const RunRecord& run) {
   const auto efficiency = run.efficiency();
   nlohmann::ordered_json json{{"id", run.id}, {"name", run.name}, {"user", run.user}};
-  if (!for_table) {
-    json["container"] = text_or_null(run.container_id);
-    json["image"] = text_or_null(run.image);
-    json["command"] = run.command;
-  }
+  json["container"] = text_or_null(run.container_id);
+  json["image"] = text_or_null(run.image);
+  json["command"] = run.command;
   json["gpus"] = run.gpus;
   json["start"] = rfc3339(run.start);
   json["end"] = run.end ? nlohmann::ordered_json(rfc3339(*run.end)) : nlohmann::ordered_json();
@@ -66,6 +71,52 @@ RunRecord run_from_json(const nlohmann::ordered_json& json) {
   run.max_memory_mib = number("max_memory_mib");
   run.ended_by = text_of(json.value("ended_by", nlohmann::ordered_json()));
   return run;
+}
+
+nlohmann::json runs_table_json(const std::vector<RunRecord>& runs) {
+  nlohmann::json rows = nlohmann::json::array();
+  rows.get_ref<nlohmann::json::array_t&>().reserve(runs.size());
+  const auto ms = [](WallTime t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  };
+  for (const RunRecord& run : runs)
+    rows.push_back(nlohmann::json::array({run.id, run.name, run.user, run.gpus, ms(run.start),
+                                          run.end ? nlohmann::json(ms(*run.end)) : nlohmann::json(), run.gpu_seconds,
+                                          run.busy_gpu_seconds, run.idle_seconds, run.ended_by}));
+  return {{"columns", kTableColumns}, {"rows", std::move(rows)}};
+}
+
+std::vector<RunRecord> runs_from_table_json(const nlohmann::json& json) {
+  const auto other = [] { return Error("the service answered the history table in another shape (another version?)"); };
+  if (!json.is_object() || json.value("columns", nlohmann::json()) != nlohmann::json(kTableColumns) ||
+      !json.contains("rows") || !json["rows"].is_array())
+    throw other();
+  std::vector<RunRecord> runs;
+  runs.reserve(json["rows"].size());
+  const auto time_at = [](const nlohmann::json& value) {
+    return WallTime(std::chrono::milliseconds(value.get<std::int64_t>()));
+  };
+  for (const nlohmann::json& row : json["rows"]) {
+    if (!row.is_array() || row.size() != kTableColumns.size() || !row[0].is_number_integer() || !row[1].is_string() ||
+        !row[2].is_string() || !row[3].is_array() || !row[4].is_number_integer() ||
+        !(row[5].is_null() || row[5].is_number_integer()) || !row[6].is_number() || !row[7].is_number() ||
+        !row[8].is_number() || !row[9].is_string())
+      throw other();
+    RunRecord run;
+    run.id = row[0].get<std::int64_t>();
+    run.name = row[1].get<std::string>();
+    run.user = row[2].get<std::string>();
+    for (const auto& gpu : row[3])
+      if (gpu.is_number_integer()) run.gpus.push_back(gpu.get<int>());
+    run.start = run.last_seen = time_at(row[4]);
+    if (!row[5].is_null()) run.end = run.last_seen = time_at(row[5]);
+    run.gpu_seconds = row[6].get<double>();
+    run.busy_gpu_seconds = row[7].get<double>();
+    run.idle_seconds = row[8].get<double>();
+    run.ended_by = row[9].get<std::string>();
+    runs.push_back(std::move(run));
+  }
+  return runs;
 }
 
 std::vector<RunRecord> runs_from_json(const nlohmann::ordered_json& json) {

@@ -124,9 +124,10 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
 
   try {
     if (target->path == "/v1/runs") {
+      const std::vector<RunRecord> found = current_runs(runs, query);
+      if (param("fields").value_or("") == "table") return {200, json_line(runs_table_json(found))};
       json array = json::array();
-      const bool for_table = param("fields").value_or("") == "table";
-      for (const RunRecord& run : current_runs(runs, query)) array.push_back(run_json(run, for_table));
+      for (const RunRecord& run : found) array.push_back(run_json(run));
       return {200, json_line(array)};
     }
     if (target->path == "/v1/usage") {

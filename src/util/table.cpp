@@ -74,10 +74,12 @@ std::vector<std::string> Table::lines() const {
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       std::string cell = width_ && columns_[c].gives_way_to > 0 ? cut_to_width(cells[c], fitted[c]) : cells[c];
       const bool last = c + 1 == columns_.size();
-      // fmt pads by display width, so a cut cell's "…" counts as one column.
+      // Padded by display_width, the measure the widths were taken in (a cut cell's "…" is one
+      // column); by hand, not fmt's "{:<N}", which weighs every code point again (thousands of rows).
+      const std::string blanks(fitted[c] - std::min(fitted[c], display_width(cell)), ' ');
       std::string padded = last && columns_[c].align == Column::Align::left ? cell  // no trailing blanks
-                           : columns_[c].align == Column::Align::right      ? fmt::format("{:>{}}", cell, fitted[c])
-                                                                            : fmt::format("{:<{}}", cell, fitted[c]);
+                           : columns_[c].align == Column::Align::right      ? blanks + cell
+                                                                            : cell + blanks;
       if (last && paint) padded = paint(padded);
       out += padded;
       if (!last) out += "  ";

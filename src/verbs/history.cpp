@@ -75,13 +75,12 @@ std::string gpu_list(const std::vector<int>& gpus) {
 
 int run_history(const Options& options, std::ostream& out) {
   const auto since = since_of(options, std::nullopt);
-  const nlohmann::ordered_json answer = ask_service(
-      options, "/v1/runs" + (options.json ? query(options, since) : query(options, since, {{"fields", "table"}})));
   if (options.json) {
-    out << json_text(answer);
+    out << json_text(ask_service(options, "/v1/runs" + query(options, since)));
     return 0;
   }
-  const std::vector<RunRecord> runs = runs_from_json(answer);
+  const std::vector<RunRecord> runs =
+      runs_from_table_json(ask_service_plain(options, "/v1/runs" + query(options, since, {{"fields", "table"}})));
   if (runs.empty()) {
     spdlog::info("the service has recorded no runs{}{}", since ? " since " + local_time(*since) : "",
                  options.history_user.empty() ? "" : " of " + text::printable(options.history_user));

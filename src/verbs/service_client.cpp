@@ -22,7 +22,10 @@ Error not_running(const std::string& why) {
 
 }  // namespace
 
-nlohmann::ordered_json ask_service(const Options& options, const std::string& target) {
+namespace {
+
+// The body of a 200 answer to GET `target`; anything else an Error with the service's message.
+std::string answer_body(const Options& options, const std::string& target) {
   const std::string& path = options.service_socket;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw not_running(fmt::format("nothing at {}", path));
@@ -39,15 +42,31 @@ nlohmann::ordered_json ask_service(const Options& options, const std::string& ta
       throw not_running(fmt::format("{} refuses connections", path));
     throw;
   }
-  nlohmann::ordered_json body = nlohmann::ordered_json::parse(response.body, nullptr, false);
   if (response.status != 200) {
+    const auto body = nlohmann::json::parse(response.body, nullptr, false);
     const std::string message = body.is_object() && body.contains("message") && body["message"].is_string()
                                     ? body["message"].get<std::string>()
                                     : text::printable(response.body, 200);
     throw Error(fmt::format("the gpurun service answered {}: {}", response.status, text::printable(message, 300)));
   }
-  if (body.is_discarded()) throw Error("the gpurun service answered with something that is not JSON");
-  return body;
+  return std::move(response.body);
+}
+
+template <typename Json>
+Json parsed(const std::string& body) {
+  Json json = Json::parse(body, nullptr, false);
+  if (json.is_discarded()) throw Error("the gpurun service answered with something that is not JSON");
+  return json;
+}
+
+}  // namespace
+
+nlohmann::ordered_json ask_service(const Options& options, const std::string& target) {
+  return parsed<nlohmann::ordered_json>(answer_body(options, target));
+}
+
+nlohmann::json ask_service_plain(const Options& options, const std::string& target) {
+  return parsed<nlohmann::json>(answer_body(options, target));
 }
 
 std::optional<std::map<int, long long>> service_idle_gpus(const Options& options) {

@@ -14,6 +14,8 @@ namespace gpurun {
 // names the caller (the service believes that from root only). Throws Error: no service, an
 // error answer (its message), an answer that is not JSON.
 nlohmann::ordered_json ask_service(const Options& options, const std::string& target);
+// The same, parsed without keeping the keys' order: for answers that are read, not printed.
+nlohmann::json ask_service_plain(const Options& options, const std::string& target);
 
 // How long each held GPU has been idle (seconds, by index) as the service saw it; nullopt where no
 // service answers, said on stderr at info level: status and ps never depend on the service.

@@ -56,6 +56,38 @@ TEST(RunJsonTest, HasTheIssuesFieldsAndReadsBack) {
   EXPECT_THROW(runs_from_json(nlohmann::ordered_json::object()), Error);
 }
 
+TEST(RunJsonTest, TheHistoryTablesRowsReadBackAndAnotherShapeIsAnError) {
+  RunRecord ended = run_of(7, "alice", "", {0, 3}, 7200, 1800, 600);
+  ended.name = "train";
+  ended.command = "python train.py --token=x";  // not in the table: not sent
+  ended.end = kT0 + 1h;
+  ended.ended_by = "idle_policy";
+  const RunRecord running = run_of(8, "", "pid 42", {}, 0, 0, 0);
+  const nlohmann::json table = runs_table_json({ended, running});
+  EXPECT_EQ(table.dump().find("token"), std::string::npos);
+  const std::vector<RunRecord> back = runs_from_table_json(nlohmann::json::parse(table.dump()));
+  ASSERT_EQ(back.size(), 2U);
+  EXPECT_EQ(back[0].id, 7);
+  EXPECT_EQ(back[0].name, "train");
+  EXPECT_EQ(back[0].user, "alice");
+  EXPECT_EQ(back[0].gpus, (std::vector<int>{0, 3}));
+  EXPECT_EQ(back[0].start, kT0);
+  EXPECT_EQ(back[0].end, kT0 + 1h);
+  EXPECT_DOUBLE_EQ(back[0].gpu_seconds, 7200);
+  EXPECT_DOUBLE_EQ(back[0].busy_gpu_seconds, 1800);
+  EXPECT_DOUBLE_EQ(back[0].idle_seconds, 600);
+  EXPECT_EQ(back[0].ended_by, "idle_policy");
+  EXPECT_EQ(back[1].end, std::nullopt);  // still running
+  EXPECT_EQ(back[1].efficiency(), std::nullopt);
+  nlohmann::json other = table;
+  other["columns"][0] = "ID";
+  EXPECT_THROW(runs_from_table_json(other), Error);
+  other = table;
+  other["rows"][0][4] = "2026-11-29T12:00:00Z";
+  EXPECT_THROW(runs_from_table_json(other), Error);
+  EXPECT_THROW(runs_from_table_json(nlohmann::json::array()), Error);
+}
+
 TEST(UsageTest, SumsPerUserWithIdleTimesTheGpus) {
   const std::vector<RunRecord> runs{run_of(1, "alice", "a", {0, 1}, 7200, 3600, 1800),
                                     run_of(2, "bob", "b", {2}, 3600, 3600, 0),
