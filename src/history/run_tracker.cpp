@@ -46,6 +46,18 @@ std::vector<HolderSample> merged_holders(const std::vector<HolderSample>& holder
       merged.push_back(holder);
       continue;
     }
+    // The whole of a GPU wins over a share of it; two shares of one GPU are the larger.
+    for (const int gpu : holder.gpus) {
+      const bool had = std::find(same->gpus.begin(), same->gpus.end(), gpu) != same->gpus.end();
+      const auto mine = same->mig_share.find(gpu);
+      const auto theirs = holder.mig_share.find(gpu);
+      if (theirs == holder.mig_share.end())
+        same->mig_share.erase(gpu);
+      else if (!had)
+        same->mig_share[gpu] = theirs->second;
+      else if (mine != same->mig_share.end())
+        mine->second = std::max(mine->second, theirs->second);
+    }
     merge_gpus(same->gpus, holder.gpus);
     if (holder.memory_used_mib) same->memory_used_mib = same->memory_used_mib.value_or(0) + *holder.memory_used_mib;
   }
@@ -93,10 +105,12 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
 
     bool all_idle = !holder.gpus.empty();
     for (int gpu : holder.gpus) {
-      run->gpu_seconds += credit_s;
+      const auto part = holder.mig_share.find(gpu);
+      const double held_s = credit_s * (part == holder.mig_share.end() ? 1.0 : std::clamp(part->second, 0.0, 1.0));
+      run->gpu_seconds += held_s;
       const auto found = utilization.find(gpu);
       const std::optional<double> util = found == utilization.end() ? std::nullopt : found->second;
-      if (util) run->busy_gpu_seconds += credit_s * std::clamp(*util, 0.0, 100.0) / 100.0;
+      if (util) run->busy_gpu_seconds += held_s * std::clamp(*util, 0.0, 100.0) / 100.0;
       if (!util || *util > settings_.idle_threshold_percent) all_idle = false;
     }
     if (all_idle) run->idle_seconds += credit_s;

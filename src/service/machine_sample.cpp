@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "gpurun/engine/gpu_process_owner.hpp"
@@ -39,6 +42,37 @@ std::string command_line(long pid, const std::string& proc_root) {
   return text;
 }
 
+// A MIG instance as the run model counts it: its parent GPU and its share of it.
+struct MigPart {
+  int gpu = 0;
+  double share = 1.0;
+};
+
+// Each MIG instance by its UUID: its memory over its GPU's (where either is unknown, its profile's
+// compute slices over 7, the most an A100 or H100 has).
+std::map<std::string, MigPart> mig_parts(const Snapshot& snapshot) {
+  std::map<std::string, MigPart> parts;
+  for (const MigInstance& mig : snapshot.mig_instances) {
+    const auto parent = std::find_if(snapshot.gpus.begin(), snapshot.gpus.end(),
+                                     [&](const Gpu& gpu) { return gpu.index == mig.gpu_index; });
+    double share = 0;
+    if (parent != snapshot.gpus.end() && parent->memory_total_mib && *parent->memory_total_mib > 0 &&
+        mig.memory_total_mib)
+      share = *mig.memory_total_mib / *parent->memory_total_mib;
+    else if (const int slices = std::atoi(mig.profile.c_str()); slices > 0)
+      share = slices / 7.0;
+    if (share > 0) parts[mig.uuid] = {.gpu = mig.gpu_index, .share = std::min(share, 1.0)};
+  }
+  return parts;
+}
+
+// Each GPU's share held through `parts`, at most the whole.
+std::map<int, double> shares_of(const std::set<const MigPart*>& parts) {
+  std::map<int, double> shares;
+  for (const MigPart* part : parts) shares[part->gpu] = std::min(1.0, shares[part->gpu] + part->share);
+  return shares;
+}
+
 }  // namespace
 
 MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vector<GpuContainer> containers,
@@ -48,9 +82,36 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
     sample.gpus.push_back(
         {.index = gpu.index, .utilization_percent = gpu.utilization_percent, .memory_used_mib = gpu.memory_used_mib});
 
+  // On a MIG GPU a holder holds instances, not the GPU: which ones, by the processes in each (and
+  // a container's by the instances it was given), so that it is credited their share alone.
+  const std::map<std::string, MigPart> parts = mig_parts(snapshot);
+  std::map<long, std::vector<const MigPart*>> parts_of_pid;
+  for (const MigInstance& mig : snapshot.mig_instances)
+    if (const auto part = parts.find(mig.uuid); part != parts.end())
+      for (const GpuProcess& p : mig.processes) parts_of_pid[p.pid].push_back(&part->second);
+  std::map<long, std::optional<ProcessOwner>> owners;
+  const auto owner_of = [&](long pid) -> const std::optional<ProcessOwner>& {
+    const auto known = owners.find(pid);
+    return known != owners.end() ? known->second : owners.emplace(pid, process_owner(pid, proc_root)).first->second;
+  };
+
   if (snapshot.processes_known) add_process_holders(containers, snapshot.gpus, proc_root);
   for (const GpuContainer& c : containers) {
     std::vector<int> gpus = held_gpu_indices(c, snapshot.gpus);
+    // The MIG instances it holds: those it was given, and those its processes run in.
+    std::set<const MigPart*> held_parts;
+    for (const std::string& device : c.devices)
+      if (const auto part = parts.find(device); part != parts.end()) held_parts.insert(&part->second);
+    for (const auto& [pid, pid_parts] : parts_of_pid) {
+      const std::optional<ProcessOwner>& owner = owner_of(pid);
+      if (owner && owner->container && !c.id.empty() &&
+          (owner->container->id.starts_with(c.id) || c.id.starts_with(owner->container->id)))
+        held_parts.insert(pid_parts.begin(), pid_parts.end());
+    }
+    const std::map<int, double> shares = c.all_gpus ? std::map<int, double>{} : shares_of(held_parts);
+    for (const auto& [gpu, share] : shares)
+      if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
+    std::sort(gpus.begin(), gpus.end());
     if (gpus.empty()) continue;
     sample.holders.push_back({.key = "container:" + c.id,
                               .name = c.name,
@@ -59,6 +120,7 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                               .image = c.image,
                               .command = c.command,
                               .gpus = std::move(gpus),
+                              .mig_share = shares,
                               .memory_used_mib = std::nullopt,
                               .started_by_gpurun = c.started_by_gpurun,
                               .time_limit = c.time_limit,
@@ -68,8 +130,13 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
   // A GPU process outside every container is a holder of its own.
   for (const Gpu& gpu : snapshot.gpus)
     for (const GpuProcess& p : gpu.processes) {
-      const std::optional<ProcessOwner> owner = process_owner(p.pid, proc_root);
+      const std::optional<ProcessOwner>& owner = owner_of(p.pid);
       if (owner && owner->container) continue;  // its container is a holder already
+      std::map<int, double> shares;
+      if (const auto in = parts_of_pid.find(p.pid); in != parts_of_pid.end()) {
+        const std::map<int, double> all = shares_of(std::set<const MigPart*>(in->second.begin(), in->second.end()));
+        if (const auto here = all.find(gpu.index); here != all.end()) shares.emplace(*here);  // this GPU's part
+      }
       const std::string start = start_ticks(p.pid, proc_root);
       const std::string command = command_line(p.pid, proc_root);
       sample.holders.push_back({.key = fmt::format("process:{}:{}", p.pid, start),
@@ -79,6 +146,7 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                                 .image = "",
                                 .command = command,
                                 .gpus = {gpu.index},
+                                .mig_share = std::move(shares),
                                 .memory_used_mib = p.used_memory_mib,
                                 .started_by_gpurun = false,
                                 .time_limit = std::nullopt,

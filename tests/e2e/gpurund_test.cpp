@@ -296,6 +296,29 @@ TEST_F(GpurundTest, HistoryUsageAndReportAnswerWithAnotherUsersProcessFiguresAft
   EXPECT_FALSE(std::filesystem::exists(socket()));  // removed on the way out
 }
 
+// MIG through the NVML stand-in (tests/data/nvml/mig.json): GPU 0 whole runs pid 7001; GPU 1 is in
+// MIG mode, pid 8301 in a 1g.10gb instance (9 984 of 81 559 MiB). Both runs start in the same
+// sample, so the MIG one's GPU-seconds are its share of the whole one's.
+TEST_F(GpurundTest, AProcessInAMigInstanceIsCreditedTheInstancesShareOfTheGpu) {
+  const pid_t pid = start(scenario("busy_dgx.json"), false, {"--gpu-source", "nvml", "--nvml-library", FAKE_NVML_FULL},
+                          {"FAKE_NVML_SCENARIO=" + std::string(GPURUN_TEST_DATA_DIR) + "/nvml/mig.json"});
+  nlohmann::json whole;
+  nlohmann::json mig;
+  ASSERT_TRUE(eventually([&] {
+    const nlohmann::json runs = nlohmann::json::parse(ask({"history", "--json"}).out, nullptr, false);
+    if (!runs.is_array()) return false;
+    for (const auto& run : runs) {
+      if (run["name"] == "pid 7001") whole = run;
+      if (run["name"] == "pid 8301") mig = run;
+    }
+    return whole.is_object() && mig.is_object() && whole["gpu_seconds"].get<double>() > 1.0;
+  })) << ask({"history", "--json"}).out
+      << read_file(dir() + "/gpurund.err");
+  EXPECT_EQ(mig["gpus"], nlohmann::json::array({1}));
+  EXPECT_NEAR(mig["gpu_seconds"].get<double>() / whole["gpu_seconds"].get<double>(), 9984.0 / 81559, 0.01);
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
 TEST_F(GpurundTest, WithoutTheServiceTheVerbsSaySoAndHowToStartIt) {
   for (const char* verb : {"history", "usage"}) {
     const Outcome out = ask({verb});

@@ -4,7 +4,8 @@
 // any user) or, where no container holds it, a process. It starts when first seen holding a GPU
 // and ends when it has been missing from two samples in a row. Between two samples each run is
 // credited with the time that passed: GPU-seconds, busy GPU-seconds (utilization / 100 of them),
-// idle seconds (every one of its GPUs at or below the idle threshold) and its peak memory.
+// idle seconds (every one of its GPUs at or below the idle threshold) and its peak memory. A
+// holder of MIG instances is credited their share of the GPU, not the whole of it.
 //
 // Pure logic, fed by the sampler and read by the store; no clock of its own, so that tests and
 // benchmarks drive it with a synthetic one.
@@ -28,7 +29,10 @@ struct HolderSample {
   std::string container_id;  // "" for a bare process
   std::string image;
   std::string command;
-  std::vector<int> gpus;                                // indices of the GPUs it holds
+  std::vector<int> gpus;  // indices of the GPUs it holds
+  // The part of a GPU it holds where that is a MIG instance's (its memory over the GPU's: a
+  // 1g.10gb of an 80 GB GPU is 1/8), by index; a GPU absent here is held whole.
+  std::map<int, double> mig_share = {};
   std::optional<double> memory_used_mib;                // its own, where the source tells it
   bool started_by_gpurun = false;                       // a container with gpurun's labels
   std::optional<std::chrono::seconds> time_limit = {};  // its --time-limit (gpurun's label)

@@ -116,6 +116,32 @@ TEST(RunTracker, AHolderListedPerGpuIsOneRunOnAllOfThem) {
   EXPECT_DOUBLE_EQ(tracker.running().front().max_memory_mib, 300);
 }
 
+TEST(RunTracker, AHolderOfAMigInstanceIsCreditedItsShareOfTheGpu) {
+  RunTracker tracker;
+  HolderSample quarter = container("a", {0});
+  quarter.mig_share = {{0, 0.25}};
+  HolderSample whole = container("b", {1});
+  tracker.observe(at(0s, {80, 80}, {quarter, whole}));
+  tracker.observe(at(10s, {80, 80}, {quarter, whole}));
+  ASSERT_EQ(tracker.running().size(), 2u);
+  EXPECT_DOUBLE_EQ(tracker.running()[0].gpu_seconds, 2.5);  // a 1g.20gb of an 80 GB GPU for 10 s
+  EXPECT_DOUBLE_EQ(tracker.running()[0].busy_gpu_seconds, 2);
+  EXPECT_DOUBLE_EQ(tracker.running()[1].gpu_seconds, 10);
+}
+
+TEST(RunTracker, MergedHoldersKeepTheWholeOfAGpuOverAShareAndAShareOfAnother) {
+  HolderSample part = container("a", {0});
+  part.mig_share = {{0, 0.5}};
+  HolderSample other = container("a", {1});
+  other.mig_share = {{1, 0.25}};
+  std::vector<HolderSample> merged = merged_holders({part, other});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_THAT(merged[0].gpus, ElementsAre(0, 1));
+  EXPECT_EQ(merged[0].mig_share, (std::map<int, double>{{0, 0.5}, {1, 0.25}}));
+  merged = merged_holders({part, container("a", {0})});
+  EXPECT_THAT(merged[0].mig_share, IsEmpty());  // held whole too
+}
+
 TEST(RunTracker, TheClockSteppingBackNeverGivesNegativeTimes) {
   RunTracker tracker;
   tracker.observe(at(100s, {90}, {container("a", {0})}));

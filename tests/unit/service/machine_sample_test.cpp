@@ -93,6 +93,53 @@ TEST_F(MachineSampleTest, AContainerTheEngineDidNotNameIsFoundThroughItsProcess)
   EXPECT_THAT(sample.holders[0].gpus, ElementsAre(1));
 }
 
+// GPU 0 in MIG mode, 80 GB: a 1g.20gb instance (a quarter) runs a bare process, a 3g.40gb (a half)
+// a container's process; GPU 1 is whole.
+TEST_F(MachineSampleTest, OnAMigGpuEachHolderHoldsItsInstancesShareNotTheGpu) {
+  add(100, "0::/user.slice/user-0.slice/session-1.scope\n", "1", "python3\0"s);
+  add(200, "0::/system.slice/docker-" + kId + ".scope\n", "1", "python3\0"s);
+  Snapshot s = two_gpus();
+  s.gpus[0].mig_enabled = true;
+  s.gpus[0].utilization_percent.reset();
+  s.gpus[0].processes = {{.gpu_uuid = s.gpus[0].uuid, .pid = 100, .used_memory_mib = 500.0, .user = ""},
+                         {.gpu_uuid = s.gpus[0].uuid, .pid = 200, .used_memory_mib = 900.0, .user = ""}};
+  MigInstance small{.uuid = "MIG-small",
+                    .gpu_index = 0,
+                    .gpu_instance_id = 9,
+                    .compute_instance_id = 0,
+                    .profile = "1g.20gb",
+                    .memory_used_mib = 500.0,
+                    .memory_total_mib = 20480.0,
+                    .processes = {}};
+  small.processes = {{.gpu_uuid = "MIG-small", .pid = 100, .used_memory_mib = 500.0, .user = ""}};
+  MigInstance half{.uuid = "MIG-half",
+                   .gpu_index = 0,
+                   .gpu_instance_id = 2,
+                   .compute_instance_id = 0,
+                   .profile = "3g.40gb",
+                   .memory_used_mib = 900.0,
+                   .memory_total_mib = std::nullopt,
+                   .processes = {}};
+  half.processes = {{.gpu_uuid = "MIG-half", .pid = 200, .used_memory_mib = 900.0, .user = ""}};
+  s.mig_instances = {small, half};
+  GpuContainer c;
+  c.id = kId;
+  c.name = "bob_mig";
+  c.devices = {"MIG-half"};
+  const MachineSample sample = machine_sample(WallTime{}, s, {c}, root_);
+  ASSERT_EQ(sample.holders.size(), 2u);
+  EXPECT_EQ(sample.holders[0].key, "container:" + kId);
+  EXPECT_THAT(sample.holders[0].gpus, ElementsAre(0));
+  ASSERT_EQ(sample.holders[0].mig_share.size(), 1u);
+  EXPECT_NEAR(sample.holders[0].mig_share.at(0), 3.0 / 7, 1e-9);  // no memory size: 3 of 7 slices
+  EXPECT_EQ(sample.holders[1].key, "process:100:1");
+  EXPECT_EQ(sample.holders[1].mig_share, (std::map<int, double>{{0, 0.25}}));
+
+  // A container given the whole GPU (--gpus all) holds it whole, MIG or not.
+  c.all_gpus = true;
+  EXPECT_THAT(machine_sample(WallTime{}, s, {c}, root_).holders[0].mig_share, ::testing::IsEmpty());
+}
+
 TEST_F(MachineSampleTest, AProcessGoneFromProcIsStillAHolder) {
   Snapshot s = two_gpus();
   s.gpus[0].processes.push_back({.gpu_uuid = s.gpus[0].uuid, .pid = 7777, .used_memory_mib = 1.0, .user = "bob"});
