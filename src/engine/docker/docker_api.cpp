@@ -1,5 +1,6 @@
 #include "docker/docker_api.hpp"
 
+#include "docker/cdi_cache.hpp"
 #include "docker/docker_cli_engine.hpp"
 
 #include <sys/stat.h>
@@ -91,7 +92,7 @@ class DockerApiEngine final : public ContainerEngine {
   }
   CdiSupport cdi_support(std::chrono::milliseconds timeout) override {
     if (name_ == "podman") return {true, "podman always resolves CDI devices"};
-    return docker_api_cdi_support(socket_, timeout);
+    return docker_api_cdi_support(socket_, timeout, default_cdi_cache_file());
   }
   std::vector<std::string> run_argv(const DockerRunRequest& request) const override {
     DockerRunRequest r = request;
@@ -187,14 +188,23 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
   return parse_gpu_containers(inspected);
 }
 
-CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout) {
+CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout,
+                                  const std::string& cache_file) {
+  const std::optional<std::string> mark = socket_mark(socket_path);
+  if (mark && !cache_file.empty())
+    if (std::optional<CdiSupport> known = cached_cdi(cache_file, socket_path, *mark)) {
+      known->why += " (remembered while the engine runs)";
+      return *known;
+    }
   try {
     UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout, docker_peer());
     const HttpResponse info = client.get("/info");
     if (info.status != 200) return {false, fmt::format("the engine's /info answered HTTP {}", info.status)};
     const json answer = json::parse(info.body, nullptr, false);
     const json dirs = answer.is_object() && answer.contains("CDISpecDirs") ? answer["CDISpecDirs"] : json();
-    return cdi_from_spec_dirs(dirs.dump(), "the engine's /info");
+    const CdiSupport cdi = cdi_from_spec_dirs(dirs.dump(), "the engine's /info");
+    if (mark && answer.is_object()) remember_cdi(cache_file, socket_path, *mark, cdi);
+    return cdi;
   } catch (const std::exception& e) {
     return {false, fmt::format("the engine's /info could not be asked ({})", e.what())};
   }

@@ -43,8 +43,10 @@ std::string docker_api_version(std::string_view engine_version);
 std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout,
                                                  Listing listing = Listing::running);
 
-// Whether the engine at `socket_path` has CDI: its /info's CDISpecDirs (docker 25+). Never throws.
-CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout);
+// Whether the engine at `socket_path` has CDI: its /info's CDISpecDirs (docker 25+), remembered in
+// `cache_file` while the engine runs (docker/cdi_cache.hpp; "": asked every time). Never throws.
+CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout,
+                                  const std::string& cache_file);
 
 // The docker engine asked through its socket, run through `docker_cli` (argv[0] of the argvs).
 // Null, with `why_not` said (and logged at --verbose), where the socket does not apply: a
