@@ -16,7 +16,8 @@
 # With the probe (tests/e2e/engine_api_probe.cpp), containers asking for GPUs in each form this
 # dockerd accepts are then listed through the Engine API and through the CLI, and compared; with
 # ENGINE_QUERY_BENCH set to bench/engine_query_bench's path, that benchmark runs against them;
-# with ENGINE_AWARENESS_BENCH set to bench/compare_engine_awareness.sh, that one.
+# with ENGINE_AWARENESS_BENCH set to bench/compare_engine_awareness.sh, that one; with
+# LAUNCH_FLOOR_BENCH set to bench/compare_launch_floor.sh, a launch against its floor.
 #
 # Exit status: 0 all assertions hold, 1 a failure, 77 skipped (cannot run a Docker engine
 # here: not root, engine packages missing, dockerd does not start). 77 is the CTest
@@ -439,6 +440,10 @@ if [[ -n $probe ]]; then
   fi
   if [[ -n ${ENGINE_AWARENESS_BENCH:-} ]]; then
     bash "$ENGINE_AWARENESS_BENCH" "$gpurun" || fail "the container-awareness benchmark failed"
+  fi
+  if [[ -n ${LAUNCH_FLOOR_BENCH:-} ]]; then
+    BENCH_DOCKER_CLI=$docker_cli bash "$LAUNCH_FLOOR_BENCH" "$gpurun" "${LAUNCH_FLOOR_RUNS:-200}" ||
+      fail "the launch floor benchmark failed"
   fi
   ((${#started[@]} == 0)) || dk rm -f "${started[@]}" >/dev/null 2>&1
 fi
