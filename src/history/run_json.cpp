@@ -93,8 +93,10 @@ std::vector<RunRecord> runs_from_table_json(const nlohmann::json& json) {
     throw other();
   std::vector<RunRecord> runs;
   runs.reserve(json["rows"].size());
-  const auto time_at = [](const nlohmann::json& value) {
-    return WallTime(std::chrono::milliseconds(value.get<std::int64_t>()));
+  const auto time_at = [&other](const nlohmann::json& value) {
+    const std::int64_t ms = value.get<std::int64_t>();
+    if (ms < 0 || ms > 10'000'000'000'000) throw other();  // beyond 2286: no time a service wrote
+    return WallTime(std::chrono::milliseconds(ms));
   };
   for (const nlohmann::json& row : json["rows"]) {
     if (!row.is_array() || row.size() != kTableColumns.size() || !row[0].is_number_integer() || !row[1].is_string() ||

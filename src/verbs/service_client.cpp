@@ -20,10 +20,6 @@ Error not_running(const std::string& why) {
                   why));
 }
 
-}  // namespace
-
-namespace {
-
 // The body of a 200 answer to GET `target`; anything else an Error with the service's message.
 std::string answer_body(const Options& options, const std::string& target) {
   const std::string& path = options.service_socket;
