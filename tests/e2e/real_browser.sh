@@ -3,8 +3,8 @@
 # gpurund that samples the stand-in nvidia-smi (the busy DGX) and the stand-in docker (bob's
 # gpurun container, idle on GPU 3, and a container whose name is a <script> tag on GPU 6), after
 # the page's script has run; the rendered DOM must show every GPU, the holders, the idle one
-# marked, the usage table and the charts, and the hostile name as text. A screenshot is kept in
-# ARTIFACT_DIR (docs/lab-page.png is one).
+# marked, the usage table and the charts, and the hostile name as text. Screenshots, a laptop's and
+# a phone's, are kept in ARTIFACT_DIR (docs/lab-page.png is the first).
 # Usage: real_browser.sh GPURUND NVIDIA_SMI_FAKE DOCKER_FAKE SCENARIO ARTIFACT_DIR
 # Skips (77) where chromium is not installed. Everything else lives in a temporary directory.
 set -euo pipefail
@@ -142,3 +142,7 @@ mkdir -p "$artifacts"
 chrome --window-size=1280,1400 --screenshot="$artifacts/lab-page.png" "$url" >/dev/null ||
   fail "chromium could not take a screenshot"
 [[ -s $artifacts/lab-page.png ]] && pass "screenshot: $artifacts/lab-page.png" || fail "no screenshot"
+# The same page as a phone shows it (the style sheet's narrow layout), kept beside it.
+chrome --window-size=390,844 --screenshot="$artifacts/lab-page-phone.png" "$url" >/dev/null ||
+  fail "chromium could not take the phone's screenshot"
+[[ -s $artifacts/lab-page-phone.png ]] && pass "screenshot: $artifacts/lab-page-phone.png" || fail "no phone screenshot"
