@@ -65,7 +65,8 @@ static int connect_to(const char* path) {
 
 static void send_get(int fd, const char* target) {
   char request[512];
-  const int n = snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n", target);
+  const int n =
+      snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n", target);
   if (write(fd, request, (size_t)n) != n) die("write");
 }
 
@@ -159,8 +160,7 @@ int main(int argc, char** argv) {
   char** run_argv = argv + dashes + 1;
   char* gpu_argv[] = {argv[1], "--query-gpu=index,uuid,name,memory.used,memory.total,utilization.gpu,mig.mode.current",
                       "--format=csv,noheader,nounits", NULL};
-  char* apps_argv[] = {argv[1], "--query-compute-apps=gpu_uuid,pid,used_memory", "--format=csv,noheader,nounits",
-                       NULL};
+  char* apps_argv[] = {argv[1], "--query-compute-apps=gpu_uuid,pid,used_memory", "--format=csv,noheader,nounits", NULL};
   pid_t gpu_pid, apps_pid;
   const int gpu_fd = spawn_reading(gpu_argv, &gpu_pid);
   const int apps_fd = spawn_reading(apps_argv, &apps_pid);

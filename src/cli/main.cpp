@@ -29,8 +29,8 @@ void answer_version_early(int argc, char** argv, char** /*envp*/) {
   ::_exit(written == static_cast<ssize_t>(size) ? gpurun::exit_code::ok : gpurun::exit_code::failure);
 }
 
-[[gnu::section(".preinit_array"), gnu::used]] void (*const kAnswerVersionEarly)(int, char**, char**) =
-    answer_version_early;
+[[gnu::section(".preinit_array"), gnu::used]] void (*const kAnswerVersionEarly)(int, char**,
+                                                                                char**) = answer_version_early;
 
 }  // namespace
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <set>
@@ -59,8 +59,10 @@ std::map<std::string, MigPart> mig_parts(const Snapshot& snapshot) {
     if (parent != snapshot.gpus.end() && parent->memory_total_mib && *parent->memory_total_mib > 0 &&
         mig.memory_total_mib)
       share = *mig.memory_total_mib / *parent->memory_total_mib;
-    else if (const int slices = std::atoi(mig.profile.c_str()); slices > 0)
-      share = slices / 7.0;
+    else if (int slices = 0;
+             std::from_chars(mig.profile.data(), mig.profile.data() + mig.profile.size(), slices).ec == std::errc() &&
+             slices > 0)
+      share = slices / 7.0;  // "3g.40gb": 3
     if (share > 0) parts[mig.uuid] = {.gpu = mig.gpu_index, .share = std::min(share, 1.0)};
   }
   return parts;

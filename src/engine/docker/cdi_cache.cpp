@@ -15,7 +15,7 @@ namespace gpurun {
 namespace {
 
 using json = nlohmann::json;
-constexpr std::size_t kMaxCacheBytes = 64 * 1024;  // a few sockets' answers; anything larger is not ours
+constexpr std::size_t kMaxCacheBytes = std::size_t{64} * 1024;  // a few sockets' answers; anything larger is not ours
 
 // Owned by this user and writable by nobody else.
 bool trusted(const struct stat& st) { return st.st_uid == ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0; }

@@ -202,7 +202,7 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
     if (info.status != 200) return {false, fmt::format("the engine's /info answered HTTP {}", info.status)};
     const json answer = json::parse(info.body, nullptr, false);
     const json dirs = answer.is_object() && answer.contains("CDISpecDirs") ? answer["CDISpecDirs"] : json();
-    const CdiSupport cdi = cdi_from_spec_dirs(dirs.dump(), "the engine's /info");
+    CdiSupport cdi = cdi_from_spec_dirs(dirs.dump(), "the engine's /info");
     if (mark && answer.is_object()) remember_cdi(cache_file, socket_path, *mark, cdi);
     return cdi;
   } catch (const std::exception& e) {
