@@ -247,11 +247,14 @@ TEST_F(GpurundTest, HistoryUsageAndReportAnswerWithAnotherUsersProcessFiguresAft
   const std::string path = dir() + "/scenario.json";
   write_scenario(path, sleeper);
   const pid_t pid = start(path, true);
-  // Held for a while at 40 %, then gone: the run ends after two samples without it.
+  // Held for a while at 40 %, then gone: the run ends after two samples without it. The process
+  // leaves the GPU's list first and dies a second later, so that a sample still reading the old list
+  // sees the same process (one run), never a pid without it (another run, named "pid N").
   std::this_thread::sleep_for(1500ms);
+  write_scenario(path, std::nullopt);
+  std::this_thread::sleep_for(1000ms);
   ::kill(sleeper, SIGKILL);
   ::waitpid(sleeper, nullptr, 0);
-  write_scenario(path, std::nullopt);
   nlohmann::json history;
   ASSERT_TRUE(eventually([&] {
     const Outcome out = ask({"history", "--json"});
