@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -132,32 +133,20 @@ void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRec
 
 std::string prometheus_text(const MetricsState& state, WallTime now) {
   std::string out;
-  {
-    Family util(out, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
+  // DCGM's per-GPU gauges: a GPU whose reading the source did not give has no series, never a zero.
+  const auto per_gpu = [&](const char* name, const char* help, auto reading) {
+    Family family(out, name, "gauge", help);
     for (const Gpu& gpu : state.gpus)
-      if (gpu.utilization_percent) util.add(dcgm_labels(state, gpu), *gpu.utilization_percent);
-  }
-  {
-    Family used(out, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).");
-    for (const Gpu& gpu : state.gpus)
-      if (gpu.memory_used_mib) used.add(dcgm_labels(state, gpu), *gpu.memory_used_mib);
-  }
-  {
-    Family free(out, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
-    for (const Gpu& gpu : state.gpus)
-      if (gpu.memory_used_mib && gpu.memory_total_mib)
-        free.add(dcgm_labels(state, gpu), std::max(0.0, *gpu.memory_total_mib - *gpu.memory_used_mib));
-  }
-  {
-    Family power(out, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).");
-    for (const Gpu& gpu : state.gpus)
-      if (gpu.power_draw_w) power.add(dcgm_labels(state, gpu), *gpu.power_draw_w);
-  }
-  {
-    Family temperature(out, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).");
-    for (const Gpu& gpu : state.gpus)
-      if (gpu.temperature_c) temperature.add(dcgm_labels(state, gpu), *gpu.temperature_c);
-  }
+      if (const std::optional<double> value = reading(gpu)) family.add(dcgm_labels(state, gpu), *value);
+  };
+  per_gpu("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", [](const Gpu& g) { return g.utilization_percent; });
+  per_gpu("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", [](const Gpu& g) { return g.memory_used_mib; });
+  per_gpu("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", [](const Gpu& g) -> std::optional<double> {
+    if (!g.memory_used_mib || !g.memory_total_mib) return std::nullopt;
+    return std::max(0.0, *g.memory_total_mib - *g.memory_used_mib);
+  });
+  per_gpu("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", [](const Gpu& g) { return g.power_draw_w; });
+  per_gpu("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", [](const Gpu& g) { return g.temperature_c; });
   {
     // Two families over the same series: each is written whole (the text format wants a family's
     // lines together), the second from its own buffer.
