@@ -7,6 +7,7 @@
 #include "nvml/nvml_source.hpp"
 #include "smi/csv_snapshot_source.hpp"
 #include "smi/nvidia_smi_source.hpp"
+#include "smi/nvidia_smi_stream_source.hpp"
 
 namespace gpurun {
 
@@ -26,6 +27,7 @@ std::unique_ptr<GpuSource> make_gpu_source(const GpuSourceSpec& spec) {
     }
     spdlog::debug("GPU source: {} (NVML not used: {})", spec.nvidia_smi, probe.failure);
   }
+  if (spec.stream_every) return make_nvidia_smi_stream_source(spec.nvidia_smi, spec.sensors, *spec.stream_every);
   return std::make_unique<NvidiaSmiSource>(spec.nvidia_smi, spec.sensors);
 }
 

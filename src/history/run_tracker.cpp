@@ -85,7 +85,15 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   for (const GpuReading& gpu : sample.gpus) utilization[gpu.index] = gpu.utilization_percent;
 
   std::map<std::string, HolderSample> seen;  // by key: new runs are numbered in key order
-  for (HolderSample& holder : merged_holders(sample.holders)) seen.emplace(holder.key, std::move(holder));
+  for (HolderSample& holder : merged_holders(sample.holders)) {
+    // A process gone from /proc that the driver still lists (it is letting go) is the run of its pid, not a new one.
+    if (holder.key.starts_with("process:") && holder.key.ends_with(':')) {
+      const auto same_pid = std::find_if(running_.begin(), running_.end(),
+                                         [&](const RunRecord& r) { return r.key.starts_with(holder.key); });
+      if (same_pid != running_.end()) holder.key = same_pid->key;
+    }
+    seen.emplace(holder.key, std::move(holder));
+  }
 
   for (auto& entry : seen) {
     HolderSample& holder = entry.second;

@@ -110,7 +110,8 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
                settings.interval.count(), settings.server.socket_path, tracker.running().size());
 
   GpuSourceSpec source_spec = gpu_source_spec(options);
-  source_spec.sensors = true;  // power and temperature for /metrics
+  source_spec.sensors = true;                    // power and temperature for /metrics
+  source_spec.stream_every = settings.interval;  // nvidia-smi's loop mode: no process per sample
   const Machine machine{make_gpu_source(source_spec), make_container_engine(engine_spec(options))};
   PolicyRules rules(options.policy, host_name());
   const std::string reservations = lock_dir_for_reading(options);

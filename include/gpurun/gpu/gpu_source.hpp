@@ -32,6 +32,9 @@ struct GpuSourceSpec {
   GpuSourceSetting kind = GpuSourceSetting::nvidia_smi;  // automatic: NVML when it loads and initialises
   std::string nvml_library;                              // "": libnvidia-ml.so.1 on the loader's path
   bool sensors = false;  // also power draw and temperature (gpurund's metrics; a launch has no use for them)
+  // gpurund: nvidia-smi kept running in loop mode at this period, read as it prints, rather than two
+  // processes per read (NVML, where it answers, needs neither).
+  std::optional<std::chrono::milliseconds> stream_every{};
 };
 
 // The source the spec names; throws Error (exit 125) for an apps CSV without a GPU CSV. `auto` loads NVML now and says

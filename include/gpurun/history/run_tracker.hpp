@@ -22,7 +22,9 @@ using WallTime = std::chrono::system_clock::time_point;
 
 // One holder as one sample saw it.
 struct HolderSample {
-  // Who it is across samples: "container:ID", or "process:PID:START" (a reused pid is another).
+  // Who it is across samples: "container:ID", or "process:PID:START" (a reused pid is another;
+  // START is "" where /proc no longer shows the process: one that has exited while the driver still
+  // lists it, which continues the run of its pid).
   std::string key;
   std::string name;          // the container's name, or the process's command
   std::string user;          // a login name; "" where none is known

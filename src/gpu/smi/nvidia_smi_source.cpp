@@ -135,20 +135,26 @@ Snapshot NvidiaSmiSource::read(std::chrono::milliseconds timeout) {
   const std::vector<GpuProcess> processes =
       answer(results[1], specs[1], timeout, kComputeAppFields.size(), parse_compute_apps_csv);
 
-  Snapshot snapshot;
-  snapshot.source = name();
-  for (const std::string& warning : table.warnings) add_unique(snapshot.warnings, "nvidia-smi: " + warning);
+  std::vector<std::string> warnings;
   for (const ProcessResult& result : results)
     for (const auto& line : text::non_blank_lines(result.err))
-      if (is_warning_line(line.text))
-        add_unique(snapshot.warnings, "nvidia-smi: " + text::printable(text::trim(line.text), 300));
+      if (is_warning_line(line.text)) warnings.push_back("nvidia-smi: " + text::printable(text::trim(line.text), 300));
+  if (warning_exit(results[0]) && table.warnings.empty() && table.lost.empty() && warnings.empty())
+    warnings.push_back(
+        fmt::format("nvidia-smi exited with status {} but listed the GPUs; using them", results[0].exit_code));
+  return smi_snapshot(std::move(table), processes, warnings);
+}
+
+Snapshot smi_snapshot(GpuTable table, const std::vector<GpuProcess>& processes,
+                      const std::vector<std::string>& stream_warnings) {
+  Snapshot snapshot;
+  snapshot.source = "nvidia-smi";
+  for (const std::string& warning : table.warnings) add_unique(snapshot.warnings, "nvidia-smi: " + warning);
+  for (const std::string& warning : stream_warnings) add_unique(snapshot.warnings, warning);
   for (const LostGpu& lost : table.lost)
     add_unique(snapshot.warnings, fmt::format("nvidia-smi cannot reach the GPU at PCI bus {}{}: it is left out, the "
                                               "others are used",
                                               lost.pci_bus_id, lost.error.empty() ? "" : " (" + lost.error + ")"));
-  if (warning_exit(results[0]) && snapshot.warnings.empty())
-    snapshot.warnings.push_back(
-        fmt::format("nvidia-smi exited with status {} but listed the GPUs; using them", results[0].exit_code));
   if (table.gpus.empty())
     throw Error(table.lost.empty() ? "nvidia-smi listed no GPUs"
                                    : fmt::format("nvidia-smi cannot reach any GPU: {}", snapshot.warnings.front()));

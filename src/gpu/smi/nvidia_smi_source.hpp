@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gpurun/gpu/gpu_source.hpp"
+#include "smi/smi_csv.hpp"
 
 namespace gpurun {
 
@@ -27,5 +28,10 @@ class NvidiaSmiSource final : public GpuSource {
   std::string program_;
   std::vector<std::string_view> fields_;
 };
+
+// A snapshot of nvidia-smi's two answers, parsed: the table's warnings and lost GPUs said, the processes placed on
+// their GPUs. Throws Error when no GPU is listed.
+Snapshot smi_snapshot(GpuTable table, const std::vector<GpuProcess>& processes,
+                      const std::vector<std::string>& stream_warnings = {});
 
 }  // namespace gpurun

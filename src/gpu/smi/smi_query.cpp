@@ -9,8 +9,9 @@ ProcessSpec gpu_query(const std::string& nvidia_smi, std::span<const std::string
   return {{nvidia_smi, fmt::format("--query-gpu={}", fmt::join(fields, ",")), "--format=csv,noheader,nounits"}, {}};
 }
 
-ProcessSpec compute_apps_query(const std::string& nvidia_smi) {
-  return {{nvidia_smi, fmt::format("--query-compute-apps={}", fmt::join(kComputeAppFields, ",")),
+ProcessSpec compute_apps_query(const std::string& nvidia_smi, bool stamped) {
+  return {{nvidia_smi,
+           fmt::format("--query-compute-apps={}{}", stamped ? "timestamp," : "", fmt::join(kComputeAppFields, ",")),
            "--format=csv,noheader,nounits"},
           {}};
 }

@@ -10,8 +10,9 @@
 namespace gpurun {
 
 // The two nvidia-smi invocations gpurun makes (GPUs, and the compute processes on them). The
-// GPU query asks for `fields` (kGpuQueryFields, less any an old driver does not know).
+// GPU query asks for `fields` (kGpuQueryFields, less any an old driver does not know); a stamped
+// process query puts the time first (loop mode: rows of one iteration share it).
 ProcessSpec gpu_query(const std::string& nvidia_smi, std::span<const std::string_view> fields = kGpuQueryFields);
-ProcessSpec compute_apps_query(const std::string& nvidia_smi);
+ProcessSpec compute_apps_query(const std::string& nvidia_smi, bool stamped = false);
 
 }  // namespace gpurun

@@ -65,6 +65,29 @@ TEST(RunTracker, ARunEndsAfterTwoSamplesWithoutItAtTheLastTimeItWasSeen) {
   EXPECT_THAT(tracker.running(), IsEmpty());
 }
 
+// Seen on an H100 (driver 580): the driver lists a CUDA process for a second after /proc has let it go.
+TEST(RunTracker, AProcessGoneFromProcThatTheDriverStillListsContinuesItsRun) {
+  const auto process = [](long pid, const std::string& start) {
+    HolderSample holder;
+    holder.key = "process:" + std::to_string(pid) + ":" + start;
+    holder.name = start.empty() ? "pid " + std::to_string(pid) : "python train.py";
+    holder.user = start.empty() ? "" : "alice";
+    holder.gpus = {0};
+    return holder;
+  };
+  RunTracker tracker;
+  tracker.observe(at(0s, {90}, {process(514, "8812")}));
+  tracker.observe(at(10s, {90}, {process(514, "8812")}));
+  tracker.observe(at(20s, {0}, {process(514, "")}));
+  ASSERT_EQ(tracker.running().size(), 1u);
+  EXPECT_EQ(tracker.running().front().name, "python train.py");
+  EXPECT_EQ(tracker.running().front().user, "alice");
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 20);
+  // Without a run of its pid, it is a holder of its own (another pid namespace, say).
+  tracker.observe(at(30s, {0}, {process(514, ""), process(77, "")}));
+  EXPECT_EQ(tracker.running().size(), 2u);
+}
+
 TEST(RunTracker, MissingOnceIsNoEnd) {
   RunTracker tracker;
   tracker.observe(at(0s, {90}, {container("a", {0})}));
