@@ -1,17 +1,18 @@
 #include "gpurun/engine/docker_command.hpp"
 
 #include <pwd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 
 #include "gpurun/engine/gpu_request.hpp"
 #include "gpurun/util/error.hpp"
@@ -53,9 +54,13 @@ std::string container_name(std::string_view login, const std::vector<int>& gpu_i
   return name;
 }
 
+// getrandom(2), not std::random_device: that one asks the CPU (cpuid) what it can do first, which a
+// virtual machine answers slowly.
 std::string random_suffix() {
-  std::random_device device;
-  return fmt::format("{:08x}", device());
+  std::uint32_t value = 0;
+  if (::getrandom(&value, sizeof value, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof value))
+    value = static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return fmt::format("{:08x}", value);
 }
 
 LaunchIdentity current_identity() {
