@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "command_line.hpp"
 #include "gpurun/config/audit_log.hpp"
@@ -89,12 +91,35 @@ std::string names_of(const Setting& s) {
   return s.short_flag.empty() ? std::string(s.flag) : fmt::format("{},{}", s.short_flag, s.flag);
 }
 
-// One CLI11 option per registry setting that has a flag, then the options about configuration
-// and diagnostics themselves.
-void bind(CLI::App& app, Bindings& b) {
+// The option names a command line mentions, as an option or not: "--gpus" of "--gpus=2", and
+// "-q" and "-v" of "-qv". nullopt where every option is needed: for help (`-h`, `--help`) and
+// the completion scripts, which list them all.
+using Names = std::set<std::string, std::less<>>;
+std::optional<Names> mentioned_names(const std::vector<std::string>& args) {
+  Names names;
+  for (const std::string& word : args) {
+    if (word == "completion") return std::nullopt;
+    if (word.starts_with("--")) {
+      names.insert(word.substr(0, word.find('=')));
+      if (names.contains("--help")) return std::nullopt;
+    } else if (word.starts_with("-")) {
+      for (char c : word.substr(1)) names.insert(std::string{'-', c});
+      if (names.contains("-h")) return std::nullopt;
+    }
+  }
+  return names;
+}
+
+// One CLI11 option per registry setting that has a flag (of those `only` names, where given), then
+// the options about configuration and diagnostics themselves. Only the mentioned ones, because
+// CLI11 compares each option added with every one before it (copying their name lists): binding
+// all hundred took 0.4 ms of every launch (docs/performance.md). A name no option has stays
+// unknown either way.
+void bind_options(CLI::App& app, Bindings& b, const std::optional<Names>& only) {
   app.set_version_flag("--version", std::string(kVersion));
   for (const Setting& s : settings()) {
     if (!s.flag.starts_with("--")) continue;
+    if (only && !only->contains(s.flag) && (s.short_flag.empty() || !only->contains(s.short_flag))) continue;
     const std::string key(s.key);
     const std::string help(s.help);
     CLI::Option* option = nullptr;
@@ -129,7 +154,9 @@ bool contains(const auto& list, std::string_view word) {
 std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Bindings& b, Scope scope) {
   std::vector<std::pair<std::string, nlohmann::json>> flags;
   for (const Setting& s : settings()) {
-    if (s.scope != scope || !s.flag.starts_with("--") || app.count(std::string(s.flag)) == 0) continue;
+    if (s.scope != scope || !s.flag.starts_with("--")) continue;
+    const CLI::Option* option = app.get_option_no_throw(std::string(s.flag));
+    if (option == nullptr || option->count() == 0) continue;  // not mentioned, or not given
     const std::string key(s.key);
     if (s.type == ValueType::boolean)
       flags.emplace_back(key, b.switches.at(key));
@@ -141,8 +168,12 @@ std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& 
   return flags;
 }
 
-// The long names of gpurun's options, for "did you mean".
-std::vector<std::string> option_names(const CLI::App& app) {
+// The long names of all gpurun's options, for "did you mean" (an error's path: the parser binds
+// only the options a command line mentions).
+std::vector<std::string> option_names() {
+  CLI::App app;
+  Bindings unused;
+  bind_options(app, unused, std::nullopt);
   std::vector<std::string> names;
   for (const CLI::Option* option : app.get_options())
     for (const auto& name : option->get_lnames()) names.push_back("--" + name);
@@ -190,7 +221,7 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
           fmt::format("{} is an option of docker run, not of gpurun: pass it as --docker-opt={}", shown, joined));
     }
     throw Error(fmt::format("unknown option {}{}; `gpurun --help` lists them", shown,
-                            word.starts_with("--") ? suggestion(name, option_names(app)) : ""));
+                            word.starts_with("--") ? suggestion(name, option_names()) : ""));
   }
 }
 
@@ -215,9 +246,9 @@ void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>&
 Parsed parse(int argc, char** argv, CLI::App& app) {
   Parsed parsed;
   Bindings b;
-  bind(app, b);
-
   const std::vector<std::string> args(argv + 1, argv + argc);
+  bind_options(app, b, mentioned_names(args));
+
   const auto takes_value = [&](std::string_view name) {
     const CLI::Option* option = app.get_option_no_throw(std::string(name));
     return option != nullptr && option->get_items_expected_min() > 0;
