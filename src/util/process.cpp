@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,6 +88,7 @@ struct Running {
   pid_t pid = -1;
   Fd out;
   Fd err;
+  Fd pidfd;  // readable once the child has ended; invalid where the kernel has none (before 5.3)
   bool reaped = false;
 };
 
@@ -145,6 +147,7 @@ Running spawn(const ProcessSpec& spec, ProcessResult& result) {
     return running;
   }
   running.pid = pid;
+  running.pidfd = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   running.out = std::move(out.read_end);
   running.err = std::move(err.read_end);
   return running;
@@ -201,8 +204,10 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
         sinks.emplace_back(fd, sink);
       }
     }
-    // Children that closed their pipes may still run: reap them, or wait for them below.
+    // Children that closed their pipes may still run: reap them, or wait for their end below
+    // (their pidfd wakes the ppoll when they end, as a blocking waitpid would).
     bool all_reaped = true;
+    bool unwatched = false;  // one of them has no pidfd: ppoll must wake now and then to look
     for (std::size_t i = 0; i < children.size(); ++i) {
       Running& child = children[i];
       if (child.pid < 0 || child.reaped) continue;
@@ -213,6 +218,12 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
           child.reaped = true;
           continue;
         }
+        if (child.pidfd.valid()) {
+          fds.push_back({child.pidfd.get(), POLLIN, 0});
+          sinks.emplace_back(nullptr, nullptr);
+        } else {
+          unwatched = true;
+        }
       }
       all_reaped = false;
     }
@@ -220,16 +231,16 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
 
     const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
-    // With no pipes left to watch, ppoll only sleeps before the next waitpid: briefly at first,
-    // since a child that closed its output is usually exiting, then longer.
-    const auto wait = fds.empty() ? std::min<std::chrono::nanoseconds>(left, reap_backoff) : left;
-    if (fds.empty()) reap_backoff = std::min<std::chrono::nanoseconds>(reap_backoff * 2, std::chrono::milliseconds(5));
+    // Without a pidfd, ppoll sleeps before the next waitpid: briefly at first, since a child that
+    // closed its output is usually exiting, then longer.
+    const auto wait = unwatched ? std::min<std::chrono::nanoseconds>(left, reap_backoff) : left;
+    if (unwatched) reap_backoff = std::min<std::chrono::nanoseconds>(reap_backoff * 2, std::chrono::milliseconds(5));
     const timespec wait_ts{static_cast<time_t>(wait.count() / 1'000'000'000),
                            static_cast<long>(wait.count() % 1'000'000'000)};
     const int ready = ::ppoll(fds.data(), fds.size(), &wait_ts, nullptr);
     if (ready < 0 && errno != EINTR) break;
     for (std::size_t k = 0; k < fds.size() && ready > 0; ++k)
-      if (fds[k].revents != 0) drain(*sinks[k].first, *sinks[k].second);
+      if (fds[k].revents != 0 && sinks[k].first != nullptr) drain(*sinks[k].first, *sinks[k].second);
   }
 
   // Past the deadline: kill whatever still runs, and reap it so no zombie is left.
