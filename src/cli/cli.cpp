@@ -152,11 +152,13 @@ bool contains(const auto& list, std::string_view word) {
 
 // The flags of `scope` given on this command line (key -> value): the top configuration layer.
 std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Bindings& b, Scope scope) {
+  Names given;  // read off the few options bound, not looked up by name for every setting
+  for (const CLI::Option* option : app.get_options())
+    if (option->count() > 0)
+      for (const auto& name : option->get_lnames()) given.insert("--" + name);
   std::vector<std::pair<std::string, nlohmann::json>> flags;
   for (const Setting& s : settings()) {
-    if (s.scope != scope || !s.flag.starts_with("--")) continue;
-    const CLI::Option* option = app.get_option_no_throw(std::string(s.flag));
-    if (option == nullptr || option->count() == 0) continue;  // not mentioned, or not given
+    if (s.scope != scope || !s.flag.starts_with("--") || !given.contains(s.flag)) continue;
     const std::string key(s.key);
     if (s.type == ValueType::boolean)
       flags.emplace_back(key, b.switches.at(key));
