@@ -57,16 +57,6 @@ std::string current_context(const DockerClientEnvironment& env) {
   return it != config.end() && it->is_string() ? it->get<std::string>() : std::string{};
 }
 
-// "1.41" -> {1, 41}; nullopt for anything else.
-std::optional<std::pair<long long, long long>> parse_version(std::string_view version) {
-  const auto parts = text::split(text::trim(version), '.');
-  if (parts.size() != 2) return std::nullopt;
-  const auto major = text::parse_integer(parts[0]);
-  const auto minor = text::parse_integer(parts[1]);
-  if (!major || !minor || *major < 0 || *minor < 0) return std::nullopt;
-  return std::pair{*major, *minor};
-}
-
 // The engine's own words for a refusal: {"message": "..."}.
 std::string engine_message(const HttpResponse& response) {
   const json body = json::parse(response.body, nullptr, false);
@@ -142,13 +132,6 @@ std::optional<std::string> docker_socket_path(const DockerClientEnvironment& env
   return std::string(kDefaultDockerSocket);
 }
 
-std::string docker_api_version(std::string_view engine_version) {
-  const auto engine = parse_version(engine_version);
-  if (!engine) return {};
-  const auto ours = parse_version(kDockerApiVersion);
-  return *engine < *ours ? std::string(text::trim(engine_version)) : std::string(kDockerApiVersion);
-}
-
 std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout,
                                                  Listing listing) {
   UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout, docker_peer());
@@ -156,14 +139,12 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
     return Error(fmt::format("the Docker engine at {} refused {} (HTTP {}): {}", socket_path, what, r.status,
                              engine_message(r)));
   };
-  const HttpResponse ping = client.get("/_ping");
-  if (ping.status != 200) throw refused("/_ping", ping);
-  const std::string version = docker_api_version(ping.api_version);
-  const std::string prefix = version.empty() ? std::string{} : "/v" + version;
-
+  // Unversioned paths, which the engine answers in its own newest version: no /_ping first to
+  // learn it (a round trip per launch), and nothing for an engine to refuse as too old, as Docker
+  // 29 refuses every version before 1.44. The fields read (ids, names, labels, environment,
+  // device requests, devices) have kept their shape since API 1.40.
   // Running ones, as `docker ps`; with all=1 the others too, as `docker ps -a`.
-  const HttpResponse list =
-      client.get(prefix + (listing == Listing::all ? "/containers/json?all=1" : "/containers/json"));
+  const HttpResponse list = client.get(listing == Listing::all ? "/containers/json?all=1" : "/containers/json");
   if (list.status != 200) throw refused("the container list", list);
   const json containers = json::parse(list.body, nullptr, false);
   if (!containers.is_array())
@@ -175,7 +156,7 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
   for (const json& c : containers) {
     const json* id = c.is_object() && c.contains("Id") ? &c["Id"] : nullptr;
     if (id == nullptr || !id->is_string() || !plain_id(id->get_ref<const std::string&>())) continue;
-    targets.push_back(fmt::format("{}/containers/{}/json", prefix, id->get_ref<const std::string&>()));
+    targets.push_back(fmt::format("/containers/{}/json", id->get_ref<const std::string&>()));
   }
   std::string inspected = "[";
   for (const HttpResponse& one : client.get_all(targets, kInspectConnections)) {

@@ -14,8 +14,6 @@
 
 namespace gpurun {
 
-// The newest API version gpurun knows; an older engine is asked in its own version.
-inline constexpr std::string_view kDockerApiVersion = "1.43";
 inline constexpr std::string_view kDefaultDockerSocket = "/var/run/docker.sock";
 
 // What decides where the docker CLI connects (its environment and its config directory).
@@ -32,12 +30,8 @@ struct DockerClientEnvironment {
 // would reach the engine some other way. Does not look at the socket itself.
 std::optional<std::string> docker_socket_path(const DockerClientEnvironment& env, std::string& why_not);
 
-// The version to ask in: the lower of the engine's (its API-Version header) and gpurun's.
-// "" when the engine named none (then unversioned paths are used).
-std::string docker_api_version(std::string_view engine_version);
-
-// Every running container that holds a GPU, through the API at `socket_path`: /_ping, the
-// container list, then each container's inspect answer (a few asked at once; read by
+// Every running container that holds a GPU, through the API at `socket_path`: the container
+// list, then each container's inspect answer (a few asked at once; read by
 // parse_gpu_containers). All of it done within `timeout`; a container gone between list and inspect is left out. Throws
 // Error when the engine cannot be asked.
 std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout,

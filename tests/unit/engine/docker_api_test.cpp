@@ -67,31 +67,20 @@ TEST(DockerSocketPath, ConfigJsonsCurrentContext) {
   fs::remove_all(dir);
 }
 
-TEST(DockerApiVersion, TheLowerOfTheEnginesAndOurs) {
-  EXPECT_EQ(docker_api_version("1.41"), "1.41");
-  EXPECT_EQ(docker_api_version("1.43"), "1.43");
-  EXPECT_EQ(docker_api_version("1.51"), "1.43");
-  EXPECT_EQ(docker_api_version("2.0"), "1.43");
-  EXPECT_EQ(docker_api_version("1.9"), "1.9");
-  EXPECT_EQ(docker_api_version(""), "");
-  EXPECT_EQ(docker_api_version("v1"), "");
-}
-
 const std::string kA = "aaaa000000000000000000000000000000000000000000000000000000000001";
 const std::string kB = "bbbb000000000000000000000000000000000000000000000000000000000002";
 const std::string kC = "cccc000000000000000000000000000000000000000000000000000000000003";
 
-TEST(DockerApiGpuHolders, ListsThenInspectsEachRunningContainerInTheNegotiatedVersion) {
+TEST(DockerApiGpuHolders, ListsThenInspectsEachRunningContainerInTheEnginesOwnVersion) {
   StandInEngine engine({
-      {"/_ping", {200, "OK"}},
-      {"/v1.41/containers/json",
+      {"/containers/json",
        {200, R"([{"Id": ")" + kA + R"(", "Names": ["/gpu-job"]}, {"Id": ")" + kB + R"("}, {"Id": ")" + kC +
                  R"("}, {"Id": "../../x"}])"}},
-      {"/v1.41/containers/" + kA + "/json",
+      {"/containers/" + kA + "/json",
        {200,
         R"({"Id": ")" + kA + R"(", "Name": "/gpu-job", "Config": {"Image": "cuda"}, "HostConfig": {"DeviceRequests": [
           {"Driver": "", "Count": 0, "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}})"}},
-      {"/v1.41/containers/" + kB + "/json", {200, R"({"Id": ")" + kB + R"(", "Name": "/web", "HostConfig": {}})"}},
+      {"/containers/" + kB + "/json", {200, R"({"Id": ")" + kB + R"(", "Name": "/web", "HostConfig": {}})"}},
       // kC is gone between the list and its inspect: a 404, left out.
   });
   const auto holders = docker_api_gpu_holders(engine.path(), std::chrono::seconds(5));
@@ -100,13 +89,12 @@ TEST(DockerApiGpuHolders, ListsThenInspectsEachRunningContainerInTheNegotiatedVe
   EXPECT_THAT(holders[0].devices, ElementsAre("2"));
   // The inspects are asked at once, so in any order after the list.
   const auto requests = engine.requests();
-  ASSERT_EQ(requests.size(), 5U);
-  EXPECT_THAT(std::vector(requests.begin(), requests.begin() + 2),
-              ElementsAre("GET /_ping HTTP/1.1", "GET /v1.41/containers/json HTTP/1.1"));
-  EXPECT_THAT(std::vector(requests.begin() + 2, requests.end()),
-              UnorderedElementsAre("GET /v1.41/containers/" + kA + "/json HTTP/1.1",
-                                   "GET /v1.41/containers/" + kB + "/json HTTP/1.1",
-                                   "GET /v1.41/containers/" + kC + "/json HTTP/1.1"));
+  ASSERT_EQ(requests.size(), 4U);  // no /_ping: unversioned paths are answered in the engine's own version
+  EXPECT_EQ(requests[0], "GET /containers/json HTTP/1.1");
+  EXPECT_THAT(
+      std::vector(requests.begin() + 1, requests.end()),
+      UnorderedElementsAre("GET /containers/" + kA + "/json HTTP/1.1", "GET /containers/" + kB + "/json HTTP/1.1",
+                           "GET /containers/" + kC + "/json HTTP/1.1"));
 }
 
 TEST(DockerApiGpuHolders, InspectsAtOnceAndKeepsTheListsOrder) {
@@ -116,12 +104,10 @@ TEST(DockerApiGpuHolders, InspectsAtOnceAndKeepsTheListsOrder) {
            device + R"("], "Capabilities": [["gpu"]]}]}})";
   };
   StandInEngine engine({
-      {"/_ping", {200, "OK"}},
-      {"/v1.41/containers/json",
-       {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}, {"Id": ")" + kC + R"("}])"}},
+      {"/containers/json", {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}, {"Id": ")" + kC + R"("}])"}},
       // The first answers last; kB is gone (404) between list and inspect.
-      {"/v1.41/containers/" + kA + "/json", {200, gpu_job(kA, "first", "0"), std::chrono::milliseconds(150)}},
-      {"/v1.41/containers/" + kC + "/json", {200, gpu_job(kC, "third", "3")}},
+      {"/containers/" + kA + "/json", {200, gpu_job(kA, "first", "0"), std::chrono::milliseconds(150)}},
+      {"/containers/" + kC + "/json", {200, gpu_job(kC, "third", "3")}},
   });
   const auto holders = docker_api_gpu_holders(engine.path(), std::chrono::seconds(5));
   ASSERT_EQ(holders.size(), 2U);
@@ -133,10 +119,9 @@ TEST(DockerApiGpuHolders, InspectsAtOnceAndKeepsTheListsOrder) {
 
 TEST(DockerApiGpuHolders, AnInspectRefusedIsAnError) {
   StandInEngine engine({
-      {"/_ping", {200, "OK"}},
-      {"/v1.41/containers/json", {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}])"}},
-      {"/v1.41/containers/" + kA + "/json", {200, R"({"Id": ")" + kA + R"("})"}},
-      {"/v1.41/containers/" + kB + "/json", {500, R"({"message":"inspect failed"})"}},
+      {"/containers/json", {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}])"}},
+      {"/containers/" + kA + "/json", {200, R"({"Id": ")" + kA + R"("})"}},
+      {"/containers/" + kB + "/json", {500, R"({"message":"inspect failed"})"}},
   });
   EXPECT_THAT([&] { docker_api_gpu_holders(engine.path(), std::chrono::seconds(5)); },
               ::testing::ThrowsMessage<Error>("the Docker engine at " + engine.path() +
@@ -144,13 +129,12 @@ TEST(DockerApiGpuHolders, AnInspectRefusedIsAnError) {
 }
 
 TEST(DockerApiGpuHolders, NoContainersIsNoHolders) {
-  StandInEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {200, "[]"}}});
+  StandInEngine engine({{"/containers/json", {200, "[]"}}});
   EXPECT_TRUE(docker_api_gpu_holders(engine.path(), std::chrono::seconds(5)).empty());
 }
 
 TEST(DockerApiGpuHolders, TheEnginesRefusalIsAnError) {
-  StandInEngine engine(
-      {{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {500, R"({"message":"database is locked"})"}}});
+  StandInEngine engine({{"/containers/json", {500, R"({"message":"database is locked"})"}}});
   try {
     docker_api_gpu_holders(engine.path(), std::chrono::seconds(5));
     FAIL() << "no error";
@@ -192,7 +176,7 @@ TEST(DockerApiEngine, PodmansClientAndAMissingSocketAreLeftToTheCli) {
 }
 
 TEST(DockerApiEngine, AsksTheSocketAndRunsTheDockerCli) {
-  StandInEngine engine({{"/_ping", {200, "OK"}}, {"/v1.41/containers/json", {200, "[]"}}});
+  StandInEngine engine({{"/containers/json", {200, "[]"}}});
   ::setenv("DOCKER_HOST", ("unix://" + engine.path()).c_str(), 1);
   std::string why;
   const auto api = make_docker_api_engine("/usr/bin/docker", why);
