@@ -32,7 +32,7 @@ constexpr std::uint64_t kBodyLimit = 64ULL << 20;
 struct Connection {
   // Room for a whole inspect answer at once: an empty buffer makes Beast read 512 bytes a call (a
   // launch made a hundred reads, and as many epoll_waits, for seven inspects).
-  explicit Connection(asio::io_context& io) : socket(io) { buffer.reserve(64 * 1024); }
+  explicit Connection(asio::io_context& io) : socket(io) { buffer.reserve(std::size_t{64} * 1024); }
   void close() {
     error_code ignored;
     socket.close(ignored);  // cancels what is pending on it
