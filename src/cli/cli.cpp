@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -402,6 +403,9 @@ void report_error(std::string_view message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // An ignored SIGCHLD survives exec, and with it no child of ours could be reaped: every
+  // nvidia-smi would look hung until its timeout.
+  (void)::signal(SIGCHLD, SIG_DFL);
   CLI::App app{"gpurun picks the freest GPUs of this machine and runs a Docker job on them.", "gpurun"};
   app.footer(footer());
   Parsed parsed;  // outside the try: a refusal's log line names what was asked

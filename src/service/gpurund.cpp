@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
     ignore.sa_handler = SIG_IGN;
     sigemptyset(&ignore.sa_mask);
     ::sigaction(SIGPIPE, &ignore, nullptr);
+    (void)::signal(SIGCHLD, SIG_DFL);  // an ignored SIGCHLD (inherited across exec) leaves no child to reap
     return run_recorder(options, settings, stop_signal);
   } catch (const Error& e) {
     spdlog::error("{}", e.what());

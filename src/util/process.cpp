@@ -108,15 +108,17 @@ Fd input_file(const std::string& text) {
   return fd;
 }
 
-// Starts one child with stdin from `spec.input` (else /dev/null) and stdout/stderr into pipes.
-Running spawn(const ProcessSpec& spec, ProcessResult& result) {
+// Starts one child with stdin from `spec.input` (else /dev/null), stdout into a pipe, and stderr
+// into another (or /dev/null, where nobody will read it: a closed pipe would kill the child with
+// SIGPIPE at its first warning).
+Running spawn(const ProcessSpec& spec, ProcessResult& result, bool read_stderr = true) {
   Running running;
   if (spec.argv.empty()) {
     result.spawn_errno = EINVAL;
     return running;
   }
   Pipe out = make_pipe();
-  Pipe err = make_pipe();
+  Pipe err = read_stderr ? make_pipe() : Pipe{};
   FileActions actions;
   // cppcheck-suppress variableScope ; the child's stdin until posix_spawnp below
   Fd input;
@@ -127,7 +129,10 @@ Running spawn(const ProcessSpec& spec, ProcessResult& result) {
     ::posix_spawn_file_actions_adddup2(actions.get(), input.get(), STDIN_FILENO);
   }
   ::posix_spawn_file_actions_adddup2(actions.get(), out.write_end.get(), STDOUT_FILENO);
-  ::posix_spawn_file_actions_adddup2(actions.get(), err.write_end.get(), STDERR_FILENO);
+  if (read_stderr)
+    ::posix_spawn_file_actions_adddup2(actions.get(), err.write_end.get(), STDERR_FILENO);
+  else
+    ::posix_spawn_file_actions_addopen(actions.get(), STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   SpawnAttributes attributes;
 
   const std::vector<char*> argv = c_argv(spec.argv);
@@ -212,12 +217,18 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
       Running& child = children[i];
       if (child.pid < 0 || child.reaped) continue;
       if (child.out.get() < 0 && child.err.get() < 0) {
+        // Whether its pidfd says it ended, asked before waitpid: a child that had ended and still
+        // cannot be reaped (SIGCHLD ignored by whoever started us, a tracer) would wake ppoll at
+        // once, forever, so its pidfd is dropped for the backoff.
+        pollfd ended{child.pidfd.get(), POLLIN, 0};
+        const bool said_ended = child.pidfd.valid() && ::poll(&ended, 1, 0) > 0;
         int status = 0;
         if (wait_for(child.pid, status, WNOHANG) == child.pid) {
           record_status(status, results[i]);
           child.reaped = true;
           continue;
         }
+        if (said_ended) child.pidfd.reset();
         if (child.pidfd.valid()) {
           fds.push_back({child.pidfd.get(), POLLIN, 0});
           sinks.emplace_back(nullptr, nullptr);
@@ -279,11 +290,10 @@ std::string describe_end(const ProcessResult& result, std::chrono::milliseconds 
 
 ChildStream::ChildStream(const ProcessSpec& spec) {
   ProcessResult result;
-  Running running = spawn(spec, result);
+  Running running = spawn(spec, result, /*read_stderr=*/false);  // a failed stream is restarted, not read
   if (running.pid < 0)
     throw Error(fmt::format("cannot start {}: {}", spec.argv.empty() ? "" : spec.argv.front(),
                             std::strerror(result.spawn_errno)));
-  running.err.reset();  // its diagnostics are not needed: a failed stream is restarted
   pid_ = running.pid;
   out_ = std::move(running.out);  // still O_CLOEXEC: a job spawned meanwhile never inherits it
 }

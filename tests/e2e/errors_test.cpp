@@ -106,6 +106,18 @@ TEST_F(GpurunTest, NvidiaSmiNotFoundSaysWhatToDo) {
   EXPECT_THAT(run.err, HasSubstr("--from-csv"));
 }
 
+// A parent that ignores SIGCHLD passes that on through exec: the kernel then reaps our children
+// itself, and without setting it back gpurun waited for nvidia-smi until its timeout.
+TEST_F(GpurunTest, AParentThatIgnoresSigchldDoesNotMakeNvidiaSmiLookHung) {
+  const Outcome run = shell(
+      "python3 -c 'import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+      "os.execv(sys.argv[1], sys.argv[1:])' " +
+          std::string(GPURUN_BINARY) + " --smi-timeout 20 status",
+      fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, Not(HasSubstr("did not answer")));
+}
+
 TEST_F(GpurunTest, SlowNvidiaSmiIsKilledAtTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   const Outcome run = gpurun({"--smi-timeout", "0.5", "status"}, fakes("slow.json"));

@@ -33,7 +33,7 @@ class UnixHttpClient {
   UnixHttpClient(const UnixHttpClient&) = delete;
   UnixHttpClient& operator=(const UnixHttpClient&) = delete;
 
-  // GET `target` ("/v1.43/containers/json"). Throws Error when the socket cannot be reached, the
+  // GET `target` ("/containers/json"). Throws Error when the socket cannot be reached, the
   // deadline passes or the answer is not HTTP; any status, 404 included, is returned.
   HttpResponse get(const std::string& target);
 
