@@ -84,16 +84,20 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   std::map<int, std::optional<double>> utilization;
   for (const GpuReading& gpu : sample.gpus) utilization[gpu.index] = gpu.utilization_percent;
 
-  std::map<std::string, HolderSample> seen;  // by key: new runs are numbered in key order
-  for (HolderSample& holder : merged_holders(sample.holders)) {
-    // A process gone from /proc that the driver still lists (it is letting go) is the run of its pid, not a new one.
-    if (holder.key.starts_with("process:") && holder.key.ends_with(':')) {
-      const auto same_pid = std::find_if(running_.begin(), running_.end(),
-                                         [&](const RunRecord& r) { return r.key.starts_with(holder.key); });
-      if (same_pid != running_.end()) holder.key = same_pid->key;
-    }
-    seen.emplace(holder.key, std::move(holder));
+  // A process gone from /proc that the driver still lists (it is letting go) is the run of its pid
+  // (the latest seen, should the pid have been used twice), not a new one; renamed before the merge,
+  // so that its GPUs join those listed while /proc still had it.
+  std::vector<HolderSample> holders = sample.holders;
+  for (HolderSample& holder : holders) {
+    if (!holder.key.starts_with("process:") || !holder.key.ends_with(':')) continue;
+    const RunRecord* same_pid = nullptr;
+    for (const RunRecord& run : running_)
+      if (run.key.starts_with(holder.key) && (same_pid == nullptr || run.last_seen > same_pid->last_seen))
+        same_pid = &run;
+    if (same_pid != nullptr) holder.key = same_pid->key;
   }
+  std::map<std::string, HolderSample> seen;  // by key: new runs are numbered in key order
+  for (HolderSample& holder : merged_holders(holders)) seen.emplace(holder.key, std::move(holder));
 
   for (auto& entry : seen) {
     HolderSample& holder = entry.second;

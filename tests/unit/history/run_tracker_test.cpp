@@ -83,6 +83,12 @@ TEST(RunTracker, AProcessGoneFromProcThatTheDriverStillListsContinuesItsRun) {
   EXPECT_EQ(tracker.running().front().name, "python train.py");
   EXPECT_EQ(tracker.running().front().user, "alice");
   EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 20);
+  // Listed on two GPUs, /proc letting go between the two looks: one run on both.
+  HolderSample on_gpu1 = process(514, "");
+  on_gpu1.gpus = {1};
+  tracker.observe(at(25s, {0, 0}, {process(514, "8812"), on_gpu1}));
+  ASSERT_EQ(tracker.running().size(), 1u);
+  EXPECT_THAT(tracker.running().front().gpus, ElementsAre(0, 1));
   // Without a run of its pid, it is a holder of its own (another pid namespace, say).
   tracker.observe(at(30s, {0}, {process(514, ""), process(77, "")}));
   EXPECT_EQ(tracker.running().size(), 2u);
