@@ -12,6 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -35,6 +37,27 @@ std::optional<std::pair<std::string, std::string>> split_stamp(const std::string
                        line.compare(23, 2, ", ") == 0;
   if (!stamped) return std::nullopt;
   return std::pair{line.substr(0, 23), line.substr(25)};
+}
+
+// A stamp in milliseconds, read as printed (local time, no zone: only the difference of two is
+// used); nullopt for anything else.
+std::optional<long long> stamp_ms(std::string_view stamp) {
+  const auto number = [&](std::size_t at, std::size_t size) {
+    int value = -1;
+    const char* first = stamp.data() + at;
+    const auto [end, error] = std::from_chars(first, first + size, value);
+    return error == std::errc{} && end == first + size ? value : -1;
+  };
+  if (stamp.size() != 23) return std::nullopt;
+  const int year = number(0, 4), month = number(5, 2), day_of_month = number(8, 2);
+  const int hour = number(11, 2), minute = number(14, 2), second = number(17, 2), milli = number(20, 3);
+  if (year < 0 || month < 0 || day_of_month < 0 || hour < 0 || minute < 0 || second < 0 || milli < 0)
+    return std::nullopt;
+  const std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                                         std::chrono::day{static_cast<unsigned>(day_of_month)}};
+  if (!date.ok()) return std::nullopt;
+  const auto day = std::chrono::sys_days(date).time_since_epoch();
+  return std::chrono::duration_cast<milliseconds>(day).count() + ((hour * 60LL + minute) * 60 + second) * 1000 + milli;
 }
 
 // One stream's newest whole iteration, its stamps taken off.
@@ -73,8 +96,8 @@ class FrameReader {
     return true;
   }
 
-  unsigned long frames() const { return frames_; }
   const std::string& latest() const { return latest_; }
+  const std::string& latest_stamp() const { return latest_stamp_; }  // "" before the first
 
  private:
   void split() {
@@ -96,6 +119,7 @@ class FrameReader {
 
   void finish(bool with_loose) {
     latest_ = std::move(building_);
+    latest_stamp_ = stamp_;
     if (with_loose) latest_ += std::exchange(loose_, {});
     building_.clear();
     ++frames_;
@@ -107,6 +131,7 @@ class FrameReader {
   std::string loose_;
   std::string stamp_;
   std::string latest_;
+  std::string latest_stamp_;
   unsigned long frames_ = 0;
 };
 
@@ -170,15 +195,24 @@ class NvidiaSmiStreamSource final : public GpuSource {
     // Both streams started together and print at the same fixed rate, so it is at most one
     // period away, and usually as far as the last read took.
     if (!gpus_->drain() || !apps_->drain()) throw Error("a stream ended");
-    const unsigned long apps_seen = apps_->frames();
     const milliseconds patience = every_ + timeout;
     if (!gpus_->next(patience)) throw Error(fmt::format("the GPU stream printed nothing for {} ms", patience.count()));
     GpuTable table = parse_gpu_table(gpus_->latest(), once_.gpu_fields());
-    // The process stream's iteration of the same moment comes within milliseconds, or not at all.
+    // The process stream's iteration of the same moment (by nvidia-smi's own stamps) comes within
+    // milliseconds, or not at all.
+    const auto same_moment = [&] {
+      const auto gpus = stamp_ms(gpus_->latest_stamp());
+      const auto apps = stamp_ms(apps_->latest_stamp());
+      return gpus && apps && std::llabs(*apps - *gpus) * 2 < every_.count();
+    };
     if (!apps_->drain()) throw Error("the process stream ended");
-    if (apps_->frames() == apps_seen) apps_->next(std::min<Clock::duration>(every_ / 4, milliseconds(200)));
+    const auto until = Clock::now() + std::min<Clock::duration>(every_ / 4, milliseconds(200));
+    while (!same_moment()) {
+      const auto left = until - Clock::now();
+      if (left <= Clock::duration::zero() || !apps_->next(left)) break;
+    }
     std::vector<GpuProcess> processes;
-    if (apps_->frames() != apps_seen) processes = parse_compute_apps_csv(apps_->latest());
+    if (same_moment()) processes = parse_compute_apps_csv(apps_->latest());
     if (processes.empty() && (had_processes_ || ++quiet_reads_ >= confirm_every_)) processes = confirm(timeout);
     had_processes_ = !processes.empty();
     return smi_snapshot(std::move(table), processes);

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 const fs::path kData = GPURUN_TEST_DATA_DIR;
 const std::string kFakeSmi = std::string(GPURUN_FAKES_DIR) + "/nvidia-smi";
 constexpr std::chrono::seconds kTimeout{20};
-constexpr std::chrono::milliseconds kEvery{100};
+constexpr std::chrono::milliseconds kEvery{200};
 
 // A scenario the test may rewrite while the streams run, and the stand-in's log of its invocations.
 class StreamSourceTest : public ::testing::Test {
@@ -90,7 +90,7 @@ TEST_F(StreamSourceTest, AsksOnceThenReadsBothStreamsWithoutAProcessPerSample) {
   EXPECT_EQ(s.source, "nvidia-smi");
   const std::vector<std::string> log = calls();
   ASSERT_THAT(log, SizeIs(4));  // and the two streams, for every read since
-  EXPECT_THAT(log[2] + log[3], HasSubstr("\"-lms\", \"100\""));
+  EXPECT_THAT(log[2] + log[3], HasSubstr("\"-lms\", \"200\""));
   EXPECT_THAT(log[2] + log[3], HasSubstr("--query-compute-apps=timestamp,"));
 }
 
