@@ -31,6 +31,7 @@
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/version.hpp"
 #include "gpurun/verbs/verb_table.hpp"
+#include "option_binding.hpp"
 
 namespace gpurun::cli {
 namespace {
@@ -75,112 +76,8 @@ struct Parsed {
   std::vector<std::string> warnings;  // for once logging is set up
 };
 
-// What CLI11 fills: each registry setting's words as typed (its values are checked and typed by
-// the config layer, with the flag named in any error), and the options about the run itself.
-struct Bindings {
-  std::map<std::string, std::string> words;               // key -> the value of a one-value flag
-  std::map<std::string, std::vector<std::string>> lists;  // key -> the values of a repeatable flag
-  std::map<std::string, bool> switches;                   // key -> a boolean flag
-  int verbose = 0;
-  int quiet = 0;
-  std::string profile;
-  std::vector<std::string> config_files;
-  bool no_config = false;
-};
-
-std::string names_of(const Setting& s) {
-  return s.short_flag.empty() ? std::string(s.flag) : fmt::format("{},{}", s.short_flag, s.flag);
-}
-
-// The option names a command line mentions, as an option or not: "--gpus" of "--gpus=2", and
-// "-q" and "-v" of "-qv". nullopt where every option is needed: for help (`-h`, `--help`) and
-// the completion scripts, which list them all.
-using Names = std::set<std::string, std::less<>>;
-std::optional<Names> mentioned_names(const std::vector<std::string>& args) {
-  Names names;
-  for (const std::string& word : args) {
-    if (word == "completion") return std::nullopt;
-    if (word.starts_with("--")) {
-      names.insert(word.substr(0, word.find('=')));
-      if (names.contains("--help")) return std::nullopt;
-    } else if (word.starts_with("-")) {
-      for (char c : word.substr(1)) names.insert(std::string{'-', c});
-      if (names.contains("-h")) return std::nullopt;
-    }
-  }
-  return names;
-}
-
-// One CLI11 option per registry setting that has a flag (of those `only` names, where given), then
-// the options about configuration and diagnostics themselves. Only the mentioned ones, because
-// CLI11 compares each option added with every one before it (copying their name lists): binding
-// all hundred took 0.4 ms of every launch (docs/performance.md). A name no option has stays
-// unknown either way.
-void bind_options(CLI::App& app, Bindings& b, const std::optional<Names>& only) {
-  app.set_version_flag("--version", std::string(kVersion));
-  for (const Setting& s : settings()) {
-    if (!s.flag.starts_with("--")) continue;
-    if (only && !only->contains(s.flag) && (s.short_flag.empty() || !only->contains(s.short_flag))) continue;
-    const std::string key(s.key);
-    const std::string help(s.help);
-    CLI::Option* option = nullptr;
-    if (s.type == ValueType::boolean) {
-      option = app.add_flag(names_of(s), b.switches[key], help);
-    } else if (!s.bare_value.empty()) {  // --wait, --wait=30m
-      option = app.add_flag(fmt::format("{}{{{}}}", names_of(s), s.bare_value), b.words[key], help);
-    } else if (s.type == ValueType::list || s.type == ValueType::appended_list) {
-      option = app.add_option(names_of(s), b.lists[key], help)->allow_extra_args(false);
-    } else {
-      option = app.add_option(names_of(s), b.words[key], help);
-    }
-    option->group(std::string(s.group));
-  }
-  const std::string configuration = "Configuration";
-  app.add_option("-P,--profile", b.profile, "use this profile of the config files [env GPURUN_PROFILE]")
-      ->group(configuration);
-  app.add_option("--config", b.config_files, "read this config file too, above the others (repeatable)")
-      ->allow_extra_args(false)
-      ->group(configuration);
-  app.add_flag("--no-config", b.no_config, "ignore the option values of the system, user and project files")
-      ->group(configuration);
-  app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group("Output");
-  app.add_flag("-q,--quiet", b.quiet, "fewer diagnostics on stderr (repeatable)")->group("Output");
-}
-
 bool contains(const auto& list, std::string_view word) {
   return std::find(list.begin(), list.end(), word) != list.end();
-}
-
-// The flags of `scope` given on this command line (key -> value): the top configuration layer.
-std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Bindings& b, Scope scope) {
-  Names given;  // read off the few options bound, not looked up by name for every setting
-  for (const CLI::Option* option : app.get_options())
-    if (option->count() > 0)
-      for (const auto& name : option->get_lnames()) given.insert("--" + name);
-  std::vector<std::pair<std::string, nlohmann::json>> flags;
-  for (const Setting& s : settings()) {
-    if (s.scope != scope || !s.flag.starts_with("--") || !given.contains(s.flag)) continue;
-    const std::string key(s.key);
-    if (s.type == ValueType::boolean)
-      flags.emplace_back(key, b.switches.at(key));
-    else if (b.lists.contains(key))
-      flags.emplace_back(key, b.lists.at(key));
-    else
-      flags.emplace_back(key, value_from_text(s.type, b.words.at(key), s.flag));
-  }
-  return flags;
-}
-
-// The long names of all gpurun's options, for "did you mean" (an error's path: the parser binds
-// only the options a command line mentions).
-std::vector<std::string> option_names() {
-  CLI::App app;
-  Bindings unused;
-  bind_options(app, unused, std::nullopt);
-  std::vector<std::string> names;
-  for (const CLI::Option* option : app.get_options())
-    for (const auto& name : option->get_lnames()) names.push_back("--" + name);
-  return names;
 }
 
 // Whether `word` ("--ipc=host", "--shm-size", "-it") is an option of `docker run` (and not gpurun's).

@@ -1,0 +1,92 @@
+#include "option_binding.hpp"
+
+#include <fmt/format.h>
+
+#include "gpurun/config/values.hpp"
+#include "gpurun/util/version.hpp"
+
+namespace gpurun::cli {
+namespace {
+
+std::string names_of(const Setting& s) {
+  return s.short_flag.empty() ? std::string(s.flag) : fmt::format("{},{}", s.short_flag, s.flag);
+}
+
+}  // namespace
+
+std::optional<Names> mentioned_names(const std::vector<std::string>& args) {
+  Names names;
+  for (const std::string& word : args) {
+    if (word == "completion") return std::nullopt;
+    if (word.starts_with("--")) {
+      names.insert(word.substr(0, word.find('=')));
+      if (names.contains("--help")) return std::nullopt;
+    } else if (word.starts_with("-")) {
+      for (char c : word.substr(1)) names.insert(std::string{'-', c});
+      if (names.contains("-h")) return std::nullopt;
+    }
+  }
+  return names;
+}
+
+void bind_options(CLI::App& app, Bindings& b, const std::optional<Names>& only) {
+  app.set_version_flag("--version", std::string(kVersion));
+  for (const Setting& s : settings()) {
+    if (!s.flag.starts_with("--")) continue;
+    if (only && !only->contains(s.flag) && (s.short_flag.empty() || !only->contains(s.short_flag))) continue;
+    const std::string key(s.key);
+    const std::string help(s.help);
+    CLI::Option* option = nullptr;
+    if (s.type == ValueType::boolean) {
+      option = app.add_flag(names_of(s), b.switches[key], help);
+    } else if (!s.bare_value.empty()) {  // --wait, --wait=30m
+      option = app.add_flag(fmt::format("{}{{{}}}", names_of(s), s.bare_value), b.words[key], help);
+    } else if (s.type == ValueType::list || s.type == ValueType::appended_list) {
+      option = app.add_option(names_of(s), b.lists[key], help)->allow_extra_args(false);
+    } else {
+      option = app.add_option(names_of(s), b.words[key], help);
+    }
+    option->group(std::string(s.group));
+  }
+  const std::string configuration = "Configuration";
+  app.add_option("-P,--profile", b.profile, "use this profile of the config files [env GPURUN_PROFILE]")
+      ->group(configuration);
+  app.add_option("--config", b.config_files, "read this config file too, above the others (repeatable)")
+      ->allow_extra_args(false)
+      ->group(configuration);
+  app.add_flag("--no-config", b.no_config, "ignore the option values of the system, user and project files")
+      ->group(configuration);
+  app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group("Output");
+  app.add_flag("-q,--quiet", b.quiet, "fewer diagnostics on stderr (repeatable)")->group("Output");
+}
+
+std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Bindings& b, Scope scope) {
+  Names given;  // read off the few options bound, not looked up by name for every setting
+  for (const CLI::Option* option : app.get_options())
+    if (option->count() > 0)
+      for (const auto& name : option->get_lnames()) given.insert("--" + name);
+  std::vector<std::pair<std::string, nlohmann::json>> flags;
+  for (const Setting& s : settings()) {
+    if (s.scope != scope || !s.flag.starts_with("--") || !given.contains(s.flag)) continue;
+    const std::string key(s.key);
+    if (s.type == ValueType::boolean)
+      flags.emplace_back(key, b.switches.at(key));
+    else if (b.lists.contains(key))
+      flags.emplace_back(key, b.lists.at(key));
+    else
+      flags.emplace_back(key, value_from_text(s.type, b.words.at(key), s.flag));
+  }
+  return flags;
+}
+
+std::vector<std::string> option_names() {
+  CLI::App app;
+  Bindings unused;
+  bind_options(app, unused, std::nullopt);
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options())
+    for (const auto& name : option->get_lnames()) names.push_back("--" + name);
+  return names;
+}
+
+}  // namespace gpurun::cli
