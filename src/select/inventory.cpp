@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <future>
 
 #include "gpurun/engine/gpu_process_owner.hpp"
@@ -63,28 +64,45 @@ void place_gpus(const Options& options, Snapshot& snapshot, Inventory& inventory
   if (inventory.topology_readable) locate_gpus(snapshot.gpus, root);
 }
 
+// Which containers hold GPUs, or why the engine could not say (logged by the caller's thread).
+struct Holders {
+  std::vector<GpuContainer> containers;
+  std::string error;
+};
+
+Holders ask_holders(ContainerEngine& engine, std::chrono::milliseconds timeout) {
+  try {
+    return {engine.gpu_holders(timeout, Listing::running), {}};
+  } catch (const std::exception& e) {
+    return {{}, e.what()};
+  }
+}
+
 }  // namespace
 
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
                          ContainerEngine* engine) {
   const auto timeout = smi_timeout(options);
-  // The engine is asked while nvidia-smi works, so that a launch is not slower for it.
-  std::future<std::vector<GpuContainer>> asked;
-  if (engine != nullptr && !options.from_csv && !options.ignore_containers)
-    asked =
-        std::async(std::launch::async, [engine, timeout] { return engine->gpu_holders(timeout, Listing::running); });
-
-  Snapshot snapshot = source.read(timeout);  // GPUs in index order
-  std::vector<GpuContainer> containers;
-  if (asked.valid()) {
-    try {
-      containers = asked.get();
-    } catch (const std::exception& e) {
-      spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by nvidia-smi alone: {}",
-                   engine->name() == "podman" ? "Podman" : "Docker", e.what());
-    }
+  const bool ask_engine = engine != nullptr && !options.from_csv && !options.ignore_containers;
+  // The engine is asked while the GPUs are read, so that a launch is not slower for it: here,
+  // while nvidia-smi's processes work (as a floor program would, with no thread to start);
+  // on a thread of its own while an in-process source (NVML) reads on this one.
+  Snapshot snapshot;
+  Holders holders;
+  if (ask_engine && source.works_in_other_processes()) {
+    std::function<Snapshot()> gpus = source.begin_read(timeout);
+    holders = ask_holders(*engine, timeout);
+    snapshot = gpus();  // GPUs in index order
+  } else {
+    std::future<Holders> asked;
+    if (ask_engine) asked = std::async(std::launch::async, [engine, timeout] { return ask_holders(*engine, timeout); });
+    snapshot = source.read(timeout);
+    if (asked.valid()) holders = asked.get();
   }
-  return assess_inventory(options, lock_dir, std::move(snapshot), std::move(containers));
+  if (!holders.error.empty())
+    spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by nvidia-smi alone: {}",
+                 engine->name() == "podman" ? "Podman" : "Docker", holders.error);
+  return assess_inventory(options, lock_dir, std::move(snapshot), std::move(holders.containers));
 }
 
 Inventory assess_inventory(const Options& options, const std::string& lock_dir, Snapshot snapshot,

@@ -189,13 +189,40 @@ void drain(Fd& fd, std::string& sink) {
 
 }  // namespace
 
-std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, std::chrono::milliseconds timeout) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
-  std::vector<ProcessResult> results(specs.size());
+struct StartedProcesses::State {
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::vector<ProcessResult> results;
   std::vector<Running> children;
-  children.reserve(specs.size());
-  for (std::size_t i = 0; i < specs.size(); ++i) children.push_back(spawn(specs[i], results[i]));
+};
+
+StartedProcesses::StartedProcesses(std::unique_ptr<State> state) : state_(std::move(state)) {}
+StartedProcesses::StartedProcesses(StartedProcesses&&) noexcept = default;
+StartedProcesses& StartedProcesses::operator=(StartedProcesses&&) noexcept = default;
+
+StartedProcesses::~StartedProcesses() {
+  if (!state_) return;
+  for (const Running& child : state_->children) {
+    if (child.pid < 0 || child.reaped) continue;
+    int status = 0;
+    ::kill(child.pid, SIGKILL);
+    wait_for(child.pid, status, 0);
+  }
+}
+
+StartedProcesses start_processes(const std::vector<ProcessSpec>& specs) {
+  auto state = std::make_unique<StartedProcesses::State>();
+  state->results.resize(specs.size());
+  state->children.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) state->children.push_back(spawn(specs[i], state->results[i]));
+  return StartedProcesses(std::move(state));
+}
+
+std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  StartedProcesses::State& state = *started.state_;
+  const auto deadline = state.started + timeout;
+  std::vector<ProcessResult>& results = state.results;
+  std::vector<Running>& children = state.children;
 
   std::chrono::nanoseconds reap_backoff = std::chrono::microseconds(50);
   while (true) {
@@ -256,8 +283,9 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
 
   // Past the deadline: kill whatever still runs, and reap it so no zombie is left.
   for (std::size_t i = 0; i < children.size(); ++i) {
-    const Running& child = children[i];
+    Running& child = children[i];
     if (child.pid < 0 || child.reaped) continue;
+    child.reaped = true;
     int status = 0;
     if (wait_for(child.pid, status, WNOHANG) == child.pid) {  // it ended; something it left holds the pipes
       record_status(status, results[i]);
@@ -267,7 +295,12 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
     wait_for(child.pid, status, 0);
     results[i].end = ProcessResult::End::timed_out;
   }
-  return results;
+  return std::move(state.results);  // once: the answers leave the state, whose children are all reaped
+}
+
+std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, std::chrono::milliseconds timeout) {
+  StartedProcesses started = start_processes(specs);
+  return wait_processes(started, timeout);
 }
 
 ProcessResult run_process(const ProcessSpec& spec, std::chrono::milliseconds timeout) {

@@ -2,6 +2,7 @@
 // The GPU-source seam: where a Snapshot comes from. nvidia-smi and a recorded CSV snapshot are
 // the implementations here; NVML is another. Tests can pass an in-process fake.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,15 @@ class GpuSource {
 
   // One look at every GPU; throws Error (exit 125) with a message saying what to do.
   virtual Snapshot read(std::chrono::milliseconds timeout) = 0;
+  // The same look in two halves: begun now, finished by calling what it returns (which throws
+  // what read() would). A source that asks programs (nvidia-smi) starts them here, so that the
+  // caller asks something else while they work, on its own thread (take_inventory asks the
+  // container engine). One that reads in-process (NVML, a snapshot) reads when called.
+  virtual std::function<Snapshot()> begin_read(std::chrono::milliseconds timeout) {
+    return [this, timeout] { return read(timeout); };
+  }
+  // Whether begin_read leaves the work to other processes (else: to the thread that calls).
+  virtual bool works_in_other_processes() const { return false; }
   // "nvidia-smi", "nvml", "snapshot FILE": for --verbose and `status`.
   virtual std::string name() const = 0;
 };

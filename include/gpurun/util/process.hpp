@@ -33,6 +33,28 @@ struct ProcessResult {
 
 // Runs all specs at once and waits for all of them; each is killed with SIGKILL at `timeout`.
 std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, std::chrono::milliseconds timeout);
+
+// run_processes in two halves, so that the caller works while they run: start_processes spawns
+// them, wait_processes collects their answers, once (the timeout counted from the start). Any still
+// running when the StartedProcesses goes are killed and reaped.
+class StartedProcesses {
+ public:
+  StartedProcesses(StartedProcesses&&) noexcept;
+  StartedProcesses& operator=(StartedProcesses&&) noexcept;
+  StartedProcesses(const StartedProcesses&) = delete;
+  StartedProcesses& operator=(const StartedProcesses&) = delete;
+  ~StartedProcesses();
+
+  struct State;
+
+ private:
+  explicit StartedProcesses(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+  friend StartedProcesses start_processes(const std::vector<ProcessSpec>& specs);
+  friend std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono::milliseconds timeout);
+};
+StartedProcesses start_processes(const std::vector<ProcessSpec>& specs);
+std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono::milliseconds timeout);
 ProcessResult run_process(const ProcessSpec& spec, std::chrono::milliseconds timeout);
 
 // "exited with status 2", "was killed by signal 9 (Killed)", "did not answer within 10 s and was killed",

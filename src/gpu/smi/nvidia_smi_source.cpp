@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <memory>
 
 #include "gpurun/gpu/topology.hpp"
 #include "gpurun/util/error.hpp"
@@ -120,9 +121,17 @@ void add_unique(std::vector<std::string>& list, std::string item) {
 NvidiaSmiSource::NvidiaSmiSource(std::string program, bool sensors)
     : program_(std::move(program)), fields_(query_fields(sensors)) {}
 
-Snapshot NvidiaSmiSource::read(std::chrono::milliseconds timeout) {
+Snapshot NvidiaSmiSource::read(std::chrono::milliseconds timeout) { return begin_read(timeout)(); }
+
+std::function<Snapshot()> NvidiaSmiSource::begin_read(std::chrono::milliseconds timeout) {
+  // Shared: a std::function is copyable; the queries are killed if it goes unanswered.
+  auto started =
+      std::make_shared<StartedProcesses>(start_processes({gpu_query(program_, fields_), compute_apps_query(program_)}));
+  return [this, started, timeout] { return answer_of(wait_processes(*started, timeout), timeout); };
+}
+
+Snapshot NvidiaSmiSource::answer_of(std::vector<ProcessResult> results, std::chrono::milliseconds timeout) {
   std::vector<ProcessSpec> specs{gpu_query(program_, fields_), compute_apps_query(program_)};
-  std::vector<ProcessResult> results = run_processes(specs, timeout);
   while (const auto field = rejected_field(results[0], fields_)) {
     spdlog::debug("{} does not know the field {}: asking without it from now on", program_, *field);
     fields_.erase(std::find(fields_.begin(), fields_.end(), *field));

@@ -10,7 +10,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "support/test_support.hpp"
 
@@ -207,6 +212,55 @@ TEST(RunProcesses, OneTimeoutDoesNotHideTheOthersResults) {
 }
 
 TEST(RunProcesses, EmptyListGivesNoResults) { EXPECT_TRUE(run_processes({}, 1s).empty()); }
+
+TEST(StartedProcesses, RunWhileTheCallerWorksAndAreCollectedAfter) {
+  StartedProcesses started = start_processes({{{"/bin/sh", "-c", "sleep 1; echo done"}, {}}});
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(1200ms);  // the caller's own work: the child runs meanwhile
+  const auto results = wait_processes(started, 10s);
+  EXPECT_LT(seconds_since(start), 1.9) << "the child only started when it was waited for";
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].end, End::exited);
+  EXPECT_EQ(results[0].out, "done\n");
+}
+
+TEST(StartedProcesses, TheTimeoutCountsFromTheirStart) {
+  StartedProcesses started = start_processes({{{"sleep", "30"}, {}}});
+  std::this_thread::sleep_for(700ms);
+  const auto start = Clock::now();
+  const auto results = wait_processes(started, 1s);
+  EXPECT_LT(seconds_since(start), 0.8) << "the wait was given a whole second more";
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].end, End::timed_out);
+}
+
+// This process's children, from /proc (a zombie is still one).
+std::set<pid_t> our_children() {
+  std::set<pid_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    pid_t parent = 0;
+    if (rest >> state >> parent && parent == ::getpid()) pids.insert(std::stoi(name));
+  }
+  return pids;
+}
+
+TEST(StartedProcesses, ThoseNeverWaitedForAreKilledAndReaped) {
+  const std::set<pid_t> before = our_children();
+  {
+    StartedProcesses started = start_processes({{{"sleep", "30"}, {}}});
+    EXPECT_EQ(our_children().size(), before.size() + 1);
+  }  // dropped without wait_processes
+  EXPECT_EQ(our_children(), before) << "the child outlived its StartedProcesses, or is left a zombie";
+}
 
 TEST(DescribeEnd, SaysHowTheProcessEnded) {
   ProcessResult exited;
