@@ -23,8 +23,8 @@ class GpuSource {
   virtual Snapshot read(std::chrono::milliseconds timeout) = 0;
   // The same look in two halves: begun now, finished by calling what it returns (which throws
   // what read() would). A source that asks programs (nvidia-smi) starts them here, so that the
-  // caller asks something else while they work, on its own thread (take_inventory asks the
-  // container engine). One that reads in-process (NVML, a snapshot) reads when called.
+  // calling thread can ask something else while they work (take_inventory asks the container
+  // engine). One that reads in-process (NVML, a snapshot) reads when called.
   virtual std::function<Snapshot()> begin_read(std::chrono::milliseconds timeout) {
     return [this, timeout] { return read(timeout); };
   }
