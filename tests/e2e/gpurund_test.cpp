@@ -65,13 +65,20 @@ class GpurundTest : public GpurunTest {
     pid_t pid = 0;
     EXPECT_EQ(::posix_spawn(&pid, GPURUND_BINARY, &actions, nullptr, argv.data(), envp.data()), 0);
     posix_spawn_file_actions_destroy(&actions);
+    running_.insert(pid);
     return pid;
   }
-  static int stop(pid_t pid, int signal) {
+  int stop(pid_t pid, int signal) const {
     ::kill(pid, signal);
     int status = 0;
     ::waitpid(pid, &status, 0);
+    running_.erase(pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  // A service that a failed assertion left running would outlive the test (and hold ctest's pipe).
+  void TearDown() override {
+    while (!running_.empty()) stop(*running_.begin(), SIGKILL);
+    GpurunTest::TearDown();
   }
   std::vector<RunRecord> runs() const { return RunStore(state() + "/gpurund.db").runs({}); }
   // gpurun asking this test's service.
@@ -86,6 +93,9 @@ class GpurundTest : public GpurunTest {
     }
     return done();
   }
+
+ private:
+  mutable std::set<pid_t> running_;  // started and not yet stopped
 };
 
 // The busy DGX with its GPU 2 at 40 % held by `pid` alone (or by nobody), written where the
@@ -345,16 +355,26 @@ TEST_F(GpurundTest, StatusShowsHowLongEachHeldGpuHasBeenIdleWhileTheServiceRuns)
   const pid_t pid = start();
   // GPU 3 is held (pid 52771) at 0 %: idle; GPU 0 is held at 100 %, GPU 2 is idle but nobody's.
   ASSERT_TRUE(eventually([&] {
+    // Until the service answers, the GPUs have no idle_s at all.
     const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, env).out, nullptr, false);
-    return json.is_object() && json["gpus"][3]["idle_s"].is_number();
-  })) << read_file(dir() + "/gpurund.err");
+    const nlohmann::json::json_pointer idle3("/gpus/3/idle_s");
+    return json.contains(idle3) && json.at(idle3).is_number();
+  })) << gpurun({"status", "--json", "--verbose"}, env).err
+      << read_file(dir() + "/gpurund.err");
   const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, env).out);
-  EXPECT_TRUE(json["gpus"][0]["idle_s"].is_null());
-  EXPECT_TRUE(json["gpus"][2]["idle_s"].is_null());
-  const Outcome table = gpurun({"status"}, env);
-  EXPECT_THAT(table.out, HasSubstr("  IDLE  USER"));
-  EXPECT_THAT(table.out, ::testing::ContainsRegex("\n  3  [^\n]*  0%  +[0-9]+s  "));
-  EXPECT_THAT(table.out, ::testing::ContainsRegex("\n  0  [^\n]* 100%  +-  "));
+  EXPECT_TRUE(json.at("gpus").at(0).at("idle_s").is_null());
+  EXPECT_TRUE(json.at("gpus").at(2).at("idle_s").is_null());
+  // The table, once the service has answered it (a loaded sanitizer build may miss a sample, in
+  // which GPU 3 is nobody's for a moment); where it never does, --verbose says why.
+  Outcome table;
+  const std::regex idle_gpu("\n  3  [^\n]*  0%  +[0-9]+s  ");
+  const std::regex busy_gpu("\n  0  [^\n]* 100%  +-  ");
+  EXPECT_TRUE(eventually([&] {
+    table = gpurun({"status"}, env);
+    return table.out.find("  IDLE  USER") != std::string::npos && std::regex_search(table.out, idle_gpu) &&
+           std::regex_search(table.out, busy_gpu);
+  })) << table.out
+      << gpurun({"status", "--verbose"}, env).err << read_file(dir() + "/gpurund.err");
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
@@ -535,7 +555,8 @@ class NotifyTest : public IdlePolicyTest {
     std::vector<std::string> seen;
     for (const std::string& body : receiver.bodies()) {
       const auto j = nlohmann::json::parse(body, nullptr, false);
-      if (j.is_object() && j["run"].is_object() && j["run"]["name"] == name) seen.push_back(j["event"]);
+      if (j.is_object() && j.contains("run") && j["run"].is_object() && j["run"].value("name", "") == name)
+        seen.push_back(j.value("event", ""));
     }
     return seen;
   }
@@ -570,10 +591,10 @@ TEST_F(NotifyTest, ARunPastItsTimeLimitIsWarnedStoppedAndItsEndToldByWebhookAndM
   ASSERT_TRUE(eventually([&] { return events("bob_gpu2").size() == 3; })) << log();
   for (const std::string& body : receiver.bodies()) {
     const auto j = nlohmann::json::parse(body);
-    if (j["event"] != "run_ended") continue;
-    EXPECT_EQ(j["run"]["ended_by"], "time_limit") << body;
-    EXPECT_THAT(j["text"].get<std::string>(), HasSubstr("stopped at its time limit")) << body;
-    EXPECT_FALSE(j["host"].get<std::string>().empty());
+    if (j.at("event") != "run_ended") continue;
+    EXPECT_EQ(j.at("run").at("ended_by"), "time_limit") << body;
+    EXPECT_THAT(j.at("text").get<std::string>(), HasSubstr("stopped at its time limit")) << body;
+    EXPECT_FALSE(j.at("host").get<std::string>().empty());
   }
   EXPECT_THAT(events("notebook"), ::testing::IsEmpty());
   EXPECT_EQ(stop(pid, SIGTERM), 0);

@@ -45,7 +45,7 @@ TEST_F(NvmlTest, StatusComesFromNvmlAndMatchesNvidiaSmi) {
   const Outcome json = gpurun({"status", "--json", "--ignore-containers"}, nvml("busy_8.json"));
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto parsed = nlohmann::json::parse(json.out);
-  EXPECT_EQ(parsed["source"], "nvml");
+  EXPECT_EQ(parsed.value("source", ""), "nvml");
   ASSERT_EQ(parsed["gpus"].size(), 8u);
   EXPECT_EQ(parsed["gpus"][0]["uuid"], "GPU-ebc57f45-9064-1e1f-0378-60cf29ae3656");
 }
@@ -146,7 +146,7 @@ TEST_F(NvmlTest, StatusListsTheInstancesUnderTheirGpu) {
   const Outcome json = gpurun({"status", "--json", "--ignore-containers"}, nvml("mig.json"));
   const auto parsed = nlohmann::json::parse(json.out);
   EXPECT_FALSE(parsed["gpus"][0].contains("mig_instances"));
-  const auto& instances = parsed["gpus"][1]["mig_instances"];
+  const auto& instances = parsed.at("gpus").at(1).at("mig_instances");
   ASSERT_EQ(instances.size(), 4u);
   EXPECT_EQ(instances[0]["profile"], "3g.40gb");
   EXPECT_EQ(instances[0]["gpu_instance_id"], 2);

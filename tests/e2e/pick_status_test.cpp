@@ -61,7 +61,7 @@ TEST_F(GpurunTest, PickSkipsMigEnabledGpus) {
     if (gpu["mig_enabled"] == true) {
       EXPECT_EQ(gpu["free"], false);
       EXPECT_EQ(gpu["utilization_percent"], nullptr);
-      EXPECT_THAT(gpu["reasons"][0].get<std::string>(), HasSubstr("MIG mode is enabled"));
+      EXPECT_THAT(gpu.at("reasons").at(0).get<std::string>(), HasSubstr("MIG mode is enabled"));
     }
   }
 }
@@ -110,8 +110,8 @@ TEST_F(GpurunTest, StatusJsonHasTheDocumentedFields) {
   EXPECT_EQ(gpu3["reasons"], nlohmann::json::parse(R"j(["1 compute process (pid 52771)"])j"));
   EXPECT_EQ(gpu3["state"], "busy: 1 proc 0%");
   EXPECT_EQ(gpu3["users"], nlohmann::json::array());
-  EXPECT_TRUE(gpu3["processes"][0]["user"].is_null());  // a stand-in's PID: nobody's here
-  EXPECT_EQ(gpu3["processes"][0]["used_memory_mib"], 0.0);
+  EXPECT_TRUE(gpu3.at("processes").at(0).at("user").is_null());  // a stand-in's PID: nobody's here
+  EXPECT_EQ(gpu3.at("processes").at(0).at("used_memory_mib"), 0.0);
   EXPECT_TRUE(gpu3["score"].is_number());
   EXPECT_TRUE(gpu3["uuid"].is_string());
 }

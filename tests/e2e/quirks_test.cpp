@@ -54,7 +54,7 @@ TEST_F(GpurunTest, ASnapshotShowsProcessesAsNotChecked) {
   EXPECT_THAT(status.out, HasSubstr("note: processes not checked"));
   EXPECT_THAT(status.out, HasSubstr("%      ?"));
   const auto json = nlohmann::json::parse(gpurun({"--from-csv", sample, "status", "--json"}).out);
-  EXPECT_TRUE(json["gpus"][0]["processes"].is_null());
+  EXPECT_TRUE(json.at("gpus").at(0).at("processes").is_null());
   const Outcome pick = gpurun({"--from-csv", sample, "pick", "2"});
   EXPECT_EQ(pick.out, "2,5\n");
   EXPECT_THAT(pick.err, HasSubstr("warning: processes were not checked"));
@@ -71,7 +71,7 @@ TEST_F(GpurunTest, ASnapshotWithItsAppsCsvIsJudgedWithItsProcesses) {
   EXPECT_THAT(pick.err, Not(HasSubstr("not checked")));
   const auto json =
       nlohmann::json::parse(gpurun({"--from-csv", gpus, "--from-apps-csv", apps, "status", "--json"}).out);
-  EXPECT_EQ(json["gpus"][0]["processes"][0]["pid"], 4242);
+  EXPECT_EQ(json.at("gpus").at(0).at("processes").at(0).at("pid"), 4242);
   const Outcome alone = gpurun({"--from-apps-csv", apps, "status"});
   EXPECT_EQ(alone.exit_code, 125);
   EXPECT_THAT(alone.err, HasSubstr("--from-csv"));
@@ -85,7 +85,7 @@ TEST_F(GpurunTest, ALostGpuIsNamedInStatusAndTheOthersAreUsed) {
   EXPECT_THAT(status.out, HasSubstr("lost: the GPU at PCI bus 0000:34:00.0 cannot be reached (Unknown Error)"));
   const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, fakes("lost_gpu.json")).out);
   EXPECT_EQ(json["gpus"].size(), 3u);
-  EXPECT_EQ(json["lost"][0]["pci_bus_id"], "0000:34:00.0");
+  EXPECT_EQ(json.at("lost").at(0).at("pci_bus_id"), "0000:34:00.0");
   EXPECT_EQ(gpurun({"pick", "2"}, fakes("lost_gpu.json")).out, "0,3\n");
 }
 

@@ -63,8 +63,8 @@ TEST_F(ReservationTest, AGpuHeldByARunningLaunchIsBusyForTheNext) {
   const Outcome verbose = gpurun({"status", "--verbose"}, fakes("all_free_8.json"));
   EXPECT_THAT(verbose.out, HasSubstr("why: reserved by another gpurun launch (pid "));
   const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, fakes("all_free_8.json")).out);
-  EXPECT_EQ(json["gpus"][0]["holders"][0]["kind"], "reservation");
-  EXPECT_EQ(json["gpus"][0]["holders"][0]["user"], me);
+  EXPECT_EQ(json.at("gpus").at(0).at("holders").at(0).at("kind"), "reservation");
+  EXPECT_EQ(json.at("gpus").at(0).at("holders").at(0).at("user"), me);
   EXPECT_EQ(gpurun({"pick", "1"}, fakes("all_free_8.json")).out, "1\n");
   EXPECT_EQ(first.get().exit_code, 0);
   EXPECT_EQ(gpurun({"pick", "1"}, fakes("all_free_8.json")).out, "0\n");  // released when docker ended
@@ -230,7 +230,7 @@ TEST_F(ContainerAwarenessTest, PsListsContainersHoldingGpus) {
 
   const auto json = nlohmann::json::parse(gpurun({"ps", "--json"}, env).out);
   ASSERT_EQ(json["containers"].size(), 2u);
-  EXPECT_EQ(json["containers"][0]["gpus"][0]["uuid"], "GPU-a84bba07-931d-b925-306a-0799dc6ebd71");
+  EXPECT_EQ(json.at("containers").at(0).at("gpus").at(0).at("uuid"), "GPU-a84bba07-931d-b925-306a-0799dc6ebd71");
   EXPECT_EQ(json["containers"][1]["started_by_gpurun"], false);
   EXPECT_EQ(json["containers"][0]["command"], "python train.py --lr 0.1");
 }

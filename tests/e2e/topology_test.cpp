@@ -108,9 +108,9 @@ TEST_F(TopologyTest, StatusShowsTheNumaNodeWhereKnown) {
   EXPECT_THAT(status.out, HasSubstr("\n  0  NVIDIA A100-SXM4-80GB  4 / 81920 MiB    0%     3  -     free\n"));
   EXPECT_THAT(status.out, HasSubstr("\n  4  NVIDIA A100-SXM4-80GB  4 / 81920 MiB    0%     7  -     free\n"));
   const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, on(test::dgx_a100(), "topo_dgx_a100.json")).out);
-  EXPECT_EQ(json["gpus"][2]["numa_node"], 1);
-  EXPECT_EQ(json["gpus"][2]["local_cpus"], "16-31,144-159");
-  EXPECT_EQ(json["gpus"][2]["pci_bus_id"], "00000000:47:00.0");
+  EXPECT_EQ(json.at("gpus").at(2).at("numa_node"), 1);
+  EXPECT_EQ(json.at("gpus").at(2).at("local_cpus"), "16-31,144-159");
+  EXPECT_EQ(json.at("gpus").at(2).at("pci_bus_id"), "00000000:47:00.0");
 
   const Outcome plain = gpurun({"status"}, fakes("topo_dgx_a100.json"));
   EXPECT_THAT(plain.out, HasSubstr("  UTIL  USER  STATE\n")) << "no sysfs: no NUMA column";

@@ -60,7 +60,10 @@ std::optional<CdiSupport> cached_cdi(const std::string& cache_file, const std::s
                                      const std::string& mark) {
   const json cache = read_cache(cache_file);
   const auto entry = cache.find(socket_path);
-  if (entry == cache.end() || !entry->is_object() || entry->value("mark", "") != mark) return std::nullopt;
+  if (entry == cache.end() || !entry->is_object()) return std::nullopt;
+  // find, never value(): a "mark" of another type (a file edited by hand) is a miss, not a throw.
+  const auto recorded = entry->find("mark");
+  if (recorded == entry->end() || !recorded->is_string() || recorded->get<std::string>() != mark) return std::nullopt;
   const auto cdi = entry->find("cdi");
   const auto why = entry->find("why");
   if (cdi == entry->end() || !cdi->is_boolean() || why == entry->end() || !why->is_string()) return std::nullopt;

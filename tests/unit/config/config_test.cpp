@@ -795,15 +795,15 @@ TEST_F(ConfigTest, ReportListsEveryKeyWithItsSource) {
     if (key.site_policy) {
       EXPECT_TRUE(report["policy"].contains(key.name)) << key.name;
     } else {
-      EXPECT_TRUE(report["keys"][key.name].contains("source")) << key.name;
+      EXPECT_TRUE(report.at("keys").contains(key.name) && report["keys"][key.name].contains("source")) << key.name;
     }
   }
   EXPECT_EQ(report["keys"]["image"]["source"],
             (json{{"layer", "user"}, {"where", path("home/config.json")}, {"line", 2}}));
   EXPECT_EQ(report["keys"]["docker"]["source"], (json{{"layer", "default"}}));
-  EXPECT_EQ(report["keys"]["volumes"]["items"][1]["source"]["layer"], "flag");
+  EXPECT_EQ(report.at("keys").at("volumes").at("items").at(1).at("source").at("layer"), "flag");
   EXPECT_EQ(report["policy"]["max_gpus_per_launch"]["value"], 2);
-  EXPECT_EQ(report["files"][0]["state"], "loaded");
+  EXPECT_EQ(report.at("files").at(0).at("state"), "loaded");
 }
 
 TEST_F(ConfigTest, StarterFileParsesAndChangesNothing) {

@@ -91,6 +91,22 @@ TEST_F(CdiCacheTest, AFileOthersMayWriteIsNotBelieved) {
   EXPECT_TRUE(cached_cdi(cache, engine.path(), *mark));
 }
 
+TEST_F(CdiCacheTest, AnEntryOfAnotherShapeIsAMissNeverAThrow) {
+  StandInEngine engine({{"/info", info}});
+  docker_api_cdi_support(engine.path(), 5s, cache);
+  const auto mark = socket_mark(engine.path());
+  ASSERT_TRUE(mark);
+  const std::vector<std::string> entries{R"({"mark": 5, "cdi": true, "why": "x"})", R"({"mark": null})", R"("text")",
+                                         R"({"cdi": true, "why": "x"})",
+                                         R"({"mark": ")" + *mark + R"(", "cdi": "yes"})"};
+  for (const std::string& entry : entries) {
+    std::ofstream(cache) << R"({")" << engine.path() << R"(": )" << entry << "}";
+    EXPECT_FALSE(cached_cdi(cache, engine.path(), *mark)) << entry;
+  }
+  EXPECT_TRUE(docker_api_cdi_support(engine.path(), 5s, cache).available);  // asked again, not thrown
+  EXPECT_EQ(info_requests(engine), 2U);
+}
+
 TEST_F(CdiCacheTest, AnEngineThatCannotBeAskedIsNotRemembered) {
   StandInEngine engine({{"/info", {500, R"({"message": "busy"})"}}});
   EXPECT_FALSE(docker_api_cdi_support(engine.path(), 5s, cache).available);

@@ -13,11 +13,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Samples GPUs 0 and 1 every 20 ms until each has at least four samples: 0.3 s is plenty
+// unloaded; a loaded sanitizer build may need longer windows (at most 6 s in all).
 std::map<int, UtilizationStats> sample_for_a_while(const std::string& library) {
   const test::EnvGuard scenario("FAKE_NVML_SCENARIO", std::string(GPURUN_TEST_DATA_DIR) + "/nvml/sampled.json");
-  GpuMonitor monitor(make_nvml_sampler(library, {0, 1}, 20ms), {0, 1});
-  std::this_thread::sleep_for(300ms);
-  return monitor.stop();
+  std::map<int, UtilizationStats> stats;
+  for (const auto window : {300ms, 1500ms, 4000ms}) {
+    GpuMonitor monitor(make_nvml_sampler(library, {0, 1}, 20ms), {0, 1});
+    std::this_thread::sleep_for(window);
+    stats = monitor.stop();
+    if (stats.at(0).samples() >= 4 && stats.at(1).samples() >= 4) break;
+  }
+  return stats;
 }
 
 TEST(NvmlSampler, TakesTheDriversSamplesWhenTheLibraryHasThem) {

@@ -80,7 +80,7 @@ TEST_F(ServiceServerTest, RunsAreNewestFirstWithTheFreshFiguresAndFilters) {
   ASSERT_EQ(all.status, 200) << all.body;
   const json runs = json::parse(all.body);
   EXPECT_THAT(ids(runs), ::testing::ElementsAre(3, 2, 1));
-  EXPECT_DOUBLE_EQ(runs[1]["gpu_seconds"].get<double>(), 120);  // from the tracker, not the store
+  EXPECT_DOUBLE_EQ(runs.at(1).at("gpu_seconds").get<double>(), 120);  // from the tracker, not the store
   EXPECT_THAT(ids(json::parse(ask("/v1/runs?user=alice").body)), ::testing::ElementsAre(3, 1));
   // Run 1 ended 60 s after kT0: a window from kT0 + 61 s leaves it out, the open ones stay.
   const auto since = std::chrono::duration_cast<std::chrono::milliseconds>((kT0 + 61s).time_since_epoch()).count();
