@@ -265,8 +265,10 @@ const Verb* verb_of(int argc, char** argv) {
   return nullptr;
 }
 
-// `gpurun --help`: the synopsis first, then the description and every option.
-std::string main_help(const CLI::App& app) {
+// `gpurun --help`: the synopsis first, then the description, every option and the footer (built
+// here, not on every start: a launch never shows it).
+std::string main_help(CLI::App& app) {
+  app.footer(footer());
   std::string full = app.help("", CLI::AppFormatMode::Normal);
   // CLI11 opens with the description and its own one-line usage; the synopsis says more.
   for (int line = 0; line < 2 && full.find('\n') != std::string::npos; ++line) full.erase(0, full.find('\n') + 1);
@@ -304,7 +306,6 @@ int main(int argc, char** argv) {
   // nvidia-smi would look hung until its timeout.
   (void)::signal(SIGCHLD, SIG_DFL);
   CLI::App app{"gpurun picks the freest GPUs of this machine and runs a Docker job on them.", "gpurun"};
-  app.footer(footer());
   Parsed parsed;  // outside the try: a refusal's log line names what was asked
   try {
     try {

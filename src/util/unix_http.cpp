@@ -107,8 +107,7 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
         return;
       }
       http::response<http::string_body> response = x->parser.release();
-      answers[i] = {static_cast<int>(response.result_int()), std::move(response.body()),
-                    std::string(response["API-Version"])};
+      answers[i] = {static_cast<int>(response.result_int()), std::move(response.body())};
       ++answered;
       if (!response.keep_alive()) c->close();  // the lane's next request connects again
       start(lane);

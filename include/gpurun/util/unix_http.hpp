@@ -14,7 +14,6 @@ namespace gpurun {
 struct HttpResponse {
   int status = 0;
   std::string body;
-  std::string api_version;  // the API-Version header, where the engine sends one
 };
 
 // Who answers on the socket, for the errors: "the Docker engine", and what to add to a refused
