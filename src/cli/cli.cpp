@@ -26,6 +26,7 @@
 #include "gpurun/render/completion.hpp"
 #include "gpurun/util/docker_args.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/shell_quote.hpp"
 #include "gpurun/util/suggest.hpp"
 #include "gpurun/util/terminal.hpp"
 #include "gpurun/util/text.hpp"
@@ -92,6 +93,23 @@ bool is_docker_run_option(std::string_view word) {
   return !read.empty() && read.front().name.size() > 1;  // docker's own (an unknown letter stays one)
 }
 
+// An option that takes a value given none: what it is, and a value of the kind it takes. `-v` is
+// docker's --volume here, which someone used to `-v` for "verbose" should hear.
+Error missing_value(const std::string& typed) {
+  const Setting* setting = find_flag(typed);
+  std::string example = typed == "--config" ? "FILE" : typed == "-P" || typed == "--profile" ? "NAME" : "VALUE";
+  if (setting != nullptr && !setting->example.empty()) {
+    const nlohmann::json value = nlohmann::json::parse(setting->example, nullptr, false);
+    const nlohmann::json& first = value.is_array() && !value.empty() ? value.front() : value;
+    if (!first.is_discarded() && !first.is_null())
+      example = first.is_string() ? first.get<std::string>() : first.dump();
+  }
+  const std::string long_form =
+      setting != nullptr && typed != setting->flag ? fmt::format(" (short for {})", setting->flag) : "";
+  return Error(fmt::format("{}{} needs a value, as in `{} {}`{}", typed, long_form, typed, shell_quote(example),
+                           typed == "-v" ? "; for more diagnostics on stderr, write --verbose" : ""));
+}
+
 // An option gpurun does not have: a docker option is answered with --docker-opt, anything else
 // with the nearest of gpurun's own.
 void check_known_options(const std::vector<std::string>& words, const std::vector<std::string>& args,
@@ -107,7 +125,9 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
       });
     if (known) {
       const CLI::Option* option = app.get_option_no_throw(name);
-      if (option != nullptr && option->get_items_expected_min() > 0 && word.find('=') == std::string::npos) ++i;
+      if (option != nullptr && option->get_items_expected_min() > 0 && word.find('=') == std::string::npos &&
+          ++i == words.size())
+        throw missing_value(word);
       continue;
     }
     const std::string shown = text::printable(word);

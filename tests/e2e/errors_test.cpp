@@ -179,7 +179,13 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--ipc=host", "--image", "img"}, "pass it as --docker-opt=--ipc=host"},
         UsageCase{{"--shm-size", "8g", "--image", "img"}, "pass it as --docker-opt=--shm-size=8g"},
         UsageCase{{"--imgae", "img"}, "unknown option --imgae (did you mean \"--image\"?)"},
-        UsageCase{{"statsu"}, "unknown verb \"statsu\" (did you mean \"status\"?)"}));
+        UsageCase{{"statsu"}, "unknown verb \"statsu\" (did you mean \"status\"?)"},
+        // An option without its value: what it is, and a value of its kind.
+        UsageCase{{"status", "-v"},
+                  "-v (short for --volume) needs a value, as in `-v /data:/data:ro`; for more diagnostics on stderr, "
+                  "write --verbose"},
+        UsageCase{{"--image"}, "--image needs a value, as in `--image nvcr.io/nvidia/pytorch:24.05-py3`"},
+        UsageCase{{"--image", "img", "--config"}, "--config needs a value, as in `--config FILE`"}));
 
 TEST_F(GpurunTest, WaitWithASpaceTakesADurationAndGpusTakesN) {
   const Outcome run =
