@@ -364,8 +364,7 @@ TEST_F(GpurundTest, StatusShowsHowLongEachHeldGpuHasBeenIdleWhileTheServiceRuns)
   const auto json = nlohmann::json::parse(gpurun({"status", "--json"}, env).out);
   EXPECT_TRUE(json.at("gpus").at(0).at("idle_s").is_null());
   EXPECT_TRUE(json.at("gpus").at(2).at("idle_s").is_null());
-  // The table, once the service has answered it (a loaded sanitizer build may miss a sample, in
-  // which GPU 3 is nobody's for a moment); where it never does, --verbose says why.
+  // The table, asked until it shows the service's answer; where it never does, --verbose says why.
   Outcome table;
   const std::regex idle_gpu("\n  3  [^\n]*  0%  +[0-9]+s  ");
   const std::regex busy_gpu("\n  0  [^\n]* 100%  +-  ");
