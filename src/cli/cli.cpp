@@ -33,6 +33,7 @@
 #include "gpurun/util/version.hpp"
 #include "gpurun/verbs/verb_table.hpp"
 #include "option_binding.hpp"
+#include "plain_options.hpp"
 
 namespace gpurun::cli {
 namespace {
@@ -163,19 +164,24 @@ void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>&
   }
 }
 
-Parsed parse(int argc, char** argv, CLI::App& app) {
+constexpr const char* kDescription = "gpurun picks the freest GPUs of this machine and runs a Docker job on them.";
+
+Parsed parse(int argc, char** argv) {
   Parsed parsed;
   Bindings b;
   const std::vector<std::string> args(argv + 1, argv + argc);
-  bind_options(app, b, mentioned_names(args));
+  CommandLine line = split_command_line(args, option_takes_value, is_verb);
 
-  const auto takes_value = [&](std::string_view name) {
-    const CLI::Option* option = app.get_option_no_throw(std::string(name));
-    return option != nullptr && option->get_items_expected_min() > 0;
-  };
-  CommandLine line = split_command_line(args, takes_value, is_verb);
-
-  check_known_options(line.options, args, app);
+  // Read off the settings table where every option is of a plain form; CLI11 reads the rest (and
+  // says what is wrong), with the options it mentions bound (completion lists them all).
+  std::optional<Names> given = line.verb == "completion" ? std::nullopt : read_plain_options(line.options, b);
+  std::optional<CLI::App> app;
+  if (!given) {
+    b = {};
+    app.emplace(kDescription, "gpurun");
+    bind_options(*app, b, mentioned_names(args));
+    check_known_options(line.options, args, *app);
+  }
   // A word where N goes that is no number but nearly a verb: `gpurun statsu`.
   if (line.verb.empty() && line.count && !text::parse_integer(*line.count)) {
     std::vector<std::string> verb_names;
@@ -186,14 +192,17 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
   }
   // `alias trainrun='gpurun 2 --'` then `trainrun --dry-run ...`: the job would get the option.
   if (!line.command.empty() && line.command.front().starts_with("-") &&
-      app.get_option_no_throw(line.command.front().substr(0, line.command.front().find('='))) != nullptr)
+      is_option_name(std::string_view(line.command.front()).substr(0, line.command.front().find('='))))
     parsed.warnings.push_back(fmt::format(
         "the job's command starts with {}, which is a gpurun option: the job gets it as its first word. For gpurun, "
         "put it before N and the command (an alias that ends in -- hands everything after it to the job)",
         text::printable(line.command.front())));
 
-  std::vector<std::string> reversed(line.options.rbegin(), line.options.rend());  // CLI11 takes them backwards
-  app.parse(reversed);
+  if (app) {
+    std::vector<std::string> reversed(line.options.rbegin(), line.options.rend());  // CLI11 takes them backwards
+    app->parse(reversed);
+    given = filled_names(*app);
+  }
 
   // `status --watch 5`: the word after the verb is the interval.
   const bool bare_watch = contains(line.options, "--watch");
@@ -230,8 +239,8 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
     in.system_file = *system;
   if (in.caller) act_for(*in.caller);
   if (!b.profile.empty()) in.profile = b.profile;
-  in.flags = given_flags(app, b, Scope::option);
-  in.invocation = given_flags(app, b, Scope::invocation);
+  in.flags = flags_given(*given, b, Scope::option);
+  in.invocation = flags_given(*given, b, Scope::invocation);
   check_verb_flags(in.invocation, verb);
   if (line.count) in.flags.emplace_back("gpus", parse_gpu_count(*line.count));
   if (!line.command.empty()) in.flags.emplace_back("command", line.command);
@@ -240,7 +249,10 @@ Parsed parse(int argc, char** argv, CLI::App& app) {
 
 // The verbs and options as the completion scripts see them: names and repeatability read off the
 // parser itself, what each value is from the settings registry.
-CompletionSpec completion_spec(const CLI::App& app) {
+CompletionSpec completion_spec() {
+  CLI::App app{kDescription, "gpurun"};
+  Bindings unused;
+  bind_options(app, unused, std::nullopt);
   static const std::map<std::string, CompletionValue> kMeta{{"--profile", CompletionValue::profile},
                                                             {"--config", CompletionValue::file}};
   CompletionSpec spec;
@@ -287,7 +299,10 @@ const Verb* verb_of(int argc, char** argv) {
 
 // `gpurun --help`: the synopsis first, then the description, every option and the footer (built
 // here, not on every start: a launch never shows it).
-std::string main_help(CLI::App& app) {
+std::string main_help() {
+  CLI::App app{kDescription, "gpurun"};
+  Bindings unused;
+  bind_options(app, unused, std::nullopt);
   app.footer(footer());
   std::string full = app.help("", CLI::AppFormatMode::Normal);
   // CLI11 opens with the description and its own one-line usage; the synopsis says more.
@@ -325,14 +340,13 @@ int main(int argc, char** argv) {
   // An ignored SIGCHLD survives exec, and with it no child of ours could be reaped: every
   // nvidia-smi would look hung until its timeout.
   (void)::signal(SIGCHLD, SIG_DFL);
-  CLI::App app{"gpurun picks the freest GPUs of this machine and runs a Docker job on them.", "gpurun"};
   Parsed parsed;  // outside the try: a refusal's log line names what was asked
   try {
     try {
-      parsed = parse(argc, argv, app);
+      parsed = parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
       const Verb* verb = verb_of(argc, argv);
-      std::cout << (verb != nullptr ? verb_help(*verb) : main_help(app));
+      std::cout << (verb != nullptr ? verb_help(*verb) : main_help());
       return exit_code::ok;
     } catch (const CLI::CallForVersion&) {
       std::cout << "gpurun " << kVersion << '\n';
@@ -344,8 +358,7 @@ int main(int argc, char** argv) {
     configure_logging(parsed.verbosity);
     for (const std::string& warning : parsed.warnings) spdlog::warn("{}", warning);
     const Verb& verb = *find_verb(parsed.verb);
-    Invocation invocation{parsed.options, nullptr, parsed.config_inputs, parsed.subverb,
-                          [&app] { return completion_spec(app); }};
+    Invocation invocation{parsed.options, nullptr, parsed.config_inputs, parsed.subverb, completion_spec};
     const bool unconfigured =
         !verb.configured ||
         std::any_of(

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "gpurun/config/values.hpp"
 #include "gpurun/util/version.hpp"
 
 namespace gpurun::cli {
@@ -60,23 +59,12 @@ void bind_options(CLI::App& app, Bindings& b, const std::optional<Names>& only) 
   app.add_flag("-q,--quiet", b.quiet, "fewer diagnostics on stderr (repeatable)")->group("Output");
 }
 
-std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Bindings& b, Scope scope) {
+Names filled_names(const CLI::App& app) {
   Names given;  // read off the few options bound, not looked up by name for every setting
   for (const CLI::Option* option : app.get_options())
     if (option->count() > 0)
       for (const auto& name : option->get_lnames()) given.insert("--" + name);
-  std::vector<std::pair<std::string, nlohmann::json>> flags;
-  for (const Setting& s : settings()) {
-    if (s.scope != scope || !s.flag.starts_with("--") || !given.contains(s.flag)) continue;
-    const std::string key(s.key);
-    if (s.type == ValueType::boolean)
-      flags.emplace_back(key, b.switches.at(key));
-    else if (b.lists.contains(key))
-      flags.emplace_back(key, b.lists.at(key));
-    else
-      flags.emplace_back(key, value_from_text(s.type, b.words.at(key), s.flag));
-  }
-  return flags;
+  return given;
 }
 
 std::vector<std::string> option_names() {

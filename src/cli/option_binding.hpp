@@ -1,34 +1,14 @@
 #pragma once
 // gpurun's settings as CLI11 options: which to bind for a command line, and the flags it gave.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
-#include <functional>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "gpurun/config/settings.hpp"
+#include "bindings.hpp"
 
 namespace gpurun::cli {
-
-// What CLI11 fills: each registry setting's words as typed (its values are checked and typed by
-// the config layer, with the flag named in any error), and the options about the run itself.
-struct Bindings {
-  std::map<std::string, std::string> words;               // key -> the value of a one-value flag
-  std::map<std::string, std::vector<std::string>> lists;  // key -> the values of a repeatable flag
-  std::map<std::string, bool> switches;                   // key -> a boolean flag
-  int verbose = 0;
-  int quiet = 0;
-  std::string profile;
-  std::vector<std::string> config_files;
-  bool no_config = false;
-};
-
-using Names = std::set<std::string, std::less<>>;
 
 // The option names a command line mentions, as an option or not: "--gpus" of "--gpus=2", and
 // "-q" and "-v" of "-qv". nullopt where every option is needed: for help (`-h`, `--help`) and
@@ -42,8 +22,8 @@ std::optional<Names> mentioned_names(const std::vector<std::string>& args);
 // unknown either way.
 void bind_options(CLI::App& app, Bindings& b, const std::optional<Names>& only);
 
-// The flags of `scope` given on this command line (key -> value): the top configuration layer.
-std::vector<std::pair<std::string, nlohmann::json>> given_flags(const CLI::App& app, const Bindings& b, Scope scope);
+// The long names ("--image") of the options CLI11 filled, for flags_given.
+Names filled_names(const CLI::App& app);
 
 // The long names of all gpurun's options, for "did you mean" (an error's path: the parser binds
 // only the options a command line mentions).

@@ -1,0 +1,93 @@
+#include "plain_options.hpp"
+
+#include <array>
+
+#include "gpurun/config/settings.hpp"
+
+namespace gpurun::cli {
+namespace {
+
+// The options that are no setting, as bind_options declares them to CLI11 (and CLI11's own).
+struct OtherOption {
+  std::string_view name;
+  bool takes_value;
+};
+constexpr std::array kOtherOptions{
+    OtherOption{"-P", true},           OtherOption{"--profile", true},  OtherOption{"--config", true},
+    OtherOption{"--no-config", false}, OtherOption{"--verbose", false}, OtherOption{"-q", false},
+    OtherOption{"--quiet", false},     OtherOption{"-h", false},        OtherOption{"--help", false},
+    OtherOption{"--version", false},
+};
+
+const OtherOption* find_other(std::string_view name) {
+  for (const OtherOption& option : kOtherOptions)
+    if (option.name == name) return &option;
+  return nullptr;
+}
+
+// The setting an option name sets, where CLI11 is given it (positional ones are not).
+const Setting* setting_of(std::string_view name) {
+  const Setting* setting = find_flag(name);
+  return setting != nullptr && setting->flag.starts_with("--") ? setting : nullptr;
+}
+
+bool is_plain_value(std::string_view value) { return !value.empty() && !value.starts_with('-'); }
+
+}  // namespace
+
+bool is_option_name(std::string_view name) { return find_other(name) != nullptr || setting_of(name) != nullptr; }
+
+bool option_takes_value(std::string_view name) {
+  if (const OtherOption* other = find_other(name)) return other->takes_value;
+  const Setting* setting = setting_of(name);
+  return setting != nullptr && setting->type != ValueType::boolean && setting->bare_value.empty();
+}
+
+std::optional<Names> read_plain_options(const std::vector<std::string>& words, Bindings& b) {
+  Names given;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string_view word = words[i];
+    const std::size_t equals = word.starts_with("--") ? word.find('=') : std::string_view::npos;
+    const std::string_view name = word.substr(0, equals);
+    if (!name.starts_with("--") && name.size() != 2) return std::nullopt;  // -qv, -eFOO=1
+    std::string value;  // of an option that takes one: after '=', or the next word
+    if (option_takes_value(name)) {
+      if (equals != std::string_view::npos)
+        value = word.substr(equals + 1);  // --docker-opt=--ipc=host: all of it
+      else if (i + 1 < words.size() && is_plain_value(words[i + 1]))
+        value = words[++i];
+      if (value.empty()) return std::nullopt;
+    } else if (equals != std::string_view::npos) {
+      return std::nullopt;  // --dry-run=false: CLI11 reads a switch's value
+    }
+
+    if (name == "--verbose") {
+      ++b.verbose;
+    } else if (name == "-q" || name == "--quiet") {
+      ++b.quiet;
+    } else if (name == "--no-config") {
+      if (b.no_config) return std::nullopt;
+      b.no_config = true;
+    } else if (name == "-P" || name == "--profile") {
+      if (!b.profile.empty()) return std::nullopt;
+      b.profile = value;
+    } else if (name == "--config") {
+      b.config_files.push_back(value);
+    } else {
+      const Setting* setting = setting_of(name);
+      if (setting == nullptr || !setting->bare_value.empty()) return std::nullopt;  // --help, --wait, unknown
+      const std::string key(setting->key);
+      const bool list = setting->type == ValueType::list || setting->type == ValueType::appended_list;
+      if (!given.insert(std::string(setting->flag)).second && !list) return std::nullopt;  // CLI11 says it once
+      if (setting->type == ValueType::boolean)
+        b.switches[key] = true;
+      else if (list)
+        b.lists[key].push_back(value);
+      else
+        b.words[key] = value;
+    }
+  }
+  return given;
+}
+
+}  // namespace gpurun::cli
