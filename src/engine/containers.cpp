@@ -4,9 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_kept.hpp"
 #include "gpurun/util/text.hpp"
 
 namespace gpurun {
@@ -57,7 +59,9 @@ bool is_gpu_request(const json& request) {
   const json* capabilities = member(request, "Capabilities");
   if (capabilities == nullptr || !capabilities->is_array()) return false;
   return std::any_of(capabilities->begin(), capabilities->end(), [](const json& set) {
-    return set.is_array() && std::any_of(set.begin(), set.end(), [](const json& c) { return c == "gpu"; });
+    return set.is_array() && std::any_of(set.begin(), set.end(), [](const json& c) {
+             return c.is_string() && c.get_ref<const std::string&>() == "gpu";
+           });
   });
 }
 
@@ -114,6 +118,12 @@ void read_policy_labels(const json& labels, GpuContainer& container) {
   const auto notify = labels.find(std::string(kLabelNotify));
   container.notify_end = notify != labels.end() && notify->is_string() && notify->get<std::string>() == "run_ended";
 }
+
+// Every member read_container reads: the rest of an inspect answer is not built.
+constexpr std::array<std::string_view, 13> kMembersRead{
+    "/Id",          "/Name",          "/Path",        "/Args",           "/Config/Image",
+    "/Config/User", "/Config/Labels", "/Config/Env",  "/State/Status",   "/State/StartedAt",
+    "/HostConfig/DeviceRequests",     "/HostConfig/Devices",             "/HostConfig/Privileged"};
 
 // What one container holds, from `docker inspect` of it.
 GpuContainer read_container(const json& c) {
@@ -180,7 +190,7 @@ std::optional<int> device_minor(std::string_view device) {
 }
 
 std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json) {
-  const json parsed = json::parse(inspect_json, nullptr, false);
+  const json parsed = parse_json_keeping(inspect_json, kMembersRead);
   if (parsed.is_discarded() || !parsed.is_array()) throw Error("docker inspect did not answer with a JSON array");
   std::vector<GpuContainer> containers;
   for (const json& c : parsed) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "access_hint.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_kept.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/unix_http.hpp"
 
@@ -146,7 +148,8 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
   // Running ones, as `docker ps`; with all=1 the others too, as `docker ps -a`.
   const HttpResponse list = client.get(listing == Listing::all ? "/containers/json?all=1" : "/containers/json");
   if (list.status != 200) throw refused("the container list", list);
-  const json containers = json::parse(list.body, nullptr, false);
+  constexpr std::array<std::string_view, 1> kIdOnly{"/Id"};
+  const json containers = parse_json_keeping(list.body, kIdOnly);
   if (!containers.is_array())
     throw Error(fmt::format("the Docker engine at {} answered the container list with no JSON array", socket_path));
 
