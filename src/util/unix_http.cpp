@@ -75,14 +75,20 @@ UnixHttpClient::~UnixHttpClient() = default;
 HttpResponse UnixHttpClient::get(const std::string& target) { return std::move(get_all({target}, 1).front()); }
 
 std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>& targets, std::size_t connections) {
+  std::vector<HttpResponse> answers(targets.size());
+  get_each(targets, connections, [&](std::size_t i, HttpResponse&& answer) { answers[i] = std::move(answer); });
+  return answers;
+}
+
+void UnixHttpClient::get_each(const std::vector<std::string>& targets, std::size_t connections,
+                              const std::function<void(std::size_t, HttpResponse&&)>& answered) {
   State& s = *state_;
   const std::size_t lanes = std::clamp<std::size_t>(targets.size(), 1, std::max<std::size_t>(connections, 1));
   while (s.connections.size() < lanes) s.connections.push_back(std::make_unique<Connection>(s.io));
 
-  std::vector<HttpResponse> answers(targets.size());
   std::vector<std::optional<Exchange>> exchanges(lanes);
   std::size_t next = 0;
-  std::size_t answered = 0;
+  std::size_t done = 0;
   struct Failure {  // (read through the optional below, which cppcheck does not follow)
     // cppcheck-suppress unusedStructMember
     std::string target;
@@ -107,10 +113,10 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
         return;
       }
       http::response<http::string_body> response = x->parser.release();
-      answers[i] = {static_cast<int>(response.result_int()), std::move(response.body())};
-      ++answered;
+      ++done;
       if (!response.keep_alive()) c->close();  // the lane's next request connects again
-      start(lane);
+      start(lane);                             // (which replaces *x)
+      answered(i, {static_cast<int>(response.result_int()), std::move(response.body())});
     };
     const auto write = [c, x, finish] {
       http::async_write(c->socket, x->request, [c, x, finish](error_code ec, std::size_t) {
@@ -132,7 +138,7 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
   for (std::size_t lane = 0; lane < lanes; ++lane) start(lane);
   s.io.restart();
   s.io.run_until(deadline_);
-  if (answered == targets.size()) return answers;
+  if (done == targets.size()) return;
 
   const bool timed_out = !failure;                 // (closing below fails what is pending: not the cause)
   for (const auto& c : s.connections) c->close();  // let what is pending end before the exchanges go

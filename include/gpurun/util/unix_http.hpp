@@ -3,6 +3,7 @@
 // Boost.Beast: connections kept alive for a series of requests, all of them done by one deadline.
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,6 +41,12 @@ class UnixHttpClient {
   // alive), on one thread; the answers in the order of `targets`. Errors as get()'s: the first
   // failure ends them all.
   std::vector<HttpResponse> get_all(const std::vector<std::string>& targets, std::size_t connections);
+
+  // The same, each answer handed to `answered` (with its index in `targets`) as it comes, once
+  // its connection has asked for the next target: the caller reads one answer while the peer
+  // works on the next. `answered` must not throw.
+  void get_each(const std::vector<std::string>& targets, std::size_t connections,
+                const std::function<void(std::size_t, HttpResponse&&)>& answered);
 
  private:
   struct State;

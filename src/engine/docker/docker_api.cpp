@@ -15,6 +15,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "access_hint.hpp"
@@ -149,27 +151,37 @@ std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path,
   const HttpResponse list = client.get(listing == Listing::all ? "/containers/json?all=1" : "/containers/json");
   if (list.status != 200) throw refused("the container list", list);
   constexpr std::array<std::string_view, 1> kIdOnly{"/Id"};
-  const json containers = parse_json_keeping(list.body, kIdOnly);
-  if (!containers.is_array())
+  const json listed = parse_json_keeping(list.body, kIdOnly);
+  if (!listed.is_array())
     throw Error(fmt::format("the Docker engine at {} answered the container list with no JSON array", socket_path));
-
-  // Each container's inspect answer, up to kInspectConnections asked at once; one JSON array of
-  // them, as `docker inspect` prints it, for parse_gpu_containers.
   std::vector<std::string> targets;
-  for (const json& c : containers) {
+  for (const json& c : listed) {
     const json* id = c.is_object() && c.contains("Id") ? &c["Id"] : nullptr;
     if (id == nullptr || !id->is_string() || !plain_id(id->get_ref<const std::string&>())) continue;
     targets.push_back(fmt::format("/containers/{}/json", id->get_ref<const std::string&>()));
   }
-  std::string inspected = "[";
-  for (const HttpResponse& one : client.get_all(targets, kInspectConnections)) {
-    if (one.status == 404) continue;  // gone since the list
-    if (one.status != 200) throw refused("to inspect a container", one);
-    if (inspected.size() > 1) inspected += ',';
-    inspected += one.body;
-  }
-  inspected += ']';
-  return parse_gpu_containers(inspected);
+
+  // Each container's inspect answer, up to kInspectConnections asked at once, each read as it
+  // comes while the engine answers the others.
+  std::vector<std::vector<GpuContainer>> found(targets.size());
+  std::optional<Error> failed;
+  client.get_each(targets, kInspectConnections, [&](std::size_t i, HttpResponse&& one) {
+    if (failed || one.status == 404) return;  // 404: gone since the list
+    try {
+      if (one.status != 200) throw refused("to inspect a container", one);
+      if (text::trim(one.body).empty()) throw Error("docker inspect did not answer with a JSON array");
+      found[i] = parse_gpu_containers("[" + one.body + "]");  // as `docker inspect` prints it
+    } catch (const Error& e) {
+      failed = e;
+    } catch (const std::exception& e) {  // (get_each's handlers must not throw)
+      failed = Error(e.what());
+    }
+  });
+  if (failed) throw *failed;
+  std::vector<GpuContainer> containers;
+  for (std::vector<GpuContainer>& some : found)
+    containers.insert(containers.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
+  return containers;
 }
 
 CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::milliseconds timeout,

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpurun/util/error.hpp"
@@ -35,6 +36,26 @@ TEST(UnixHttpGetAll, AnswersInTheOrderAskedWhateverOrderTheyCome) {
   EXPECT_THAT(bodies(answers),
               ElementsAre("200 A", "200 B", R"(404 {"message":"page not found"})", "200 D", "200 E", "200 F"));
   EXPECT_EQ(engine.connections(), 4U);  // no more than asked, kept alive for the rest
+}
+
+// The caller reads each answer while the engine works on the others: handed over as it comes,
+// once its connection has asked for the next target.
+TEST(UnixHttpGetEach, HandsEachAnswerOverAsItComesAfterAskingTheNext) {
+  StandInEngine engine({{"/a", {200, "A", 600ms}}, {"/b", {200, "B"}}, {"/c", {200, "C", 300ms}}, {"/d", {200, "D"}}});
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
+  std::vector<std::string> handed;
+  bool next_asked_first = false;
+  client.get_each({"/a", "/b", "/c", "/d"}, 3, [&](std::size_t i, HttpResponse&& answer) {
+    handed.push_back(std::to_string(i) + " " + answer.body);
+    // /d goes out on /b's connection before B is handed over (afterwards, this would wait in vain).
+    const auto give_up = std::chrono::steady_clock::now() + 2s;
+    while (i == 1 && !next_asked_first && std::chrono::steady_clock::now() < give_up) {
+      next_asked_first = engine.requests().size() == 4;
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  EXPECT_THAT(handed, ElementsAre("1 B", "3 D", "2 C", "0 A"));
+  EXPECT_TRUE(next_asked_first);
 }
 
 TEST(UnixHttpGetAll, AskedAtOnceTheyTakeAboutTheLongestNotTheSum) {
