@@ -90,6 +90,7 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   Snapshot snapshot;
   Holders holders;
   if (ask_engine && source.works_in_other_processes()) {
+    engine->ask_gpu_holders_ahead(timeout, Listing::running);  // the engine lists while nvidia-smi starts
     std::function<Snapshot()> gpus = source.begin_read(timeout);
     holders = ask_holders(*engine, timeout);
     snapshot = gpus();  // GPUs in index order

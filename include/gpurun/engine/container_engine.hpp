@@ -36,6 +36,9 @@ class ContainerEngine {
   // The containers that hold GPUs (running ones, or all), whoever started them. Throws Error when
   // the engine cannot be asked.
   virtual std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout, Listing listing) = 0;
+  // Starts what gpu_holders(timeout, listing), called next, will ask, where the engine can work
+  // on it meanwhile (its socket's list request); nothing elsewhere. Never throws.
+  virtual void ask_gpu_holders_ahead(std::chrono::milliseconds /*timeout*/, Listing /*listing*/) {}
   // Whether the engine resolves CDI devices (--device nvidia.com/gpu=UUID), and why we think so.
   // Never throws: an engine that cannot be asked has no CDI we know of.
   virtual CdiSupport cdi_support(std::chrono::milliseconds timeout) = 0;

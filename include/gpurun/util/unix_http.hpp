@@ -33,6 +33,11 @@ class UnixHttpClient {
   UnixHttpClient(const UnixHttpClient&) = delete;
   UnixHttpClient& operator=(const UnixHttpClient&) = delete;
 
+  // Connects and sends GET `target` now, and returns without its answer: the peer works on it while
+  // the caller does something else, and the next get() or get_all() of `target` reads it. Never
+  // throws: where it cannot be sent, that get() connects anew and says why it cannot.
+  void send_ahead(const std::string& target);
+
   // GET `target` ("/containers/json"). Throws Error when the socket cannot be reached, the
   // deadline passes or the answer is not HTTP; any status, 404 included, is returned.
   HttpResponse get(const std::string& target);

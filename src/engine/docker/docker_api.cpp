@@ -31,8 +31,6 @@ namespace {
 
 using nlohmann::json;
 
-HttpPeer docker_peer() { return {.name = "the Docker engine", .access_hint = engine_access_hint, .headers = {}}; }
-
 // Inspects asked at once, each on a connection of its own, so that the engine's answers overlap;
 // each connection costs a connect, and a GPU server runs few containers.
 constexpr std::size_t kInspectConnections = 4;
@@ -82,7 +80,13 @@ class DockerApiEngine final : public ContainerEngine {
 
   std::string name() const override { return name_; }
   std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout, Listing listing) override {
-    return docker_api_gpu_holders(socket_, timeout, listing);
+    if (!ahead_) return docker_api_gpu_holders(socket_, timeout, listing);
+    const std::unique_ptr<UnixHttpClient> client = std::move(ahead_);
+    return docker_api_gpu_holders(*client, socket_, listing);
+  }
+  void ask_gpu_holders_ahead(std::chrono::milliseconds timeout, Listing listing) override {
+    ahead_ = std::make_unique<UnixHttpClient>(socket_, std::chrono::steady_clock::now() + timeout, docker_api_peer());
+    ahead_->send_ahead(docker_api_list_target(listing));
   }
   CdiSupport cdi_support(std::chrono::milliseconds timeout) override {
     if (name_ == "podman") return {true, "podman always resolves CDI devices"};
@@ -110,6 +114,7 @@ class DockerApiEngine final : public ContainerEngine {
   std::string docker_;
   std::string socket_;
   std::string name_;
+  std::unique_ptr<UnixHttpClient> ahead_;  // its list request sent ahead, for the next gpu_holders
 };
 
 }  // namespace
@@ -136,19 +141,30 @@ std::optional<std::string> docker_socket_path(const DockerClientEnvironment& env
   return std::string(kDefaultDockerSocket);
 }
 
+HttpPeer docker_api_peer() { return {.name = "the Docker engine", .access_hint = engine_access_hint, .headers = {}}; }
+
+// Running ones, as `docker ps`; with all=1 the others too, as `docker ps -a`. Unversioned, which
+// the engine answers in its own newest version: no /_ping first to learn it (a round trip per
+// launch), and nothing for an engine to refuse as too old, as Docker 29 refuses every version
+// before 1.44. The fields read (ids, names, labels, environment, device requests, devices) have
+// kept their shape since API 1.40.
+std::string docker_api_list_target(Listing listing) {
+  return listing == Listing::all ? "/containers/json?all=1" : "/containers/json";
+}
+
 std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout,
                                                  Listing listing) {
-  UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout, docker_peer());
+  UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout, docker_api_peer());
+  return docker_api_gpu_holders(client, socket_path, listing);
+}
+
+std::vector<GpuContainer> docker_api_gpu_holders(UnixHttpClient& client, const std::string& socket_path,
+                                                 Listing listing) {
   const auto refused = [&](const std::string& what, const HttpResponse& r) {
     return Error(fmt::format("the Docker engine at {} refused {} (HTTP {}): {}", socket_path, what, r.status,
                              engine_message(r)));
   };
-  // Unversioned paths, which the engine answers in its own newest version: no /_ping first to
-  // learn it (a round trip per launch), and nothing for an engine to refuse as too old, as Docker
-  // 29 refuses every version before 1.44. The fields read (ids, names, labels, environment,
-  // device requests, devices) have kept their shape since API 1.40.
-  // Running ones, as `docker ps`; with all=1 the others too, as `docker ps -a`.
-  const HttpResponse list = client.get(listing == Listing::all ? "/containers/json?all=1" : "/containers/json");
+  const HttpResponse list = client.get(docker_api_list_target(listing));
   if (list.status != 200) throw refused("the container list", list);
   constexpr std::array<std::string_view, 1> kIdOnly{"/Id"};
   const json listed = parse_json_keeping(list.body, kIdOnly);
@@ -193,7 +209,7 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
       return *known;
     }
   try {
-    UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout, docker_peer());
+    UnixHttpClient client(socket_path, std::chrono::steady_clock::now() + timeout, docker_api_peer());
     const HttpResponse info = client.get("/info");
     if (info.status != 200) return {false, fmt::format("the engine's /info answered HTTP {}", info.status)};
     const json answer = json::parse(info.body, nullptr, false);

@@ -11,6 +11,7 @@
 
 #include "gpurun/engine/container_engine.hpp"
 #include "gpurun/engine/containers.hpp"
+#include "gpurun/util/unix_http.hpp"
 
 namespace gpurun {
 
@@ -36,6 +37,16 @@ std::optional<std::string> docker_socket_path(const DockerClientEnvironment& env
 // Error when the engine cannot be asked.
 std::vector<GpuContainer> docker_api_gpu_holders(const std::string& socket_path, std::chrono::milliseconds timeout,
                                                  Listing listing = Listing::running);
+
+// The same through `client`, which may have sent the list request ahead (docker_api_list_target).
+std::vector<GpuContainer> docker_api_gpu_holders(UnixHttpClient& client, const std::string& socket_path,
+                                                 Listing listing);
+
+// The container list's request: running containers, or all of them.
+std::string docker_api_list_target(Listing listing);
+
+// The peer of the Docker engine's socket, for UnixHttpClient.
+HttpPeer docker_api_peer();
 
 // Whether the engine at `socket_path` has CDI: its /info's CDISpecDirs (docker 25+), remembered in
 // `cache_file` while the engine runs (docker/cdi_cache.hpp; "": asked every time). Never throws.

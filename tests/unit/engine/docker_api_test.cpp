@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpurun/util/error.hpp"
@@ -175,6 +176,33 @@ TEST(DockerApiEngine, PodmansClientAndAMissingSocketAreLeftToTheCli) {
   EXPECT_EQ(make_docker_api_engine("docker", why), nullptr);
   EXPECT_EQ(why, "DOCKER_HOST is tcp://127.0.0.1:2375, not a unix socket");
   ::unsetenv("DOCKER_HOST");
+}
+
+// A launch sends the list request before it starts nvidia-smi: the engine lists meanwhile, and
+// gpu_holders() reads that answer instead of asking again.
+TEST(DockerApiEngine, TheListAskedAheadIsTheOneRead) {
+  StandInEngine engine({{"/containers/json", {200, R"([{"Id": ")" + kA + R"("}, {"Id": ")" + kB + R"("}])"}},
+                        {"/containers/" + kA + "/json",
+                         {200, R"({"Id": ")" + kA + R"(", "Name": "/gpu-job", "HostConfig": {"DeviceRequests": [
+                           {"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]}})"}},
+                        {"/containers/" + kB + "/json", {200, R"({"Id": ")" + kB + R"(", "Name": "/web"})"}},
+                        {"/containers/json?all=1", {200, "[]"}}});
+  ::setenv("DOCKER_HOST", ("unix://" + engine.path()).c_str(), 1);
+  std::string why;
+  const auto api = make_docker_api_engine("/usr/bin/docker", why);
+  ::unsetenv("DOCKER_HOST");
+  ASSERT_NE(api, nullptr) << why;
+  api->ask_gpu_holders_ahead(std::chrono::seconds(5), Listing::running);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (engine.requests().empty() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_THAT(engine.requests(), ElementsAre("GET /containers/json HTTP/1.1"));  // before gpu_holders()
+  const auto holders = api->gpu_holders(std::chrono::seconds(5), Listing::running);
+  ASSERT_EQ(holders.size(), 1U);
+  EXPECT_TRUE(holders[0].all_gpus);
+  EXPECT_EQ(engine.requests().size(), 3U);                                        // the list once, then both inspects
+  EXPECT_EQ(api->gpu_holders(std::chrono::seconds(5), Listing::all).size(), 0U);  // nothing ahead: asked anew
+  EXPECT_EQ(engine.requests()[3], "GET /containers/json?all=1 HTTP/1.1");
 }
 
 TEST(DockerApiEngine, AsksTheSocketAndRunsTheDockerCli) {

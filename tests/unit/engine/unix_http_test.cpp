@@ -58,6 +58,33 @@ TEST(UnixHttpGetEach, HandsEachAnswerOverAsItComesAfterAskingTheNext) {
   EXPECT_TRUE(next_asked_first);
 }
 
+// A request sent ahead is on its way before get() is called, and get() reads its answer.
+TEST(UnixHttpSendAhead, GetReadsTheAnswerOfTheRequestSentAhead) {
+  StandInEngine engine({{"/a", {200, "A"}}, {"/b", {200, "B"}}});
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
+  client.send_ahead("/a");
+  const auto give_up = std::chrono::steady_clock::now() + 2s;
+  while (engine.requests().empty() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(engine.requests().size(), 1U);  // sent before any get()
+  EXPECT_EQ(client.get("/a").body, "A");
+  EXPECT_EQ(client.get("/b").body, "B");
+  EXPECT_EQ(engine.requests().size(), 2U);  // "/a" asked once
+  EXPECT_EQ(engine.connections(), 1U);
+}
+
+TEST(UnixHttpSendAhead, AnotherTargetNeverGetsTheAnswerSentAheadFor) {
+  StandInEngine engine({{"/a", {200, "A"}}, {"/b", {200, "B"}}});
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
+  client.send_ahead("/a");
+  EXPECT_THAT(bodies(client.get_all({"/b", "/a"}, 1)), ElementsAre("200 B", "200 A"));
+}
+
+TEST(UnixHttpSendAhead, NoSocketIsNoErrorUntilGet) {
+  UnixHttpClient client("/nonexistent/gpurun-test.sock", std::chrono::steady_clock::now() + 5s);
+  EXPECT_NO_THROW(client.send_ahead("/a"));
+  EXPECT_THROW(client.get("/a"), Error);
+}
+
 TEST(UnixHttpGetAll, AskedAtOnceTheyTakeAboutTheLongestNotTheSum) {
   StandInEngine engine(
       {{"/a", {200, "A", 300ms}}, {"/b", {200, "B", 300ms}}, {"/c", {200, "C", 300ms}}, {"/d", {200, "D", 300ms}}});
