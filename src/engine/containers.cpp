@@ -120,10 +120,19 @@ void read_policy_labels(const json& labels, GpuContainer& container) {
 }
 
 // Every member read_container reads: the rest of an inspect answer is not built.
-constexpr std::array<std::string_view, 13> kMembersRead{
-    "/Id",          "/Name",          "/Path",        "/Args",           "/Config/Image",
-    "/Config/User", "/Config/Labels", "/Config/Env",  "/State/Status",   "/State/StartedAt",
-    "/HostConfig/DeviceRequests",     "/HostConfig/Devices",             "/HostConfig/Privileged"};
+constexpr std::array<std::string_view, 13> kMembersRead{"/Id",
+                                                        "/Name",
+                                                        "/Path",
+                                                        "/Args",
+                                                        "/Config/Image",
+                                                        "/Config/User",
+                                                        "/Config/Labels",
+                                                        "/Config/Env",
+                                                        "/State/Status",
+                                                        "/State/StartedAt",
+                                                        "/HostConfig/DeviceRequests",
+                                                        "/HostConfig/Devices",
+                                                        "/HostConfig/Privileged"};
 
 // What one container holds, from `docker inspect` of it.
 GpuContainer read_container(const json& c) {

@@ -86,13 +86,14 @@ json kept(const boost::json::value& element, const std::vector<std::vector<std::
 std::vector<std::vector<std::string>> split_paths(std::span<const std::string_view> paths) {
   std::vector<std::vector<std::string>> split;
   for (std::string_view path : paths) {
-    std::vector<std::string>& keys = split.emplace_back();
+    std::vector<std::string> keys;
     while (path.starts_with('/')) {
       path.remove_prefix(1);
       const std::size_t end = path.find('/');
       keys.emplace_back(path.substr(0, end));
       path = end == std::string_view::npos ? std::string_view() : path.substr(end);
     }
+    split.push_back(std::move(keys));
   }
   return split;
 }

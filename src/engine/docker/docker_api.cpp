@@ -193,7 +193,7 @@ std::vector<GpuContainer> docker_api_gpu_holders(UnixHttpClient& client, const s
       failed = Error(e.what());
     }
   });
-  if (failed) throw *failed;
+  if (failed) throw Error(*failed);  // (a copy, with its exit code)
   std::vector<GpuContainer> containers;
   for (std::vector<GpuContainer>& some : found)
     containers.insert(containers.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
