@@ -78,7 +78,10 @@ void UnixHttpClient::send_ahead(const std::string& target) {
   if (!s.connections.empty()) return;
   auto c = std::make_unique<Connection>(s.io);
   error_code error;
-  {
+  // Never waits: where the engine's backlog is full, connect(2) would block past any deadline.
+  c->socket.open(asio::local::stream_protocol(), error);
+  if (!error) c->socket.non_blocking(true, error);
+  if (!error) {
     const AsRoot as_root;  // as get_each connects: the socket may be root's
     c->socket.connect(asio::local::stream_protocol::endpoint(socket_path_), error);
   }

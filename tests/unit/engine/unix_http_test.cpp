@@ -1,16 +1,22 @@
 // Unit tests for the unix-socket HTTP client's concurrent GETs, against a stand-in engine.
 #include "gpurun/util/unix_http.hpp"
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
 #include "stand_in_engine.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
@@ -77,6 +83,30 @@ TEST(UnixHttpSendAhead, AnotherTargetNeverGetsTheAnswerSentAheadFor) {
   UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
   client.send_ahead("/a");
   EXPECT_THAT(bodies(client.get_all({"/b", "/a"}, 1)), ElementsAre("200 B", "200 A"));
+}
+
+// A peer that accepts no more connections (its backlog full) must not hold send_ahead: connect(2)
+// would block there, past any deadline; get() then waits until the deadline and says so.
+TEST(UnixHttpSendAhead, AFullBacklogNeverBlocks) {
+  const test::TempDir dir{"gpurun-backlog"};
+  const std::string path = dir / "full.sock";
+  const Fd listening(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  path.copy(address.sun_path, sizeof address.sun_path - 1);
+  ASSERT_EQ(::bind(listening.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listening.get(), 0), 0);  // never accepts
+  std::vector<Fd> fillers;
+  for (int i = 0; i < 8; ++i) {  // until the backlog is full
+    fillers.emplace_back(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (::connect(fillers.back().get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) break;
+  }
+  ASSERT_EQ(errno, EAGAIN);
+  UnixHttpClient client(path, std::chrono::steady_clock::now() + 300ms);
+  const auto start = std::chrono::steady_clock::now();
+  client.send_ahead("/a");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 200ms);
+  EXPECT_THROW(client.get("/a"), Error);
 }
 
 TEST(UnixHttpSendAhead, NoSocketIsNoErrorUntilGet) {
