@@ -4,6 +4,12 @@
 
 namespace gpurun::cli {
 
+const RunOptionSpec* find_run_option(std::string_view name) {
+  for (const RunOptionSpec& option : kRunOptions)
+    if (!name.empty() && (option.long_name == name || option.short_name == name)) return &option;
+  return nullptr;
+}
+
 std::vector<std::pair<std::string, nlohmann::json>> flags_given(const Names& given, const Bindings& b, Scope scope) {
   std::vector<std::pair<std::string, nlohmann::json>> flags;
   for (const Setting& s : settings()) {

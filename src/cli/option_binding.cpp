@@ -47,16 +47,33 @@ void bind_options(CLI::App& app, Bindings& b, const std::optional<Names>& only) 
     }
     option->group(std::string(s.group));
   }
-  const std::string configuration = "Configuration";
-  app.add_option("-P,--profile", b.profile, "use this profile of the config files [env GPURUN_PROFILE]")
-      ->group(configuration);
-  app.add_option("--config", b.config_files, "read this config file too, above the others (repeatable)")
-      ->allow_extra_args(false)
-      ->group(configuration);
-  app.add_flag("--no-config", b.no_config, "ignore the option values of the system, user and project files")
-      ->group(configuration);
-  app.add_flag("--verbose", b.verbose, "more diagnostics on stderr (repeatable)")->group("Output");
-  app.add_flag("-q,--quiet", b.quiet, "fewer diagnostics on stderr (repeatable)")->group("Output");
+  for (const RunOptionSpec& spec : kRunOptions) {
+    const std::string names =
+        spec.short_name.empty() ? std::string(spec.long_name) : fmt::format("{},{}", spec.short_name, spec.long_name);
+    const std::string help(spec.help);
+    CLI::Option* option = nullptr;
+    switch (spec.which) {
+      case RunOption::profile:
+        option = app.add_option(names, b.profile, help);
+        break;
+      case RunOption::config:
+        option = app.add_option(names, b.config_files, help)->allow_extra_args(false);
+        break;
+      case RunOption::no_config:
+        option = app.add_flag(names, b.no_config, help);
+        break;
+      case RunOption::verbose:
+        option = app.add_flag(names, b.verbose, help);
+        break;
+      case RunOption::quiet:
+        option = app.add_flag(names, b.quiet, help);
+        break;
+      case RunOption::help:  // CLI11's own
+      case RunOption::version:
+        continue;
+    }
+    option->group(std::string(spec.group));
+  }
 }
 
 Names filled_names(const CLI::App& app) {

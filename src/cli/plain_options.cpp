@@ -1,29 +1,9 @@
 #include "plain_options.hpp"
 
-#include <array>
-
 #include "gpurun/config/settings.hpp"
 
 namespace gpurun::cli {
 namespace {
-
-// The options that are no setting, as bind_options declares them to CLI11 (and CLI11's own).
-struct OtherOption {
-  std::string_view name;
-  bool takes_value;
-};
-constexpr std::array kOtherOptions{
-    OtherOption{"-P", true},           OtherOption{"--profile", true},  OtherOption{"--config", true},
-    OtherOption{"--no-config", false}, OtherOption{"--verbose", false}, OtherOption{"-q", false},
-    OtherOption{"--quiet", false},     OtherOption{"-h", false},        OtherOption{"--help", false},
-    OtherOption{"--version", false},
-};
-
-const OtherOption* find_other(std::string_view name) {
-  for (const OtherOption& option : kOtherOptions)
-    if (option.name == name) return &option;
-  return nullptr;
-}
 
 // The setting an option name sets, where CLI11 is given it (positional ones are not).
 const Setting* setting_of(std::string_view name) {
@@ -35,10 +15,10 @@ bool is_plain_value(std::string_view value) { return !value.empty() && !value.st
 
 }  // namespace
 
-bool is_option_name(std::string_view name) { return find_other(name) != nullptr || setting_of(name) != nullptr; }
+bool is_option_name(std::string_view name) { return find_run_option(name) != nullptr || setting_of(name) != nullptr; }
 
 bool option_takes_value(std::string_view name) {
-  if (const OtherOption* other = find_other(name)) return other->takes_value;
+  if (const RunOptionSpec* option = find_run_option(name)) return option->takes_value;
   const Setting* setting = setting_of(name);
   return setting != nullptr && setting->type != ValueType::boolean && setting->bare_value.empty();
 }
@@ -61,21 +41,32 @@ std::optional<Names> read_plain_options(const std::vector<std::string>& words, B
       return std::nullopt;  // --dry-run=false: CLI11 reads a switch's value
     }
 
-    if (name == "--verbose") {
-      ++b.verbose;
-    } else if (name == "-q" || name == "--quiet") {
-      ++b.quiet;
-    } else if (name == "--no-config") {
-      if (b.no_config) return std::nullopt;
-      b.no_config = true;
-    } else if (name == "-P" || name == "--profile") {
-      if (!b.profile.empty()) return std::nullopt;
-      b.profile = value;
-    } else if (name == "--config") {
-      b.config_files.push_back(value);
+    if (const RunOptionSpec* option = find_run_option(name)) {
+      switch (option->which) {
+        case RunOption::verbose:
+          ++b.verbose;
+          break;
+        case RunOption::quiet:
+          ++b.quiet;
+          break;
+        case RunOption::no_config:
+          if (b.no_config) return std::nullopt;
+          b.no_config = true;
+          break;
+        case RunOption::profile:
+          if (!b.profile.empty()) return std::nullopt;
+          b.profile = value;
+          break;
+        case RunOption::config:
+          b.config_files.push_back(value);
+          break;
+        case RunOption::help:
+        case RunOption::version:
+          return std::nullopt;  // CLI11's own
+      }
     } else {
       const Setting* setting = setting_of(name);
-      if (setting == nullptr || !setting->bare_value.empty()) return std::nullopt;  // --help, --wait, unknown
+      if (setting == nullptr || !setting->bare_value.empty()) return std::nullopt;  // --wait, unknown
       const std::string key(setting->key);
       const bool list = setting->type == ValueType::list || setting->type == ValueType::appended_list;
       if (!given.insert(std::string(setting->flag)).second && !list) return std::nullopt;  // CLI11 says it once
