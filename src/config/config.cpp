@@ -97,9 +97,12 @@ void merge_profile(Config& config, const std::vector<ParsedFile>& files, const s
 }
 
 void merge_environment(Config& config, const std::map<std::string, std::string>& environment) {
-  std::vector<std::string> variables{"GPURUN_PROFILE"};
-  for (const Setting& s : settings())
-    if (s.scope == Scope::option) variables.push_back(s.env());
+  const auto variables = [] {  // for "did you mean": only on a mistake (a launch has none to spend on it)
+    std::vector<std::string> names{"GPURUN_PROFILE"};
+    for (const Setting& s : settings())
+      if (s.scope == Scope::option) names.push_back(s.env());
+    return names;
+  };
   for (const auto& [variable, raw] : environment) {
     // Not settings: the profile, the sysfs root tests point at a tree of their own
     // (gpurun/gpu/topology.hpp), the system file they replace (read by the CLI, not under sudo) and
@@ -112,7 +115,7 @@ void merge_environment(Config& config, const std::map<std::string, std::string>&
       config.warnings.push_back(fmt::format("ignoring {}: gpurun has no such setting{}", variable,
                                             info != nullptr && info->scope == Scope::policy
                                                 ? " (site policy is set only in /etc/gpurun/config.json)"
-                                                : suggestion(variable, variables)));
+                                                : suggestion(variable, variables())));
       continue;
     }
     const json value = value_from_text(info->type, raw, variable);

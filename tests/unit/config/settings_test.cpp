@@ -7,6 +7,8 @@
 
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "gpurun/config/options.hpp"
 #include "gpurun/config/values.hpp"
@@ -33,6 +35,29 @@ TEST(Settings, EveryEntryIsComplete) {
     } else {
       EXPECT_EQ(s.env(), "") << s.key << ": per-invocation settings have no variable";
     }
+  }
+}
+
+// default_value reads simple literals itself: it must give what the JSON parser gives, type and
+// all (a non-negative number is unsigned there), for the table's literals and for edge cases.
+TEST(Settings, DefaultValuesAreWhatTheParserReads) {
+  std::vector<std::string_view> literals = {"null",       "true",        "false",    "[]",
+                                            "0",          "7",           "80",       "123456789",
+                                            "1234567890", R"("")",       R"("10%")", R"("/run/lock/gpurun")",
+                                            R"("a\"b")",  R"("\u00e9")", "-1",       "1.5",
+                                            "[1]",        R"({"a":1})",  " null"};
+  for (const Setting& s : settings()) literals.push_back(s.fallback);
+  for (const std::string_view literal : literals) {
+    Setting setting;
+    setting.fallback = literal;
+    const json parsed = json::parse(literal);
+    EXPECT_EQ(setting.default_value(), parsed) << literal;
+    EXPECT_EQ(setting.default_value().type(), parsed.type()) << literal;
+  }
+  for (const std::string_view bad : {"01", "nul", "\"a", "[", ""}) {
+    Setting setting;
+    setting.fallback = bad;
+    EXPECT_THROW((void)setting.default_value(), json::parse_error) << bad;
   }
 }
 
