@@ -31,9 +31,19 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-floorbench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/xdg" "$work/locks" "$work/bin" "$work/cli"
 
-cc -O2 -o "$work/launch_floor" "$root/bench/floor/launch_floor.c"
-cc -O2 -o "$work/bin/nvidia-smi" "$root/bench/floor/fast_nvidia_smi.c"
-cc -O2 -DREAL_DOCKER="\"$real_docker\"" -o "$work/bin/docker" "$root/bench/floor/noop_run_docker.c"
+# Every program runs from a copy, as installed (`cmake --install` and packages copy): a program the
+# linker has just written starts slower than a copy of it until its pages leave the page cache
+# (gpurun, 5 MB: 0.07-0.09 ms a launch on this machine; after drop_caches both ran alike;
+# docs/performance.md), and users run the copy.
+mkdir -p "$work/cc"
+cc -O2 -o "$work/cc/launch_floor" "$root/bench/floor/launch_floor.c"
+cc -O2 -o "$work/cc/nvidia-smi" "$root/bench/floor/fast_nvidia_smi.c"
+cc -O2 -DREAL_DOCKER="\"$real_docker\"" -o "$work/cc/docker" "$root/bench/floor/noop_run_docker.c"
+install -m 0755 "$work/cc/launch_floor" "$work/launch_floor"
+install -m 0755 "$work/cc/nvidia-smi" "$work/cc/docker" "$work/bin/"
+built_gpurun=$gpurun
+gpurun=$work/installed/gpurun
+install -D -m 0755 "$built_gpurun" "$gpurun"
 
 # The answers gpurun asks for (no sysfs to place GPUs by: no pci.bus_id, no topo -m), recorded once.
 fmt=--format=csv,noheader,nounits
@@ -46,7 +56,7 @@ DOCKER_CONFIG=$work/cli "$real_docker" context create gpurun-bench --docker "hos
 
 containers=$("$real_docker" ps --quiet | wc -l)
 echo "engine:   $("$real_docker" version --format 'dockerd {{.Server.Version}}') at $DOCKER_HOST, $containers containers running"
-echo "gpurun:   $gpurun ($("$gpurun" --version)); $runs runs per variant, interleaved"
+echo "gpurun:   $built_gpurun ($("$gpurun" --version)), run from a copy; $runs runs per variant, interleaved"
 echo "machine:  $(nproc) CPUs, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(uname -sr)"
 echo
 
