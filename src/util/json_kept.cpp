@@ -3,6 +3,7 @@
 // Boost.JSON compiled here, header-only, from the Boost headers the engine client already uses.
 #include <boost/json/src.hpp>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,8 +31,11 @@ json copied(const boost::json::value& value) {
       case boost::json::kind::bool_:
         *to = from->get_bool();
         break;
-      case boost::json::kind::int64:
-        *to = from->get_int64();
+      case boost::json::kind::int64:  // nlohmann's parser types a number that is not negative unsigned
+        if (from->get_int64() >= 0)
+          *to = static_cast<std::uint64_t>(from->get_int64());
+        else
+          *to = from->get_int64();
         break;
       case boost::json::kind::uint64:
         *to = from->get_uint64();

@@ -11,6 +11,9 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -57,6 +60,18 @@ struct Exchange {
   http::response_parser<http::string_body> parser;
 };
 
+// The connection's own socket, close-on-exec (asio's open() leaves the flag off): no program gpurun
+// starts (nvidia-smi, docker) holds a connection to the engine, which under sudo is root's.
+void open_socket(Connection& c, error_code& error) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    error = error_code(errno, boost::system::system_category());
+    return;
+  }
+  c.socket.assign(asio::local::stream_protocol(), fd, error);
+  if (error) ::close(fd);
+}
+
 }  // namespace
 
 struct UnixHttpClient::State {
@@ -76,22 +91,30 @@ UnixHttpClient::~UnixHttpClient() = default;
 void UnixHttpClient::send_ahead(const std::string& target) {
   State& s = *state_;
   if (!s.connections.empty()) return;
-  auto c = std::make_unique<Connection>(s.io);
-  error_code error;
-  // Never waits: where the engine's backlog is full, connect(2) would block past any deadline.
-  c->socket.open(asio::local::stream_protocol(), error);
-  if (!error) c->socket.non_blocking(true, error);
-  if (!error) {
-    const AsRoot as_root;  // as get_each connects: the socket may be root's
-    c->socket.connect(asio::local::stream_protocol::endpoint(socket_path_), error);
+  try {
+    auto c = std::make_unique<Connection>(s.io);
+    error_code error;
+    open_socket(*c, error);
+    if (!error) c->socket.non_blocking(true, error);  // the write below says would_block, never waits
+    if (error) return;
+    // connect(2) itself: where the engine's backlog is full it fails with EAGAIN, and asio's
+    // connect would then wait for the socket with no deadline. Not sent, then.
+    const asio::local::stream_protocol::endpoint endpoint(socket_path_);
+    int connected = -1;
+    {
+      const AsRoot as_root;  // as get_each connects: the socket may be root's
+      connected = ::connect(c->socket.native_handle(), endpoint.data(), static_cast<socklen_t>(endpoint.size()));
+    }
+    if (connected != 0) return;
+    Exchange x(target, peer_);
+    http::write(c->socket, x.request, error);  // a few dozen bytes into an empty socket: at once
+    if (error) return;
+    c->connected = true;
+    s.connections.push_back(std::move(c));
+    s.sent_ahead = target;
+  } catch (const std::exception&) {
+    // Not sent (no memory, or the rights could not be raised): get_each connects and says why.
   }
-  if (error) return;
-  Exchange x(target, peer_);
-  http::write(c->socket, x.request, error);  // a few dozen bytes into an empty socket: at once
-  if (error) return;
-  c->connected = true;
-  s.connections.push_back(std::move(c));
-  s.sent_ahead = target;
 }
 
 HttpResponse UnixHttpClient::get(const std::string& target) { return std::move(get_all({target}, 1).front()); }
@@ -146,6 +169,8 @@ void UnixHttpClient::get_each(const std::vector<std::string>& targets, std::size
     };
     const auto write = [c, x, finish] {
       http::async_write(c->socket, x->request, [c, x, finish](error_code ec, std::size_t) {
+        // Not connected after all: a peer whose backlog was full, which asio's connect took for done.
+        if (ec == asio::error::not_connected) c->connected = false;
         if (ec) return finish(ec);
         http::async_read(c->socket, c->buffer, x->parser,
                          [finish](error_code read_ec, std::size_t) { finish(read_ec); });
@@ -160,6 +185,11 @@ void UnixHttpClient::get_each(const std::vector<std::string>& targets, std::size
     // Under sudo the engine's socket is root's (docker group at most): connect as root, and only
     // that. asio calls connect(2) right here, so the raised rights end with this scope.
     const AsRoot as_root;
+    if (!c->socket.is_open()) {
+      error_code error;
+      open_socket(*c, error);
+      if (error) return finish(error);
+    }
     c->socket.async_connect(asio::local::stream_protocol::endpoint(socket_path_), [c, write, finish](error_code ec) {
       if (ec) return finish(ec);
       c->connected = true;

@@ -27,15 +27,17 @@ struct HttpPeer {
 
 class UnixHttpClient {
  public:
-  // Connects lazily, on the first get(). Every request must end by `deadline`.
+  // Connects on the first request (or send_ahead). Every request must end by `deadline`.
   UnixHttpClient(std::string socket_path, std::chrono::steady_clock::time_point deadline, HttpPeer peer = {});
   ~UnixHttpClient();
   UnixHttpClient(const UnixHttpClient&) = delete;
   UnixHttpClient& operator=(const UnixHttpClient&) = delete;
 
   // Connects and sends GET `target` now, and returns without its answer: the peer works on it while
-  // the caller does something else, and the next get() or get_all() of `target` reads it. Never
-  // throws: where it cannot be sent, that get() connects anew and says why it cannot.
+  // the caller does something else. The next get(), get_all() or get_each() reads that answer
+  // where `target` is its first target; else it closes that connection unread. Does nothing once
+  // the client has connections. Never waits (a full backlog is "not sent") and never throws:
+  // where it cannot be sent, the next request connects anew and says why it cannot.
   void send_ahead(const std::string& target);
 
   // GET `target` ("/containers/json"). Throws Error when the socket cannot be reached, the

@@ -85,8 +85,12 @@ class DockerApiEngine final : public ContainerEngine {
     return docker_api_gpu_holders(*client, socket_, listing);
   }
   void ask_gpu_holders_ahead(std::chrono::milliseconds timeout, Listing listing) override {
-    ahead_ = std::make_unique<UnixHttpClient>(socket_, std::chrono::steady_clock::now() + timeout, docker_api_peer());
-    ahead_->send_ahead(docker_api_list_target(listing));
+    try {
+      ahead_ = std::make_unique<UnixHttpClient>(socket_, std::chrono::steady_clock::now() + timeout, docker_api_peer());
+      ahead_->send_ahead(docker_api_list_target(listing));
+    } catch (const std::exception&) {  // no memory: gpu_holders asks as it would have
+      ahead_.reset();
+    }
   }
   CdiSupport cdi_support(std::chrono::milliseconds timeout) override {
     if (name_ == "podman") return {true, "podman always resolves CDI devices"};

@@ -1,7 +1,9 @@
 // Unit tests for the unix-socket HTTP client's concurrent GETs, against a stand-in engine.
 #include "gpurun/util/unix_http.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <gmock/gmock.h>
@@ -9,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +26,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 std::vector<std::string> bodies(const std::vector<HttpResponse>& answers) {
   std::vector<std::string> out;
@@ -86,7 +91,8 @@ TEST(UnixHttpSendAhead, AnotherTargetNeverGetsTheAnswerSentAheadFor) {
 }
 
 // A peer that accepts no more connections (its backlog full) must not hold send_ahead: connect(2)
-// would block there, past any deadline; get() then waits until the deadline and says so.
+// would block there, past any deadline. get() then fails at once, saying the engine cannot be
+// reached (asio takes such a connect for done; the request cannot be written).
 TEST(UnixHttpSendAhead, AFullBacklogNeverBlocks) {
   const test::TempDir dir{"gpurun-backlog"};
   const std::string path = dir / "full.sock";
@@ -106,7 +112,35 @@ TEST(UnixHttpSendAhead, AFullBacklogNeverBlocks) {
   const auto start = std::chrono::steady_clock::now();
   client.send_ahead("/a");
   EXPECT_LT(std::chrono::steady_clock::now() - start, 200ms);
-  EXPECT_THROW(client.get("/a"), Error);
+  try {
+    client.get("/a");
+    ADD_FAILURE() << "get() answered";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot be reached"));
+  }
+}
+
+// The sockets of the process that are inherited by a program it starts.
+std::vector<int> sockets_kept_across_exec() {
+  std::vector<int> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(entry.path().filename().string());
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && (::fcntl(fd, F_GETFD) & FD_CLOEXEC) == 0) found.push_back(fd);
+  }
+  return found;
+}
+
+// No program gpurun starts (nvidia-smi, docker) may hold a connection to the engine: under sudo
+// it is root's.
+TEST(UnixHttpClient, NoConnectionIsInheritedByAProgramStarted) {
+  StandInEngine engine({{"/a", {200, "A"}}, {"/b", {200, "B"}}});
+  UnixHttpClient ahead(engine.path(), std::chrono::steady_clock::now() + 5s);
+  ahead.send_ahead("/a");
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
+  EXPECT_EQ(client.get_all({"/a", "/b"}, 2).size(), 2U);  // both connections kept open
+  EXPECT_GE(engine.connections(), 3U);
+  EXPECT_THAT(sockets_kept_across_exec(), IsEmpty());
 }
 
 TEST(UnixHttpSendAhead, NoSocketIsNoErrorUntilGet) {

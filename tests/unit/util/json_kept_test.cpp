@@ -20,6 +20,18 @@ constexpr std::array<std::string_view, 4> kPaths{"/Id", "/Config/Labels", "/Host
 
 json kept(std::string_view text) { return parse_json_keeping(text, kPaths); }
 
+// Every value's type, depth first: json's == takes 1 (unsigned) for 1 (signed); a reader may not.
+std::string types_of(const json& value) {
+  std::string out = value.type_name();
+  if (value.is_number_unsigned()) out += "(unsigned)";
+  if (value.is_structured()) {
+    out += "[";
+    for (const json& item : value) out += types_of(item) + ",";
+    out += "]";
+  }
+  return out;
+}
+
 TEST(ParseJsonKeeping, KeepsOnlyTheMembersOnAndUnderThePaths) {
   const json parsed =
       kept(R"([{"Id": "a1", "Name": "/x", "Config": {"Image": "img", "Labels": {"k": "v", "n": {"deep": [1]}}},
@@ -44,6 +56,7 @@ TEST(ParseJsonKeeping, AKeptValueIsWhatAFullParseGivesThere) {
       ASSERT_EQ(parsed[i].contains(pointer), full[i].contains(pointer)) << path;
       if (full[i].contains(pointer)) {
         EXPECT_EQ(parsed[i].at(pointer), full[i].at(pointer)) << path;
+        EXPECT_EQ(types_of(parsed[i].at(pointer)), types_of(full[i].at(pointer))) << path;
       }
     }
   EXPECT_FALSE(parsed[0].contains("/GraphDriver"_json_pointer));
@@ -57,8 +70,10 @@ TEST(ParseJsonKeeping, KeepsATopLevelObjectByTheSamePaths) {
 TEST(ParseJsonKeeping, NumbersStringsAndDuplicatesAsNlohmannReadsThem) {
   constexpr std::array<std::string_view, 1> all_of_it{"/v"};
   for (const char* text : {R"({"v": [0, -1, 18446744073709551615, 1.5e300, -0.0, true, null]})",
-                           R"({"v": "caf\u00e9 \ud83d\ude00 \"q\" \\ \n"})", R"({"v": 1, "v": 2})", R"({"v": {}})"})
+                           R"({"v": "caf\u00e9 \ud83d\ude00 \"q\" \\ \n"})", R"({"v": 1, "v": 2})", R"({"v": {}})"}) {
     EXPECT_EQ(parse_json_keeping(text, all_of_it), json::parse(text)) << text;
+    EXPECT_EQ(types_of(parse_json_keeping(text, all_of_it)), types_of(json::parse(text))) << text;
+  }
 }
 
 TEST(ParseJsonKeeping, RefusesWhatIsNoJson) {
