@@ -4,9 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cstdint>
 
 #include "gpurun/config/options.hpp"
+#include "gpurun/config/values.hpp"
 #include "gpurun/util/choices.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/suggest.hpp"
@@ -686,24 +686,7 @@ std::vector<Setting> make_settings() {
 
 std::string Setting::env() const { return scope == Scope::option ? "GPURUN_" + text::to_upper(key) : ""; }
 
-// The table's literals are of a few simple forms, read here without the parser: it costs about
-// 1 600 instructions a call, and every start reads all the option defaults (issue 25). Any other
-// text is parsed; tests/unit/config/settings_test.cpp checks both ways agree on every literal.
-json Setting::default_value() const {
-  const std::string_view text = fallback;
-  if (text == "null") return nullptr;
-  if (text == "true" || text == "false") return text == "true";
-  if (text == "[]") return json::array();
-  const auto plain_char = [](char c) { return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20; };
-  if (text.size() >= 2 && text.front() == '"' && text.back() == '"' &&
-      std::all_of(text.begin() + 1, text.end() - 1, plain_char))
-    return std::string(text.substr(1, text.size() - 2));
-  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (!text.empty() && text.size() <= 9 && (text == "0" || text.front() != '0') &&
-      std::all_of(text.begin(), text.end(), digit))
-    return static_cast<std::uint64_t>(std::stoul(std::string(text)));  // as the parser types it: unsigned
-  return json::parse(text);
-}
+json Setting::default_value() const { return json_literal(fallback); }
 
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> table = make_settings();

@@ -138,6 +138,24 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
 
 // A GPURUN_* value as JSON of the key's type; left a string when it does not read as one, so
 // that value_problem() says what was expected.
+json json_literal(std::string_view text) {
+  if (text == "null") return nullptr;
+  if (text == "true" || text == "false") return text == "true";
+  if (text == "[]") return json::array();
+  const auto plain_char = [](char c) {  // printable ASCII; UTF-8 is for the parser to check
+    const auto byte = static_cast<unsigned char>(c);
+    return byte >= 0x20 && byte < 0x7f && c != '"' && c != '\\';
+  };
+  if (text.size() >= 2 && text.front() == '"' && text.back() == '"' &&
+      std::all_of(text.begin() + 1, text.end() - 1, plain_char))
+    return std::string(text.substr(1, text.size() - 2));
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (!text.empty() && text.size() <= 9 && (text == "0" || text.front() != '0') &&
+      std::all_of(text.begin(), text.end(), digit))
+    return static_cast<std::uint64_t>(std::stoul(std::string(text)));  // as the parser types it: unsigned
+  return json::parse(text);
+}
+
 json value_from_text(ValueType type, const std::string& raw, std::string_view where) {
   switch (type) {
     case ValueType::seconds:

@@ -41,6 +41,12 @@ std::optional<std::string> value_problem(ValueType type, const nlohmann::json& j
 // Error naming `where` for a list that starts like JSON but is not.
 nlohmann::json value_from_text(ValueType type, const std::string& raw, std::string_view where);
 
+// A JSON literal (the settings table's defaults) as nlohmann's parser reads it, type included.
+// The simple forms (null, true, false, [], a number that is not negative, a string without
+// escapes) are read without the parser, which costs about 1 600 instructions a call, and every
+// start reads all the option defaults (issue 25). Throws json::parse_error as the parser does.
+nlohmann::json json_literal(std::string_view text);
+
 // A JSON value for messages: "\"me/x\"", "[1,2]", never longer than one line.
 std::string describe_json(const nlohmann::json& j);
 

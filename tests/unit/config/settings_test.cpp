@@ -38,14 +38,15 @@ TEST(Settings, EveryEntryIsComplete) {
   }
 }
 
-// default_value reads simple literals itself: it must give what the JSON parser gives, type and
-// all (a non-negative number is unsigned there), for the table's literals and for edge cases.
+// default_value reads simple literals without the parser (json_literal): it must give what the
+// parser gives, type and all (a non-negative number is unsigned there), for the table's literals
+// and for edge cases.
 TEST(Settings, DefaultValuesAreWhatTheParserReads) {
   std::vector<std::string_view> literals = {"null",       "true",        "false",    "[]",
                                             "0",          "7",           "80",       "123456789",
                                             "1234567890", R"("")",       R"("10%")", R"("/run/lock/gpurun")",
                                             R"("a\"b")",  R"("\u00e9")", "-1",       "1.5",
-                                            "[1]",        R"({"a":1})",  " null"};
+                                            "[1]",        R"({"a":1})",  " null",    "\"caf\xc3\xa9\""};
   for (const Setting& s : settings()) literals.push_back(s.fallback);
   for (const std::string_view literal : literals) {
     Setting setting;
@@ -54,7 +55,7 @@ TEST(Settings, DefaultValuesAreWhatTheParserReads) {
     EXPECT_EQ(setting.default_value(), parsed) << literal;
     EXPECT_EQ(setting.default_value().type(), parsed.type()) << literal;
   }
-  for (const std::string_view bad : {"01", "nul", "\"a", "[", ""}) {
+  for (const std::string_view bad : {"01", "nul", "\"a", "[", "", "\"\xff\""}) {
     Setting setting;
     setting.fallback = bad;
     EXPECT_THROW((void)setting.default_value(), json::parse_error) << bad;
