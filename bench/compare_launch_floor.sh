@@ -18,6 +18,8 @@
 #   socket  the engine reached on its socket (DOCKER_HOST)
 #   cli     the engine reached only through its CLI (a docker context: gpurun leaves contexts to the CLI)
 #   plain   no engine asked: gpurun --ignore-containers --gpu-request gpus
+#           (and, for reference, against floor-safe: the same floor that also reads the system
+#           file, locks, looks the caller up, keeps a reservation and sends an audit line)
 #   version gpurun --version, against /bin/true
 set -euo pipefail
 me=compare_launch_floor.sh
@@ -29,7 +31,7 @@ socket=${DOCKER_HOST#unix://}
 real_docker=${BENCH_DOCKER_CLI:-$(command -v docker)} || { echo "$me: no docker client" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-floorbench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/xdg" "$work/locks" "$work/bin" "$work/cli"
+mkdir -p "$work/xdg" "$work/locks" "$work/safe-locks" "$work/bin" "$work/cli"
 
 # Every program runs from a copy, as installed (`cmake --install` and packages copy): a program the
 # linker has just written starts slower than a copy of it until its pages leave the page cache
@@ -78,6 +80,7 @@ variants = {
     "floor-cli": ([floor, smi, "--cli", docker, "--"] + run_line, by_cli),
     "gpurun-cli": (launch, by_cli),
     "floor-plain": ([floor, smi, "--none", "--"] + run_line, base),
+    "floor-safe": ([floor, smi, "--safe", work + "/safe-locks", "--"] + run_line, base),
     "gpurun-plain": (launch[:1] + ["--ignore-containers", "--gpu-request", "gpus"] + launch[1:], base),
     "true": (["/bin/true"], base),
     "version": ([g, "--version"], base),
@@ -110,6 +113,8 @@ for pair, goal in (("socket", 1.3), ("cli", 1.3), ("plain", 1.2)):
     diff = statistics.median(a - b for a, b in zip(g_t, f_t))
     print(f"gpurun-{pair} / floor-{pair}: {ratio:.2f}x (goal <= {goal}x: {'met' if ratio <= goal else 'NOT met'}); "
           f"median per-round difference {diff:+.2f} ms")
+ratio = statistics.median(times["gpurun-plain"]) / statistics.median(times["floor-safe"])
+print(f"gpurun-plain / floor-safe: {ratio:.2f}x (a reference, no goal: the floor with a shared picker's own work)")
 diff = statistics.median(a - b for a, b in zip(times["version"], times["true"]))
 print(f"version - true: {diff:+.2f} ms (goal <= +0.3 ms: {'met' if diff <= 0.3 else 'NOT met'})")
 PY

@@ -4,15 +4,22 @@
 // through its CLI (`docker ps`, then one `docker inspect`); every answer is read whole; then the
 // docker argv after `--` is exec'ed. No parsing beyond finding the containers' ids, no choice.
 //
-//   launch_floor SMI [--socket PATH | --cli DOCKER | --none] -- ARGV...
+//   launch_floor SMI [--socket PATH | --cli DOCKER | --none | --safe LOCKDIR] -- ARGV...
+//
+// --safe is no engine with the work a picker shared by many users cannot skip either, as a
+// reference for the launch without an engine (docs/performance.md): it reads the site's system
+// file, takes the selection lock in LOCKDIR before the queries, looks the caller up (passwd),
+// holds a reservation across the exec and sends an audit line to syslog.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -149,23 +156,60 @@ static void ask_cli(char* docker) {
   waitpid(pid, NULL, 0);
 }
 
+// A lock file in `dir`, locked exclusively; close-on-exec unless it is to be kept across the exec.
+static int lock_file(const char* dir, const char* name, int keep) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  const int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | (keep ? 0 : O_CLOEXEC), 0640);
+  if (fd < 0 || flock(fd, LOCK_EX) != 0) die(path);
+  return fd;
+}
+
+// The site's system file, whole, where there is one.
+static void read_system_file(void) {
+  const int fd = open("/etc/gpurun/config.json", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char* text = NULL;
+  read_all(fd, &text, 0);
+  free(text);
+  close(fd);
+}
+
+// One line to syslog's socket, as the audit line goes (no answer waited for).
+static void audit_line(const char* user) {
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un address = {.sun_family = AF_UNIX};
+  strncpy(address.sun_path, "/dev/log", sizeof address.sun_path - 1);
+  char line[512];
+  const int n = snprintf(line, sizeof line, "<13>gpurun: launch user=%s gpus=0", user);
+  if (fd >= 0 && connect(fd, (struct sockaddr*)&address, sizeof address) == 0) (void)!send(fd, line, (size_t)n, 0);
+  if (fd >= 0) close(fd);
+}
+
 int main(int argc, char** argv) {
-  const int has_engine = argc > 2 && strcmp(argv[2], "--none") != 0;
-  const int dashes = has_engine ? 4 : 3;  // where `--` must be
+  const int with_operand = argc > 2 && strcmp(argv[2], "--none") != 0;  // a mode with a path after it
+  const int dashes = with_operand ? 4 : 3;                              // where `--` must be
   if (argc <= dashes + 1 || strcmp(argv[dashes], "--") != 0 ||
-      (has_engine && strcmp(argv[2], "--socket") != 0 && strcmp(argv[2], "--cli") != 0)) {
-    fprintf(stderr, "usage: launch_floor SMI [--socket PATH | --cli DOCKER | --none] -- ARGV...\n");
+      (with_operand && strcmp(argv[2], "--socket") != 0 && strcmp(argv[2], "--cli") != 0 &&
+       strcmp(argv[2], "--safe") != 0)) {
+    fprintf(stderr, "usage: launch_floor SMI [--socket PATH | --cli DOCKER | --none | --safe LOCKDIR] -- ARGV...\n");
     return 2;
   }
   char** run_argv = argv + dashes + 1;
   char* gpu_argv[] = {argv[1], "--query-gpu=index,uuid,name,memory.used,memory.total,utilization.gpu,mig.mode.current",
                       "--format=csv,noheader,nounits", NULL};
   char* apps_argv[] = {argv[1], "--query-compute-apps=gpu_uuid,pid,used_memory", "--format=csv,noheader,nounits", NULL};
+  const char* lock_dir = with_operand && strcmp(argv[2], "--safe") == 0 ? argv[3] : NULL;
+  int selection = -1;
+  if (lock_dir != NULL) {
+    read_system_file();
+    selection = lock_file(lock_dir, "select.lock", 0);
+  }
   pid_t gpu_pid, apps_pid;
   const int gpu_fd = spawn_reading(gpu_argv, &gpu_pid);
   const int apps_fd = spawn_reading(apps_argv, &apps_pid);
-  if (has_engine && strcmp(argv[2], "--socket") == 0) ask_socket(argv[3]);
-  if (has_engine && strcmp(argv[2], "--cli") == 0) ask_cli(argv[3]);
+  if (with_operand && strcmp(argv[2], "--socket") == 0) ask_socket(argv[3]);
+  if (with_operand && strcmp(argv[2], "--cli") == 0) ask_cli(argv[3]);
   char* gpus = NULL;
   char* apps = NULL;
   read_all(gpu_fd, &gpus, 0);
@@ -173,6 +217,12 @@ int main(int argc, char** argv) {
   waitpid(gpu_pid, NULL, 0);
   waitpid(apps_pid, NULL, 0);
   if (gpus[0] == '\0') return 125;  // no GPU: nothing to pick
+  if (lock_dir != NULL) {
+    const struct passwd* caller = getpwuid(getuid());
+    lock_file(lock_dir, "gpu-0.lock", 1);  // held by docker while the job runs
+    close(selection);
+    audit_line(caller != NULL ? caller->pw_name : "?");
+  }
   execv(run_argv[0], run_argv);
   die(run_argv[0]);
 }
