@@ -136,8 +136,6 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
   return expected();
 }
 
-// A GPURUN_* value as JSON of the key's type; left a string when it does not read as one, so
-// that value_problem() says what was expected.
 json json_literal(std::string_view text) {
   if (text == "null") return nullptr;
   if (text == "true" || text == "false") return text == "true";
@@ -156,6 +154,8 @@ json json_literal(std::string_view text) {
   return json::parse(text);
 }
 
+// A GPURUN_* value as JSON of the key's type; left a string when it does not read as one, so
+// that value_problem() says what was expected.
 json value_from_text(ValueType type, const std::string& raw, std::string_view where) {
   switch (type) {
     case ValueType::seconds:
