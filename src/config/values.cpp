@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/rounding.hpp"
 #include "gpurun/util/text.hpp"
 
 namespace gpurun {
@@ -222,7 +223,7 @@ std::optional<std::chrono::seconds> duration_value(const json& value) {
 }
 
 std::chrono::milliseconds milliseconds_value(const json& value) {
-  return std::chrono::milliseconds(std::llround(value.get<double>() * 1000.0));
+  return std::chrono::milliseconds(round_to_integer(value.get<double>() * 1000.0));
 }
 
 std::optional<int> optional_int(const json& value) {

@@ -1,4 +1,5 @@
 #include "gpurun/gpu/utilization_stats.hpp"
+#include "gpurun/util/rounding.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +13,7 @@ void UtilizationStats::add(std::optional<double> utilization_percent, std::optio
     return;
   }
   const double value = std::clamp(*utilization_percent, 0.0, 100.0);
-  ++histogram_[static_cast<std::size_t>(std::lround(value))];
+  ++histogram_[static_cast<std::size_t>(round_to_integer(value))];
   ++samples_;
   sum_ += value;
 }

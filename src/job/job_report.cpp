@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gpurun/render/views.hpp"
+#include "gpurun/util/rounding.hpp"
 #include "gpurun/util/table.hpp"
 #include "gpurun/util/units.hpp"
 
@@ -49,7 +50,7 @@ std::string format_job_report(const JobReport& report) {
       "  exit status     {}\n"
       "  wall time       {}\n"
       "  granted         {} GPU{} ({}), {} CPUs\n",
-      report.exit_status, format_duration(std::chrono::seconds(std::llround(report.wall_s))), report.gpus.size(),
+      report.exit_status, format_duration(std::chrono::seconds(round_to_integer(report.wall_s))), report.gpus.size(),
       report.gpus.size() == 1 ? "" : "s", gpu_list, report.cpus);
   using Align = Column::Align;
   Table table({Column::fixed("GPU", Align::right, 3), Column::fixed("UTIL MEAN", Align::right, 9),

@@ -39,6 +39,7 @@
 #include "gpurun/util/exec.hpp"
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/process.hpp"
+#include "gpurun/util/rounding.hpp"
 #include "gpurun/util/shell_quote.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
@@ -299,9 +300,10 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
   report.cpus = cpus;
   report.threshold_percent = options.report_threshold;
   report.gpus = chosen;
-  SupervisedRun run{argv, options.nvidia_smi,
-                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000))),
-                    source == "nvml", options.nvml_library};
+  SupervisedRun run{
+      argv, options.nvidia_smi,
+      std::chrono::milliseconds(std::max<long long>(100, round_to_integer(options.report_interval_s * 1000))),
+      source == "nvml", options.nvml_library};
   const int status = run_supervised(run, report);
   std::cerr << format_job_report(report) << std::flush;
   if (!options.report_json.empty()) {

@@ -11,6 +11,7 @@
 #include "gpurun/render/status_table.hpp"
 #include "gpurun/select/mig_units.hpp"
 #include "gpurun/util/proc_info.hpp"
+#include "gpurun/util/rounding.hpp"
 #include "gpurun/util/table.hpp"
 
 namespace gpurun {
@@ -163,7 +164,8 @@ std::string watch_table(const std::vector<GpuAssessment>& gpus, const std::vecto
     const Gpu& g = a.gpu;
     std::string bar = "[          ]    ?";
     if (g.utilization_percent) {
-      const auto filled = static_cast<std::size_t>(std::lround(std::clamp(*g.utilization_percent, 0.0, 100.0) / 10.0));
+      const auto filled =
+          static_cast<std::size_t>(round_to_integer(std::clamp(*g.utilization_percent, 0.0, 100.0) / 10.0));
       bar = fmt::format("[{}{}] {:>3.0f}%", std::string(filled, '#'), std::string(10 - filled, '.'),
                         *g.utilization_percent);
     }

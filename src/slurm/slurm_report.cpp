@@ -19,6 +19,7 @@
 #include "gpurun/slurm/slurm_query.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/json_output.hpp"
+#include "gpurun/util/rounding.hpp"
 
 namespace gpurun {
 namespace {
@@ -90,9 +91,10 @@ int run_step_report(const Options& options) {
     }
   const std::string cpus = slurm_variable("SLURM_CPUS_ON_NODE");
   (void)std::from_chars(cpus.data(), cpus.data() + cpus.size(), report.cpus);  // stays 0 when unset
-  SupervisedRun run{options.command, options.nvidia_smi,
-                    std::chrono::milliseconds(std::max<long long>(100, std::llround(options.report_interval_s * 1000))),
-                    source_name == "nvml", options.nvml_library};
+  SupervisedRun run{
+      options.command, options.nvidia_smi,
+      std::chrono::milliseconds(std::max<long long>(100, round_to_integer(options.report_interval_s * 1000))),
+      source_name == "nvml", options.nvml_library};
   const int status = run_supervised(run, report);
   std::cerr << fmt::format("gpurun: Slurm job {} step {} on {}\n", slurm_variable("SLURM_JOB_ID"),
                            slurm_variable("SLURM_STEP_ID"), slurm_variable("SLURMD_NODENAME"))

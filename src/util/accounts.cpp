@@ -5,12 +5,25 @@
 #include <unistd.h>
 
 #include <array>
-#include <vector>
+#include <cerrno>
+#include <memory>
 
 namespace gpurun {
 namespace {
 
-constexpr std::size_t kBufferSize = 16384;  // enough for any sane group's member list
+// Calls a getXXnam_r/getXXid_r-style `lookup(buffer, size)` with a buffer that grows while the entry
+// does not fit (ERANGE: a group with thousands of members), and returns its status. The buffer is
+// left uninitialized: the lookup writes what it returns, and zeroing 16 KB cost each launch pages.
+template <typename Lookup>
+int with_entry_buffer(std::unique_ptr<char[]>& buffer, Lookup lookup) {
+  constexpr std::size_t kFirstSize = 16384;
+  constexpr std::size_t kLargestSize = std::size_t{16} << 20;
+  for (std::size_t size = kFirstSize;; size *= 2) {
+    buffer.reset(new char[size]);
+    const int status = lookup(buffer.get(), size);
+    if (status != ERANGE || size >= kLargestSize) return status;
+  }
+}
 
 }  // namespace
 
@@ -18,29 +31,30 @@ std::optional<gid_t> group_id(const std::string& name) {
   if (name.empty()) return std::nullopt;
   struct group entry {};
   struct group* found = nullptr;
-  std::vector<char> buffer(kBufferSize);
-  if (::getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr)
-    return std::nullopt;
+  std::unique_ptr<char[]> buffer;
+  const int status = with_entry_buffer(
+      buffer, [&](char* data, std::size_t size) { return ::getgrnam_r(name.c_str(), &entry, data, size, &found); });
+  if (status != 0 || found == nullptr) return std::nullopt;
   return found->gr_gid;
 }
 
 std::string group_name(gid_t gid) {
   struct group entry {};
   struct group* found = nullptr;
-  std::vector<char> buffer(kBufferSize);
-  if (::getgrgid_r(gid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr ||
-      found->gr_name == nullptr)
-    return std::to_string(gid);
+  std::unique_ptr<char[]> buffer;
+  const int status = with_entry_buffer(
+      buffer, [&](char* data, std::size_t size) { return ::getgrgid_r(gid, &entry, data, size, &found); });
+  if (status != 0 || found == nullptr || found->gr_name == nullptr) return std::to_string(gid);
   return found->gr_name;
 }
 
 std::string user_name(uid_t uid) {
   struct passwd entry {};
   struct passwd* found = nullptr;
-  std::vector<char> buffer(kBufferSize);
-  if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr ||
-      found->pw_name == nullptr)
-    return std::to_string(uid);
+  std::unique_ptr<char[]> buffer;
+  const int status = with_entry_buffer(
+      buffer, [&](char* data, std::size_t size) { return ::getpwuid_r(uid, &entry, data, size, &found); });
+  if (status != 0 || found == nullptr || found->pw_name == nullptr) return std::to_string(uid);
   return found->pw_name;
 }
 

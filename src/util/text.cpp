@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <clocale>
 #include <cmath>
+#include <cstdlib>
 
 namespace gpurun::text {
 
@@ -56,11 +59,32 @@ std::vector<Line> non_blank_lines(std::string_view s) {
   return lines;
 }
 
+// What std::from_chars takes for a finite double: an optional '-', digits with at most one '.', an
+// optional exponent; no sign '+', no space, no hexadecimal, no "inf" or "nan". It is not used
+// itself: libstdc++'s code for doubles needs libm, which gpurun does not load (rounding.hpp).
+// strtod_l reads the rest, in the C locale whatever the process's own, correctly rounded.
 std::optional<double> parse_double(std::string_view s) {
-  double value = 0;
-  const char* end = s.data() + s.size();
-  const auto [ptr, ec] = std::from_chars(s.data(), end, value);
-  if (s.empty() || ec != std::errc{} || ptr != end || !std::isfinite(value)) return std::nullopt;
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = s.starts_with('-') ? 1 : 0;
+  const std::size_t first_digit = i;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  if (i < s.size() && s[i] == '.') ++i;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  if (!std::any_of(s.begin() + static_cast<std::ptrdiff_t>(first_digit), s.begin() + static_cast<std::ptrdiff_t>(i),
+                   is_digit))
+    return std::nullopt;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    i += (i + 1 < s.size() && (s[i + 1] == '-' || s[i + 1] == '+')) ? std::size_t{2} : std::size_t{1};
+    if (i == s.size() || !is_digit(s[i])) return std::nullopt;
+    while (i < s.size() && is_digit(s[i])) ++i;
+  }
+  if (i != s.size()) return std::nullopt;
+  static const locale_t c_locale = ::newlocale(LC_ALL_MASK, "C", locale_t{});
+  const std::string text(s);
+  char* end = nullptr;
+  errno = 0;
+  const double value = ::strtod_l(text.c_str(), &end, c_locale);
+  if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(value)) return std::nullopt;
   return value;
 }
 

@@ -12,6 +12,7 @@
 #include "gpurun/history/usage.hpp"
 #include "gpurun/job/job_report.hpp"
 #include "gpurun/util/json_output.hpp"
+#include "gpurun/util/rounding.hpp"
 #include "gpurun/util/table.hpp"
 #include "gpurun/util/terminal.hpp"
 #include "gpurun/util/text.hpp"
@@ -60,7 +61,7 @@ std::chrono::seconds elapsed(const RunRecord& run) {
 }
 
 std::string brief(double seconds) {
-  return format_duration(std::chrono::seconds(std::llround(std::max(seconds, 0.0))), DurationStyle::brief);
+  return format_duration(std::chrono::seconds(round_to_integer(std::max(seconds, 0.0))), DurationStyle::brief);
 }
 
 std::string percent_or_dash(std::optional<double> value) { return value ? fmt::format("{:.0f}%", *value) : "-"; }

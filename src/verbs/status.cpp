@@ -17,6 +17,7 @@
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/json_output.hpp"
+#include "gpurun/util/rounding.hpp"
 #include "gpurun/util/terminal.hpp"
 #include "gpurun/verbs/verbs.hpp"
 #include "service_client.hpp"
@@ -33,7 +34,7 @@ int watch(const Options& options, std::ostream& out) {
   const Machine machine = open_machine(options);
   std::set<std::string> told;
   for (int frame = 1;; ++frame) {
-    const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(interval * 1000));
+    const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(round_to_integer(interval * 1000));
     Inventory inventory = take_inventory(options, lock_dir, *machine.source, machine.engine.get());
     name_process_users(options, inventory);
     warn_once(inventory.warnings, told);

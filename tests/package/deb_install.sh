@@ -44,7 +44,7 @@ depends=$(dpkg-deb -f "$deb" Depends)
 # libcurl (its notification webhook).
 [[ $depends == "libc6 (>= "*")"* && $depends == *"libsqlite3-0 (>= "* && $depends == *"libcurl4 (>= "* ]] ||
   fail "Depends should name libc6, libsqlite3-0 and libcurl4, got: $depends"
-[[ $(readelf -d "$build/gpurun" | grep -c NEEDED) == $(readelf -d "$build/gpurun" | grep -cE 'NEEDED.*\[(libc|libm|ld-linux[-a-z0-9_]*)\.so') ]] ||
+[[ $(readelf -d "$build/gpurun" | grep -c NEEDED) == $(readelf -d "$build/gpurun" | grep -cE 'NEEDED.*\[(libc|ld-linux[-a-z0-9_]*)\.so') ]] ||
   fail "gpurun should load libc alone: $(readelf -d "$build/gpurun" | grep NEEDED)"
 
 # A fresh Debian root, bootstrapped once and then copied.

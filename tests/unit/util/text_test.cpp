@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <charconv>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -72,12 +74,29 @@ TEST(ParseDouble, AcceptsWholeStringNumbers) {
   EXPECT_EQ(parse_double("-3.5"), -3.5);
   EXPECT_EQ(parse_double("61.20"), 61.2);
   EXPECT_EQ(parse_double("1e3"), 1000.0);
+  EXPECT_EQ(parse_double("2.5E-1"), 0.25);
+  EXPECT_EQ(parse_double("1e+2"), 100.0);
+  EXPECT_EQ(parse_double(".5"), 0.5);
+  EXPECT_EQ(parse_double("5."), 5.0);
+  EXPECT_EQ(parse_double("-0"), 0.0);
+}
+
+TEST(ParseDouble, ReadsAsStdFromCharsDoes) {
+  // Correctly rounded, as std::from_chars is: the nearest double to each text.
+  for (const char* text : {"0.1", "2.2250738585072014e-308", "1.7976931348623157e308", "80.00000000000001",
+                           "0.30000000000000004", "123456789012345678901234567890", "9007199254740993"}) {
+    double expected = 0;
+    std::from_chars(text, text + std::strlen(text), expected);
+    EXPECT_EQ(parse_double(text), expected) << "input: \"" << text << "\"";
+  }
 }
 
 TEST(ParseDouble, RejectsAnythingButExactlyOneFiniteNumber) {
-  for (const char* bad : {"", "inf", "-inf", "infinity", "nan", "NaN", "1x", "x1", "1 2", " 1", "1 ", "1e999", "0x10",
-                          ".", "-", "1,5", "[N/A]"})
+  for (const char* bad : {"",   "inf",   "-inf", "infinity", "nan",   "NaN", "1x",    "x1",    "1 2",   " 1",
+                          "1 ", "1e999", "0x10", ".",        "-",     "1,5", "[N/A]", "+1",    "1e",    "1e+",
+                          "e5", "-.",    "1..2", "1.2.3",    "1e2.5", "\t1", "1\n",   "0x1p3", "1e-400"})
     EXPECT_EQ(parse_double(bad), std::nullopt) << "input: \"" << bad << "\"";
+  EXPECT_EQ(parse_double(std::string_view("1\0", 2)), std::nullopt) << "a NUL after the number";
 }
 
 TEST(ParseInteger, AcceptsWholeStringIntegers) {

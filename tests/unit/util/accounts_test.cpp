@@ -1,0 +1,31 @@
+// Unit tests for gpurun's user and group lookups (every system has root, user and group 0).
+#include "gpurun/util/accounts.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace gpurun {
+namespace {
+
+TEST(Accounts, FindsRootByIdAndByName) {
+  EXPECT_EQ(user_name(0), "root");
+  const std::string root_group = group_name(0);
+  EXPECT_EQ(root_group, "root");
+  EXPECT_EQ(group_id(root_group), 0u);
+}
+
+TEST(Accounts, GivesTheNumberOrNothingForWhatDoesNotExist) {
+  EXPECT_EQ(user_name(4'000'000'001u), "4000000001");
+  EXPECT_EQ(group_name(4'000'000'001u), "4000000001");
+  EXPECT_EQ(group_id("no-such-group-gpurun-test"), std::nullopt);
+  EXPECT_EQ(group_id(""), std::nullopt);
+}
+
+TEST(Accounts, HostNameIsOneLine) {
+  const std::string name = host_name();
+  EXPECT_EQ(name.find('\n'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpurun
