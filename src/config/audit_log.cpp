@@ -29,7 +29,7 @@ std::string field(std::string_view value) {
 
 std::string who(const std::optional<Caller>& caller) {
   if (caller) return fmt::format("user={} sudo=yes", field(caller->login));
-  return fmt::format("user={} sudo=no", field(user_name(::getuid())));
+  return fmt::format("user={} sudo=no", field(own_login_name().value_or(std::to_string(::getuid()))));
 }
 
 std::string job(const Options& options) {

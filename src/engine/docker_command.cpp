@@ -1,6 +1,5 @@
 #include "gpurun/engine/docker_command.hpp"
 
-#include <pwd.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <cstring>
 
 #include "gpurun/engine/gpu_request.hpp"
+#include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
 
 namespace gpurun {
@@ -67,8 +67,8 @@ LaunchIdentity current_identity() {
   LaunchIdentity identity;
   identity.uid = ::getuid();
   identity.gid = ::getgid();
-  if (const passwd* entry = ::getpwuid(identity.uid); entry != nullptr && entry->pw_name != nullptr) {
-    identity.login = entry->pw_name;
+  if (const auto& login = own_login_name()) {
+    identity.login = *login;
   } else if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
     identity.login = user;
   } else {

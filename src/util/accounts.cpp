@@ -48,14 +48,25 @@ std::string group_name(gid_t gid) {
   return found->gr_name;
 }
 
-std::string user_name(uid_t uid) {
+namespace {
+
+std::optional<std::string> login_name(uid_t uid) {
   struct passwd entry {};
   struct passwd* found = nullptr;
   std::unique_ptr<char[]> buffer;
   const int status = with_entry_buffer(
       buffer, [&](char* data, std::size_t size) { return ::getpwuid_r(uid, &entry, data, size, &found); });
-  if (status != 0 || found == nullptr || found->pw_name == nullptr) return std::to_string(uid);
+  if (status != 0 || found == nullptr || found->pw_name == nullptr) return std::nullopt;
   return found->pw_name;
+}
+
+}  // namespace
+
+std::string user_name(uid_t uid) { return login_name(uid).value_or(std::to_string(uid)); }
+
+const std::optional<std::string>& own_login_name() {
+  static const std::optional<std::string> name = login_name(::getuid());
+  return name;
 }
 
 std::string host_name() {

@@ -19,4 +19,8 @@ std::string group_name(gid_t gid);
 // The login name of user `uid`, or its number when it has none.
 std::string user_name(uid_t uid);
 
+// The login name of this process's real user (getuid), or nullopt when it has none; looked up
+// once per process, as a launch needs it twice (the container's name, the audit line).
+const std::optional<std::string>& own_login_name();
+
 }  // namespace gpurun

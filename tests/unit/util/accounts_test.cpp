@@ -2,6 +2,7 @@
 #include "gpurun/util/accounts.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -20,6 +21,12 @@ TEST(Accounts, GivesTheNumberOrNothingForWhatDoesNotExist) {
   EXPECT_EQ(group_name(4'000'000'001u), "4000000001");
   EXPECT_EQ(group_id("no-such-group-gpurun-test"), std::nullopt);
   EXPECT_EQ(group_id(""), std::nullopt);
+}
+
+TEST(Accounts, OwnLoginNameIsTheRealUsersLookedUpOnce) {
+  const auto& name = own_login_name();
+  EXPECT_EQ(name.value_or(std::to_string(::getuid())), user_name(::getuid()));
+  EXPECT_EQ(&own_login_name(), &name);
 }
 
 TEST(Accounts, HostNameIsOneLine) {
