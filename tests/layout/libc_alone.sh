@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpurun loads no shared library but libc (and its loader): fmt, spdlog and libstdc++ are linked
-# in, and nothing takes a function from libm, whose loading cost every launch about 0.1 ms
+# in, and nothing takes a function from libm, whose loading cost every launch about 0.08 ms
 # (docs/performance.md). A new call to a libm function (std::pow, std::llround…) brings libm
 # back and fails here: use what include/gpurun/util/rounding.hpp offers, or add to it.
 #

@@ -1,6 +1,6 @@
 #pragma once
 // The nearest integer without libm: gpurun loads libc alone, and loading libm as well cost every
-// launch about 0.1 ms for the few functions gpurun took from it (docs/performance.md).
+// launch about 0.08 ms for the four functions gpurun took from it (docs/performance.md).
 #include <limits>
 
 namespace gpurun {
