@@ -19,7 +19,7 @@ int with_entry_buffer(std::unique_ptr<char[]>& buffer, Lookup lookup) {
   constexpr std::size_t kFirstSize = 16384;
   constexpr std::size_t kLargestSize = std::size_t{16} << 20;
   for (std::size_t size = kFirstSize;; size *= 2) {
-    buffer.reset(new char[size]);
+    buffer = std::make_unique_for_overwrite<char[]>(size);
     const int status = lookup(buffer.get(), size);
     if (status != ERANGE || size >= kLargestSize) return status;
   }

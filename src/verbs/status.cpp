@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cmath>
 #include <ctime>
 #include <ostream>
 #include <set>
