@@ -19,10 +19,13 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+namespace {
+char lower_ascii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+}  // namespace
+
 std::string to_lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
+  std::transform(out.begin(), out.end(), out.begin(), lower_ascii);
   return out;
 }
 
@@ -31,6 +34,15 @@ std::string to_upper(std::string_view s) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; });
   return out;
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower_ascii(x) == lower_ascii(y); });
+}
+
+bool starts_with_ignoring_case(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && equals_ignoring_case(s.substr(0, prefix.size()), prefix);
 }
 
 std::vector<std::string_view> split(std::string_view s, char separator) {

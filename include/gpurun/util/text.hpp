@@ -10,6 +10,9 @@ namespace gpurun::text {
 std::string_view trim(std::string_view s);
 std::string to_lower(std::string_view s);  // ASCII only, locale-independent
 std::string to_upper(std::string_view s);
+// ASCII case-insensitive comparisons, without a lowered copy (parsers call them per line).
+bool equals_ignoring_case(std::string_view a, std::string_view b);
+bool starts_with_ignoring_case(std::string_view s, std::string_view prefix);
 std::vector<std::string_view> split(std::string_view s, char separator);
 
 // One line of input with its 1-based number; the trailing CR of a CRLF line is removed.

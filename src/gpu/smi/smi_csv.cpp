@@ -24,7 +24,7 @@ bool is_unavailable(std::string_view value) {
   value = text::trim(value);
   if (value.empty()) return true;
   if (value.front() == '[' && value.back() == ']') return true;
-  return text::to_lower(value) == "n/a";
+  return text::equals_ignoring_case(value, "n/a");
 }
 
 [[noreturn]] void fail(const Line& line, const std::string& what) {
@@ -60,10 +60,9 @@ std::string canonical_field(const std::string& name) {
 
 // MiB per unit for memory values; nvidia-smi always prints MiB, recorded snapshots may not.
 std::optional<double> mib_per_unit(std::string_view unit) {
-  const std::string u = text::to_lower(unit);
-  if (u.empty() || u == "mib") return 1.0;
-  if (u == "gib") return 1024.0;
-  if (u == "kib") return 1.0 / 1024.0;
+  if (unit.empty() || text::equals_ignoring_case(unit, "mib")) return 1.0;
+  if (text::equals_ignoring_case(unit, "gib")) return 1024.0;
+  if (text::equals_ignoring_case(unit, "kib")) return 1.0 / 1024.0;
   return std::nullopt;
 }
 
@@ -99,7 +98,7 @@ std::optional<double> parse_reading(const Line& line, std::string_view field, st
   const auto value = text::parse_double(number);
   if (!value || !std::isfinite(*value) || *value < -300 || *value > 1e6)
     fail(line, fmt::format("{} is \"{}\", not a reading", field, text::printable(text::trim(cell))));
-  if (!unit.empty() && text::to_lower(unit) != text::to_lower(expected_unit))
+  if (!unit.empty() && !text::equals_ignoring_case(unit, expected_unit))
     fail(line, fmt::format("{} has unit \"{}\"; expected {}", field, text::printable(unit), expected_unit));
   return *value;
 }
@@ -158,10 +157,12 @@ class ColumnMap {
 // A line is a header when one of its cells names a known field.
 template <std::size_t N>
 bool is_header(const std::vector<std::string_view>& cells, const std::array<std::string_view, N>& fields) {
+  std::array<std::string, N> known;
+  std::transform(fields.begin(), fields.end(), known.begin(),
+                 [](std::string_view field) { return canonical_field(std::string(field)); });
   return std::any_of(cells.begin(), cells.end(), [&](std::string_view cell) {
     const std::string name = canonical_field(parse_header_cell(cell).name);
-    return std::any_of(fields.begin(), fields.end(),
-                       [&](std::string_view field) { return canonical_field(std::string(field)) == name; });
+    return std::find(known.begin(), known.end(), name) != known.end();
   });
 }
 
@@ -213,7 +214,7 @@ std::optional<LostGpu> parse_lost_gpu_line(std::string_view line) {
   std::string_view rest;
   for (std::string_view prefix :
        {"unable to determine the device handle for gpu", "unable to detect the device handle for gpu"})
-    if (text::to_lower(line.substr(0, prefix.size())) == prefix) rest = text::trim(line.substr(prefix.size()));
+    if (text::starts_with_ignoring_case(line, prefix)) rest = text::trim(line.substr(prefix.size()));
   if (rest.empty()) return std::nullopt;
   const auto colon = rest.find(": ");  // the bus id has colons of its own, never followed by a space
   LostGpu lost;
@@ -222,7 +223,7 @@ std::optional<LostGpu> parse_lost_gpu_line(std::string_view line) {
   return lost;
 }
 
-bool is_warning_line(std::string_view line) { return text::to_lower(text::trim(line).substr(0, 8)) == "warning:"; }
+bool is_warning_line(std::string_view line) { return text::starts_with_ignoring_case(text::trim(line), "warning:"); }
 
 std::vector<Gpu> parse_gpu_csv(std::string_view input) { return parse_gpu_table(input).gpus; }
 
@@ -260,7 +261,7 @@ GpuTable parse_gpu_table(std::string_view input, std::span<const std::string_vie
     gpu.memory_used_mib = parse_memory(line, "memory.used", cells[used_col], map.unit(used_col));
     gpu.memory_total_mib = parse_memory(line, "memory.total", cells[total_col], map.unit(total_col));
     if (util_col) gpu.utilization_percent = parse_percent(line, "utilization.gpu", cells[*util_col]);
-    if (mig_col) gpu.mig_enabled = text::to_lower(text::trim(cells[*mig_col])) == "enabled";
+    if (mig_col) gpu.mig_enabled = text::equals_ignoring_case(text::trim(cells[*mig_col]), "enabled");
     if (bus_col) gpu.pci_bus_id = text::printable(parse_string(cells[*bus_col]), 64);
     if (power_col) gpu.power_draw_w = parse_reading(line, "power.draw", cells[*power_col], "W");
     if (temperature_col) gpu.temperature_c = parse_reading(line, "temperature.gpu", cells[*temperature_col], "C");
@@ -283,7 +284,7 @@ std::vector<GpuProcess> parse_compute_apps_csv(std::string_view input) {
   for (std::size_t i = first_row; i < lines.size(); ++i) {
     const Line& line = lines[i];
     // Some drivers print this instead of nothing when no process runs.
-    if (text::to_lower(text::trim(line.text)).starts_with("no running")) continue;
+    if (text::starts_with_ignoring_case(text::trim(line.text), "no running")) continue;
     const std::vector<std::string_view> cells = text::split(line.text, ',');
     check_column_count(map, line, cells.size());
 

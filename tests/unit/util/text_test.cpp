@@ -40,6 +40,18 @@ TEST(ToLowerToUpper, ChangeAsciiLettersAndLeaveOtherBytes) {
   EXPECT_EQ(to_upper("\xc3\xa9t\xc3\xa9"), "\xc3\xa9T\xc3\xa9");  // UTF-8 bytes untouched
 }
 
+TEST(IgnoringCase, ComparesAsciiLettersAlikeAndOtherBytesExactly) {
+  EXPECT_TRUE(equals_ignoring_case("N/A", "n/a"));
+  EXPECT_TRUE(equals_ignoring_case("", ""));
+  EXPECT_FALSE(equals_ignoring_case("n/a ", "n/a"));
+  EXPECT_FALSE(equals_ignoring_case("\xc3\x89", "\xc3\xa9"));  // not UTF-8 aware: bytes differ
+  EXPECT_FALSE(equals_ignoring_case("@", "`"));                // 'A' - 1 and 'a' - 1 stay apart
+  EXPECT_TRUE(starts_with_ignoring_case("WARNING: infoROM is corrupted", "warning:"));
+  EXPECT_TRUE(starts_with_ignoring_case("warning:", "warning:"));
+  EXPECT_FALSE(starts_with_ignoring_case("warn", "warning:"));
+  EXPECT_TRUE(starts_with_ignoring_case("anything", ""));
+}
+
 TEST(Split, KeepsEmptyFieldsAndNeverReturnsNothing) {
   EXPECT_THAT(strings(split("a, b,c", ',')), ElementsAre("a", " b", "c"));
   EXPECT_THAT(strings(split("a,,b", ',')), ElementsAre("a", "", "b"));
