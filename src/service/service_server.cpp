@@ -1,8 +1,6 @@
 #include "gpurun/service/service_server.hpp"
 
 #include <fmt/format.h>
-#include <grp.h>
-#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -40,17 +38,7 @@ bool member_of(const std::string& name, const std::string& group) {
   if (group.empty() || name.empty()) return false;
   const auto gid = group_id(group);
   if (!gid) return false;
-  passwd account{};
-  passwd* found = nullptr;
-  std::vector<char> buffer(16384);
-  if (::getpwnam_r(name.c_str(), &account, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) return false;
-  int count = 64;
-  std::vector<gid_t> groups(static_cast<std::size_t>(count));
-  if (::getgrouplist(name.c_str(), account.pw_gid, groups.data(), &count) < 0) {
-    groups.resize(static_cast<std::size_t>(count));
-    if (::getgrouplist(name.c_str(), account.pw_gid, groups.data(), &count) < 0) return false;
-  }
-  groups.resize(static_cast<std::size_t>(count));
+  const std::vector<gid_t> groups = group_ids_of(name);
   return std::find(groups.begin(), groups.end(), *gid) != groups.end();
 }
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 #include <memory>
+#include <vector>
 
 namespace gpurun {
 namespace {
@@ -46,6 +47,27 @@ std::string group_name(gid_t gid) {
       buffer, [&](char* data, std::size_t size) { return ::getgrgid_r(gid, &entry, data, size, &found); });
   if (status != 0 || found == nullptr || found->gr_name == nullptr) return std::to_string(gid);
   return found->gr_name;
+}
+
+std::vector<gid_t> group_ids_of(const std::string& name) {
+  if (name.empty()) return {};
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  std::unique_ptr<char[]> buffer;
+  const int status = with_entry_buffer(
+      buffer, [&](char* data, std::size_t size) { return ::getpwnam_r(name.c_str(), &entry, data, size, &found); });
+  if (status != 0 || found == nullptr) return {};
+  // getgrouplist says how many there are when they do not fit; they may change between the calls.
+  int count = 64;
+  std::vector<gid_t> groups;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    groups.resize(static_cast<std::size_t>(count));
+    if (::getgrouplist(name.c_str(), found->pw_gid, groups.data(), &count) >= 0) {
+      groups.resize(static_cast<std::size_t>(count));
+      return groups;
+    }
+  }
+  return {found->pw_gid};
 }
 
 namespace {

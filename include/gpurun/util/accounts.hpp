@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gpurun {
 
@@ -15,6 +16,10 @@ std::optional<gid_t> group_id(const std::string& name);
 
 // The name of group `gid`, or its number when it has none.
 std::string group_name(gid_t gid);
+
+// The groups of the user `name`, primary first, then the supplementary ones (getgrouplist); empty
+// when there is no such user.
+std::vector<gid_t> group_ids_of(const std::string& name);
 
 // The login name of user `uid`, or its number when it has none.
 std::string user_name(uid_t uid);

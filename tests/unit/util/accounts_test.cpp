@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 namespace gpurun {
 namespace {
@@ -21,6 +22,14 @@ TEST(Accounts, GivesTheNumberOrNothingForWhatDoesNotExist) {
   EXPECT_EQ(group_name(4'000'000'001u), "4000000001");
   EXPECT_EQ(group_id("no-such-group-gpurun-test"), std::nullopt);
   EXPECT_EQ(group_id(""), std::nullopt);
+}
+
+TEST(Accounts, GroupsOfAUserStartWithTheirPrimaryGroup) {
+  const std::vector<gid_t> groups = group_ids_of("root");
+  ASSERT_FALSE(groups.empty());
+  EXPECT_EQ(groups.front(), 0u);
+  EXPECT_TRUE(group_ids_of("no-such-user-gpurun-test").empty());
+  EXPECT_TRUE(group_ids_of("").empty());
 }
 
 TEST(Accounts, OwnLoginNameIsTheRealUsersLookedUpOnce) {
