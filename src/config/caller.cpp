@@ -1,6 +1,5 @@
 #include "gpurun/config/caller.hpp"
 
-#include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "gpurun/config/inputs.hpp"
+#include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
 
@@ -24,14 +24,6 @@ unsigned id_of(const std::map<std::string, std::string>& vars, const std::string
     throw Error(fmt::format("running as root under sudo, but {} is {}: cannot tell who the caller is", name,
                             it == vars.end() ? "unset" : "\"" + text::printable(it->second) + "\""));
   return static_cast<unsigned>(*value);
-}
-
-std::vector<gid_t> groups_of(const std::string& login, gid_t gid) {
-  int count = 32;
-  std::vector<gid_t> groups(static_cast<std::size_t>(count));
-  while (::getgrouplist(login.c_str(), gid, groups.data(), &count) < 0) groups.resize(static_cast<std::size_t>(count));
-  groups.resize(static_cast<std::size_t>(count));
-  return groups;
 }
 
 // What root's children see under sudo. sudo's env_reset usually drops the rest, but a site's
@@ -73,7 +65,7 @@ std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp) {
     throw Error(fmt::format("running under sudo for uid {}, which the password database does not know", uid));
   caller.login = entry->pw_name;
   caller.home = entry->pw_dir != nullptr ? entry->pw_dir : "";
-  caller.ids.groups = groups_of(caller.login, caller.ids.gid);
+  caller.ids.groups = group_list(caller.login, caller.ids.gid);
   return caller;
 }
 

@@ -171,7 +171,7 @@ json value_from_text(ValueType type, const std::string& raw, std::string_view wh
       if (const auto v = boolean_word(raw)) return *v;
       return raw;
     case ValueType::wait:
-      if (text::to_lower(text::trim(raw)) == "forever") return true;
+      if (text::equals_ignoring_case(text::trim(raw), "forever")) return true;
       if (const auto v = boolean_word(raw)) return *v;
       return raw;
     case ValueType::list:

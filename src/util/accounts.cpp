@@ -49,6 +49,20 @@ std::string group_name(gid_t gid) {
   return found->gr_name;
 }
 
+std::vector<gid_t> group_list(const std::string& login, gid_t primary) {
+  // getgrouplist says how many there are when they do not fit; they may change between the calls.
+  int count = 64;
+  std::vector<gid_t> groups;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    groups.resize(static_cast<std::size_t>(count));
+    if (::getgrouplist(login.c_str(), primary, groups.data(), &count) >= 0) {
+      groups.resize(static_cast<std::size_t>(count));
+      return groups;
+    }
+  }
+  return {primary};  // a list that keeps growing: the primary group alone, never more rights
+}
+
 std::vector<gid_t> group_ids_of(const std::string& name) {
   if (name.empty()) return {};
   struct passwd entry {};
@@ -57,17 +71,7 @@ std::vector<gid_t> group_ids_of(const std::string& name) {
   const int status = with_entry_buffer(
       buffer, [&](char* data, std::size_t size) { return ::getpwnam_r(name.c_str(), &entry, data, size, &found); });
   if (status != 0 || found == nullptr) return {};
-  // getgrouplist says how many there are when they do not fit; they may change between the calls.
-  int count = 64;
-  std::vector<gid_t> groups;
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    groups.resize(static_cast<std::size_t>(count));
-    if (::getgrouplist(name.c_str(), found->pw_gid, groups.data(), &count) >= 0) {
-      groups.resize(static_cast<std::size_t>(count));
-      return groups;
-    }
-  }
-  return {found->pw_gid};
+  return group_list(name, found->pw_gid);
 }
 
 namespace {

@@ -17,8 +17,11 @@ std::optional<gid_t> group_id(const std::string& name);
 // The name of group `gid`, or its number when it has none.
 std::string group_name(gid_t gid);
 
-// The groups of the user `name`, primary first, then the supplementary ones (getgrouplist); empty
-// when there is no such user.
+// The groups of `login` whose primary group is `primary`: it first, then the supplementary ones
+// (getgrouplist).
+std::vector<gid_t> group_list(const std::string& login, gid_t primary);
+
+// The groups of the user `name` (group_list with their primary group); empty when there is no such user.
 std::vector<gid_t> group_ids_of(const std::string& name);
 
 // The login name of user `uid`, or its number when it has none.
