@@ -8,6 +8,7 @@
 
 #include "gpurun/history/run_json.hpp"
 #include "gpurun/util/text.hpp"
+#include "gpurun/util/units.hpp"
 #include "policy_acts.hpp"
 
 namespace gpurun {
@@ -44,9 +45,15 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
     std::vector<PolicyAction> idle = idle_->observe(sample, running);
     due.insert(due.end(), idle.begin(), idle.end());
   }
+  // A holder gone starts afresh.
+  std::erase_if(retries_, [&](const auto& entry) {
+    return std::none_of(sample.holders.begin(), sample.holders.end(),
+                        [&entry](const HolderSample& h) { return h.key == entry.first; });
+  });
   for (const PolicyAction& action : due) {
     const bool idle = action.rule == PolicyAction::Rule::idle;
     if (ended_by_.contains(action.key)) continue;  // stopped by the other rule already
+    if (waits_for_retry(action, sample.when)) continue;
     ActResult result;
     try {
       result = carry_out(action, idle && idle_->policy().dry_run, engine);
@@ -55,12 +62,10 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
       result.failed = true;
     }
     if (result.failed) {
-      if (idle)
-        idle_->stop_failed(action.key);
-      else
-        limiter_.stop_failed(action.key);
+      stop_failed(action, sample.when);
       continue;
     }
+    retries_.erase(action.key);
     if (result.stopped) ended_by_[action.key] = idle ? "idle_policy" : "time_limit";
     if (notifier_) {
       const auto run =
@@ -69,6 +74,34 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
           notification_of(event_of(action), result.text, run != running.end() ? &*run : nullptr, &action, host_));
     }
   }
+}
+
+bool PolicyRules::waits_for_retry(const PolicyAction& action, WallTime now) {
+  const auto retry = retries_.find(action.key);
+  if (action.kind != PolicyAction::Kind::stop || retry == retries_.end() || now >= retry->second.not_before)
+    return false;
+  if (action.rule == PolicyAction::Rule::idle)
+    idle_->stop_failed(action.key);
+  else
+    limiter_.stop_failed(action.key);
+  return true;
+}
+
+void PolicyRules::stop_failed(const PolicyAction& action, WallTime now) {
+  constexpr std::chrono::seconds kFirstRetry{60};
+  constexpr std::chrono::seconds kLongestWait{15 * 60};
+  Retry& retry = retries_[action.key];
+  ++retry.failures;
+  const std::chrono::seconds wait =
+      std::min<std::chrono::seconds>(kFirstRetry * (1 << std::min(retry.failures - 1, 4)), kLongestWait);
+  retry.not_before = now + wait;
+  if (action.rule == PolicyAction::Rule::idle)
+    idle_->stop_failed(action.key);
+  else
+    limiter_.stop_failed(action.key);
+  spdlog::warn("{}: run {}: the stop failed ({} in a row); trying again in {}",
+               action.rule == PolicyAction::Rule::idle ? "idle policy" : "time limit", action.run_id, retry.failures,
+               format_duration(wait, DurationStyle::brief));
 }
 
 void PolicyRules::ended(std::vector<RunRecord>& runs) {

@@ -2,7 +2,9 @@
 // The site's rules over the samples (issue 23): the idle policy and time limits decide
 // (gpurun/service/idle_enforcer.hpp, time_limiter.hpp), policy_acts carries their answers out,
 // and the notifier tells the runs' users. The recorder calls it after each sample, outside its
-// lock: a stop takes seconds and may fail (then it is asked for again at the next sample).
+// lock: a stop takes seconds and may fail. A failed stop is tried again after a minute, then after
+// twice as long each time up to 15 minutes: an engine that keeps refusing is not asked (and the
+// journal not written) at every sample.
 #include <map>
 #include <optional>
 #include <set>
@@ -31,12 +33,22 @@ class PolicyRules {
  private:
   std::string ended_text(const RunRecord& run) const;
 
+  // A holder whose stop failed: how often in a row, and when it may be tried again.
+  struct Retry {
+    int failures = 0;
+    WallTime not_before;
+  };
+  // Whether a stop of `key` due now waits for its next try (the rule is asked to keep it due).
+  bool waits_for_retry(const PolicyAction& action, WallTime now);
+  void stop_failed(const PolicyAction& action, WallTime now);
+
   std::string host_;
   TimeLimiter limiter_;
   std::optional<IdleEnforcer> idle_;
   std::optional<Notifier> notifier_;
   std::map<std::string, std::string> ended_by_;  // holder key -> why its run will end
   std::set<std::string> notify_end_;             // holder keys whose launch asked for run_ended (--notify)
+  std::map<std::string, Retry> retries_;         // holder key -> its failed stops
 };
 
 }  // namespace gpurun

@@ -1,0 +1,110 @@
+// Unit tests for the site's rules carried out (src/service/policy_rules.hpp): a stop the engine
+// refuses is tried again after a minute, then after twice as long each time (up to 15 minutes),
+// not at every sample; a stop that works ends the retries and marks the run's end.
+#include "policy_rules.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace gpurun {
+namespace {
+
+using namespace std::chrono_literals;
+
+const WallTime kStart = WallTime{} + 1'000'000s;
+
+// Stops through /bin/false (refused) or /bin/true, and counts the stops asked.
+class StoppingEngine final : public ContainerEngine {
+ public:
+  bool refuses = true;
+  mutable int stops = 0;
+
+  std::string name() const override { return "stand-in"; }
+  std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds /*timeout*/, Listing /*listing*/) override {
+    return {};
+  }
+  CdiSupport cdi_support(std::chrono::milliseconds /*timeout*/) override { return {false, "stand-in"}; }
+  std::vector<std::string> run_argv(const DockerRunRequest& /*request*/) const override { return {"/bin/true"}; }
+  std::vector<std::string> stop_argv(const std::string& /*container*/,
+                                     std::optional<int> /*timeout_s*/) const override {
+    ++stops;
+    return {refuses ? "/bin/false" : "/bin/true"};
+  }
+  std::vector<std::string> logs_argv(const std::string& /*c*/, const LogsRequest& /*request*/) const override {
+    return {"/bin/true"};
+  }
+  std::vector<std::string> attach_argv(const std::string& /*c*/) const override { return {"/bin/true"}; }
+  std::vector<std::string> inspect_argv(const std::string& /*c*/) const override { return {"/bin/true"}; }
+};
+
+// A container gpurun started, with a one-minute time limit, running since kStart.
+struct TimedRun {
+  HolderSample holder{.key = "container:c1",
+                      .name = "alice_gpu0_1",
+                      .user = "alice",
+                      .container_id = "c1",
+                      .image = "",
+                      .command = "",
+                      .gpus = {0},
+                      .memory_used_mib = std::nullopt,
+                      .started_by_gpurun = true,
+                      .time_limit = 60s};
+  RunRecord run;
+  TimedRun() {
+    run.id = 3;
+    run.key = holder.key;
+    run.start = kStart;
+  }
+  void observe(PolicyRules& rules, std::chrono::seconds at, ContainerEngine& engine) const {
+    rules.observe({.when = kStart + at, .gpus = {}, .holders = {holder}}, {run}, &engine);
+  }
+};
+
+// The seconds after kStart at which a stop was asked, sampling every 10 s for `until`.
+std::vector<int> stops_asked(PolicyRules& rules, StoppingEngine& engine, const TimedRun& timed,
+                             std::chrono::seconds until) {
+  std::vector<int> at;
+  for (std::chrono::seconds t = 0s; t <= until; t += 10s) {
+    const int before = engine.stops;
+    timed.observe(rules, t, engine);
+    if (engine.stops > before) at.push_back(static_cast<int>(t.count()));
+  }
+  return at;
+}
+
+TEST(PolicyRules, ARefusedStopIsTriedAgainAfterAMinuteThenTwiceAsLongUpToFifteenMinutes) {
+  PolicyRules rules(SitePolicy{}, "gpu-host");
+  StoppingEngine engine;
+  const TimedRun timed;
+  // Due at 60 s; tried again at 120, 240, 480, 960, then every 900 s.
+  EXPECT_EQ(stops_asked(rules, engine, timed, 2800s), (std::vector<int>{60, 120, 240, 480, 960, 1860, 2760}));
+}
+
+TEST(PolicyRules, AStopThatWorksEndsTheRetriesAndMarksTheRunsEnd) {
+  PolicyRules rules(SitePolicy{}, "gpu-host");
+  StoppingEngine engine;
+  const TimedRun timed;
+  EXPECT_EQ(stops_asked(rules, engine, timed, 100s), (std::vector<int>{60}));
+  engine.refuses = false;
+  timed.observe(rules, 120s, engine);
+  EXPECT_EQ(engine.stops, 2);
+  timed.observe(rules, 130s, engine);  // stopped: not asked again while the sample still shows it
+  EXPECT_EQ(engine.stops, 2);
+  std::vector<RunRecord> ended{timed.run};
+  rules.ended(ended);
+  EXPECT_EQ(ended.front().ended_by, "time_limit");
+}
+
+TEST(PolicyRules, AHolderGoneAndBackStartsItsRetriesAfresh) {
+  PolicyRules rules(SitePolicy{}, "gpu-host");
+  StoppingEngine engine;
+  const TimedRun timed;
+  EXPECT_EQ(stops_asked(rules, engine, timed, 130s), (std::vector<int>{60, 120}));  // next try at 240
+  rules.observe({.when = kStart + 140s, .gpus = {}, .holders = {}}, {}, &engine);   // gone from a sample
+  timed.observe(rules, 150s, engine);
+  EXPECT_EQ(engine.stops, 3);
+}
+
+}  // namespace
+}  // namespace gpurun
