@@ -10,12 +10,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
@@ -45,10 +48,42 @@ bool trusted(const struct stat& info, std::optional<gid_t> group) {
 
 // Root makes its directory root:GROUP 2775 (or 0755), and its lock files root:GROUP 0640, so that
 // a directory an older gpurun left (1777, or 0755 with root-only files) serves everyone again.
+// The names gpurun gives what it keeps in a lock directory: the selection lock, reservations,
+// and wait-queue tickets (locks/wait_queue.cpp).
+bool made_by_gpurun(std::string_view name) {
+  return name == "select.lock" || (name.starts_with("gpu-") && name.ends_with(".lock")) ||
+         name.starts_with("ticket-") || name.starts_with("draft-ticket-");
+}
+
+// The names in a directory, but "." and "..".
+std::vector<std::string> entry_names(int dir_fd) {
+  std::vector<std::string> names;
+  Fd entries_fd(::dup(dir_fd));
+  DIR* entries = entries_fd.valid() ? ::fdopendir(entries_fd.release()) : nullptr;
+  if (entries == nullptr) return names;
+  // readdir_r is deprecated; readdir is safe on a stream no other thread reads.
+  // cppcheck-suppress readdirCalled
+  while (const dirent* entry = ::readdir(entries)) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(entries);
+  return names;
+}
+
 void normalize_as_root(int dir_fd, const struct stat& info, const std::string& dir, std::optional<gid_t> group) {
   const gid_t gid = group.value_or(0);
   const mode_t mode = group ? kGroupMode : kRootMode;
   if (info.st_uid == 0 && info.st_gid == gid && (info.st_mode & 07777) == mode) return;
+  const std::vector<std::string> names = entry_names(dir_fd);
+  // Root changes the directory's owner and mode and its files': never of a directory that holds
+  // anything else (a --lock-dir of /etc, /proc or a home typed by mistake).
+  if (const auto other = std::find_if_not(names.begin(), names.end(), made_by_gpurun); other != names.end())
+    throw Error(fmt::format(
+        "lock directory {} cannot be used: it is {} and holds {}, which gpurun did not make; "
+        "as root gpurun makes its lock directory root:{} {:o}, so it must be one of its own: "
+        "give a new or empty directory (the default is {})",
+        dir, describe(info), text::printable(*other, 80), group ? group_name(gid) : "root", mode, kDefaultLockDir));
   if ((info.st_mode & S_IWOTH) != 0)
     spdlog::warn(
         "lock directory {} was {}, writable by anyone, which sudo gpurun cannot trust: made it {} so that "
@@ -56,19 +91,13 @@ void normalize_as_root(int dir_fd, const struct stat& info, const std::string& d
         dir, describe(info), group ? fmt::format("root:{} {:o}", group_name(gid), mode) : "root:root 755");
   if (::fchown(dir_fd, 0, gid) != 0 || ::fchmod(dir_fd, mode) != 0)
     throw Error(fmt::format("lock directory {} cannot be used: cannot make it root's: {}", dir, std::strerror(errno)));
-  Fd entries_fd(::dup(dir_fd));
-  DIR* entries = entries_fd.valid() ? ::fdopendir(entries_fd.release()) : nullptr;
-  if (entries == nullptr) return;
-  // readdir_r is deprecated; readdir is safe on a stream no other thread reads.
-  // cppcheck-suppress readdirCalled
-  while (const dirent* entry = ::readdir(entries)) {
-    Fd file(::openat(dir_fd, entry->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  for (const std::string& name : names) {
+    Fd file(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat file_info {};
     if (!file.valid() || ::fstat(file.get(), &file_info) != 0 || !S_ISREG(file_info.st_mode)) continue;
     if (::fchown(file.get(), 0, gid) != 0 || ::fchmod(file.get(), kLockFileMode) != 0)
-      spdlog::warn("lock file {}/{}: cannot make it root's: {}", dir, entry->d_name, std::strerror(errno));
+      spdlog::warn("lock file {}/{}: cannot make it root's: {}", dir, text::printable(name, 80), std::strerror(errno));
   }
-  ::closedir(entries);
 }
 
 // The mend for a directory that is not trusted, for whoever reads the error.

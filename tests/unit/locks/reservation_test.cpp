@@ -92,6 +92,23 @@ TEST(PrepareLockDir, RootMendsALegacyDirectoryAnyoneCouldWriteAndItsFiles) {
   EXPECT_EQ(file.st_uid, 0u);
 }
 
+TEST(PrepareLockDir, RootChangesNothingOfADirectoryHoldingWhatGpurunDidNotMake) {
+  // A --lock-dir of /etc or /proc typed by mistake: neither it nor its files become the lock group's.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
+  const test::TempDir dir("gpurun-locks");
+  ::chmod(dir.str().c_str(), 0755);
+  test::write_file(dir / "passwd", "root:x:0:0::/root:/bin/sh\n");
+  ::chmod((dir / "passwd").c_str(), 0644);
+  test::write_file(dir / "gpu-GPU-0.lock", "");
+  const auto e =
+      test::caught_error([&] { prepare_lock_dir({.dir = dir.str(), .group = own_group(), .shared = true}); });
+  EXPECT_THAT(e.message, ::testing::HasSubstr("holds passwd, which gpurun did not make"));
+  EXPECT_THAT(e.message, ::testing::HasSubstr("give a new or empty directory (the default is /run/lock/gpurun)"));
+  EXPECT_EQ(stat_of(dir.str()).st_mode & 07777, 0755u);
+  EXPECT_EQ(stat_of(dir / "passwd").st_mode & 07777, 0644u);
+  EXPECT_EQ(stat_of(dir / "gpu-GPU-0.lock").st_gid, 0u);
+}
+
 TEST(PrepareLockDir, RootRefusesADirectoryNotItsOwnWithTheMend) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
   const test::TempDir dir("gpurun-locks");
