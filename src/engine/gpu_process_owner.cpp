@@ -161,8 +161,14 @@ std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root
   return owner;
 }
 
-void add_process_holders(std::vector<GpuContainer>& holders, const std::vector<Gpu>& gpus,
-                         const std::string& proc_root) {
+bool runs_in(const CgroupContainer& found, const GpuContainer& holder, unsigned asking_uid) {
+  if (holder.id.empty() || !(found.id.starts_with(holder.id) || holder.id.starts_with(found.id))) return false;
+  if (holder.from_processes) return holder.rootless_uid == found.rootless_uid;
+  return !found.rootless_uid || *found.rootless_uid == asking_uid;
+}
+
+void add_process_holders(std::vector<GpuContainer>& holders, const std::vector<Gpu>& gpus, const std::string& proc_root,
+                         unsigned asking_uid) {
   for (const Gpu& gpu : gpus) {
     const std::string device = gpu.uuid.empty() ? std::to_string(gpu.index) : gpu.uuid;
     for (const GpuProcess& process : gpu.processes) {
@@ -170,12 +176,13 @@ void add_process_holders(std::vector<GpuContainer>& holders, const std::vector<G
       if (!owner || !owner->container) continue;
       const std::string& id = owner->container->id;
       // The engine's IDs are full ones; a holder added here has its full ID too.
-      auto it = std::find_if(holders.begin(), holders.end(), [&](const GpuContainer& c) {
-        return !c.id.empty() && (id.starts_with(c.id) || c.id.starts_with(id));
-      });
+      auto it = std::find_if(holders.begin(), holders.end(),
+                             [&](const GpuContainer& c) { return runs_in(*owner->container, c, asking_uid); });
       if (it == holders.end()) {
         GpuContainer c;
         c.id = id;
+        c.from_processes = true;
+        c.rootless_uid = owner->container->rootless_uid;
         c.name = id.substr(0, 12);
         c.user = owner->user;
         c.image = owner->container->engine.empty() ? "container" : owner->container->engine + " container";

@@ -53,10 +53,11 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
                         .container_id = holder.container_id,
                         .gpus = holder.gpus,
                         .elapsed = idle_for,
-                        .limit = policy_.stop_after.value_or(std::chrono::seconds(0))};
+                        .limit = policy_.stop_after.value_or(std::chrono::seconds(0)),
+                        .listed_by_engine = holder.listed_by_engine};
     if (policy_.stop_after && idle_for >= *policy_.stop_after && step < static_cast<int>(Done::stopped)) {
-      const bool stoppable =
-          !holder.container_id.empty() && (policy_.scope == IdleScope::all || holder.started_by_gpurun);
+      const bool stoppable = !holder.container_id.empty() && holder.listed_by_engine &&
+                             (policy_.scope == IdleScope::all || holder.started_by_gpurun);
       action.kind = stoppable ? PolicyAction::Kind::stop : PolicyAction::Kind::report;
       done_[holder.key] = Done::stopped;
       due.push_back(std::move(action));

@@ -97,7 +97,8 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
     return known != owners.end() ? known->second : owners.emplace(pid, process_owner(pid, proc_root)).first->second;
   };
 
-  if (snapshot.processes_known) add_process_holders(containers, snapshot.gpus, proc_root);
+  const unsigned asking_uid = ::getuid();
+  if (snapshot.processes_known) add_process_holders(containers, snapshot.gpus, proc_root, asking_uid);
   for (const GpuContainer& c : containers) {
     std::vector<int> gpus = held_gpu_indices(c, snapshot.gpus);
     // The MIG instances it holds: those it was given, and those its processes run in.
@@ -106,8 +107,7 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
       if (const auto part = parts.find(device); part != parts.end()) held_parts.insert(&part->second);
     for (const auto& [pid, pid_parts] : parts_of_pid) {
       const std::optional<ProcessOwner>& owner = owner_of(pid);
-      if (owner && owner->container && !c.id.empty() &&
-          (owner->container->id.starts_with(c.id) || c.id.starts_with(owner->container->id)))
+      if (owner && owner->container && runs_in(*owner->container, c, asking_uid))
         held_parts.insert(pid_parts.begin(), pid_parts.end());
     }
     const std::map<int, double> shares = c.all_gpus ? std::map<int, double>{} : shares_of(held_parts);
@@ -115,18 +115,21 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
       if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
     std::sort(gpus.begin(), gpus.end());
     if (gpus.empty()) continue;
-    sample.holders.push_back({.key = "container:" + c.id,
-                              .name = c.name,
-                              .user = c.user,
-                              .container_id = c.id,
-                              .image = c.image,
-                              .command = c.command,
-                              .gpus = std::move(gpus),
-                              .mig_share = shares,
-                              .memory_used_mib = std::nullopt,
-                              .started_by_gpurun = c.started_by_gpurun,
-                              .time_limit = c.time_limit,
-                              .notify_end = c.notify_end});
+    // A rootless engine's container is keyed by its user too: its ID is only that engine's.
+    sample.holders.push_back(
+        {.key = c.rootless_uid ? fmt::format("container:{}:{}", *c.rootless_uid, c.id) : "container:" + c.id,
+         .name = c.name,
+         .user = c.user,
+         .container_id = c.id,
+         .image = c.image,
+         .command = c.command,
+         .gpus = std::move(gpus),
+         .mig_share = shares,
+         .memory_used_mib = std::nullopt,
+         .started_by_gpurun = c.started_by_gpurun,
+         .time_limit = c.time_limit,
+         .notify_end = c.notify_end,
+         .listed_by_engine = !c.from_processes});
   }
 
   // A GPU process outside every container is a holder of its own.
@@ -152,7 +155,8 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                                 .memory_used_mib = p.used_memory_mib,
                                 .started_by_gpurun = false,
                                 .time_limit = std::nullopt,
-                                .notify_end = false});
+                                .notify_end = false,
+                                .listed_by_engine = false});
     }
   return sample;
 }

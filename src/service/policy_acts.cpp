@@ -47,8 +47,9 @@ ActResult carry_out(const PolicyAction& action, bool dry_run, ContainerEngine* e
       return said(warning(action, who));
     case PolicyAction::Kind::report:
       return said(fmt::format("{} has been {}, and is left running: {}", who, measured(action),
-                              action.container_id.empty()
-                                  ? "a process is never killed"
+                              action.container_id.empty() ? "a process is never killed"
+                              : !action.listed_by_engine
+                                  ? "a container seen only through its processes, not one the engine lists"
                                   : "not a container gpurun started (the policy's scope is \"gpurun\")"));
     case PolicyAction::Kind::stop:
       break;

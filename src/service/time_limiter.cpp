@@ -17,7 +17,8 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
   std::set<std::string> present;
   for (const HolderSample& holder : merged_holders(sample.holders)) {
     present.insert(holder.key);
-    if (holder.container_id.empty() || !holder.started_by_gpurun) continue;  // only what gpurun launched
+    if (holder.container_id.empty() || !holder.started_by_gpurun || !holder.listed_by_engine)
+      continue;  // only what gpurun launched, as the engine lists it
     std::optional<std::chrono::seconds> limit = holder.time_limit;
     if (max_runtime_) limit = std::min(limit.value_or(*max_runtime_), *max_runtime_);
     if (!limit) continue;
@@ -36,7 +37,8 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
                         .container_id = holder.container_id,
                         .gpus = holder.gpus,
                         .elapsed = elapsed,
-                        .limit = *limit};
+                        .limit = *limit,
+                        .listed_by_engine = holder.listed_by_engine};
     if (elapsed >= *limit && step < static_cast<int>(Done::stopped)) {
       action.kind = PolicyAction::Kind::stop;
       done_[holder.key] = Done::stopped;

@@ -24,6 +24,10 @@ struct GpuContainer {
   bool started_by_gpurun = false;
   std::optional<std::chrono::seconds> time_limit;  // gpurun's label: stop it this long after its start
   bool notify_end = false;                         // gpurun's label: tell its user when it ends
+  // Seen only through its GPU processes (add_process_holders): no engine we asked listed it, so
+  // nothing is ever stopped through one by this ID. `rootless_uid`: the user whose own engine runs it.
+  bool from_processes = false;
+  std::optional<unsigned> rootless_uid;
 };
 
 // Parses `docker inspect` JSON (an array of containers) and keeps those that hold GPUs, from

@@ -2,6 +2,8 @@
 // Who holds a GPU, from the GPU's processes rather than from an engine: the container a process
 // runs in (its /proc/PID/cgroup) and the user who owns it. This sees containers no engine we ask
 // can show: a rootless docker's or podman's (one engine per user), a Kubernetes pod's.
+#include <unistd.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,10 +46,17 @@ std::string host_proc_root();
 // cgroup v1 leaves its containers in the user's cgroup), the conmon among its ancestors does.
 std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root = "/proc");
 
+// Whether a process in `found` runs in `holder`. A rootless engine's container is one the engine
+// asked listed only where that engine is the asker's own (`asking_uid`'s): under root, a user who
+// names a scope in their own cgroup (or a parent process) after someone else's container ID
+// claims nothing of that container.
+bool runs_in(const CgroupContainer& found, const GpuContainer& holder, unsigned asking_uid);
+
 // The containers that hold GPUs as their processes show, added to `holders` (the engine's own
-// answer): a container the engine did not name is added, named by its short ID and owner,
-// holding the GPUs (by UUID) its processes run on; one it named gets any GPU it lacks.
+// answer): a container the engine did not name is added (from_processes), named by its short ID
+// and owner, holding the GPUs (by UUID) its processes run on; one it named (runs_in) gets any GPU
+// it lacks. `asking_uid`: whose engine was asked (the real uid of this process).
 void add_process_holders(std::vector<GpuContainer>& holders, const std::vector<Gpu>& gpus,
-                         const std::string& proc_root = "/proc");
+                         const std::string& proc_root = "/proc", unsigned asking_uid = ::getuid());
 
 }  // namespace gpurun

@@ -22,7 +22,8 @@ using WallTime = std::chrono::system_clock::time_point;
 
 // One holder as one sample saw it.
 struct HolderSample {
-  // Who it is across samples: "container:ID", or "process:PID:START" (a reused pid is another;
+  // Who it is across samples: "container:ID" ("container:UID:ID" for one of user UID's rootless
+  // engine, seen through its processes), or "process:PID:START" (a reused pid is another;
   // START is "" where /proc no longer shows the process: one that has exited while the driver still
   // lists it, which continues the run of its pid).
   std::string key;
@@ -39,6 +40,9 @@ struct HolderSample {
   bool started_by_gpurun = false;                       // a container with gpurun's labels
   std::optional<std::chrono::seconds> time_limit = {};  // its --time-limit (gpurun's label)
   bool notify_end = false;                              // its --notify (gpurun's label)
+  // A container the engine asked listed: only such a one is ever stopped through that engine
+  // (one seen only through its processes may be another engine's, or a scope a user named).
+  bool listed_by_engine = false;
 };
 
 // One GPU's readings in one sample.

@@ -30,6 +30,7 @@ struct PolicyAction {
   std::vector<int> gpus;
   std::chrono::seconds elapsed{0};  // idle: idle for this long; time_limit: running for this long
   std::chrono::seconds limit{0};    // when it is (or was) stopped: stop_after, or the time limit; 0: never
+  bool listed_by_engine = true;     // HolderSample::listed_by_engine: false, never stopped
 };
 
 // The notification event an action is ("idle_warning", "idle_stopped", "time_warning",

@@ -259,5 +259,35 @@ TEST_F(ProcessOwnerInFakeProc, ProcessHoldersAddContainersTheEngineCouldNotSee) 
   EXPECT_THAT(holders[1].devices, ElementsAre("GPU-00000003"));
 }
 
+TEST_F(ProcessOwnerInFakeProc, UnderRootAUsersScopeNamedAfterRootsContainerClaimsNothingOfIt) {
+  // A user's own cgroup (user@UID.service is delegated to them) holding a scope named after the
+  // ID of a container of root's engine, with an idle GPU process in it.
+  add(100, "3999999", "0::/user.slice/user-3999999.slice/user@3999999.service/app.slice/docker-" + kId + ".scope\n");
+  std::vector<Gpu> gpus(2);
+  for (int i = 0; i < 2; ++i) {
+    gpus[static_cast<std::size_t>(i)].index = i;
+    gpus[static_cast<std::size_t>(i)].uuid = "GPU-0000000" + std::to_string(i);
+  }
+  gpus[1].processes = {{"GPU-00000001", 100, 1024.0, {}}};
+  GpuContainer known;  // root's engine: the container, on GPU 0
+  known.id = kId;
+  known.devices = {"0"};
+
+  std::vector<GpuContainer> as_root{known};
+  add_process_holders(as_root, gpus, root_, /*asking_uid=*/0);
+  ASSERT_EQ(as_root.size(), 2U);
+  EXPECT_THAT(as_root[0].devices, ElementsAre("0"));  // the real container gets nothing
+  EXPECT_FALSE(as_root[0].from_processes);
+  EXPECT_TRUE(as_root[1].from_processes);  // the user's own holder, never stopped through root's engine
+  EXPECT_EQ(as_root[1].rootless_uid, 3999999U);
+  EXPECT_THAT(as_root[1].devices, ElementsAre("GPU-00000001"));
+
+  // Asked by that user, of their own rootless engine, the same container is theirs.
+  std::vector<GpuContainer> as_user{known};
+  add_process_holders(as_user, gpus, root_, /*asking_uid=*/3999999);
+  ASSERT_EQ(as_user.size(), 1U);
+  EXPECT_THAT(as_user[0].devices, ElementsAre("0", "GPU-00000001"));
+}
+
 }  // namespace
 }  // namespace gpurun

@@ -33,7 +33,10 @@ HolderSample holder(const std::string& key, int gpu, const std::string& containe
           .command = "",
           .gpus = {gpu},
           .memory_used_mib = std::nullopt,
-          .started_by_gpurun = gpurun};
+          .started_by_gpurun = gpurun,
+          .time_limit = std::nullopt,
+          .notify_end = false,
+          .listed_by_engine = !container_id.empty()};
 }
 
 // GPU 0 and 1 at `util` percent, held by the given holders, at kStart + `at`.
@@ -86,6 +89,14 @@ TEST(IdleEnforcer, ScopeAllStopsAnyContainerButStillNoProcess) {
   IdleEnforcer enforcer(policy(IdleScope::all));
   const std::vector<HolderSample> held{holder("process:7:1", 0, "", false), holder("container:c2", 1, "c2", false)};
   EXPECT_EQ(kinds_over(enforcer, held, {0s, 120s}).back(), (std::vector<Kind>{Kind::report, Kind::stop}));
+}
+
+TEST(IdleEnforcer, AContainerSeenOnlyThroughItsProcessesIsNeverStoppedEvenUnderScopeAll) {
+  // Its ID may be another engine's, or a scope a user named after someone else's container.
+  IdleEnforcer enforcer(policy(IdleScope::all));
+  HolderSample inferred = holder("container:1000:c3", 0, "c3", false);
+  inferred.listed_by_engine = false;
+  EXPECT_EQ(kinds_over(enforcer, {inferred}, {0s, 120s}).back(), std::vector<Kind>{Kind::report});
 }
 
 TEST(IdleEnforcer, ABusySampleEndsTheStreakAndTheNextStreakCountsAfresh) {

@@ -49,7 +49,9 @@ struct TimedRun {
                       .gpus = {0},
                       .memory_used_mib = std::nullopt,
                       .started_by_gpurun = true,
-                      .time_limit = 60s};
+                      .time_limit = 60s,
+                      .notify_end = false,
+                      .listed_by_engine = true};
   RunRecord run;
   TimedRun() {
     run.id = 3;

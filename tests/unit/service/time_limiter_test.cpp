@@ -24,7 +24,9 @@ HolderSample holder(const std::string& key, std::optional<std::chrono::seconds> 
           .gpus = {0},
           .memory_used_mib = std::nullopt,
           .started_by_gpurun = gpurun,
-          .time_limit = limit};
+          .time_limit = limit,
+          .notify_end = false,
+          .listed_by_engine = !container_id.empty()};
 }
 
 // The kinds of the actions due at each of `times` after kStart, when the run started at kStart.
