@@ -170,7 +170,7 @@ Parsed parse(int argc, char** argv) {
   Parsed parsed;
   Bindings b;
   const std::vector<std::string> args(argv + 1, argv + argc);
-  CommandLine line = split_command_line(args, option_takes_value, is_verb);
+  CommandLine line = split_command_line(args, option_takes_value, is_verb, is_option_name);
 
   // Read off the settings table where every option is of a plain form; CLI11 reads the rest (and
   // says what is wrong), with the options it mentions bound (completion lists them all).

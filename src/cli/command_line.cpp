@@ -43,7 +43,23 @@ std::size_t values_consumed(std::string_view word, const std::function<bool(std:
 
 CommandLine split_command_line(const std::vector<std::string>& args,
                                const std::function<bool(std::string_view)>& takes_value,
-                               const std::function<bool(std::string_view)>& is_verb) {
+                               const std::function<bool(std::string_view)>& is_verb,
+                               const std::function<bool(std::string_view)>& is_option_name) {
+  // The next word as the value of `option`; one of gpurun's options is refused. docker's options
+  // are --docker-opt's values, so there only gpurun's own --dry-run is.
+  const auto value_after = [&](const std::string& option, const std::string& next) {
+    const std::string_view name = std::string_view(next).substr(0, next.find('='));
+    const bool refused = option == "--docker-opt" ? name == "--dry-run"
+                                                  : next.starts_with('-') && is_option_name && is_option_name(name);
+    if (refused) {
+      const std::string joined = option.starts_with("--") ? option + "=" : option;  // --name=x, -ex
+      throw Error(
+          fmt::format("{0} needs a value, but the option {1} follows it: write {2}VALUE (or {2}{1} if that is "
+                      "the value meant)",
+                      option, text::printable(next), joined));
+    }
+    return next;
+  };
   CommandLine line;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& word = args[i];
@@ -86,7 +102,8 @@ CommandLine split_command_line(const std::vector<std::string>& args,
     }
     if (is_option(word)) {
       line.options.push_back(word);
-      if (values_consumed(word, takes_value) == 1 && i + 1 < args.size()) line.options.push_back(args[++i]);
+      if (values_consumed(word, takes_value) == 1 && i + 1 < args.size())
+        line.options.push_back(value_after(word, args[++i]));
       continue;
     }
     if (line.verb.empty() && !line.count && is_verb(word)) {

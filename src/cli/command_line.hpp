@@ -18,11 +18,14 @@ struct CommandLine {
 };
 
 // `takes_value("--image")` tells whether an option consumes a value ("-e" as well as "--env").
-// `is_verb(word)` tells whether a first positional word is a verb. Throws gpurun::Error for a
-// verb that takes no command but is given one.
+// `is_verb(word)` tells whether a first positional word is a verb. `is_option_name(word)`, where
+// given, tells gpurun's options: one of them is never taken as the value of the option before it
+// (`--name --dry-run` would launch for real), but with '='. Throws gpurun::Error for either, and
+// for a verb that takes no command but is given one.
 CommandLine split_command_line(const std::vector<std::string>& args,
                                const std::function<bool(std::string_view)>& takes_value,
-                               const std::function<bool(std::string_view)>& is_verb);
+                               const std::function<bool(std::string_view)>& is_verb,
+                               const std::function<bool(std::string_view)>& is_option_name = {});
 
 // Whether `word` names a MIG profile: "1g.10gb", "3g.40gb", "1c.3g.40gb", "1g.10gb+me".
 bool is_mig_profile(std::string_view word);

@@ -156,6 +156,35 @@ TEST(SplitCommandLine, AMigProfileAfterMigIsItsValueNotN) {
   EXPECT_EQ(bare.command, (std::vector<std::string>{"train", "--mig", "1g.10gb"}));
 }
 
+TEST(SplitCommandLine, AGpurunOptionIsNeverTheValueOfTheOptionBeforeIt) {
+  // `--name --dry-run` would have named the container "--dry-run" and launched for real.
+  const auto is_option_name = [](std::string_view w) { return w == "--dry-run" || w == "--image" || w == "-q"; };
+  const auto split_checked = [&](const Args& args) {
+    return split_command_line(args, takes_value, is_verb, is_option_name);
+  };
+  EXPECT_EQ(test::caught_error([&] {
+              split_checked({"--name", "--dry-run", "1"});
+            }).message,
+            "--name needs a value, but the option --dry-run follows it: write --name=VALUE (or --name=--dry-run if "
+            "that is the value meant)");
+  EXPECT_THAT(test::caught_error([&] {
+                split_checked({"-e", "-q", "1"});
+              }).message,
+              HasSubstr("write -eVALUE (or -e-q if that is the value meant)"));
+  EXPECT_THAT(split_checked({"--name=--dry-run", "1"}).options, ElementsAre("--name=--dry-run"));
+  EXPECT_THAT(split_checked({"--name", "-x", "1"}).options, ElementsAre("--name", "-x"));  // not gpurun's
+  // docker's options are --docker-opt's values; only gpurun's --dry-run is refused there.
+  const auto docker_opt = [](std::string_view w) { return w == "--docker-opt"; };
+  const auto split_docker = [&](const Args& args) {
+    return split_command_line(args, docker_opt, is_verb, [](std::string_view w) { return w.starts_with("--"); });
+  };
+  EXPECT_THAT(split_docker({"--docker-opt", "--ipc=host", "1"}).options, ElementsAre("--docker-opt", "--ipc=host"));
+  EXPECT_THAT(test::caught_error([&] {
+                split_docker({"--docker-opt", "--dry-run", "1"});
+              }).message,
+              HasSubstr("--docker-opt needs a value, but the option --dry-run follows it"));
+}
+
 TEST(IsMigProfile, NamesOfProfiles) {
   for (const char* yes : {"1g.10gb", "3g.40gb", "7g.80gb", "1c.3g.40gb", "1g.10gb+me", "1g.20gb+gfx"})
     EXPECT_TRUE(is_mig_profile(yes)) << yes;
