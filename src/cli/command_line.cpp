@@ -50,7 +50,8 @@ CommandLine split_command_line(const std::vector<std::string>& args,
   const auto value_after = [&](const std::string& option, const std::string& next) {
     const std::string_view name = std::string_view(next).substr(0, next.find('='));
     const bool refused = option == "--docker-opt" ? name == "--dry-run"
-                                                  : next.starts_with('-') && is_option_name && is_option_name(name);
+                                                  : next.starts_with('-') && is_option_name && is_option_name(option) &&
+                                                        is_option_name(name);
     if (refused) {
       const std::string joined = option.starts_with("--") ? option + "=" : option;  // --name=x, -ex
       throw Error(

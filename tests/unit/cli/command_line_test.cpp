@@ -158,7 +158,9 @@ TEST(SplitCommandLine, AMigProfileAfterMigIsItsValueNotN) {
 
 TEST(SplitCommandLine, AGpurunOptionIsNeverTheValueOfTheOptionBeforeIt) {
   // `--name --dry-run` would have named the container "--dry-run" and launched for real.
-  const auto is_option_name = [](std::string_view w) { return w == "--dry-run" || w == "--image" || w == "-q"; };
+  const auto is_option_name = [](std::string_view w) {
+    return w == "--dry-run" || w == "--image" || w == "-q" || w == "--name" || w == "-e";
+  };
   const auto split_checked = [&](const Args& args) {
     return split_command_line(args, takes_value, is_verb, is_option_name);
   };
