@@ -16,12 +16,14 @@
 namespace gpurun {
 
 DcgmJobMap::DcgmJobMap(const std::string& dir) : dir_(dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+  const bool made = ::mkdir(dir.c_str(), 0755) == 0;
+  if (!made && errno != EEXIST)
     throw Error(fmt::format("cannot create the DCGM job mapping directory {}: {}", dir, std::strerror(errno)));
   dir_fd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir_fd_.valid())
     throw Error(fmt::format("cannot open the DCGM job mapping directory {}: {} (it must be a directory, not a link)",
                             dir, std::strerror(errno)));
+  if (made) ::fchmod(dir_fd_.get(), 0755);  // whatever gpurund's umask: dcgm-exporter reads it
 }
 
 void DcgmJobMap::update(const std::vector<int>& gpus, const std::vector<HolderSample>& holders) {

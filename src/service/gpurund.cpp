@@ -1,5 +1,7 @@
 // gpurund, the gpurun service: watches every holder of every GPU and records its runs
 // (gpurun/service/recorder.hpp). Thin: options in, the recorder, errors out.
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -101,6 +103,10 @@ int main(int argc, char** argv) {
                        .visibility = options.policy.history_visibility,
                        .admin_group = options.policy.admin_group};
 
+    // What it writes is private unless said otherwise (the database holds everyone's commands,
+    // whoever started gpurund and whatever its state directory's mode): the socket and the DCGM
+    // job map set their modes themselves.
+    ::umask(077);
     struct sigaction action {};
     action.sa_handler = on_stop;
     sigemptyset(&action.sa_mask);

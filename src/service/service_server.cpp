@@ -159,7 +159,9 @@ ServiceServer::ServiceServer(ServerSettings settings, ServedRuns& runs) : settin
   std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
   address.sun_family = AF_UNIX;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty() && ::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST)
+  if (!parent.empty() && ::mkdir(parent.c_str(), 0755) == 0)
+    ::chmod(parent.c_str(), 0755);  // whatever gpurund's umask (077): every user reaches the socket
+  else if (!parent.empty() && errno != EEXIST)
     throw Error(fmt::format("cannot create {} for the socket: {}", parent.string(), std::strerror(errno)));
   struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0) {

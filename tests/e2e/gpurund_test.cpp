@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
@@ -140,6 +141,12 @@ TEST_F(GpurundTest, RecordsEveryGpuProcessAsARunAndStopsCleanlyOnSigterm) {
     ASSERT_EQ(run.gpus.size(), 1u);
   }
   EXPECT_TRUE(keys.contains("process:48213:"));  // GPU 0 at 100 %: busy all the time
+  // The database holds everyone's commands: private, whatever umask gpurund was started with.
+  for (const char* file : {"/gpurund.db", "/gpurund.lock"}) {
+    struct stat info {};
+    ASSERT_EQ(::stat((state() + file).c_str(), &info), 0) << file;
+    EXPECT_EQ(info.st_mode & 077, 0U) << file;
+  }
   // The GPU history beside the runs: each GPU at each sample, and the minute so far.
   const RunStore store(state() + "/gpurund.db");
   const std::vector<GpuSampleRow> samples = store.gpu_samples(WallTime{});

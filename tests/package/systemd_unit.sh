@@ -18,4 +18,9 @@ set -e
 for key in 'StateDirectory=gpurun' 'StateDirectoryMode=0700' 'RuntimeDirectory=gpurun' 'WantedBy=multi-user.target'; do
   grep -qx "$key" "$unit" || { echo "FAIL: the unit lacks $key"; exit 1; }
 done
+# What gpurund runs must be able to work: podman's state and the mail queue are under /var, the
+# DCGM job map in /run, and exim4's and postfix's sendmail gain privileges through setuid/setgid.
+for key in 'ProtectSystem=strict' 'NoNewPrivileges=yes'; do
+  ! grep -qx "$key" "$unit" || { echo "FAIL: $key keeps podman stop, sendmail or the DCGM job map from working"; exit 1; }
+done
 echo "PASS: $unit verifies cleanly"
