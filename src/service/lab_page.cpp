@@ -203,7 +203,6 @@ json board_json(const Inventory& inventory, const MetricsState& metrics, WallTim
       held_by.push_back({{"user", h.user.empty() ? json() : json(h.user)},
                          {"name", h.name},
                          {"container", h.container_id.empty() ? json() : json(h.container_id.substr(0, 12))},
-                         {"command", h.command},
                          {"run", run == metrics.running.end() ? json() : json(run->id)}});
     }
     gpu["held_by"] = std::move(held_by);

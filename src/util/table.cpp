@@ -6,6 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "gpurun/util/text.hpp"
+
 namespace gpurun {
 
 std::size_t display_width(std::string_view s) {
@@ -30,6 +32,7 @@ void Table::add_row(std::vector<std::string> cells, Paint paint) {
   if (cells.size() > columns_.size())
     throw std::logic_error(fmt::format("a table row of {} cells for {} columns", cells.size(), columns_.size()));
   cells.resize(columns_.size());
+  for (std::string& cell : cells) cell = text::terminal_safe(cell);  // names and labels are anyone's
   rows_.push_back({std::move(cells), std::move(paint)});
 }
 

@@ -140,6 +140,48 @@ std::string printable(std::string_view s, std::size_t max_length) {
   return out;
 }
 
+std::string terminal_safe(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  const auto escape = [&out](unsigned char u) {
+    static constexpr char hex[] = "0123456789abcdef";
+    out += "\\x";
+    out += hex[u >> 4];
+    out += hex[u & 0xf];
+  };
+  for (std::size_t i = 0; i < s.size();) {
+    const auto u = static_cast<unsigned char>(s[i]);
+    if (u < 0x80) {
+      if (u < 0x20 || u == 0x7f)
+        escape(u);
+      else
+        out += s[i];
+      ++i;
+      continue;
+    }
+    // The length of a well-formed sequence (RFC 3629), or 0.
+    const std::size_t length = (u >= 0xc2 && u <= 0xdf)   ? 2
+                               : (u >= 0xe0 && u <= 0xef) ? 3
+                               : (u >= 0xf0 && u <= 0xf4) ? 4
+                                                          : 0;
+    bool valid = length != 0 && i + length <= s.size();
+    for (std::size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (valid) {
+      const auto second = static_cast<unsigned char>(s[i + 1]);
+      valid = !(u == 0xe0 && second < 0xa0) && !(u == 0xed && second > 0x9f) && !(u == 0xf0 && second < 0x90) &&
+              !(u == 0xf4 && second > 0x8f) && !(u == 0xc2 && second < 0xa0);  // overlong, surrogate, C1
+    }
+    if (!valid) {
+      escape(u);
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, length));
+    i += length;
+  }
+  return out;
+}
+
 std::string printable_words(std::string_view s, std::size_t max_length) {
   if (s.size() <= max_length) return printable(s, max_length);
   std::size_t cut = s.rfind(' ', max_length);

@@ -37,6 +37,11 @@ NumberWithUnit split_unit(std::string_view s);
 // Makes arbitrary input printable in one line of an error message.
 std::string printable(std::string_view s, std::size_t max_length = 60);
 
+// Safe to write to a terminal, whole and readable: UTF-8 text is kept (names in any script), and
+// control characters (C0, DEL and C1, which a terminal obeys), and bytes that are not UTF-8,
+// become \xNN as printable() writes them.
+std::string terminal_safe(std::string_view s);
+
 // printable(), cut where a word ends (not inside one) when longer than `max_length`.
 std::string printable_words(std::string_view s, std::size_t max_length);
 

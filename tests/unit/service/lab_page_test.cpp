@@ -69,6 +69,8 @@ TEST(BoardJson, IsStatusJsonWithTheHoldersTheirRunsAndIdleTimes) {
   EXPECT_EQ(board["gpus"][1]["held_by"][0]["user"], "carol");
   EXPECT_EQ(board["gpus"][1]["held_by"][0]["container"], "c2c2c2c2c2c2");
   EXPECT_EQ(board["gpus"][1]["held_by"][0]["run"], 7);
+  // Anyone who reaches --listen reads the board: no command lines (they carry tokens).
+  EXPECT_FALSE(board["gpus"][1]["held_by"][0].contains("command"));
 }
 
 TEST(LabPageHtml, ShowsEveryNameAsTextAndMarksTheIdleHolder) {

@@ -86,6 +86,7 @@ TEST_F(ServiceServerTest, RunsAreNewestFirstWithTheFreshFiguresAndFilters) {
   const auto since = std::chrono::duration_cast<std::chrono::milliseconds>((kT0 + 61s).time_since_epoch()).count();
   EXPECT_THAT(ids(json::parse(ask("/v1/runs?since=" + std::to_string(since)).body)), ::testing::ElementsAre(3, 2));
   EXPECT_EQ(ask("/v1/runs?since=yesterday").status, 400);
+  EXPECT_EQ(ask("/v1/runs?since=99999999999999999").status, 400);  // would overflow the clock
   EXPECT_EQ(ask("/v1/nothing").status, 404);
   EXPECT_EQ(ask("/v1/runs?user=%zz").status, 400);
 }

@@ -21,6 +21,15 @@ TEST(Table, AFittedColumnIsAsWideAsItsWidestCellOrHeader) {
             "abcdefg     5  longer note\n");
 }
 
+TEST(Table, ACellNeverWritesAControlCharacterToTheTerminal) {
+  // A user's container label, another's GPU name: anyone's text, shown in everyone's table.
+  Table table({Column::fitted("USER"), Column::fitted("GPU")});
+  table.add_row({"al\x1b]0;owned\x07ice", "A100\r"});
+  EXPECT_EQ(table.str(),
+            "USER                   GPU\n"
+            "al\\x1b]0;owned\\x07ice  A100\\x0d\n");
+}
+
 TEST(Table, AFixedColumnLetsALongerCellOverflowWithoutWideningTheOthers) {
   Table table({Column::fixed("ID", Align::right, 3), Column::fixed("USER", Align::left, 6), Column::fitted("END")});
   table.add_row({"7", "alice", "a"});

@@ -158,6 +158,16 @@ TEST(Printable, EscapesControlAndNonAsciiBytesAsHex) {
   EXPECT_EQ(printable("caf\xc3\xa9"), "caf\\xc3\\xa9");
 }
 
+TEST(TerminalSafe, KeepsUtf8AndEscapesControlsC1AndBytesThatAreNotUtf8) {
+  EXPECT_EQ(terminal_safe("Jos\xc3\xa9 \xe6\x9d\x8e GPU-3"), "Jos\xc3\xa9 \xe6\x9d\x8e GPU-3");  // kept whole
+  EXPECT_EQ(terminal_safe("al\x1b[31mice\a\n"), "al\\x1b[31mice\\x07\\x0a");
+  EXPECT_EQ(terminal_safe("x\xc2\x9b"
+                          "2Jy"),
+            "x\\xc2\\x9b2Jy");  // C1 CSI, which some terminals obey
+  EXPECT_EQ(terminal_safe("\xff\xc3(\xed\xa0\x80\xe2\x82"), "\\xff\\xc3(\\xed\\xa0\\x80\\xe2\\x82");
+  EXPECT_EQ(terminal_safe("a\x7f"), "a\\x7f");
+}
+
 TEST(Printable, TruncatesLongInputWithAnEllipsis) {
   const std::string long_input(100, 'x');
   EXPECT_EQ(printable(long_input), std::string(60, 'x') + "...");
