@@ -72,6 +72,11 @@ void check_option(const ParsedFile& f, const std::string& key_path, const std::s
     throw f.error(key_path, fmt::format("a project's .gpurun.json cannot choose a program gpurun runs (a cloned "
                                         "repository could run anything); set it in your user file, {} or {}",
                                         info->env(), info->flag));
+  if (info->machine_wide && found_project(f))
+    throw f.error(key_path, fmt::format("a project's .gpurun.json cannot move the machine's reservations (its "
+                                        "launches and everyone else's would each take the same GPUs); set it in "
+                                        "your user file, {} or {}",
+                                        info->env(), info->flag));
   if (value.is_null()) return;  // null: back to the built-in default
   if (const auto problem = value_problem(info->type, value, info->flag)) throw f.error(key_path, *problem);
 }

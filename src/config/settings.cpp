@@ -178,6 +178,7 @@ std::vector<Setting> make_settings() {
        .example = R"("/run/lock/gpurun")",
        .completion = H::directory,
        .root_only = true,
+       .machine_wide = true,
        .apply = [](const json& v, Options& o) { o.lock_dir = text_or_empty(v); }},
       {.key = "lock_group",
        .flag = "--lock-group",
@@ -188,6 +189,7 @@ std::vector<Setting> make_settings() {
        .example = R"("docker")",
        .completion = H::word,
        .root_only = true,
+       .machine_wide = true,
        .apply = [](const json& v, Options& o) { o.lock_group = text_or_empty(v); }},
 
       // The docker run command.

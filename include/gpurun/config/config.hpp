@@ -14,7 +14,8 @@
 //  - Site policy (allowed_gpus, max_gpus_per_launch, refused_docker_options) is read from the
 //    system file only, and still holds under --no-config; anywhere else it is an error.
 //  - A found .gpurun.json owned by another user (not root) or writable by anyone is skipped with a
-//    warning, and may not set docker or nvidia_smi (a cloned repository could run any program).
+//    warning, and may not set docker or nvidia_smi (a cloned repository could run any program),
+//    nor lock_dir or lock_group (it would move the machine's reservations).
 //  - dry_run, json, from_csv and verbosity are per invocation: flags only, no config keys.
 //  - Under sudo (ConfigInputs::caller): the user file is the caller's own, files are read with the
 //    caller's rights, the system file always counts (also with --no-config), and the settings

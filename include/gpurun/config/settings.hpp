@@ -50,6 +50,7 @@ struct Setting {
   std::span<const std::string_view> words;  // CompletionHint::choice: every word it takes (gpurun/util/choices.hpp)
   bool program = false;                     // names a program gpurun runs: never from a project's file
   bool root_only = false;                   // under sudo, only the system file sets it (gpurun/config/sudo_rules.hpp)
+  bool machine_wide = false;                // the machine's one set of reservations: never moved by a project's file
   void (*apply)(const nlohmann::json& value, Options& options) = nullptr;  // stores the typed value
 
   std::string env() const;               // "GPURUN_MAX_UTIL"; "" when no variable sets it

@@ -660,6 +660,20 @@ TEST_F(ConfigTest, AFoundProjectFileCannotChooseProgramsButAConfigFileCan) {
   EXPECT_EQ(load_config(in).at("docker").value, "./evil.sh");
 }
 
+TEST_F(ConfigTest, AFoundProjectFileCannotMoveTheMachinesReservations) {
+  // A cloned repository's private lock directory would double-book GPUs with everyone else.
+  for (const char* key : {"lock_dir", "lock_group"}) {
+    write("work/.gpurun.json", fmt::format("{{\"image\": \"x\",\n \"{}\": \"/tmp/elsewhere\"}}", key));
+    ConfigInputs in = inputs();
+    in.cwd = path("work");
+    EXPECT_THAT(error_of([&] { load_config(in); }),
+                AllOf(HasSubstr(path("work/.gpurun.json") + ":2: key \"" + key +
+                                "\": a project's .gpurun.json cannot move the machine's reservations"),
+                      HasSubstr("set it in your user file")))
+        << key;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // --no-config, environment, flags
 
