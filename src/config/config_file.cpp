@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "gpurun/config/idle_policy.hpp"
@@ -17,6 +18,7 @@
 #include "gpurun/config/service_section.hpp"
 #include "gpurun/config/settings.hpp"
 #include "gpurun/config/values.hpp"
+#include "gpurun/util/docker_args.hpp"
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/suggest.hpp"
 #include "gpurun/util/text.hpp"
@@ -58,6 +60,43 @@ ParsedFile parse_file(const std::string& path, Kind layer, const std::string& te
 
 bool found_project(const ParsedFile& f) { return f.layer == Kind::project; }
 
+// What a project's file may not give its job: power over the host (the engine's socket is root's).
+// A cloned repository's code runs in that job; only its user widens what the job may do.
+void check_project_docker_options(const ParsedFile& f, const std::string& key_path, const std::string& key,
+                                  const json& value) {
+  static const std::set<std::string, std::less<>> kHostPowers{
+      "privileged", "cap-add", "device",   "device-cgroup-rule", "runtime",      "user",          "group-add",
+      "userns",     "pid",     "cgroupns", "cgroup-parent",      "volumes-from", "volume-driver", "use-api-socket"};
+  static const std::vector<std::string> kEngineSockets{"/run/docker.sock", "/var/run/docker.sock",
+                                                       "/run/podman/podman.sock", "/var/run/podman/podman.sock"};
+  std::vector<std::string> words;
+  for (const json& item : value.is_array() ? value : json::array({value}))
+    if (item.is_string()) words.push_back(item.get<std::string>());
+  std::vector<DockerArg> args;
+  if (key == "docker_opts") {
+    args = docker_args(words);
+  } else {
+    for (const std::string& word : words) args.push_back({"volume", word, word});
+  }
+  for (const DockerArg& arg : args) {
+    const std::string text = arg.value.value_or("");
+    const std::string source = arg.name == "volume"  ? volume_source(text)
+                               : arg.name == "mount" ? mount_source(text)
+                                                     : "";
+    const bool reaches_engine =
+        !source.empty() && std::any_of(kEngineSockets.begin(), kEngineSockets.end(),
+                                       [&](const std::string& s) { return paths_overlap(source, s); });
+    const bool unconfined = arg.name == "security-opt" && (text.find("unconfined") != std::string::npos ||
+                                                           text.find("no-new-privileges=false") != std::string::npos ||
+                                                           text.find("label=disable") != std::string::npos);
+    if (!reaches_engine && !unconfined && !kHostPowers.contains(arg.name)) continue;
+    throw f.error(key_path, fmt::format("a project's .gpurun.json cannot give its job power over the host "
+                                        "(a cloned repository's code runs in it): \"{}\"; if you mean it, give it "
+                                        "with --docker-opt or in your user file",
+                                        text::printable(arg.text)));
+  }
+}
+
 void check_option(const ParsedFile& f, const std::string& key_path, const std::string& key, const json& value,
                   bool in_profile) {
   const Setting* info = find_setting(key);
@@ -79,6 +118,8 @@ void check_option(const ParsedFile& f, const std::string& key_path, const std::s
                                         info->env(), info->flag));
   if (value.is_null()) return;  // null: back to the built-in default
   if (const auto problem = value_problem(info->type, value, info->flag)) throw f.error(key_path, *problem);
+  if ((key == "docker_opts" || key == "volumes") && found_project(f))
+    check_project_docker_options(f, key_path, key, value);
 }
 
 void check_profiles(const ParsedFile& f, const json& profiles) {

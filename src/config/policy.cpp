@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "gpurun/config/options.hpp"
@@ -128,8 +129,17 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
   add_list(options.publish, "publish", "publish");
 
   // Everywhere, sudo or not: the reservation says which GPUs the job gets, nothing else.
+  const auto selects_gpus = [](const DockerArg& arg) {
+    const std::string value = arg.value.value_or("");
+    if (arg.name == "env") return gpu_selecting_env(value);
+    if (arg.name == "gpus") return true;
+    // --device /dev/nvidia3, --device nvidia.com/gpu=all (CDI)
+    return arg.name == "device" &&
+           (value.starts_with("nvidia.com/gpu") || (value.starts_with("/dev/nvidia") && value.size() > 11 &&
+                                                    std::isdigit(static_cast<unsigned char>(value[11])) != 0));
+  };
   for (const Given& g : given)
-    if (g.arg.name == "env" && gpu_selecting_env(g.arg.value.value_or("")))
+    if (selects_gpus(g.arg))
       throw Refusal(
           fmt::format("docker option \"{}\"{} is refused: it would give the job GPUs outside its reservation "
                       "(gpurun passes the reserved GPUs with --gpus)",

@@ -674,6 +674,35 @@ TEST_F(ConfigTest, AFoundProjectFileCannotMoveTheMachinesReservations) {
   }
 }
 
+TEST_F(ConfigTest, AFoundProjectFileCannotGiveItsJobPowerOverTheHost) {
+  // A cloned repository's code runs in the job: --privileged, or the engine's socket, is root on the host.
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  for (const char* given :
+       {R"({"docker_opts": ["--privileged"]})", R"({"docker_opts": ["--cap-add", "SYS_ADMIN"]})",
+        R"({"docker_opts": ["--user=0:0"]})", R"({"docker_opts": ["--security-opt=seccomp=unconfined"]})",
+        R"({"volumes": ["/var/run/docker.sock:/var/run/docker.sock"]})", R"({"volumes": ["/:/host"]})",
+        R"({"docker_opts": ["--mount", "type=bind,src=/run,dst=/r"]})",
+        R"({"profiles": {"p": {"docker_opts": ["--pid=host"]}}})"}) {
+    write("work/.gpurun.json", given);
+    EXPECT_THAT(error_of([&] { load_config(in); }),
+                AllOf(HasSubstr(path("work/.gpurun.json") + ":1: key"),
+                      HasSubstr("a project's .gpurun.json cannot give its job power over the host"),
+                      HasSubstr("give it with --docker-opt or in your user file")))
+        << given;
+  }
+  // What ML projects do ask for stays theirs to ask.
+  write("work/.gpurun.json",
+        R"({"docker_opts": ["--ipc=host", "--shm-size=8g", "--security-opt=no-new-privileges"],
+            "volumes": ["/datasets:/datasets:ro", "./data:/data"]})");
+  EXPECT_EQ(load_config(in).at("docker_opts").value,
+            json({"--ipc=host", "--shm-size=8g", "--security-opt=no-new-privileges"}));
+  // The same from the user's own file is theirs to give.
+  in.cwd.clear();
+  write("home/config.json", R"({"docker_opts": ["--privileged"]})");
+  EXPECT_EQ(load_config(in).at("docker_opts").value, json({"--privileged"}));
+}
+
 // ---------------------------------------------------------------------------------------------
 // --no-config, environment, flags
 

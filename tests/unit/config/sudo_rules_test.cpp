@@ -268,6 +268,18 @@ TEST(Policy, GpuSelectingVariablesAreRefusedEverywhere) {
   o.docker_opts = {};
   o.env = {"NVIDIA_VISIBLE_DEVICES=3"};
   EXPECT_THAT(test::caught_error([&] { enforce_policy(o); }).message, HasSubstr("outside its reservation"));
+  // docker's own ways to name GPUs: what `docker run --gpus all` users type first.
+  o.env = {};
+  for (const std::vector<std::string>& opts : std::vector<std::vector<std::string>>{
+           {"--gpus=all"}, {"--gpus", "device=3"}, {"--device=/dev/nvidia3"}, {"--device", "nvidia.com/gpu=all"}}) {
+    o.docker_opts = opts;
+    EXPECT_THAT(test::caught_error([&] { enforce_policy(o); }).message, HasSubstr("outside its reservation"))
+        << opts.front();
+  }
+  for (const char* device : {"--device=/dev/nvidia-uvm", "--device=/dev/nvidiactl", "--device=/dev/fuse"}) {
+    o.docker_opts = {device};
+    EXPECT_NO_THROW(enforce_policy(o)) << device;
+  }
 }
 
 TEST(Policy, AllowedImagesAreShellWildcards) {
