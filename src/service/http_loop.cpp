@@ -1,5 +1,8 @@
 #include "http_loop.hpp"
 
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -12,8 +15,14 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
 
 namespace gpurun {
 namespace {
@@ -21,8 +30,11 @@ namespace {
 namespace http = boost::beast::http;
 using Socket = boost::asio::generic::stream_protocol::socket;
 
-// A client that stalls (or keeps an idle connection open) costs the others at most this long.
+// A connection left idle (or stalled mid-request) this long is closed.
 constexpr std::chrono::seconds kClientLimit{5};
+// Connections served at once, in all and from one peer (a uid on the unix socket, an address).
+constexpr int kMaxConnections = 32;
+constexpr int kPerPeer = 4;
 
 // Runs `io` until the operation started on `socket` completes (`done`), `limit` passes or
 // `stopping` is set (seen within 0.1 s); a late operation is cancelled. Blocking reads with
@@ -51,58 +63,119 @@ HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::s
   }
 }
 
+// Answers the requests of one accepted connection, on its own io_context (its own thread).
+void serve_connection(int fd, int family, const std::atomic<bool>& stopping, const HttpHandler& handler,
+                      bool keep_alive) {
+  boost::asio::io_context io;
+  Socket socket(io);
+  boost::system::error_code error;
+  socket.assign(boost::asio::generic::stream_protocol(family, SOCK_STREAM), fd, error);
+  if (error) {
+    ::close(fd);
+    return;
+  }
+  boost::beast::flat_buffer buffer;
+  while (!stopping) {  // the requests of one keep-alive connection
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(std::uint64_t{64} * 1024);
+    bool done = false;
+    http::async_read(socket, buffer, parser, [&](boost::system::error_code e, std::size_t) {
+      error = e;
+      done = true;
+    });
+    finish(io, socket, done, stopping);
+    if (error || !done) break;
+    const auto& request = parser.get();
+    const HttpReply reply = answer(handler, fd, request);
+    http::response<http::string_body> response{static_cast<http::status>(reply.status), request.version()};
+    response.set(http::field::content_type, reply.content_type);
+    response.set(http::field::server, "gpurund");
+    response.set("X-Content-Type-Options", "nosniff");
+    for (const auto& [name, value] : reply.headers) response.set(name, value);
+    response.keep_alive(keep_alive && request.keep_alive());
+    response.body() = request.method() == http::verb::head ? std::string() : reply.body;
+    response.prepare_payload();
+    if (request.method() == http::verb::head) response.content_length(reply.body.size());
+    done = false;
+    http::async_write(socket, response, [&](boost::system::error_code e, std::size_t) {
+      error = e;
+      done = true;
+    });
+    finish(io, socket, done, stopping);
+    if (error || !done || !response.keep_alive()) break;
+  }
+  socket.close(error);
+}
+
+// Who is at the other end, for the per-peer share: the uid on the unix socket, else the address.
+std::string peer_of(int fd, int family) {
+  if (family == AF_UNIX) {
+    ucred peer{};
+    socklen_t size = sizeof peer;
+    return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 ? fmt::format("uid {}", peer.uid) : "?";
+  }
+  sockaddr_storage address{};
+  socklen_t size = sizeof address;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) return "?";
+  char text[INET6_ADDRSTRLEN] = {};
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  const void* ip = address.ss_family == AF_INET6
+                       ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr)
+                       : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&address)->sin_addr);
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+  return ::inet_ntop(address.ss_family, ip, text, sizeof text) != nullptr ? text : "?";
+}
+
 }  // namespace
 
 void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive) {
-  boost::asio::io_context io;
+  // Connections are served side by side, each on its thread: one that stalls (or many a user
+  // opens) costs the others nothing, up to kMaxConnections in all and kPerPeer from one peer.
+  std::mutex mutex;
+  std::condition_variable ended;
+  std::map<std::string, int> open_by_peer;
+  int open = 0;
+  sockaddr_storage local{};
+  socklen_t size = sizeof local;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&local), &size);
+  const int family = local.ss_family;
   while (!stopping) {
     pollfd ready{.fd = listener, .events = POLLIN, .revents = 0};
     if (::poll(&ready, 1, 100) <= 0) continue;
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    sockaddr_storage address{};
-    socklen_t size = sizeof address;
-    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
-    Socket socket(io);
-    boost::system::error_code error;
-    socket.assign(boost::asio::generic::stream_protocol(address.ss_family, SOCK_STREAM), fd, error);
-    if (error) {
+    std::string peer = peer_of(fd, family);
+    {
+      const std::lock_guard hold(mutex);
+      if (open >= kMaxConnections || open_by_peer[peer] >= kPerPeer) {
+        ::close(fd);  // the client sees the connection closed, and may try again
+        continue;
+      }
+      ++open;
+      ++open_by_peer[peer];
+    }
+    const auto release = [&mutex, &ended, &open, &open_by_peer](const std::string& who) {
+      const std::lock_guard hold(mutex);
+      --open;
+      if (--open_by_peer[who] == 0) open_by_peer.erase(who);
+      ended.notify_all();
+    };
+    try {
+      std::thread([&, fd, peer, release] {
+        serve_connection(fd, family, stopping, handler, keep_alive);
+        release(peer);
+      }).detach();
+    } catch (const std::system_error& e) {  // no thread to be had: this client is turned away
+      spdlog::warn("cannot serve a connection: {}", e.what());
       ::close(fd);
-      continue;
+      release(peer);
     }
-    boost::beast::flat_buffer buffer;
-    while (!stopping) {  // the requests of one keep-alive connection
-      http::request_parser<http::string_body> parser;
-      parser.body_limit(std::uint64_t{64} * 1024);
-      bool done = false;
-      http::async_read(socket, buffer, parser, [&](boost::system::error_code e, std::size_t) {
-        error = e;
-        done = true;
-      });
-      finish(io, socket, done, stopping);
-      if (error || !done) break;
-      const auto& request = parser.get();
-      const HttpReply reply = answer(handler, fd, request);
-      http::response<http::string_body> response{static_cast<http::status>(reply.status), request.version()};
-      response.set(http::field::content_type, reply.content_type);
-      response.set(http::field::server, "gpurund");
-      response.set("X-Content-Type-Options", "nosniff");
-      for (const auto& [name, value] : reply.headers) response.set(name, value);
-      response.keep_alive(keep_alive && request.keep_alive());
-      response.body() = request.method() == http::verb::head ? std::string() : reply.body;
-      response.prepare_payload();
-      if (request.method() == http::verb::head) response.content_length(reply.body.size());
-      done = false;
-      http::async_write(socket, response, [&](boost::system::error_code e, std::size_t) {
-        error = e;
-        done = true;
-      });
-      finish(io, socket, done, stopping);
-      if (error || !done || !response.keep_alive()) break;
-    }
-    socket.close(error);
   }
+  // Every connection sees `stopping` within 0.1 s; none outlives this frame, which they use.
+  std::unique_lock hold(mutex);
+  ended.wait(hold, [&] { return open == 0; });
 }
 
 }  // namespace gpurun

@@ -4,15 +4,21 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "gpurun/history/run_json.hpp"
 #include "gpurun/history/time_text.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
 #include "gpurun/util/unix_http.hpp"
 
 namespace gpurun {
@@ -164,6 +170,37 @@ TEST_F(ServiceServerTest, AnswersGpurunsClientOverARealSocketAndRemovesItWhenDon
               std::filesystem::perms::others_write);
   }
   EXPECT_FALSE(std::filesystem::exists(settings_.socket_path));
+}
+
+// A connection to the socket that says nothing (a stalled client, or one a user holds open).
+Fd silent_connection(const std::string& path) {
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  path.copy(address.sun_path, sizeof address.sun_path - 1);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  return fd;
+}
+
+TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOnePeerGetsFourConnections) {
+  settings_.socket_path = dir_ + "/s.sock";
+  const ServiceServer server(settings_, served_);
+  std::vector<Fd> silent;
+  for (int i = 0; i < 3; ++i) silent.push_back(silent_connection(settings_.socket_path));
+  std::this_thread::sleep_for(200ms);  // accepted, each waiting up to 5 s for a request
+  // One at a time, this request would wait behind them for 15 s.
+  const auto asked = std::chrono::steady_clock::now();
+  UnixHttpClient client(settings_.socket_path, asked + 10s,
+                        {.name = "the gpurun service", .access_hint = nullptr, .headers = {}});
+  EXPECT_EQ(client.get("/v1/runs").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s);
+  // This uid holds four now (three silent, the client's): a fifth is closed at once.
+  const Fd fifth = silent_connection(settings_.socket_path);
+  pollfd closed{.fd = fifth.get(), .events = POLLIN, .revents = 0};
+  ASSERT_EQ(::poll(&closed, 1, 2000), 1);
+  char byte = 0;
+  EXPECT_EQ(::read(fifth.get(), &byte, 1), 0);
 }
 
 TEST_F(ServiceServerTest, RefusesToReplaceAFileThatIsNotASocket) {
