@@ -506,7 +506,7 @@ std::vector<Setting> make_settings() {
        .type = T::whole,
        .scope = Scope::invocation,
        .flag = "--count",
-       .help = "status --watch: stop after this many frames",
+       .help = "status --watch: stop after this many frames (0, the default: go on until Ctrl-C)",
        .group = kWatch,
        .fallback = "0",
        .completion = H::word,

@@ -1,8 +1,12 @@
 #include "gpurun/verbs/verb_table.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/suggest.hpp"
+#include "gpurun/util/text.hpp"
 #include "gpurun/verbs/backends.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
@@ -48,6 +52,9 @@ const std::vector<Verb>& verb_table() {
        .unconfigured_with = "check",
        .run =
            [](const Invocation& i, std::ostream& out) {
+             if (!i.argument.empty() && i.argument != "init")
+               throw Error(fmt::format("gpurun config takes init or nothing, not \"{}\"{}", text::printable(i.argument),
+                                       suggestion(i.argument, {"init"})));
              if (!i.options.config_check.empty()) return run_config_check(i.options.config_check, out);
              if (i.options.config_system && i.argument != "init")
                throw Error("--system goes with init: gpurun config init --system > config.json");
