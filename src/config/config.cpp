@@ -82,7 +82,7 @@ void merge_profile(Config& config, const std::vector<ParsedFile>& files, const s
                    const std::string& chosen_by) {
   if (!config.profiles.contains(name)) {
     std::vector<std::string> known;
-    for (const auto& [known_name, where] : config.profiles) known.push_back(known_name);
+    for (const auto& [known_name, where] : config.profiles) known.push_back(text::printable(known_name));
     throw Error(fmt::format("unknown profile \"{}\" (chosen by {}){}; {}", text::printable(name), chosen_by,
                             suggestion(name, known),
                             known.empty() ? "no configuration file defines any profile"

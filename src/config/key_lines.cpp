@@ -4,6 +4,8 @@
 #include <cctype>
 #include <vector>
 
+#include "gpurun/util/text.hpp"
+
 namespace gpurun {
 
 std::string join_path(const std::string& parent, std::string_view key) {
@@ -81,7 +83,7 @@ std::string parse_detail(const std::string& what) {
 
 std::string dotted(std::string path) {
   std::replace(path.begin(), path.end(), '/', '.');
-  return path;
+  return text::printable(path, 200);  // a key is the file's text: no control character reaches the terminal
 }
 
 }  // namespace gpurun

@@ -17,7 +17,8 @@ struct KeyScan {
 };
 KeyScan scan_keys(std::string_view s);
 
-// "profiles" + "jupyter" -> "profiles/jupyter"; "profiles/jupyter" -> "profiles.jupyter" (dotted).
+// "profiles" + "jupyter" -> "profiles/jupyter"; "profiles/jupyter" -> "profiles.jupyter" (dotted,
+// printable: for messages).
 std::string join_path(const std::string& parent, std::string_view key);
 std::string dotted(std::string path);
 
