@@ -27,10 +27,13 @@ std::string header_value(std::string_view text) {
 }
 
 // Slack's and Mattermost's message text: &, < and > escaped as Slack asks, so a name a user chose
-// cannot become a mention (<!channel>) or a link.
+// cannot become a mention (<!channel>) or a link; and for Mattermost's Markdown, a zero-width
+// space after each '@' and between "](" so that it cannot become @channel, a link or an image.
 std::string chat_text(std::string_view text) {
+  constexpr std::string_view kZeroWidthSpace = "\u200b";
   std::string out;
-  for (const char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (c == '&')
       out += "&amp;";
     else if (c == '<')
@@ -39,6 +42,7 @@ std::string chat_text(std::string_view text) {
       out += "&gt;";
     else
       out += c;
+    if (c == '@' || (c == ']' && i + 1 < text.size() && text[i + 1] == '(')) out += kZeroWidthSpace;
   }
   return out;
 }

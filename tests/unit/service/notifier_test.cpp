@@ -48,6 +48,9 @@ TEST(Notification, TheWebhookGetsEventTimeHostTextAndTheRun) {
 TEST(Notification, TheWebhooksTextCannotMentionOrLinkInAChat) {
   const auto body = webhook_body(notification("alice", "run 3 (<!channel> & <https://x|y>) stopped"));
   EXPECT_EQ(body["text"], "run 3 (&lt;!channel&gt; &amp; &lt;https://x|y&gt;) stopped");
+  // Mattermost's Markdown: no @channel, no link, no image (a zero-width space breaks each).
+  const auto markdown = webhook_body(notification("alice", "run 4 (@channel ![x](https://t/p.png)) stopped"));
+  EXPECT_EQ(markdown["text"], "run 4 (@\u200bchannel ![x]\u200b(https://t/p.png)) stopped");
   // Invalid UTF-8 in a command line is replaced, never a failure to send.
   Notification odd = notification();
   odd.run = {{"command", "python x.py \xff"}};
