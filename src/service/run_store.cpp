@@ -283,14 +283,16 @@ std::vector<RunRecord> RunStore::runs(const RunQuery& query) const {
   return found;
 }
 
-std::optional<RunRecord> RunStore::find(const std::string& name) const {
+std::optional<RunRecord> RunStore::find(const std::string& name, const std::string& user) const {
   SQLite::Statement select(*db_, R"(
     SELECT * FROM runs
-    WHERE id = ?1 OR name = ?2 OR (length(?2) >= 4 AND container_id <> '' AND substr(container_id, 1, length(?2)) = ?2)
+    WHERE (id = ?1 OR name = ?2 OR (length(?2) >= 4 AND container_id <> '' AND substr(container_id, 1, length(?2)) = ?2))
+      AND (?3 = '' OR user = ?3)
     ORDER BY start_ms DESC, id DESC LIMIT 1)");
   const auto id = text::parse_integer(name);
   select.bind(1, static_cast<std::int64_t>(id.value_or(-1)));
   select.bind(2, name);
+  select.bind(3, user);
   if (!select.executeStep()) return std::nullopt;
   return run_from(select);
 }

@@ -60,16 +60,17 @@ std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
   return runs;
 }
 
-std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name) {
+// The newest run `name` names (its id, name or container ID), of `user` only unless it is "".
+std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name, const std::string& user) {
   const std::lock_guard lock(served.mutex);
   const auto id = text::parse_integer(name);
   std::optional<RunRecord> found;
   for (const RunRecord& live : served.fresh) {
     const bool named =
         (id && live.id == *id) || live.name == name || (name.size() >= 4 && live.container_id.starts_with(name));
-    if (named && (!found || live.start > found->start)) found = live;
+    if (named && (user.empty() || live.user == user) && (!found || live.start > found->start)) found = live;
   }
-  if (const auto stored = served.store->find(name)) {
+  if (const auto stored = served.store->find(name, user)) {
     if (!found || stored->start > found->start) {
       // A stored run still open is fresher in `running`.
       const auto live = std::find_if(served.fresh.begin(), served.fresh.end(),
@@ -140,10 +141,11 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
     }
     if (target->path.starts_with("/v1/runs/")) {
       const std::string name = target->path.substr(std::string_view("/v1/runs/").size());
-      const auto run = find_run(runs, name);
-      // Someone else's run is "not found" to a caller who may not see it: its existence is not told.
-      if (!run || (!sees_all && run->user != viewer))
-        return failure(404, fmt::format("no run named {} in the service's history", text::printable(name)));
+      // The caller's own run of that name first (another's may be newer); another's only where
+      // they may see it, else it is "not found": its existence is not told.
+      std::optional<RunRecord> run = viewer.empty() ? std::nullopt : find_run(runs, name, viewer);
+      if (!run && sees_all) run = find_run(runs, name, "");
+      if (!run) return failure(404, fmt::format("no run named {} in the service's history", text::printable(name)));
       return {200, json_line(run_json(*run))};
     }
   } catch (const std::exception& e) {  // the store failing: a message, and the service goes on

@@ -53,7 +53,8 @@ class RunStore {
   std::int64_t last_id() const;                              // 0 for an empty store
   std::vector<RunRecord> runs(const RunQuery& query) const;  // newest first
   // The newest run `name` names: its id, its name, or its container's id (a prefix of 4 or more).
-  std::optional<RunRecord> find(const std::string& name) const;
+  // `user`: only that user's runs ("" for anyone's).
+  std::optional<RunRecord> find(const std::string& name, const std::string& user = "") const;
 
  private:
   std::unique_ptr<SQLite::Database> db_;

@@ -126,6 +126,25 @@ TEST_F(ServiceServerTest, OneRunByIdOrNameAndNotFoundSaysSo) {
   EXPECT_THAT(missing.body, HasSubstr("no run named job-9"));
 }
 
+TEST_F(ServiceServerTest, ANameTwoUsersGaveIsTheCallersOwnRunFirst) {
+  // bob's run 4 "train" is newer than alice's run 5 "train" (runs in the store and in the tracker).
+  RunRecord alices = record(5, "alice", 50s);
+  alices.name = "train";
+  alices.end = alices.last_seen;
+  store_->save({}, {alices});
+  RunRecord bobs = record(4, "bob", 300s);
+  bobs.name = "train";
+  served_.fresh.push_back(bobs);
+  for (const HistoryVisibility visibility : {HistoryVisibility::own, HistoryVisibility::all}) {
+    settings_.visibility = visibility;
+    EXPECT_EQ(json::parse(ask("/v1/runs/train", 0, "alice").body)["id"], 5);  // hers, not bob's newer one
+    EXPECT_EQ(json::parse(ask("/v1/runs/train", 0, "bob").body)["id"], 4);
+  }
+  EXPECT_EQ(json::parse(ask("/v1/runs/train", 0, "carol").body)["id"], 4);  // under all: the newest
+  settings_.visibility = HistoryVisibility::own;
+  EXPECT_EQ(ask("/v1/runs/train", 0, "carol").status, 404);
+}
+
 TEST_F(ServiceServerTest, IdleGpusSayHowLongAndSinceWhen) {
   const WallTime since = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now()) - 3600s;
   served_.metrics.idle_since = {{3, since}};
