@@ -31,8 +31,6 @@ for _ in $(seq 100); do
 done
 [[ -n $port ]] || fail "gpurund did not say which port it listens on"
 
-# A free port for Prometheus itself (the kernel's pick, released just before Prometheus binds it).
-web=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$dir/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
@@ -41,9 +39,24 @@ scrape_configs:
     static_configs:
       - targets: ["127.0.0.1:$port"]
 YAML
-prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
-  --web.listen-address="127.0.0.1:$web" 2>"$dir/prometheus.err" &
-pids+=($!)
+# Prometheus on a free port: the kernel's pick, released just before Prometheus binds it, so
+# another process may take it meanwhile; then another pick, up to five.
+web=
+for _ in 1 2 3 4 5; do
+  try=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
+    --web.listen-address="127.0.0.1:$try" 2>"$dir/prometheus.err" &
+  pid=$!
+  for _ in $(seq 100); do
+    kill -0 $pid 2>/dev/null || break
+    grep -q "Server is ready to receive web requests" "$dir/prometheus.err" && { web=$try; break; }
+    sleep 0.1
+  done
+  [[ -n $web ]] && { pids+=($pid); break; }
+  kill $pid 2>/dev/null; wait $pid 2>/dev/null
+  grep -q "address already in use" "$dir/prometheus.err" || break
+done
+[[ -n $web ]] || fail "Prometheus did not start"
 
 # PromQL through Prometheus' HTTP API: the first sample's value of QUERY, or nothing yet.
 query() {
