@@ -7,10 +7,12 @@
 #
 #   bash tests/e2e/sudo_real.sh <path-to-gpurun> <path-to-fake-nvidia-smi>
 #
-# It writes /etc/gpurun/config.json and /etc/sudoers.d/gpurun-e2e (both put back on exit) and
-# creates and removes the users gpurun-e2e-a, -b and -c (c launches directly, as a member of the
-# lock group gpurun-e2e-g, as the docker group's members do). Exit 0 pass, 1 fail, 77 skipped
-# (not root, no sudo/useradd, no engine).
+# It writes /etc/gpurun/config.json and /etc/sudoers.d/gpurun-e2e, in a mount namespace of its own
+# where the machine allows one (over private copies of both directories: the host's files are never
+# touched, even by a run that is killed), else in place (both put back on exit); and it creates and
+# removes the users gpurun-e2e-a, -b and -c (c launches directly, as a member of the lock group
+# gpurun-e2e-g, as the docker group's members do). Exit 0 pass, 1 fail, 77 skipped (not root, no
+# sudo/useradd, no engine).
 set -uo pipefail
 source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 unset GPURUN_SYSTEM_CONFIG # the system file is this test's own /etc/gpurun/config.json
@@ -18,6 +20,10 @@ readonly IMAGE=gpurun-test/busybox:1 A=gpurun-e2e-a B=gpurun-e2e-b C=gpurun-e2e-
 
 (($# == 2)) || { say "usage: $0 GPURUN FAKE_SMI"; exit 2; }
 [[ $(id -u) -eq 0 ]] || skip "needs root to create users, a sudo rule and a Docker engine (uid $(id -u))"
+# Once more in a mount namespace of its own, where /etc/gpurun and /etc/sudoers.d are private copies.
+if [[ -z ${GPURUN_E2E_PRIVATE_ETC-} ]] && command -v unshare >/dev/null && unshare --mount true 2>/dev/null; then
+  GPURUN_E2E_PRIVATE_ETC=1 exec unshare --mount --propagation private bash "$0" "$@"
+fi
 for t in sudo useradd userdel runuser; do command -v $t >/dev/null || skip "$t not found (scripts/install-deps installs sudo)"; done
 docker_engine_tools
 busybox=$(static_busybox) || skip "no static busybox (install busybox-static)"
@@ -33,6 +39,8 @@ cleanup() {
   stop_private_docker "$tmp"
   restore /etc/gpurun/config.json
   restore /etc/sudoers.d/gpurun-e2e
+  if [[ -n ${GPURUN_E2E_PRIVATE_ETC-} ]]; then umount /etc/gpurun /etc/sudoers.d 2>/dev/null; fi
+  [[ -n ${made_etc_gpurun-} ]] && rmdir /etc/gpurun 2>/dev/null
   for u in $A $B $C; do pkill -KILL -u $u 2>/dev/null; done; sleep 0.2  # userdel refuses a user with processes
   userdel -r $A >/dev/null 2>&1; userdel -r $B >/dev/null 2>&1; userdel -r $C >/dev/null 2>&1
   groupdel $G >/dev/null 2>&1
@@ -40,7 +48,16 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+made_etc_gpurun=
+[[ -d /etc/gpurun ]] || made_etc_gpurun=1
 mkdir -p /etc/gpurun /etc/sudoers.d
+if [[ -n ${GPURUN_E2E_PRIVATE_ETC-} ]]; then
+  for d in gpurun sudoers.d; do
+    mkdir "$tmp/etc-$d" && cp -a "/etc/$d/." "$tmp/etc-$d/" && chmod --reference="/etc/$d" "$tmp/etc-$d" &&
+      mount --bind "$tmp/etc-$d" "/etc/$d" || { say "FAIL: cannot put a private /etc/$d in place"; exit 1; }
+  done
+  say "in a mount namespace of its own: /etc/gpurun and /etc/sudoers.d are private copies"
+fi
 [[ -e /etc/gpurun/config.json ]] && cp -p /etc/gpurun/config.json "$tmp/savedconfig.json"
 [[ -e /etc/sudoers.d/gpurun-e2e ]] && cp -p /etc/sudoers.d/gpurun-e2e "$tmp/savedgpurun-e2e"
 
