@@ -185,6 +185,7 @@ std::vector<std::string> build_salloc_argv(const SlurmJob& job) {
 
 std::vector<std::string> build_step_argv(const SlurmJob& job) {
   std::vector<std::string> argv{"srun"};
+  if (job.pty) argv.emplace_back("--pty");  // the job's own terminal, where the step's command runs
   if (job.overlap) argv.emplace_back("--overlap");
   const auto tail = step_tail(job);
   argv.insert(argv.end(), tail.begin(), tail.end());

@@ -109,6 +109,13 @@ TEST(SrunArgv, AnOverlappingStepAndTheStepItStarts) {
   EXPECT_THAT(build_step_argv(job),
               ElementsAre("srun", "--container-image=busybox", "--container-mounts=/home/ada/proj:/home/ada/proj",
                           "--container-workdir=/home/ada/proj", "--container-env=A", "python", "train.py"));
+  // From a terminal, the container step gets one too: an interactive shell in the container has a tty.
+  job.pty = true;
+  job.overlap = true;
+  EXPECT_THAT(build_step_argv(job),
+              ElementsAre("srun", "--pty", "--overlap", "--container-image=busybox",
+                          "--container-mounts=/home/ada/proj:/home/ada/proj", "--container-workdir=/home/ada/proj",
+                          "--container-env=A", "python", "train.py"));
 }
 
 TEST(SallocArgv, TheAllocationAloneWithTheQueueAndSiteOptions) {
