@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <ostream>
 
 #include "gpurun/util/error.hpp"
@@ -370,7 +371,13 @@ int run_completion(std::string_view what, const CompletionSpec& spec, const Conf
     ConfigInputs without_profile = inputs;  // listing them must not depend on choosing one
     without_profile.profile.reset();
     without_profile.environment.erase("GPURUN_PROFILE");
-    for (const auto& profile : load_config(without_profile).profiles) out << profile.first << '\n';
+    // One word a line: a name with a space or a control character is left out (one line, one candidate).
+    const auto one_word = [](const std::string& name) {
+      return !name.empty() && std::none_of(name.begin(), name.end(),
+                                           [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == '\x7f'; });
+    };
+    for (const auto& profile : load_config(without_profile).profiles)
+      if (one_word(profile.first)) out << profile.first << '\n';
   } else {
     throw Error(
         what.empty()

@@ -33,7 +33,9 @@ class CompletionTest : public GpurunTest {
     GpurunTest::SetUp();
     // A user file and a project file with profiles; gpurun and a docker that lists images on PATH.
     std::filesystem::create_directories(dir() + "/xdg/gpurun");
-    std::ofstream(dir() + "/xdg/gpurun/config.json") << R"({"profiles": {"train": {"gpus": 2}, "debug": {}}})";
+    // Names with a line break or a space cannot be one candidate a line: never offered.
+    std::ofstream(dir() + "/xdg/gpurun/config.json")
+        << R"({"profiles": {"train": {"gpus": 2}, "debug": {}, "nl\nx": {}, "with space": {}}})";
     std::filesystem::create_directories(dir() + "/project");
     std::ofstream(dir() + "/project/.gpurun.json") << R"({"profiles": {"jupyter": {"gpus": 1}}})";
     std::filesystem::create_directories(dir() + "/bin");
