@@ -132,8 +132,8 @@ void merge_flags(Config& config, const std::vector<std::pair<std::string, json>>
     if (info == nullptr || info->scope != (invocation ? Scope::invocation : Scope::option))
       throw Error(fmt::format("no command-line flag sets the configuration key \"{}\"", key));
     const json value = info->type == ValueType::appended_list && given.is_string() ? json::array({given}) : given;
-    if (const auto problem = value_problem(info->type, value, info->flag))
-      throw Error(fmt::format("{}: {}", info->flag, *problem));
+    if (const auto problem = value_problem(info->type, value, info->flag))  // named once: "--max-util "200": …"
+      throw Error(problem->starts_with(info->flag) ? *problem : fmt::format("{}: {}", info->flag, *problem));
     if (info->scope == Scope::invocation)
       config.invocation.emplace_back(key, value);
     else

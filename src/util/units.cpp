@@ -72,10 +72,13 @@ std::optional<std::chrono::seconds> parse_wait_duration(std::string_view input) 
                           : unit == "h"               ? 3600
                           : unit == "d"               ? 86400
                                                       : 0;
-  if (!value || *value < 0 || scale == 0 || *value * static_cast<double>(scale) > 1e9)
+  if (!value || *value < 0 || scale == 0)
     throw Error(
         fmt::format("--wait={}: expected a duration such as 90, 30s, 5m or 2h (bare --wait waits without limit)",
                     text::printable(input)));
+  if (*value * static_cast<double>(scale) > 1e9)
+    throw Error(fmt::format("--wait={}: at most 1000000000 s (31 years); bare --wait waits without limit",
+                            text::printable(input)));
   return std::chrono::seconds(static_cast<long long>(*value * static_cast<double>(scale)));
 }
 
