@@ -329,8 +329,15 @@ std::string verb_help(const Verb& verb) {
 }
 
 void report_error(std::string_view message) {
-  std::cerr << "gpurun: " << coloured("error", Colour::bold_red, colour_wanted(STDERR_FILENO)) << ": " << message
-            << '\n'
+  // Each line terminal-safe: a path, a key or a name the message quotes may hold escape sequences.
+  std::string shown;
+  for (std::size_t start = 0; start <= message.size();) {
+    const std::size_t end = std::min(message.find('\n', start), message.size());
+    shown += text::terminal_safe(message.substr(start, end - start));
+    if (end < message.size()) shown += '\n';
+    start = end + 1;
+  }
+  std::cerr << "gpurun: " << coloured("error", Colour::bold_red, colour_wanted(STDERR_FILENO)) << ": " << shown << '\n'
             << std::flush;
 }
 

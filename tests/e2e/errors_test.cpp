@@ -32,6 +32,14 @@ TEST_F(GpurunTest, MissingImageIsAClearError) {
   EXPECT_THAT(run.err, HasSubstr("GPURUN_IMAGE"));
 }
 
+TEST_F(GpurunTest, AnErrorNeverWritesAControlCharacterItQuotes) {
+  // A path (or key, or name) the message quotes may hold an escape sequence: shown as \x1b.
+  const Outcome run = gpurun({"--config", "/nonexistent/a\x1b]0;owned\x07.json"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("configuration file /nonexistent/a\\x1b]0;owned\\x07.json does not exist"));
+  EXPECT_EQ(run.err.find('\x1b'), std::string::npos);
+}
+
 TEST_F(GpurunTest, DockerNotFoundExits127) {
   Env env = fakes("busy_dgx.json");
   env.emplace_back("GPURUN_DOCKER", dir() + "/no-such-docker");
