@@ -149,7 +149,8 @@ void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandl
     std::string peer = peer_of(fd, family);
     {
       const std::lock_guard hold(mutex);
-      if (open >= kMaxConnections || open_by_peer[peer] >= kPerPeer) {
+      // root is not capped: under sudo every caller's gpurun asks as root (naming the caller).
+      if (open >= kMaxConnections || (peer != "uid 0" && open_by_peer[peer] >= kPerPeer)) {
         ::close(fd);  // the client sees the connection closed, and may try again
         continue;
       }
