@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpurun/locks/wait_queue.hpp"
 #include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/privileges.hpp"
@@ -52,7 +53,7 @@ bool trusted(const struct stat& info, std::optional<gid_t> group) {
 // and wait-queue tickets (locks/wait_queue.cpp).
 bool made_by_gpurun(std::string_view name) {
   return name == "select.lock" || (name.starts_with("gpu-") && name.ends_with(".lock")) ||
-         name.starts_with("ticket-") || name.starts_with("draft-ticket-");
+         name.starts_with(kTicketPrefix) || (name.starts_with("draft-") && name.substr(6).starts_with(kTicketPrefix));
 }
 
 // The names in a directory, but "." and "..".

@@ -19,8 +19,6 @@
 namespace gpurun {
 namespace {
 
-constexpr std::string_view kTicketPrefix = "ticket-";
-
 // A ticket nobody holds a lock on belongs to a waiter that is gone.
 bool is_live(const std::string& path) {
   const Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));

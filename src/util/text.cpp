@@ -123,18 +123,26 @@ NumberWithUnit split_unit(std::string_view s) {
   return {trim(s.substr(0, i)), trim(s.substr(i))};
 }
 
+namespace {
+
+// "\\x1b": one byte as printable() and terminal_safe() show it.
+void append_hex_escape(std::string& out, unsigned char u) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += "\\x";
+  out += hex[u >> 4];
+  out += hex[u & 0xf];
+}
+
+}  // namespace
+
 std::string printable(std::string_view s, std::size_t max_length) {
   std::string out;
   for (char c : s.substr(0, max_length)) {
     const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f) {
+    if (u >= 0x20 && u < 0x7f)
       out += c;
-    } else {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 0xf];
-    }
+    else
+      append_hex_escape(out, u);
   }
   if (s.size() > max_length) out += "...";
   return out;
@@ -143,12 +151,7 @@ std::string printable(std::string_view s, std::size_t max_length) {
 std::string terminal_safe(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  const auto escape = [&out](unsigned char u) {
-    static constexpr char hex[] = "0123456789abcdef";
-    out += "\\x";
-    out += hex[u >> 4];
-    out += hex[u & 0xf];
-  };
+  const auto escape = [&out](unsigned char u) { append_hex_escape(out, u); };
   for (std::size_t i = 0; i < s.size();) {
     const auto u = static_cast<unsigned char>(s[i]);
     if (u < 0x80) {

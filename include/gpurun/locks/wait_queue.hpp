@@ -11,6 +11,9 @@
 
 namespace gpurun {
 
+// The names of the queue's tickets in the lock directory (drafts are "draft-" and a ticket's name).
+inline constexpr std::string_view kTicketPrefix = "ticket-";
+
 class WaitTicket {
  public:
   // Takes the next ticket in `lock_dir`'s queue.
