@@ -126,9 +126,10 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
       });
     if (known) {
       const CLI::Option* option = app.get_option_no_throw(name);
-      if (option != nullptr && option->get_items_expected_min() > 0 && word.find('=') == std::string::npos &&
-          ++i == words.size())
-        throw missing_value(word);
+      if (option != nullptr && option->get_items_expected_min() > 0) {
+        if (word.size() == name.size() + 1) throw missing_value(name);  // `--image=`: nothing after the '='
+        if (word.size() == name.size() && ++i == words.size()) throw missing_value(word);
+      }
       continue;
     }
     const std::string shown = text::printable(word);

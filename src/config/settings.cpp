@@ -51,6 +51,7 @@ std::vector<Setting> make_settings() {
   return {
       // Where GPU data comes from.
       {.key = "nvidia_smi",
+       .type = T::program,
        .flag = "--nvidia-smi",
        .help = "nvidia-smi program to run",
        .group = kSource,
@@ -70,6 +71,7 @@ std::vector<Setting> make_settings() {
        .words = Choices<GpuSourceSetting>::words,
        .apply = [](const json& v, Options& o) { o.gpu_source = choice<GpuSourceSetting>(v, "gpu_source"); }},
       {.key = "nvml_library",
+       .type = T::program,
        .flag = "--nvml-library",
        .help = "the NVML library to load (default libnvidia-ml.so.1 on the loader's path)",
        .group = kSource,
@@ -218,6 +220,7 @@ std::vector<Setting> make_settings() {
        .example = R"(["python", "train.py"])",
        .apply = [](const json& v, Options& o) { o.command = strings(v); }},
       {.key = "docker",
+       .type = T::program,
        .flag = "--docker",
        .help = "docker client to exec",
        .group = kLaunch,
@@ -238,6 +241,7 @@ std::vector<Setting> make_settings() {
        .root_only = true,  // it chooses the program root runs under sudo
        .apply = [](const json& v, Options& o) { o.engine = choice<EngineSetting>(v, "engine"); }},
       {.key = "podman",
+       .type = T::program,
        .flag = "--podman",
        .help = "podman client to exec (engine podman)",
        .group = kLaunch,

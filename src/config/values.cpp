@@ -59,6 +59,8 @@ std::string_view expectation(ValueType type) {
   switch (type) {
     case ValueType::text:
       return "a string";
+    case ValueType::program:
+      return "a name or path, not empty";
     case ValueType::seconds:
       return "a number of seconds above 0, at most 3600";
     case ValueType::interval:
@@ -94,6 +96,9 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
   switch (type) {
     case ValueType::text:
       if (!j.is_string()) return expected();
+      return std::nullopt;
+    case ValueType::program:  // "" would run nothing, or look for a program named "" on PATH
+      if (!j.is_string() || text::trim(j.get<std::string>()).empty()) return expected();
       return std::nullopt;
     case ValueType::seconds:
     case ValueType::interval:

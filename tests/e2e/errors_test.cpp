@@ -196,7 +196,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "-v (short for --volume) needs a value, as in `-v /data:/data:ro`; for more diagnostics on stderr, "
                   "write --verbose"},
         UsageCase{{"--image"}, "--image needs a value, as in `--image nvcr.io/nvidia/pytorch:24.05-py3`"},
-        UsageCase{{"--image", "img", "--config"}, "--config needs a value, as in `--config FILE`"}));
+        UsageCase{{"--image", "img", "--config"}, "--config needs a value, as in `--config FILE`"},
+        UsageCase{{"--image="}, "--image needs a value, as in `--image nvcr.io/nvidia/pytorch:24.05-py3`"},
+        // A program named "" would run nothing (or look for "" on PATH).
+        UsageCase{{"--image", "img", "--docker", ""}, "--docker: expected a name or path, not empty, got \"\""},
+        UsageCase{{"--image", "img", "--podman", " "}, "--podman: expected a name or path, not empty, got \" \""}));
 
 TEST_F(GpurunTest, WaitWithASpaceTakesADurationAndGpusTakesN) {
   const Outcome run =

@@ -124,6 +124,9 @@ TEST(Values, ProblemsSayWhatWasExpected) {
   EXPECT_EQ(value_problem(ValueType::percent, json("150"), "--report-threshold"),
             "--report-threshold \"150\": expected a percentage from 0 to 100, such as 10 or 10%");
   EXPECT_EQ(value_problem(ValueType::percent, json(55), "--max-util"), std::nullopt);
+  EXPECT_EQ(value_problem(ValueType::program, json("docker"), "--docker"), std::nullopt);
+  EXPECT_EQ(value_problem(ValueType::program, json(""), "--docker"), "expected a name or path, not empty, got \"\"");
+  EXPECT_EQ(value_problem(ValueType::program, json(" "), "--docker"), "expected a name or path, not empty, got \" \"");
 }
 
 TEST(Values, TypedValues) {
