@@ -15,12 +15,15 @@
 #include "gpurun/config/config.hpp"
 #include "gpurun/service/recorder.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/stop_request.hpp"
 #include "gpurun/util/version.hpp"
 
 namespace {
 
-std::atomic<int> stop_signal{0};
-extern "C" void on_stop(int signal) { stop_signal.store(signal); }
+std::atomic<gpurun::StopRequest*> stop_request{nullptr};  // set before the handler is installed
+extern "C" void on_stop(int signal) {
+  if (gpurun::StopRequest* request = stop_request.load()) request->request(signal);
+}
 
 }  // namespace
 
@@ -107,6 +110,8 @@ int main(int argc, char** argv) {
     // whoever started gpurund and whatever its state directory's mode): the socket and the DCGM
     // job map set their modes themselves.
     ::umask(077);
+    static StopRequest stop;  // static: the handler may still run as main returns
+    stop_request.store(&stop);
     struct sigaction action {};
     action.sa_handler = on_stop;
     sigemptyset(&action.sa_mask);
@@ -118,7 +123,7 @@ int main(int argc, char** argv) {
     sigemptyset(&ignore.sa_mask);
     ::sigaction(SIGPIPE, &ignore, nullptr);
     (void)::signal(SIGCHLD, SIG_DFL);  // an ignored SIGCHLD (inherited across exec) leaves no child to reap
-    return run_recorder(options, settings, stop_signal);
+    return run_recorder(options, settings, stop);
   } catch (const Error& e) {
     spdlog::error("{}", e.what());
     return e.exit_code();

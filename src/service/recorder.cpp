@@ -1,6 +1,7 @@
 #include "gpurun/service/recorder.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -11,7 +12,6 @@
 #include <cstring>
 #include <exception>
 #include <optional>
-#include <thread>
 
 #include "dcgm_job_map.hpp"
 #include "gpurun/engine/gpu_process_owner.hpp"
@@ -68,10 +68,14 @@ class Trouble {
   std::string last_;
 };
 
-void sleep_until(std::chrono::steady_clock::time_point when, const std::atomic<int>& stop) {
-  while (stop.load() == 0 && std::chrono::steady_clock::now() < when)
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50),
-                                                                              when - std::chrono::steady_clock::now()));
+// Until `when`, or a stop request, whichever comes first.
+void sleep_until(std::chrono::steady_clock::time_point when, const StopRequest& stop) {
+  while (!stop.requested()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(when - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    pollfd requested{stop.fd(), POLLIN, 0};
+    (void)::poll(&requested, 1, static_cast<int>(std::min<long long>(left.count(), 60'000)));
+  }
 }
 
 }  // namespace
@@ -89,7 +93,8 @@ void apply_service_section(const ServiceSection& section, RecorderSettings& sett
   if (section.dcgm_job_mapping_dir) settings.dcgm_job_mapping_dir = *section.dcgm_job_mapping_dir;
 }
 
-int run_recorder(const Options& options, const RecorderSettings& settings, const std::atomic<int>& stop) {
+int run_recorder(const Options& options, const RecorderSettings& settings, const StopRequest& stop) {
+  const WaitsEndOnStop waits_end_on_stop(stop);
   const Fd lock = lock_state_dir(settings.state_dir);
   std::string moved_aside;
   RunStore store(settings.state_dir + "/gpurund.db", &moved_aside);
@@ -159,7 +164,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   };
 
   auto next = std::chrono::steady_clock::now();
-  while (stop.load() == 0) {
+  while (!stop.requested()) {
     next += settings.interval;
     bool started = false;
     try {

@@ -3,6 +3,7 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/exec.hpp"
 #include "gpurun/util/privileges.hpp"
+#include "gpurun/util/stop_request.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -266,6 +267,11 @@ std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono
       all_reaped = false;
     }
     if (all_reaped) break;
+    const int stop_fd = watched_stop_fd();
+    if (stop_fd >= 0) {
+      fds.push_back({stop_fd, POLLIN, 0});
+      sinks.emplace_back(nullptr, nullptr);
+    }
 
     const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
@@ -277,11 +283,12 @@ std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono
                            static_cast<long>(wait.count() % 1'000'000'000)};
     const int ready = ::ppoll(fds.data(), fds.size(), &wait_ts, nullptr);
     if (ready < 0 && errno != EINTR) break;
+    if (stop_fd >= 0 && ready > 0 && fds.back().revents != 0) break;  // asked to stop: as at the deadline
     for (std::size_t k = 0; k < fds.size() && ready > 0; ++k)
       if (fds[k].revents != 0 && sinks[k].first != nullptr) drain(*sinks[k].first, *sinks[k].second);
   }
 
-  // Past the deadline: kill whatever still runs, and reap it so no zombie is left.
+  // Past the deadline (or asked to stop): kill whatever still runs, and reap it so no zombie is left.
   for (std::size_t i = 0; i < children.size(); ++i) {
     Running& child = children[i];
     if (child.pid < 0 || child.reaped) continue;
@@ -293,7 +300,7 @@ std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono
     }
     ::kill(child.pid, SIGKILL);
     wait_for(child.pid, status, 0);
-    results[i].end = ProcessResult::End::timed_out;
+    results[i].end = stop_seen() ? ProcessResult::End::abandoned : ProcessResult::End::timed_out;
   }
   return std::move(state.results);  // once: the answers leave the state, whose children are all reaped
 }
@@ -315,6 +322,8 @@ std::string describe_end(const ProcessResult& result, std::chrono::milliseconds 
       return fmt::format("was killed by signal {} ({})", result.signal, ::strsignal(result.signal));
     case ProcessResult::End::timed_out:
       return fmt::format("did not answer within {:g} s and was killed", static_cast<double>(timeout.count()) / 1000.0);
+    case ProcessResult::End::abandoned:
+      return "was killed unfinished: asked to stop";
     case ProcessResult::End::not_started:
       break;
   }
@@ -342,9 +351,10 @@ ChildStream::~ChildStream() {
 
 bool ChildStream::read(std::string& sink, std::chrono::milliseconds timeout) {
   if (!out_.valid()) return false;
-  pollfd fd{out_.get(), POLLIN, 0};
-  const int ready = ::poll(&fd, 1, static_cast<int>(timeout.count()));
-  if (ready <= 0) return true;  // nothing yet (or EINTR): still running as far as we know
+  pollfd fds[2] = {{out_.get(), POLLIN, 0}, {watched_stop_fd(), POLLIN, 0}};  // (a negative fd is skipped)
+  const int ready = ::poll(fds, 2, static_cast<int>(timeout.count()));
+  if (fds[1].revents != 0) return false;  // asked to stop: read no more
+  if (ready <= 0) return true;            // nothing yet (or EINTR): still running as far as we know
   char buffer[4096];
   const ssize_t n = ::read(out_.get(), buffer, sizeof buffer);
   if (n > 0) {

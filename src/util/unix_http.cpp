@@ -15,11 +15,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <optional>
 
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/privileges.hpp"
+#include "gpurun/util/stop_request.hpp"
 
 namespace gpurun {
 
@@ -198,13 +200,20 @@ void UnixHttpClient::get_each(const std::vector<std::string>& targets, std::size
   };
   for (std::size_t lane = 0; lane < lanes; ++lane) start(lane);
   s.io.restart();
-  s.io.run_until(deadline_);
+  if (watched_stop_fd() < 0) {
+    s.io.run_until(deadline_);
+  } else {  // gpurund: a stop request ends the exchanges as the deadline does, within 0.1 s
+    using Clock = std::chrono::steady_clock;
+    while (!s.io.stopped() && Clock::now() < deadline_ && !stop_seen())
+      s.io.run_until(std::min(deadline_, Clock::now() + std::chrono::milliseconds(100)));
+  }
   if (done == targets.size()) return;
 
   const bool timed_out = !failure;                 // (closing below fails what is pending: not the cause)
   for (const auto& c : s.connections) c->close();  // let what is pending end before the exchanges go
   s.io.restart();
   s.io.run();
+  if (timed_out && stop_seen()) throw Error(fmt::format("{} at {}: asked to stop", peer_.name, socket_path_));
   if (timed_out) throw Error(fmt::format("{} at {} did not answer in time", peer_.name, socket_path_));
   const std::string message = failure->error.message();
   const std::string hint = peer_.access_hint != nullptr ? peer_.access_hint(message) : "";

@@ -173,6 +173,25 @@ TEST_F(GpurundTest, RecordsEveryGpuProcessAsARunAndStopsCleanlyOnSigterm) {
   }
 }
 
+// systemd waits 30 s before its SIGKILL; a hung nvidia-smi would keep gpurund until its timeout
+// (10 s a query, and a sample asks two).
+TEST_F(GpurundTest, ASigtermEndsAHungNvidiaSmiAtOnce) {
+  nlohmann::json hung = nlohmann::json::parse(read_file(scenario("busy_dgx.json")));
+  hung["delay_s"] = 600;
+  const std::string path = dir() + "/hung.json";
+  std::ofstream(path) << hung.dump();
+  const pid_t pid = start(path);
+  ASSERT_TRUE(eventually([&] { return read_file(dir() + "/gpurund.err").find("answering on") != std::string::npos; }));
+  std::this_thread::sleep_for(500ms);  // into the first sample's wait
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_EQ(stop(pid, SIGTERM), 0) << read_file(dir() + "/gpurund.err");
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 5s) << "gpurund waited for nvidia-smi's timeout (10 s)";
+  const std::string err = read_file(dir() + "/gpurund.err");
+  EXPECT_THAT(err, HasSubstr("was killed unfinished: asked to stop"));
+  EXPECT_THAT(err, Not(HasSubstr("did not answer within")));
+  EXPECT_THAT(err, HasSubstr("gpurund: info: stopped"));
+}
+
 TEST_F(GpurundTest, AfterKill9ARestartContinuesTheSameRunsWithoutDuplicates) {
   pid_t pid = start();
   std::this_thread::sleep_for(1200ms);

@@ -4,7 +4,6 @@
 // and whenever one starts or ends; the socket (gpurun/service/service_server.hpp) answers meanwhile. One recorder per
 // state directory (an flock on gpurund.lock); a failing GPU source or engine is logged (once per distinct message) and
 // tried again at the next tick; a store that cannot be written keeps the runs in memory and writes them when it can.
-#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -12,6 +11,7 @@
 #include "gpurun/config/service_section.hpp"
 #include "gpurun/history/run_tracker.hpp"
 #include "gpurun/service/service_server.hpp"
+#include "gpurun/util/stop_request.hpp"
 
 namespace gpurun {
 
@@ -32,8 +32,9 @@ struct RecorderSettings {
 // the rest stays. gpurund applies the file's, then the flags'.
 void apply_service_section(const ServiceSection& section, RecorderSettings& settings);
 
-// Runs until `stop` becomes non-zero (a signal handler sets it); writes what it holds and returns
-// 0 then. Throws Error when it cannot start: another recorder holds the directory, no database.
-int run_recorder(const Options& options, const RecorderSettings& settings, const std::atomic<int>& stop);
+// Runs until `stop` is requested (a signal handler requests it), which also ends at once what a
+// sample waits for (nvidia-smi, the engine); writes what it holds and returns 0 then. Throws
+// Error when it cannot start: another recorder holds the directory, no database.
+int run_recorder(const Options& options, const RecorderSettings& settings, const StopRequest& stop);
 
 }  // namespace gpurun

@@ -1,6 +1,7 @@
 #pragma once
 // Runs external programs with posix_spawnp and an explicit argv (never a shell), each with a
-// deadline after which it is killed, its stdout and stderr captured and its end kept exact.
+// deadline after which it is killed, its stdout and stderr captured and its end kept exact. A
+// thread that watches a stop request (gpurun/util/stop_request.hpp) ends its waits when it is made.
 #include <sys/types.h>
 
 #include <chrono>
@@ -20,7 +21,7 @@ struct ProcessSpec {
 };
 
 struct ProcessResult {
-  enum class End { exited, signaled, timed_out, not_started };
+  enum class End { exited, signaled, timed_out, abandoned, not_started };  // abandoned: a stop was requested
   End end = End::not_started;
   int exit_code = 0;    // End::exited
   int signal = 0;       // End::signaled

@@ -2,6 +2,7 @@
 #include "gpurun/util/unix_http.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,6 +19,7 @@
 
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
+#include "gpurun/util/stop_request.hpp"
 #include "stand_in_engine.hpp"
 #include "support/test_support.hpp"
 
@@ -178,6 +180,24 @@ TEST(UnixHttpGetAll, OneSlowAnswerPastTheDeadlineEndsThemAll) {
       },
       ::testing::ThrowsMessage<Error>("the Docker engine at " + engine.path() + " did not answer in time"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 800ms);
+}
+
+// gpurund asked to stop gives up a hung engine at once, not at the deadline.
+TEST(UnixHttpGetAll, AStopRequestTheThreadWatchesEndsTheExchangesAsTheDeadlineWould) {
+  StandInEngine engine({{"/a", {200, "A"}}, {"/slow", {200, "S", 5000ms}}});
+  StopRequest stop;
+  const WaitsEndOnStop watched(stop);
+  UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 30s);
+  EXPECT_EQ(client.get("/a").body, "A");  // not requested yet: answered as ever
+  std::thread requester([&] {
+    std::this_thread::sleep_for(200ms);
+    stop.request(SIGTERM);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT([&] { client.get_all({"/slow"}, 1); },
+              ::testing::ThrowsMessage<Error>("the Docker engine at " + engine.path() + ": asked to stop"));
+  requester.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "the exchange went on after the stop request";
 }
 
 TEST(UnixHttpGetAll, NoSocketIsAnError) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "gpurun/util/stop_request.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {
@@ -260,6 +261,50 @@ TEST(StartedProcesses, ThoseNeverWaitedForAreKilledAndReaped) {
     EXPECT_EQ(our_children().size(), before.size() + 1);
   }  // dropped without wait_processes
   EXPECT_EQ(our_children(), before) << "the child outlived its StartedProcesses, or is left a zombie";
+}
+
+// gpurund asked to stop (SIGTERM) gives up a hung nvidia-smi at once, not at its timeout; its
+// notifier, on another thread, still waits for sendmail.
+TEST(StopRequest, EndsTheWaitsOfTheThreadThatWatchesItAndOfNoOther) {
+  StopRequest stop;
+  ProcessResult elsewhere;
+  {
+    const WaitsEndOnStop watched(stop);
+    EXPECT_TRUE(run_process({{"true"}, {}}, 5s).succeeded());  // not requested yet
+    std::thread requester([&] {
+      std::this_thread::sleep_for(200ms);
+      stop.request(SIGTERM);
+    });
+    const auto start = Clock::now();
+    const ProcessResult hung = run_process({{"sleep", "30"}, {}}, 30s);
+    requester.join();
+    EXPECT_EQ(hung.end, End::abandoned);
+    EXPECT_LT(seconds_since(start), 10.0) << "the wait went on after the stop request";
+    EXPECT_EQ(describe_end(hung, 30s), "was killed unfinished: asked to stop");
+    EXPECT_TRUE(stop.requested());
+    EXPECT_EQ(stop.signal(), SIGTERM);
+    EXPECT_EQ(run_process({{"sleep", "30"}, {}}, 30s).end, End::abandoned);  // once made, it stays made
+
+    std::thread other([&] { elsewhere = sh("sleep 0.2; echo delivered"); });
+    other.join();
+  }
+  EXPECT_TRUE(elsewhere.succeeded()) << describe_end(elsewhere, 5s);
+  EXPECT_EQ(elsewhere.out, "delivered\n");
+  EXPECT_TRUE(sh("true").succeeded()) << "the watch outlived its scope";
+}
+
+TEST(StopRequest, EndsAChildStreamsRead) {
+  StopRequest stop;
+  const WaitsEndOnStop watched(stop);
+  ChildStream stream({{"/bin/sh", "-c", "echo first; exec sleep 30"}, {}});
+  std::string out;
+  while (out.empty() && stream.read(out, 5s)) {
+  }
+  EXPECT_EQ(out, "first\n");
+  stop.request(SIGTERM);
+  const auto start = Clock::now();
+  EXPECT_FALSE(stream.read(out, 30s));
+  EXPECT_LT(seconds_since(start), 10.0);
 }
 
 TEST(DescribeEnd, SaysHowTheProcessEnded) {

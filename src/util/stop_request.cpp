@@ -1,0 +1,46 @@
+#include "gpurun/util/stop_request.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "gpurun/util/error.hpp"
+
+namespace gpurun {
+namespace {
+
+thread_local int watched_fd = -1;
+
+}  // namespace
+
+StopRequest::StopRequest() : event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!event_.valid()) throw Error(std::string("cannot make an eventfd: ") + std::strerror(errno));
+}
+
+void StopRequest::request(int signal) noexcept {
+  const int saved_errno = errno;  // a handler leaves errno as it found it
+  signal_.store(signal == 0 ? -1 : signal);
+  const std::uint64_t one = 1;
+  (void)!::write(event_.get(), &one, sizeof one);  // a full counter is readable already
+  errno = saved_errno;
+}
+
+WaitsEndOnStop::WaitsEndOnStop(const StopRequest& request) noexcept : previous_(watched_fd) {
+  watched_fd = request.fd();
+}
+
+WaitsEndOnStop::~WaitsEndOnStop() { watched_fd = previous_; }
+
+int watched_stop_fd() noexcept { return watched_fd; }
+
+bool stop_seen() noexcept {
+  if (watched_fd < 0) return false;
+  pollfd fd{watched_fd, POLLIN, 0};
+  return ::poll(&fd, 1, 0) > 0;
+}
+
+}  // namespace gpurun
