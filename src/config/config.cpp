@@ -23,18 +23,36 @@ namespace {
 using json = nlohmann::json;
 using Kind = ConfigSource::Kind;
 
+// "A" of "A=1", or of "A" alone (docker passes the caller's A on).
+std::string variable_name(const json& item) {
+  const std::string text = item.is_string() ? item.get<std::string>() : item.dump();
+  return text.substr(0, text.find('='));
+}
+
+// The items of `slot` that set variable `name`, with their sources.
+void drop_variable(ConfigValue& slot, const std::string& name) {
+  for (std::size_t i = slot.value.size(); i-- > 0;) {
+    if (variable_name(slot.value[i]) != name) continue;
+    slot.value.erase(slot.value.begin() + static_cast<std::ptrdiff_t>(i));
+    if (i < slot.item_sources.size())
+      slot.item_sources.erase(slot.item_sources.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
 void set_value(Config& config, const Setting& info, const json& value, const ConfigSource& source) {
   if (config.caller) check_root_only(info, source, config.system_file);
   ConfigValue& slot = config.values[std::string(info.key)];
   if (value.is_null()) {
     slot = {info.default_value(), source, {}};
   } else if (info.type == ValueType::appended_list) {
-    // Lists add up across layers; an item already there keeps its first source.
-    for (const json& item : value)
-      if (std::find(slot.value.begin(), slot.value.end(), item) == slot.value.end()) {
-        slot.value.push_back(item);
-        slot.item_sources.push_back(source);
-      }
+    // Lists add up across layers, the higher layer's items last (docker takes the last `--env A=`).
+    for (const json& item : value) {
+      if (info.items == ListItems::unique && std::find(slot.value.begin(), slot.value.end(), item) != slot.value.end())
+        continue;
+      if (info.items == ListItems::variables) drop_variable(slot, variable_name(item));
+      slot.value.push_back(item);
+      slot.item_sources.push_back(source);
+    }
     slot.source = source;
   } else {
     slot = {value, source, {}};

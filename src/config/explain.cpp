@@ -7,6 +7,7 @@
 
 #include "gpurun/config/settings.hpp"
 #include "gpurun/util/table.hpp"
+#include "gpurun/util/units.hpp"
 
 namespace gpurun {
 namespace {
@@ -63,6 +64,8 @@ std::string config_table(const Config& config) {
       if (k.name == "allowed_gpus" && config.policy.allowed_gpus) value = *config.policy.allowed_gpus;
       if (k.name == "max_gpus_per_launch" && config.policy.max_gpus_per_launch)
         value = *config.policy.max_gpus_per_launch;
+      if (k.name == "max_runtime" && config.policy.max_runtime)
+        value = format_duration(*config.policy.max_runtime, DurationStyle::brief);
       if (k.name == "refused_docker_options" && it != config.policy.sources.end())
         value = config.policy.refused_docker_options;
       if (k.name == "allowed_images" && config.policy.allowed_images) value = *config.policy.allowed_images;

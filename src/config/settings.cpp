@@ -350,6 +350,7 @@ std::vector<Setting> make_settings() {
        .fallback = "[]",
        .example = R"(["WANDB_MODE=offline"])",
        .completion = H::word,
+       .items = ListItems::variables,
        .apply = [](const json& v, Options& o) { o.env = strings(v); }},
       {.key = "volumes",
        .type = T::appended_list,
@@ -379,6 +380,7 @@ std::vector<Setting> make_settings() {
        .fallback = "[]",
        .example = R"(["--ipc=host"])",
        .completion = H::word,
+       .items = ListItems::words,
        .apply = [](const json& v, Options& o) { o.docker_opts = strings(v); }},
 
       // Where the job runs.
@@ -431,6 +433,7 @@ std::vector<Setting> make_settings() {
        .fallback = "[]",
        .example = R"(["--constraint=h100"])",
        .completion = H::word,
+       .items = ListItems::words,
        .apply = [](const json& v, Options& o) { o.slurm.srun_opts = strings(v); }},
       {.key = "slurm_container",
        .flag = "--slurm-container",

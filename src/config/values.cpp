@@ -176,7 +176,9 @@ json value_from_text(ValueType type, const std::string& raw, std::string_view wh
       if (const auto v = boolean_word(raw)) return *v;
       return raw;
     case ValueType::wait:
+      // A number is seconds (`--wait=1`: one second, as the error for `--wait 1` tells), never a boolean.
       if (text::equals_ignoring_case(text::trim(raw), "forever")) return true;
+      if (text::parse_double(text::trim(raw))) return raw;
       if (const auto v = boolean_word(raw)) return *v;
       return raw;
     case ValueType::list:

@@ -35,6 +35,13 @@ enum class CompletionHint {
   image,    // an image of the local engine
 };
 
+// What an appended list does with an item a layer gives again.
+enum class ListItems {
+  unique,     // it keeps its first place and source (volumes, publish)
+  words,      // each is kept where it was given: command-line words (docker_opts), `--label a --label b`
+  variables,  // NAME=VALUE (env): the later NAME replaces the earlier, as the higher layer wins
+};
+
 struct Setting {
   std::string_view key;  // the config key and JSON name; GPURUN_<KEY> for Scope::option
   ValueType type = ValueType::text;
@@ -51,6 +58,7 @@ struct Setting {
   bool program = false;                     // names a program gpurun runs: never from a project's file
   bool root_only = false;                   // under sudo, only the system file sets it (gpurun/config/sudo_rules.hpp)
   bool machine_wide = false;                // the machine's one set of reservations: never moved by a project's file
+  ListItems items = ListItems::unique;      // an appended list: what an item given again does
   void (*apply)(const nlohmann::json& value, Options& options) = nullptr;  // stores the typed value
 
   std::string env() const;               // "GPURUN_MAX_UTIL"; "" when no variable sets it

@@ -174,6 +174,24 @@ TEST_F(ConfigTest, ListsAddUpAcrossLayersInPrecedenceOrder) {
   EXPECT_EQ(config.at("env").value, json::array({"A=1", "MSG=two words", "B=2"}));  // env: one item, not split
 }
 
+// docker takes the last `--env A=`: the higher layer's A, once; and a repeated docker word stays,
+// or `--label a=1 --label b=2` would lose its second --label and docker take b=2 for the image.
+TEST_F(ConfigTest, AVariableSetAgainIsTheHigherLayersAndRepeatedDockerWordsAllStay) {
+  write("home/config.json",
+        R"({"env": ["A=1", "KEEP=1"], "docker_opts": ["--ulimit", "nofile=1024:1024", "--ulimit", "core=0"]})");
+  write("work/.gpurun.json", R"({"env": ["A=2"]})");
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  in.flags = {{"env", "A=1"}, {"docker_opts", json::array({"--label", "a=1", "--label", "b=2"})}};
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("env").value, json::array({"KEEP=1", "A=1"}));
+  ASSERT_EQ(config.at("env").item_sources.size(), 2U);
+  EXPECT_EQ(config.at("env").item_sources[1].kind, Kind::flag);
+  EXPECT_EQ(config.at("docker_opts").value,
+            json::array({"--ulimit", "nofile=1024:1024", "--ulimit", "core=0", "--label", "a=1", "--label", "b=2"}));
+  EXPECT_EQ(config.at("docker_opts").item_sources.size(), 8U);
+}
+
 TEST_F(ConfigTest, NullResetsAKeyAndDropsTheItemsOfLowerLayers) {
   write("etc/config.json", R"({"volumes": ["/datasets:/datasets"], "image": "sys"})");
   write("home/config.json", R"({"volumes": null, "image": null})");
@@ -848,6 +866,23 @@ TEST_F(ConfigTest, ReportListsEveryKeyWithItsSource) {
   EXPECT_EQ(report.at("keys").at("volumes").at("items").at(1).at("source").at("layer"), "flag");
   EXPECT_EQ(report["policy"]["max_gpus_per_launch"]["value"], 2);
   EXPECT_EQ(report.at("files").at(0).at("state"), "loaded");
+}
+
+// A rule the system file sets is shown with its value, never "(not set)" while it is enforced.
+TEST_F(ConfigTest, TheTableShowsEverySitePolicyRuleTheSystemFileSets) {
+  write("etc/config.json", R"({"allowed_gpus": [0], "max_gpus_per_launch": 1, "max_runtime": "7d",
+    "refused_docker_options": ["--privileged"], "allowed_images": ["lab/*"], "allowed_docker_options": ["--ipc=host"],
+    "admin_group": "wheel", "allow_sharing": false, "history_visibility": "own"})");
+  const Config config = load_config(inputs());
+  const std::string table = config_table(config);
+  const json report = config_json(config);
+  for (const ConfigKey& key : config_keys()) {
+    if (!key.site_policy || report["policy"][key.name].is_null()) continue;
+    const std::size_t row = table.find(key.name + " ");
+    ASSERT_NE(row, std::string::npos) << key.name;
+    EXPECT_THAT(table.substr(row, table.find('\n', row) - row), Not(HasSubstr("(not set)"))) << key.name;
+  }
+  EXPECT_THAT(table, HasSubstr("\"7d\""));
 }
 
 TEST_F(ConfigTest, StarterFileParsesAndChangesNothing) {
