@@ -138,7 +138,7 @@ void runs_table(std::string& html, const LabPage& page) {
                       html_escape(page.user));
   for (const RunRecord& run : *page.runs) {
     const auto efficiency = run.efficiency();
-    const WallTime end = run.end.value_or(run.last_seen);
+    const WallTime end = run.end.value_or(std::max(page.now, run.start));  // (the JSON has no last_seen)
     html += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
         run.id, html_escape(text::printable(run.name, 80)), fmt::join(run.gpus, ","), html_escape(rfc3339(run.start)),
@@ -200,8 +200,10 @@ json board_json(const Inventory& inventory, const MetricsState& metrics, WallTim
       if (std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) continue;
       const auto run = std::find_if(metrics.running.begin(), metrics.running.end(),
                                     [&h](const RunRecord& r) { return r.key == h.key; });
+      // A process by its program alone, as /metrics names it: its arguments may carry tokens,
+      // and the board is shown to whoever reaches the page, whatever history_visibility says.
       held_by.push_back({{"user", h.user.empty() ? json() : json(h.user)},
-                         {"name", h.name},
+                         {"name", hpc_job_of(h)},
                          {"container", h.container_id.empty() ? json() : json(h.container_id.substr(0, 12))},
                          {"run", run == metrics.running.end() ? json() : json(run->id)}});
     }

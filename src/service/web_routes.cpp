@@ -70,6 +70,7 @@ json minutes_json(ServedRuns& runs, int hours, WallTime now) {
 
 HttpReply page_reply(const Target& target, ServedRuns& runs, const ServerSettings& settings, WallTime now) {
   LabPage page;
+  page.now = now;
   {
     const std::lock_guard lock(runs.mutex);
     page.board = board_json(runs.inventory, runs.metrics, now);

@@ -29,6 +29,7 @@ struct LabPage {
   std::optional<std::vector<RunRecord>> runs;  // those runs (nullopt: none asked, or not shown)
   std::string hidden_why;                      // why usage and runs are not shown ("" when they are)
   int refresh_s = 5;
+  WallTime now{};  // a running run's duration runs up to it
 };
 
 std::string lab_page_html(const LabPage& page);

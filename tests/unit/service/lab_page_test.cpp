@@ -73,6 +73,24 @@ TEST(BoardJson, IsStatusJsonWithTheHoldersTheirRunsAndIdleTimes) {
   EXPECT_FALSE(board["gpus"][1]["held_by"][0].contains("command"));
 }
 
+// A process's name is its command line, which may carry a token: the board names its program.
+TEST(BoardJson, NamesABareProcessByItsProgramAlone) {
+  Sample s;
+  s.metrics.holders.push_back({.key = "pid:4242",
+                               .name = "python train.py --token=SECRET123",
+                               .user = "dave",
+                               .container_id = "",
+                               .image = "",
+                               .command = "/usr/bin/python train.py --token=SECRET123",
+                               .gpus = {1},
+                               .memory_used_mib = std::nullopt,
+                               .started_by_gpurun = false});
+  const auto board = board_json(s.inventory, s.metrics, kNow);
+  ASSERT_EQ(board["gpus"][1]["held_by"].size(), 2U);
+  EXPECT_EQ(board["gpus"][1]["held_by"][1]["name"], "python");
+  EXPECT_THAT(board.dump(), Not(HasSubstr("SECRET123")));
+}
+
 TEST(LabPageHtml, ShowsEveryNameAsTextAndMarksTheIdleHolder) {
   const Sample s;
   LabPage page;
@@ -100,7 +118,8 @@ TEST(LabPageHtml, WithoutUsageSaysWhyAndWithAUserShowsTheirRuns) {
   run.name = "<i>job</i>";
   run.gpus = {0, 1};
   run.start = kNow - 2h;
-  run.last_seen = kNow;
+  run.last_seen = run.start;  // as the service's JSON gives a running run (it has no last_seen)
+  page.now = kNow;            // a running run lasts until now
   page.user = "bob";
   page.runs = std::vector<RunRecord>{run};
   const std::string html = lab_page_html(page);
