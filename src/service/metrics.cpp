@@ -1,8 +1,10 @@
 #include "gpurun/service/metrics.hpp"
+#include "gpurun/util/text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -84,10 +86,16 @@ Labels dcgm_labels(const MetricsState& state, const Gpu& gpu) {
 }  // namespace
 
 std::string label_safe(std::string_view value) {
-  std::string out(value.substr(0, 128));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-  return out;
+  constexpr std::size_t kLongest = 128;
+  std::string out = text::terminal_safe(value);
+  if (out.size() <= kLongest) return out;
+  // Cut where a character starts, and told apart by the whole value's hash (FNV-1a): two long
+  // names alike in their first 119 bytes stay two series.
+  std::uint32_t hash = 2166136261U;
+  for (const char c : value) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
+  std::size_t cut = kLongest - 9;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
+  return fmt::format("{}~{:08x}", std::string_view(out).substr(0, cut), hash);
 }
 
 std::string hpc_job_of(const HolderSample& holder) {

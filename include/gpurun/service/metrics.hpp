@@ -40,9 +40,10 @@ void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRec
 // The page of metrics as of `now`.
 std::string prometheus_text(const MetricsState& state, WallTime now);
 
-// What users named (commands, container names) as a label value Prometheus always accepts: control
-// characters and bytes outside ASCII (maybe not UTF-8, which would fail the whole scrape) as '?',
-// at most 128 bytes.
+// What users named (commands, container names) as a label value Prometheus always accepts, and
+// one name's never another's (Prometheus would drop a series as a duplicate): UTF-8 kept, control
+// characters and bytes that are not UTF-8 (which would fail the whole scrape) as \xNN; at most
+// 128 bytes, a longer one cut and told apart by its hash.
 std::string label_safe(std::string_view value);
 
 // The holder's name for DCGM's hpc_job: a container's name, or a process's program without its

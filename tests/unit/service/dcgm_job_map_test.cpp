@@ -66,7 +66,7 @@ TEST_F(DcgmJobMapTest, FilesAnEarlierServiceLeftAreRemovedAndNamesStayOnOneLine)
   DcgmJobMap map(dir.string());
   map.update({0, 3}, {container("abc", "evil\nname", {0})});
   EXPECT_FALSE(fs::exists(dir / "3"));
-  EXPECT_EQ(test::read_file(dir / "0"), "evil?name\n");
+  EXPECT_EQ(test::read_file(dir / "0"), "evil\\x0aname\n");
 }
 
 TEST_F(DcgmJobMapTest, ALinkOrAnUnwritablePlaceIsRefusedSayingWhere) {

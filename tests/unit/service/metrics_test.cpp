@@ -63,17 +63,17 @@ TEST(PrometheusText, DcgmNamesCarryDcgmsLabelsAndTheHoldersWhileHeld) {
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-aaa\",pci_bus_id=\"00000000:07:00.0\","
                               "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dgx1\","
-                              "container=\"train \\\"big\\\"\\\\?run\",user=\"alice\","
-                              "hpc_job=\"train \\\"big\\\"\\\\?run\"} 1000\n"));
+                              "container=\"train \\\"big\\\"\\\\\\\\x0arun\",user=\"alice\","
+                              "hpc_job=\"train \\\"big\\\"\\\\\\\\x0arun\"} 1000\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-bbb\",pci_bus_id=\"\",device=\"nvidia1\","
                               "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dgx1\"} 79996\n"));
 }
 
 TEST(PrometheusText, GpurunsSeriesNameTheHolderTheRunAndHowLongItHasBeenIdle) {
   const std::string text = prometheus_text(two_gpus(), kNow);
-  // The newline is a '?': what users named is kept to printable ASCII.
+  // The newline is \x0a: what users named never breaks the text format.
   const std::string labels =
-      "{gpu=\"0\",UUID=\"GPU-aaa\",user=\"alice\",container=\"train \\\"big\\\"\\\\?run\",run=\"7\"}";
+      "{gpu=\"0\",UUID=\"GPU-aaa\",user=\"alice\",container=\"train \\\"big\\\"\\\\\\\\x0arun\",run=\"7\"}";
   EXPECT_THAT(text, HasSubstr("gpurun_gpu_held" + labels + " 1\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_gpu_idle_seconds" + labels + " 90\n"));
   EXPECT_THAT(text, Not(HasSubstr("gpurun_gpu_held{gpu=\"1\"")));  // nobody holds GPU 1
@@ -83,6 +83,23 @@ TEST(PrometheusText, GpurunsSeriesNameTheHolderTheRunAndHowLongItHasBeenIdle) {
   EXPECT_THAT(text, HasSubstr("gpurun_up{Hostname=\"dgx1\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_source_errors_total{Hostname=\"dgx1\"} 0\n"));
   EXPECT_THAT(text, Not(HasSubstr("pid")));
+}
+
+// Prometheus drops a series whose labels repeat another's: two users must never share a label.
+TEST(LabelSafe, KeepsUtf8AndTellsEveryTwoNamesApart) {
+  EXPECT_EQ(label_safe("jos\xc3\xa9"), "jos\xc3\xa9");  // é
+  EXPECT_EQ(label_safe("jos\xc3\xa8"), "jos\xc3\xa8");  // è
+  EXPECT_EQ(label_safe("a\nb\xff"), "a\\x0ab\\xff");
+  const std::string long_a = std::string(130, 'x') + "a";
+  const std::string long_b = std::string(130, 'x') + "b";
+  EXPECT_LE(label_safe(long_a).size(), 128U);
+  EXPECT_NE(label_safe(long_a), label_safe(long_b));
+  EXPECT_EQ(label_safe(long_a).substr(0, 119), std::string(119, 'x'));
+  std::string accents;  // 70 é, 140 bytes: cut between two of them, never inside one
+  for (int i = 0; i < 70; ++i) accents += "\xc3\xa9";
+  const std::string cut = label_safe(accents);
+  EXPECT_LE(cut.size(), 128U);
+  EXPECT_EQ(cut.substr(0, cut.find('~')), accents.substr(0, 118));
 }
 
 TEST(PrometheusText, EveryLineIsACommentOrOneSampleOfAKnownFamily) {
@@ -120,8 +137,8 @@ TEST(PrometheusText, PowerAndTemperatureUnderDcgmsNamesWhereTheSourceReadThem) {
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-aaa\""));
-  EXPECT_THAT(text, HasSubstr(",user=\"alice\",hpc_job=\"train \\\"big\\\"\\\\?run\"} 97.74\n"));
-  EXPECT_THAT(text, HasSubstr("hpc_job=\"train \\\"big\\\"\\\\?run\"} 39\n"));
+  EXPECT_THAT(text, HasSubstr(",user=\"alice\",hpc_job=\"train \\\"big\\\"\\\\\\\\x0arun\"} 97.74\n"));
+  EXPECT_THAT(text, HasSubstr("hpc_job=\"train \\\"big\\\"\\\\\\\\x0arun\"} 39\n"));
   // GPU 1's source said nothing of them: no series, rather than a zero.
   EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_POWER_USAGE{gpu=\"1\"")));
   EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_GPU_TEMP{gpu=\"1\"")));
@@ -140,7 +157,7 @@ TEST(PrometheusText, AProcessIsNamedByItsProgramAloneAndOddBytesNeverReachALabel
                                   .gpus = {0},
                                   .memory_used_mib = 1000};
   const std::string text = prometheus_text(state, kNow);
-  EXPECT_THAT(text, HasSubstr(",container=\"\",user=\"b??b\",hpc_job=\"python3\"} "));
+  EXPECT_THAT(text, HasSubstr(",container=\"\",user=\"b\\\\xff\\\\xfeb\",hpc_job=\"python3\"} "));
   EXPECT_THAT(text, Not(HasSubstr("SECRET")));
   for (const char c : text) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
 }
