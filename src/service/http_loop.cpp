@@ -36,6 +36,28 @@ constexpr std::chrono::seconds kClientLimit{5};
 constexpr int kMaxConnections = 32;
 constexpr int kPerPeer = 4;
 
+// Peers that share the whole: root (under sudo every caller's gpurun asks as root, naming the
+// caller) and loopback, where a proxy in front of the page (nginx), a Prometheus on the same host
+// and everyone's browsers through it are one address.
+bool shares_the_whole(const std::string& peer) {
+  return peer == "uid 0" || peer.starts_with("127.") || peer == "::1" || peer.starts_with("::ffff:127.");
+}
+
+// A client turned away is told so (503, try again in a second) rather than finding its
+// connection closed, which a browser or Prometheus reports as a broken server.
+void turn_away(int fd) {
+  static const std::string kBusy = [] {
+    const std::string body = "gpurund: too many connections at once; try again\n";
+    return fmt::format(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+        body.size(), body);
+  }();
+  (void)!::send(fd, kBusy.data(), kBusy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+
 // Runs `io` until the operation started on `socket` completes (`done`), `limit` passes or
 // `stopping` is set (seen within 0.1 s); a late operation is cancelled. Blocking reads with
 // SO_RCVTIMEO would not do: Asio waits again when the timeout fires.
@@ -149,9 +171,8 @@ void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandl
     std::string peer = peer_of(fd, family);
     {
       const std::lock_guard hold(mutex);
-      // root is not capped: under sudo every caller's gpurun asks as root (naming the caller).
-      if (open >= kMaxConnections || (peer != "uid 0" && open_by_peer[peer] >= kPerPeer)) {
-        ::close(fd);  // the client sees the connection closed, and may try again
+      if (open >= kMaxConnections || (!shares_the_whole(peer) && open_by_peer[peer] >= kPerPeer)) {
+        turn_away(fd);
         continue;
       }
       ++open;

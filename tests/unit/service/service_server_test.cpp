@@ -216,7 +216,7 @@ TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGe
   EXPECT_EQ(client.get("/v1/runs").status, 200);
   EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s);
   if (::geteuid() != 0) GTEST_SKIP() << "the per-user share needs root to connect as another user";
-  // uid 65534 holds four; its fifth is closed at once (root, which asks for sudo's callers, is not capped).
+  // uid 65534 holds four; its fifth is told 503 at once (root, which asks for sudo's callers, is not capped).
   ::chmod(dir_.c_str(), 0755);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -231,9 +231,12 @@ TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGe
       if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) ::_exit(3);
       if (&fd == &fds[3]) ::usleep(200'000);  // the four accepted before the fifth comes
     }
-    pollfd closed{.fd = fds[4], .events = POLLIN, .revents = 0};
-    char byte = 0;
-    ::_exit(::poll(&closed, 1, 2000) == 1 && ::read(fds[4], &byte, 1) == 0 ? 0 : 1);
+    pollfd told{.fd = fds[4], .events = POLLIN, .revents = 0};
+    char head[12] = {};
+    ::_exit(::poll(&told, 1, 2000) == 1 && ::read(fds[4], head, sizeof head) == sizeof head &&
+                    std::memcmp(head, "HTTP/1.1 503", sizeof head) == 0
+                ? 0
+                : 1);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);

@@ -9,6 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+#include <vector>
+
 #include "support/test_support.hpp"
 
 namespace gpurun {
@@ -66,6 +70,28 @@ TEST(WebServer, AnswersMetricsFromTheLastSampleAndNothingElse) {
   EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
   EXPECT_THAT(metrics, HasSubstr("\ngpurun_up{Hostname=\""));
   EXPECT_THAT(get(server.port(), "/other"), StartsWith("HTTP/1.1 404 Not Found\r\n"));
+}
+
+// nginx in front of the page and a Prometheus on the same host are all 127.0.0.1: loopback is
+// not held to one peer's share of four.
+TEST(WebServer, LoopbackPeersShareTheWholeListener) {
+  ServedRuns runs;
+  runs.metrics.last_sample_ok = true;
+  const WebServer server("127.0.0.1:0", runs, {});
+  std::vector<int> silent;
+  for (int i = 0; i < 6; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(server.port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    EXPECT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+    silent.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all six accepted, saying nothing
+  EXPECT_THAT(get(server.port(), "/metrics"), StartsWith("HTTP/1.1 200 OK\r\n"));
+  for (const int fd : silent) ::close(fd);
 }
 
 TEST(WebServer, AnAddressInUseIsRefusedWithTheReason) {
