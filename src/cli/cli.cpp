@@ -120,10 +120,15 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
     if (word.size() < 2 || word[0] != '-' || word == "--") continue;
     const std::string name = word.substr(0, word.find('='));
     bool known = app.get_option_no_throw(name) != nullptr;
-    if (!known && !word.starts_with("--"))  // a cluster of gpurun's short flags: -qq
+    if (!known && !word.starts_with("--") && word.size() > 2) {
+      // A short option with its value attached (-eFOO=1, -p8080:80, -t5), as CLI11 reads it.
+      const CLI::Option* first = app.get_option_no_throw(word.substr(0, 2));
+      if (first != nullptr && first->get_items_expected_min() > 0) continue;
+      // A cluster of gpurun's short flags: -qq
       known = std::all_of(word.begin() + 1, word.end(), [&](char c) {
         return app.get_option_no_throw(std::string{'-', c}) != nullptr;
       });
+    }
     if (known) {
       const CLI::Option* option = app.get_option_no_throw(name);
       if (option != nullptr && option->get_items_expected_min() > 0) {
@@ -156,9 +161,15 @@ void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>&
       const Setting& setting = *find_setting(key);
       const std::string names = setting.short_flag.empty() ? std::string(setting.flag)
                                                            : fmt::format("{}/{}", setting.short_flag, setting.flag);
-      if (verb.name.empty() && is_docker_run_option(setting.short_flag.empty() ? setting.flag : setting.short_flag))
-        throw Error(fmt::format("{} is an option of `gpurun {}` here; for docker run, pass it as --docker-opt={}",
-                                names, owner.name, setting.short_flag.empty() ? setting.flag : setting.short_flag));
+      // A long flag docker has too (--user), else the short one (-t): with its value where docker takes one.
+      const std::string_view docker_option =
+          is_docker_run_option(setting.flag) || setting.short_flag.empty() ? setting.flag : setting.short_flag;
+      if (verb.name.empty() && is_docker_run_option(docker_option)) {
+        const std::string given = value.is_string() ? value.get<std::string>() : value.dump();
+        const bool takes_value = docker_option.starts_with("--") && !docker_boolean(docker_option.substr(2));
+        throw Error(fmt::format("{} is an option of `gpurun {}` here; for docker run, pass it as --docker-opt={}{}",
+                                names, owner.name, docker_option, takes_value ? "=" + text::printable(given) : ""));
+      }
       throw Error(fmt::format("{} is an option of `gpurun {}`, not of `gpurun{}{}`", names, owner.name,
                               verb.name.empty() ? "" : " ", verb.name));
     }

@@ -137,7 +137,7 @@ void merge_environment(Config& config, const std::map<std::string, std::string>&
       continue;
     }
     const json value = value_from_text(info->type, raw, variable);
-    if (const auto problem = value_problem(info->type, value, info->flag))
+    if (const auto problem = info->problem(value))
       throw Error(fmt::format("{}=\"{}\": {}", variable, text::printable(raw), *problem));
     set_value(config, *info, value, {Kind::environment, variable, 0, {}});
   }
@@ -150,7 +150,7 @@ void merge_flags(Config& config, const std::vector<std::pair<std::string, json>>
     if (info == nullptr || info->scope != (invocation ? Scope::invocation : Scope::option))
       throw Error(fmt::format("no command-line flag sets the configuration key \"{}\"", key));
     const json value = info->type == ValueType::appended_list && given.is_string() ? json::array({given}) : given;
-    if (const auto problem = value_problem(info->type, value, info->flag))  // named once: "--max-util "200": …"
+    if (const auto problem = info->problem(value))  // named once: "--max-util "200": …"
       throw Error(problem->starts_with(info->flag) ? *problem : fmt::format("{}: {}", info->flag, *problem));
     if (info->scope == Scope::invocation)
       config.invocation.emplace_back(key, value);

@@ -117,7 +117,7 @@ void check_option(const ParsedFile& f, const std::string& key_path, const std::s
                                         "your user file, {} or {}",
                                         info->env(), info->flag));
   if (value.is_null()) return;  // null: back to the built-in default
-  if (const auto problem = value_problem(info->type, value, info->flag)) throw f.error(key_path, *problem);
+  if (const auto problem = info->problem(value)) throw f.error(key_path, *problem);
   if ((key == "docker_opts" || key == "volumes") && found_project(f))
     check_project_docker_options(f, key_path, key, value);
 }
@@ -139,7 +139,7 @@ void check_policy_key(const ParsedFile& f, const Setting& info, const json& valu
                   "site policy keys belong in the system file /etc/gpurun/config.json; a user or "
                   "project file cannot set them");
   const std::string key(info.key);
-  if (const auto problem = value_problem(info.type, value, info.flag)) throw f.error(key, *problem);
+  if (const auto problem = info.problem(value)) throw f.error(key, *problem);
   if (!info.words.empty() && value.is_string() &&
       std::find(info.words.begin(), info.words.end(), value.get<std::string>()) == info.words.end())
     throw f.error(key, fmt::format("expected one of {}", fmt::join(info.words, ", ")));

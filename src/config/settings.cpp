@@ -697,6 +697,22 @@ std::string Setting::env() const { return scope == Scope::option ? "GPURUN_" + t
 
 json Setting::default_value() const { return json_literal(fallback); }
 
+std::optional<std::string> Setting::problem(const json& value) const {
+  if (auto problem = value_problem(type, value, flag)) return problem;
+  if (key != "volumes" || !value.is_array()) return std::nullopt;
+  // docker's -v is SOURCE:TARGET[:OPTIONS], or an absolute TARGET alone; anything else is most
+  // likely gpurun's -v taken for --verbose (`gpurun -v status` would start a job).
+  for (const json& item : value) {
+    const std::string volume = item.get<std::string>();
+    if (volume.find(':') == std::string::npos && !volume.starts_with('/'))
+      return fmt::format(
+          "--volume \"{}\": expected SOURCE:TARGET[:OPTIONS] as docker's -v, such as /data:/data:ro "
+          "(-v is short for --volume; for more diagnostics on stderr, write --verbose)",
+          text::printable(volume));
+  }
+  return std::nullopt;
+}
+
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> table = make_settings();
   return table;

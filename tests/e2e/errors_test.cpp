@@ -198,6 +198,14 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image"}, "--image needs a value, as in `--image nvcr.io/nvidia/pytorch:24.05-py3`"},
         UsageCase{{"--image", "img", "--config"}, "--config needs a value, as in `--config FILE`"},
         UsageCase{{"--image="}, "--image needs a value, as in `--image nvcr.io/nvidia/pytorch:24.05-py3`"},
+        // -v is docker's --volume: `gpurun -v status` meant --verbose, and would have started a job.
+        UsageCase{{"--image", "img", "-v", "status"},
+                  "--volume \"status\": expected SOURCE:TARGET[:OPTIONS] as docker's -v, such as /data:/data:ro "
+                  "(-v is short for --volume; for more diagnostics on stderr, write --verbose)"},
+        UsageCase{{"pick", "-v", "2"}, "--volume \"2\": expected SOURCE:TARGET[:OPTIONS]"},
+        UsageCase{{"--image", "img", "--user", "1000:1000", "1"},
+                  "--user is an option of `gpurun history` here; for docker run, pass it as "
+                  "--docker-opt=--user=1000:1000"},
         // A program named "" would run nothing (or look for "" on PATH).
         UsageCase{{"--image", "img", "--docker", ""}, "--docker: expected a name or path, not empty, got \"\""},
         UsageCase{{"--image", "img", "--podman", " "}, "--podman: expected a name or path, not empty, got \" \""}));
@@ -211,6 +219,15 @@ TEST_F(GpurunTest, WaitWithASpaceTakesADurationAndGpusTakesN) {
       gpurun({"--gpus", "2", "--dry-run", "--host-cpus", "64", "--image", "img"}, fakes("all_free_8.json"));
   EXPECT_EQ(gpus.exit_code, 0) << gpus.err;
   EXPECT_THAT(gpus.out, HasSubstr("--gpus '\"device=0,1\"'"));
+}
+
+// CLI11 reads a short option's attached value; the check of unknown options must too.
+TEST_F(GpurunTest, AShortOptionTakesItsValueAttached) {
+  const Outcome run =
+      gpurun({"--dry-run", "--host-cpus", "64", "--image", "img", "-eFOO=1", "-p8080:80", "-v/d:/d", "1"},
+             fakes("all_free_8.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("--env FOO=1 --volume /d:/d --publish 8080:80 img"));
 }
 
 TEST_F(GpurunTest, AGpurunOptionAsTheJobsFirstWordIsWarnedOf) {

@@ -4,6 +4,7 @@
 // starter file are all generated from this table, so adding a setting is one entry here plus the
 // code that uses its Options field.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,6 +64,8 @@ struct Setting {
 
   std::string env() const;               // "GPURUN_MAX_UTIL"; "" when no variable sets it
   nlohmann::json default_value() const;  // fallback, parsed
+  // Why `value` cannot be this setting's: its type's rules (value_problem), and a volume's form.
+  std::optional<std::string> problem(const nlohmann::json& value) const;
 };
 
 // Every setting, in the order `gpurun config` and the starter file show them.
