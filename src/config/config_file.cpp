@@ -85,11 +85,14 @@ void check_project_docker_options(const ParsedFile& f, const std::string& key_pa
                                                      : "";
     const bool reaches_engine =
         !source.empty() && std::any_of(kEngineSockets.begin(), kEngineSockets.end(),
-                                       [&](const std::string& s) { return paths_overlap(source, s); });
+                                       [&](const std::string& s) { return paths_overlap_as_mounted(source, s); });
+    // A volume's driver options can bind any host path (volume-opt=o=bind,volume-opt=device=/run).
+    const bool driver_options = arg.name == "mount" && (text.find("volume-opt") != std::string::npos ||
+                                                        text.find("volume-driver") != std::string::npos);
     const bool unconfined = arg.name == "security-opt" && (text.find("unconfined") != std::string::npos ||
                                                            text.find("no-new-privileges=false") != std::string::npos ||
                                                            text.find("label=disable") != std::string::npos);
-    if (!reaches_engine && !unconfined && !kHostPowers.contains(arg.name)) continue;
+    if (!reaches_engine && !driver_options && !unconfined && !kHostPowers.contains(arg.name)) continue;
     throw f.error(key_path, fmt::format("a project's .gpurun.json cannot give its job power over the host "
                                         "(a cloned repository's code runs in it): \"{}\"; if you mean it, give it "
                                         "with --docker-opt or in your user file",

@@ -30,21 +30,27 @@ std::optional<DockerArg> parse_rule(const std::string& rule) {
   return args[0];
 }
 
-bool same_value(const std::string& option, const std::string& refused, const std::string& given) {
+// `through_links`: a refusal compares paths as docker mounts them; an allowance as written.
+bool overlap(const std::string& a, const std::string& b, bool through_links) {
+  return through_links ? paths_overlap_as_mounted(a, b) : paths_overlap(a, b);
+}
+
+bool same_value(const std::string& option, const std::string& refused, const std::string& given, bool through_links) {
   if (refused == given) return true;
   // A rule naming only a host path refuses every mount that exposes it: "-v /var/run/docker.sock".
-  if (option == "volume" && refused.find(':') == std::string::npos) return paths_overlap(refused, volume_source(given));
+  if (option == "volume" && refused.find(':') == std::string::npos)
+    return overlap(refused, volume_source(given), through_links);
   if (option == "cap-add" || option == "cap-drop") return capability(refused) == capability(given);
   return false;
 }
 
-bool refuses(const DockerArg& rule, const DockerArg& arg) {
+bool refuses(const DockerArg& rule, const DockerArg& arg, bool through_links) {
   if (rule.name == "volume" && arg.name == "mount" && rule.value && rule.value->find(':') == std::string::npos)
-    return paths_overlap(*rule.value, mount_source(arg.value.value_or("")));
+    return overlap(*rule.value, mount_source(arg.value.value_or("")), through_links);
   if (rule.name != arg.name) return false;
   if (docker_boolean(rule.name))  // an unreadable boolean counts as true: docker would fail anyway
     return docker_bool(rule.value).value_or(true) == docker_bool(arg.value).value_or(true);
-  return !rule.value || same_value(rule.name, *rule.value, arg.value.value_or(""));
+  return !rule.value || same_value(rule.name, *rule.value, arg.value.value_or(""), through_links);
 }
 
 std::string location(const SitePolicy& policy, const std::string& key) {
@@ -65,7 +71,7 @@ std::string origin_of(const ItemOrigins& origins, const std::string& key, const 
 
 bool rule_matches(const std::string& rule, const DockerArg& arg) {
   const std::optional<DockerArg> parsed = parse_rule(rule);
-  return parsed && refuses(*parsed, arg);
+  return parsed && refuses(*parsed, arg, /*through_links=*/false);
 }
 
 bool gpu_selecting_env(std::string_view item) {
@@ -149,7 +155,7 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
     const std::optional<DockerArg> rule = parse_rule(rule_text);
     if (!rule) continue;  // the system file's check refused such a rule already
     for (const Given& g : given)
-      if (refuses(*rule, g.arg))
+      if (refuses(*rule, g.arg, /*through_links=*/true))
         throw Refusal(
             fmt::format("docker option \"{}\"{} is refused by the site policy \"refused_docker_options\" "
                         "(rule \"{}\") in {}",

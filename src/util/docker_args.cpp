@@ -102,6 +102,21 @@ bool paths_overlap(const std::string& a, const std::string& b) {
   return inside(x, y) || inside(y, x);
 }
 
+bool paths_overlap_as_mounted(const std::string& a, const std::string& b) {
+  if (paths_overlap(a, b)) return true;
+  // docker binds a path relative to the working directory too (./sock:/s); anything else is a named volume.
+  const auto host_path = [](const std::string& p) {
+    return p.starts_with("/") || p == "." || p == ".." || p.starts_with("./") || p.starts_with("../");
+  };
+  if (!host_path(a) || !host_path(b)) return false;
+  const auto resolved = [](const std::string& p) {
+    std::error_code error;
+    const std::filesystem::path real = std::filesystem::weakly_canonical(std::filesystem::absolute(p, error), error);
+    return error ? p : real.string();
+  };
+  return paths_overlap(resolved(a), resolved(b));
+}
+
 // The host side of a --volume value ("/a:/b:ro") or of a --mount value ("type=bind,src=/a,dst=/b").
 std::string volume_source(const std::string& value) { return value.substr(0, value.find(':')); }
 std::string mount_source(const std::string& value) {

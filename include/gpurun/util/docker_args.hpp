@@ -28,6 +28,11 @@ std::optional<bool> docker_bool(const std::optional<std::string>& value);
 // Whether host path `a` is `b`, lies inside it, or contains it (named volumes: equal names).
 bool paths_overlap(const std::string& a, const std::string& b);
 
+// paths_overlap, or the same through symlinks as docker (root) mounts them: /var/run is /run, and a
+// repository's ./sock may lead to the engine's socket. For refusals only: an allowance must not
+// follow a link its owner can point elsewhere before docker mounts it.
+bool paths_overlap_as_mounted(const std::string& a, const std::string& b);
+
 // The host side of a --volume value ("/a:/b:ro") and of a --mount value ("type=bind,src=/a,dst=/b").
 std::string volume_source(const std::string& value);
 std::string mount_source(const std::string& value);

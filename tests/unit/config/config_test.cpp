@@ -349,6 +349,8 @@ INSTANTIATE_TEST_SUITE_P(
         RefusalCase{{}, {"/var/lib/data:/data", "cache:/cache"}, false, ""},
         RefusalCase{{"--mount", "type=bind,src=/var/run/docker.sock,dst=/s"}, {}, true, "-v /var/run/docker.sock"},
         RefusalCase{{"--mount=type=bind,source=/var/run/,target=/r"}, {}, true, "-v /var/run/docker.sock"},
+        // /var/run is a link to /run (Debian since 7): the socket by its other name.
+        RefusalCase{{"-v", "/run/docker.sock:/s"}, {}, true, "-v /var/run/docker.sock"},
         RefusalCase{{"--mount", "type=volume,src=data,dst=/data"}, {}, false, ""},
         RefusalCase{{"--cap-add=cap_sys_admin"}, {}, true, "--cap-add SYS_ADMIN"},
         RefusalCase{{"--cap-add", "NET_ADMIN"}, {}, false, ""},
@@ -696,12 +698,14 @@ TEST_F(ConfigTest, AFoundProjectFileCannotGiveItsJobPowerOverTheHost) {
   // A cloned repository's code runs in the job: --privileged, or the engine's socket, is root on the host.
   ConfigInputs in = inputs();
   in.cwd = path("work");
-  for (const char* given :
-       {R"({"docker_opts": ["--privileged"]})", R"({"docker_opts": ["--cap-add", "SYS_ADMIN"]})",
-        R"({"docker_opts": ["--user=0:0"]})", R"({"docker_opts": ["--security-opt=seccomp=unconfined"]})",
-        R"({"volumes": ["/var/run/docker.sock:/var/run/docker.sock"]})", R"({"volumes": ["/:/host"]})",
-        R"({"docker_opts": ["--mount", "type=bind,src=/run,dst=/r"]})",
-        R"({"profiles": {"p": {"docker_opts": ["--pid=host"]}}})"}) {
+  for (
+      const char* given :
+      {R"({"docker_opts": ["--privileged"]})", R"({"docker_opts": ["--cap-add", "SYS_ADMIN"]})",
+       R"({"docker_opts": ["--user=0:0"]})", R"({"docker_opts": ["--security-opt=seccomp=unconfined"]})",
+       R"({"volumes": ["/var/run/docker.sock:/var/run/docker.sock"]})", R"({"volumes": ["/:/host"]})",
+       R"({"docker_opts": ["--mount", "type=bind,src=/run,dst=/r"]})",
+       R"({"docker_opts": ["--mount", "type=volume,dst=/h,volume-opt=type=none,volume-opt=device=/run,volume-opt=o=bind"]})",
+       R"({"profiles": {"p": {"docker_opts": ["--pid=host"]}}})"}) {
     write("work/.gpurun.json", given);
     EXPECT_THAT(error_of([&] { load_config(in); }),
                 AllOf(HasSubstr(path("work/.gpurun.json") + ":1: key"),
@@ -709,6 +713,12 @@ TEST_F(ConfigTest, AFoundProjectFileCannotGiveItsJobPowerOverTheHost) {
                       HasSubstr("give it with --docker-opt or in your user file")))
         << given;
   }
+  // A link the repository ships, leading to the engine's socket's directory: docker follows it.
+  fs::create_directories(path("work"));
+  fs::create_directory_symlink("/var/run", path("work/run-link"));
+  write("work/.gpurun.json", R"({"volumes": [")" + path("work/run-link") + R"(:/r"]})");
+  EXPECT_THAT(error_of([&] { load_config(in); }),
+              HasSubstr("a project's .gpurun.json cannot give its job power over the host"));
   // What ML projects do ask for stays theirs to ask.
   write("work/.gpurun.json",
         R"({"docker_opts": ["--ipc=host", "--shm-size=8g", "--security-opt=no-new-privileges"],
