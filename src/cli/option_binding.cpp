@@ -45,6 +45,10 @@ void bind_options(CLI::App& app, Bindings& b, const std::optional<Names>& only) 
     } else {
       option = app.add_option(names_of(s), b.words[key], help);
     }
+    // Given twice, the last wins: `alias trainrun='gpurun --image me/pytorch:24.05 2'`, then
+    // `trainrun --image other`.
+    if (s.type != ValueType::list && s.type != ValueType::appended_list)
+      option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     option->group(std::string(s.group));
   }
   for (const RunOptionSpec& spec : kRunOptions) {
@@ -54,7 +58,7 @@ void bind_options(CLI::App& app, Bindings& b, const std::optional<Names>& only) 
     CLI::Option* option = nullptr;
     switch (spec.which) {
       case RunOption::profile:
-        option = app.add_option(names, b.profile, help);
+        option = app.add_option(names, b.profile, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
         break;
       case RunOption::config:
         option = app.add_option(names, b.config_files, help)->allow_extra_args(false);

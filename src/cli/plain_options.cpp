@@ -54,8 +54,7 @@ std::optional<Names> read_plain_options(const std::vector<std::string>& words, B
           b.no_config = true;
           break;
         case RunOption::profile:
-          if (!b.profile.empty()) return std::nullopt;
-          b.profile = value;
+          b.profile = value;  // the last wins
           break;
         case RunOption::config:
           b.config_files.push_back(value);
@@ -69,7 +68,7 @@ std::optional<Names> read_plain_options(const std::vector<std::string>& words, B
       if (setting == nullptr || !setting->bare_value.empty()) return std::nullopt;  // --wait, unknown
       const std::string key(setting->key);
       const bool list = setting->type == ValueType::list || setting->type == ValueType::appended_list;
-      if (!given.insert(std::string(setting->flag)).second && !list) return std::nullopt;  // CLI11 says it once
+      given.insert(std::string(setting->flag));  // given twice: the last wins (an alias's --image overridden)
       if (setting->type == ValueType::boolean)
         b.switches[key] = true;
       else if (list)

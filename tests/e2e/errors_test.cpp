@@ -221,6 +221,19 @@ TEST_F(GpurunTest, WaitWithASpaceTakesADurationAndGpusTakesN) {
   EXPECT_THAT(gpus.out, HasSubstr("--gpus '\"device=0,1\"'"));
 }
 
+// `alias trainrun='gpurun --image me/pytorch:24.05 2'`, then `trainrun --image other ...`.
+TEST_F(GpurunTest, AnOptionGivenTwiceTakesTheLastValue) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--dry-run", "--host-cpus", "64", "--image", "me/pytorch:24.05", "2", "--image",
+                                 "other", "--", "python"},
+        std::vector<std::string>{"--dry-run", "--host-cpus", "64", "--image=me/pytorch:24.05", "--name", "a", "2",
+                                 "--image=other", "--name=b", "--wait=5", "--", "python"}}) {
+    const Outcome run = gpurun(args, fakes("all_free_8.json"));
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr(" other python\n"));
+  }
+}
+
 // CLI11 reads a short option's attached value; the check of unknown options must too.
 TEST_F(GpurunTest, AShortOptionTakesItsValueAttached) {
   const Outcome run =
