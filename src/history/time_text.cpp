@@ -29,6 +29,7 @@ std::optional<WallTime> parse_rfc3339(std::string_view text) {
     while (*rest == '.' || (*rest >= '0' && *rest <= '9')) ++rest;  // fractions of a second: dropped
   }
   long offset_s = 0;
+  bool zoned = true;
   if (*rest == 'Z' || *rest == 'z') {
     ++rest;
   } else if (*rest == '+' || *rest == '-') {
@@ -38,9 +39,13 @@ std::optional<WallTime> parse_rfc3339(std::string_view text) {
     if (!hours || !minutes || *hours < 0 || *hours > 23 || *minutes < 0 || *minutes > 59) return std::nullopt;
     offset_s = (*rest == '-' ? -1 : 1) * (*hours * 3600L + *minutes * 60L);
     rest += 6;
+  } else {
+    zoned = false;
   }
   if (*rest != '\0') return std::nullopt;
-  const std::time_t seconds = ::timegm(&tm);
+  // Without a zone, the local time, as `date` reads it and as the answers show it.
+  tm.tm_isdst = -1;
+  const std::time_t seconds = zoned ? ::timegm(&tm) : ::mktime(&tm);
   if (seconds == static_cast<std::time_t>(-1)) return std::nullopt;
   return std::chrono::system_clock::from_time_t(seconds - offset_s);
 }

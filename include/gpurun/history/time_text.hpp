@@ -12,7 +12,8 @@ namespace gpurun {
 // RFC 3339 in UTC, to the second: "2026-11-24T13:05:01Z".
 std::string rfc3339(WallTime when);
 
-// "2026-11-24T13:05:01Z" (or with an offset, "+02:00"); nullopt for anything else.
+// "2026-11-24T13:05:01Z" (or with an offset, "+02:00"; without a zone, "2026-11-24" and
+// "2026-11-24T13:05:01" are local time); nullopt for anything else.
 std::optional<WallTime> parse_rfc3339(std::string_view text);
 
 // --since: "30d", "12h", "90m", "2w", "45s" back from `now`, or a date, "2026-11-01" (midnight UTC)

@@ -4,7 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include "gpurun/util/error.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
@@ -19,9 +22,26 @@ TEST(TimeTextTest, Rfc3339ReadsWhatItWritesAndOffsets) {
   EXPECT_EQ(parse_rfc3339("2026-11-29T12:00:00Z"), kNoon);
   EXPECT_EQ(parse_rfc3339("2026-11-29T14:00:00+02:00"), kNoon);
   EXPECT_EQ(parse_rfc3339("2026-11-29T11:30:00.25-00:30"), kNoon);
-  EXPECT_EQ(parse_rfc3339("2026-11-29"), kNoon - 12h);
+  {
+    const test::EnvGuard utc("TZ", "UTC0");
+    ::tzset();
+    EXPECT_EQ(parse_rfc3339("2026-11-29"), kNoon - 12h);
+  }
+  ::tzset();
   for (const char* bad : {"", "yesterday", "2026-11-29T12:00", "2026-11-29T12:00:00Zjunk", "2026-13-40"})
     EXPECT_FALSE(parse_rfc3339(bad)) << bad;
+}
+
+// `--since 2026-11-29` in Tokyo is that day's midnight there, as the answers show their times.
+TEST(TimeTextTest, ADateOrTimeWithoutAZoneIsLocal) {
+  {
+    const test::EnvGuard tokyo("TZ", "JST-9");
+    ::tzset();
+    EXPECT_EQ(parse_rfc3339("2026-11-29"), kNoon - 21h);
+    EXPECT_EQ(parse_rfc3339("2026-11-29T21:00:00"), kNoon);
+    EXPECT_EQ(parse_rfc3339("2026-11-29T12:00:00Z"), kNoon);  // a zone given is kept
+  }
+  ::tzset();
 }
 
 TEST(TimeTextTest, SinceTakesADurationBackOrADate) {
