@@ -20,7 +20,9 @@ std::vector<UsageRow> usage(const std::vector<RunRecord>& runs, UsageKey by) {
     ++row.runs;
     row.gpu_hours += run.gpu_seconds * share / 3600;
     row.busy_gpu_hours += run.busy_gpu_seconds * share / 3600;
-    row.idle_gpu_hours += run.idle_seconds * idle_gpus / 3600;
+    // The run's idle time on every GPU it ever held, never more than its GPU-hours: a run that
+    // touched a second GPU briefly was not idle on it all along.
+    row.idle_gpu_hours += std::min(run.idle_seconds * idle_gpus, run.gpu_seconds * share) / 3600;
   };
   for (const RunRecord& run : runs) {
     const double gpus = static_cast<double>(std::max<std::size_t>(run.gpus.size(), 1));

@@ -19,7 +19,7 @@ struct UsageRow {
   int runs = 0;
   double gpu_hours = 0;
   double busy_gpu_hours = 0;
-  double idle_gpu_hours = 0;
+  double idle_gpu_hours = 0;                 // a run's idle time × the GPUs it held, at most its GPU-hours
   std::optional<double> efficiency() const;  // 100 × busy / GPU-hours
 };
 

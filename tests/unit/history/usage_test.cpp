@@ -104,6 +104,14 @@ TEST(UsageTest, SumsPerUserWithIdleTimesTheGpus) {
   EXPECT_DOUBLE_EQ(*rows[1].efficiency(), 100.0);
 }
 
+// Idle on GPU 2 for a minute, GPU 3 touched for 1.5 s: the run's idle time is not on GPU 3 too.
+TEST(UsageTest, IdleGpuHoursNeverExceedGpuHours) {
+  const std::vector<RunRecord> runs{run_of(1, "root", "a", {2, 3}, 61.5, 0, 60)};
+  for (const UsageKey by : {UsageKey::user, UsageKey::image, UsageKey::gpu})
+    for (const UsageRow& row : usage(runs, by)) EXPECT_LE(row.idle_gpu_hours, row.gpu_hours) << row.key;
+  EXPECT_DOUBLE_EQ(usage(runs, UsageKey::user)[0].idle_gpu_hours, 61.5 / 3600);
+}
+
 TEST(UsageTest, PerGpuSharesARunsHoursAndPerImageGroupsThem) {
   const std::vector<RunRecord> runs{run_of(1, "alice", "a", {0, 1}, 7200, 3600, 1800),
                                     run_of(2, "bob", "a", {1}, 3600, 0, 0)};
