@@ -155,6 +155,10 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
 // A verb's own flag (logs -f, stop -t) with another verb: said, never ignored.
 void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>& given, const Verb& verb) {
   for (const auto& [key, value] : given) {
+    if (key == "json" && verb.name.empty())
+      throw Error(
+          "--json is for pick, status, ps, config, history, usage and report; a launch prints the docker "
+          "command with --dry-run, or runs it");
     if (contains(verb.own_flags, key)) continue;
     for (const Verb& owner : verb_table()) {
       if (!contains(owner.own_flags, key)) continue;

@@ -34,6 +34,7 @@ const std::vector<Verb>& verb_table() {
       {.name = "status",
        .help = "show every GPU: memory, utilization, who holds it, free or busy (--verbose: why)",
        .synopsis = "status [--verbose] [--json] [--watch[=SECONDS]] [--topology] [OPTIONS]",
+       .own_flags = {"watch", "count", "topology"},
        .run = [](const Invocation& i,
                  std::ostream& out) { return backend_table(i.options.backend).status(i.options, out); }},
       {.name = "ps",

@@ -203,6 +203,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "--volume \"status\": expected SOURCE:TARGET[:OPTIONS] as docker's -v, such as /data:/data:ro "
                   "(-v is short for --volume; for more diagnostics on stderr, write --verbose)"},
         UsageCase{{"pick", "-v", "2"}, "--volume \"2\": expected SOURCE:TARGET[:OPTIONS]"},
+        // status's own options on a launch were ignored (`gpurun --watch 3 status` ran `status` in a job).
+        UsageCase{{"--image", "img", "--watch", "3", "status"},
+                  "--watch is an option of `gpurun status`, not of `gpurun`"},
+        UsageCase{{"--image", "img", "--topology", "1"}, "--topology is an option of `gpurun status`, not of `gpurun`"},
+        UsageCase{{"--image", "img", "--json", "1"},
+                  "--json is for pick, status, ps, config, history, usage and report"},
         UsageCase{{"--image", "img", "--user", "1000:1000", "1"},
                   "--user is an option of `gpurun history` here; for docker run, pass it as "
                   "--docker-opt=--user=1000:1000"},
