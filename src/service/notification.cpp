@@ -28,7 +28,8 @@ std::string header_value(std::string_view text) {
 
 // Slack's and Mattermost's message text: &, < and > escaped as Slack asks, so a name a user chose
 // cannot become a mention (<!channel>) or a link; and for Mattermost's Markdown, a zero-width
-// space after each '@' and between "](" so that it cannot become @channel, a link or an image.
+// space after each '@' and between "](" so that it cannot become @channel, a link or an image,
+// and in each "://" so that a URL in a command line is not made a link either.
 std::string chat_text(std::string_view text) {
   constexpr std::string_view kZeroWidthSpace = "\u200b";
   std::string out;
@@ -42,7 +43,8 @@ std::string chat_text(std::string_view text) {
       out += "&gt;";
     else
       out += c;
-    if (c == '@' || (c == ']' && i + 1 < text.size() && text[i + 1] == '(')) out += kZeroWidthSpace;
+    if (c == '@' || (c == ']' && text.substr(i + 1, 1) == "(") || (c == ':' && text.substr(i + 1, 2) == "//"))
+      out += kZeroWidthSpace;
   }
   return out;
 }

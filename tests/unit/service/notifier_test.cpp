@@ -47,10 +47,13 @@ TEST(Notification, TheWebhookGetsEventTimeHostTextAndTheRun) {
 
 TEST(Notification, TheWebhooksTextCannotMentionOrLinkInAChat) {
   const auto body = webhook_body(notification("alice", "run 3 (<!channel> & <https://x|y>) stopped"));
-  EXPECT_EQ(body["text"], "run 3 (&lt;!channel&gt; &amp; &lt;https://x|y&gt;) stopped");
+  EXPECT_EQ(body["text"], "run 3 (&lt;!channel&gt; &amp; &lt;https:\u200b//x|y&gt;) stopped");
   // Mattermost's Markdown: no @channel, no link, no image (a zero-width space breaks each).
   const auto markdown = webhook_body(notification("alice", "run 4 (@channel ![x](https://t/p.png)) stopped"));
-  EXPECT_EQ(markdown["text"], "run 4 (@\u200bchannel ![x]\u200b(https://t/p.png)) stopped");
+  EXPECT_EQ(markdown["text"], "run 4 (@\u200bchannel ![x]\u200b(https:\u200b//t/p.png)) stopped");
+  // A bare URL in a command line is text, not a link.
+  EXPECT_EQ(webhook_body(notification("alice", "python x.py --from http://evil/x"))["text"],
+            "python x.py --from http:\u200b//evil/x");
   // Invalid UTF-8 in a command line is replaced, never a failure to send.
   Notification odd = notification();
   odd.run = {{"command", "python x.py \xff"}};
