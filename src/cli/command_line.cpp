@@ -130,12 +130,13 @@ bool is_mig_profile(std::string_view word) {
 }
 
 int parse_gpu_count(const std::string& word) {
+  constexpr long long kMostGpus = 4096;
   const auto value = text::parse_integer(word);
-  if (value && *value >= 1 && *value <= 4096) return static_cast<int>(*value);
-  throw Error(
-      fmt::format("expected the number of GPUs (a whole number from 1), got \"{}\". Usage: gpurun [OPTIONS] [N] [--] "
-                  "[COMMAND...]; to run a command on 1 GPU write `gpurun 1 {}` or `gpurun -- {}`",
-                  text::printable(word), text::printable(word), text::printable(word)));
+  if (value && *value >= 1 && *value <= kMostGpus) return static_cast<int>(*value);
+  throw Error(fmt::format(
+      "expected the number of GPUs (a whole number from 1 to 4096), got \"{}\". Usage: gpurun [OPTIONS] [N] [--] "
+      "[COMMAND...]; to run a command on 1 GPU write `gpurun 1 {}` or `gpurun -- {}`",
+      text::printable(word), text::printable(word), text::printable(word)));
 }
 
 }  // namespace gpurun::cli

@@ -124,6 +124,13 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
   std::vector<Given> given;
   for (DockerArg& arg : docker_args(options.docker_opts)) {
     const std::string first_word = arg.text.substr(0, arg.text.find(' '));
+    // The last one, without its value: docker would take the image for it (`--docker-opt=--user`).
+    if (!docker_boolean(arg.name) && (!arg.value || (arg.value->empty() && arg.text == first_word &&
+                                                     !first_word.starts_with("--") && first_word.size() == 2)))
+      throw Error(
+          fmt::format("--docker-opt \"{}\": it needs a value: write --docker-opt={}=VALUE, or the value as "
+                      "the next --docker-opt (docker would take the image for it)",
+                      text::printable(first_word), text::printable(first_word)));
     given.push_back({std::move(arg), "docker_opts", first_word});
   }
   const auto add_list = [&](const std::vector<std::string>& items, const char* option, const char* key) {

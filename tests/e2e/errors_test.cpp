@@ -164,7 +164,7 @@ TEST_P(UsageError, Exits125WithAMessage) {
 INSTANTIATE_TEST_SUITE_P(
     BadInvocations, UsageError,
     ::testing::Values(
-        UsageCase{{"--image", "img", "0"}, "expected the number of GPUs (a whole number from 1), got \"0\""},
+        UsageCase{{"--image", "img", "0"}, "expected the number of GPUs (a whole number from 1 to 4096), got \"0\""},
         UsageCase{{"--image", "img", "-3"}, "got \"-3\""}, UsageCase{{"--image", "img", "two"}, "got \"two\""},
         UsageCase{{"--image", "img", "python", "train.py"}, "`gpurun 1 python` or `gpurun -- python`"},
         UsageCase{{"--no-such-flag"}, "--no-such-flag"},
@@ -209,6 +209,11 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "--topology", "1"}, "--topology is an option of `gpurun status`, not of `gpurun`"},
         UsageCase{{"--image", "img", "--json", "1"},
                   "--json is for pick, status, ps, config, history, usage and report"},
+        UsageCase{{"--image", "img", "99999"},
+                  "expected the number of GPUs (a whole number from 1 to 4096), got \"99999\""},
+        // docker would take the image for the uid.
+        UsageCase{{"--image", "img", "--docker-opt=--user", "1", "--", "id"},
+                  "--docker-opt \"--user\": it needs a value: write --docker-opt=--user=VALUE"},
         UsageCase{{"--image", "img", "--user", "1000:1000", "1"},
                   "--user is an option of `gpurun history` here; for docker run, pass it as "
                   "--docker-opt=--user=1000:1000"},
