@@ -134,9 +134,9 @@ int parse_gpu_count(const std::string& word) {
   const auto value = text::parse_integer(word);
   if (value && *value >= 1 && *value <= kMostGpus) return static_cast<int>(*value);
   throw Error(fmt::format(
-      "expected the number of GPUs (a whole number from 1 to 4096), got \"{}\". Usage: gpurun [OPTIONS] [N] [--] "
+      "expected the number of GPUs (a whole number from 1 to {}), got \"{}\". Usage: gpurun [OPTIONS] [N] [--] "
       "[COMMAND...]; to run a command on 1 GPU write `gpurun 1 {}` or `gpurun -- {}`",
-      text::printable(word), text::printable(word), text::printable(word)));
+      kMostGpus, text::printable(word), text::printable(word), text::printable(word)));
 }
 
 }  // namespace gpurun::cli
