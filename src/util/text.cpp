@@ -185,6 +185,19 @@ std::string terminal_safe(std::string_view s) {
   return out;
 }
 
+std::string terminal_safe_cut(std::string_view s, std::size_t max_chars) {
+  std::string safe = terminal_safe(s);
+  std::size_t chars = 0;
+  for (std::size_t i = 0; i < safe.size(); ++i) {
+    if ((static_cast<unsigned char>(safe[i]) & 0xc0) == 0x80) continue;  // inside a character
+    if (++chars > max_chars) {
+      safe.resize(i);
+      return safe + "...";
+    }
+  }
+  return safe;
+}
+
 std::string printable_words(std::string_view s, std::size_t max_length) {
   if (s.size() <= max_length) return printable(s, max_length);
   std::size_t cut = s.rfind(' ', max_length);

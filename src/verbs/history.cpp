@@ -91,8 +91,9 @@ int run_history(const Options& options, std::ostream& out) {
                Column::fitted("START"), Column::fitted("ELAPSED", Align::right), Column::fitted("GPU-H", Align::right),
                Column::fitted("EFF%", Align::right), Column::fitted("IDLE", Align::right), Column::fitted("STATE")});
   for (const RunRecord& run : runs)
-    table.add_row({text::printable(run.name, 60), run.user.empty() ? "?" : text::printable(run.user, 32),
-                   gpu_list(run.gpus), local_time(run.start), format_duration(elapsed(run), DurationStyle::brief),
+    table.add_row({text::terminal_safe_cut(run.name, 60),
+                   run.user.empty() ? "?" : text::terminal_safe_cut(run.user, 32), gpu_list(run.gpus),
+                   local_time(run.start), format_duration(elapsed(run), DurationStyle::brief),
                    fmt::format("{:.2f}", run.gpu_seconds / 3600), percent_or_dash(run.efficiency()),
                    brief(run.idle_seconds), state(run)});
   table.fit(terminal_width(STDOUT_FILENO));
@@ -117,7 +118,7 @@ int run_usage(const Options& options, std::ostream& out) {
                Column::fitted("GPU-H", Align::right), Column::fitted("BUSY GPU-H", Align::right),
                Column::fitted("EFF%", Align::right), Column::fitted("IDLE GPU-H", Align::right)});
   for (const UsageRow& row : rows)
-    table.add_row({row.key.empty() ? "-" : text::printable(row.key, 60), std::to_string(row.runs),
+    table.add_row({row.key.empty() ? "-" : text::terminal_safe_cut(row.key, 60), std::to_string(row.runs),
                    fmt::format("{:.2f}", row.gpu_hours), fmt::format("{:.2f}", row.busy_gpu_hours),
                    percent_or_dash(row.efficiency()), fmt::format("{:.2f}", row.idle_gpu_hours)});
   table.fit(terminal_width(STDOUT_FILENO));

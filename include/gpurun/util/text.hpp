@@ -42,6 +42,10 @@ std::string printable(std::string_view s, std::size_t max_length = 60);
 // become \xNN as printable() writes them.
 std::string terminal_safe(std::string_view s);
 
+// terminal_safe(), cut to `max_chars` characters (code points) with "..." when longer: a name
+// in a table, whole and readable in any script (printable() would show josé as jos\xc3\xa9).
+std::string terminal_safe_cut(std::string_view s, std::size_t max_chars);
+
 // printable(), cut where a word ends (not inside one) when longer than `max_length`.
 std::string printable_words(std::string_view s, std::size_t max_length);
 

@@ -185,5 +185,13 @@ TEST(Percent, EncodesAllButUnreservedAndDecodesBack) {
   EXPECT_FALSE(percent_decode("%zz"));
 }
 
+// A table's names keep their script, and are cut between characters.
+TEST(TerminalSafeCut, KeepsUtf8EscapesControlsAndCutsBetweenCharacters) {
+  EXPECT_EQ(text::terminal_safe_cut("jos\xc3\xa9", 32), "jos\xc3\xa9");
+  EXPECT_EQ(text::terminal_safe_cut("a\x1b[2Jb", 32), "a\\x1b[2Jb");
+  EXPECT_EQ(text::terminal_safe_cut("\xc3\xa9\xc3\xa9\xc3\xa9", 2), "\xc3\xa9\xc3\xa9...");
+  EXPECT_EQ(text::terminal_safe_cut("abc", 3), "abc");
+}
+
 }  // namespace
 }  // namespace gpurun::text
