@@ -176,9 +176,10 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           containers = machine.engine->gpu_holders(timeout, Listing::running);
           engine_trouble.fine();
         } catch (const Error& e) {
-          engine_trouble.failed(e.what());
+          if (!stop.requested()) engine_trouble.failed(e.what());  // given up for the stop: no trouble
         }
       }
+      if (stop.requested()) break;  // what the sample waited for was given up: neither recorded nor acted on
       // The page's board, as `gpurun status` assesses it: other launches' reservations count too.
       Inventory inventory = assess_inventory(options, reservations, snapshot, containers);
       const MachineSample sample =
@@ -218,9 +219,12 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           job_map_trouble.failed(e.what());
         }
       }
-      // After the ended runs are safe in `unsaved`, outside the lock: a stop takes seconds, and may fail.
+      // After the ended runs are safe in `unsaved`, outside the lock: a stop takes seconds, and may
+      // fail; one under way finishes even when gpurund is asked to stop.
+      const WaitsOutlastStop stops_finish;
       rules.observe(sample, tracker.running(), machine.engine.get());
     } catch (const Error& e) {
+      if (stop.requested()) break;  // given up for the stop: no trouble
       source_trouble.failed(e.what());
       const std::lock_guard hold(served.mutex);
       ++served.metrics.source_errors;

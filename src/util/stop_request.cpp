@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "gpurun/util/error.hpp"
 
@@ -34,6 +35,10 @@ WaitsEndOnStop::WaitsEndOnStop(const StopRequest& request) noexcept : previous_(
 }
 
 WaitsEndOnStop::~WaitsEndOnStop() { watched_fd = previous_; }
+
+WaitsOutlastStop::WaitsOutlastStop() noexcept : previous_(std::exchange(watched_fd, -1)) {}
+
+WaitsOutlastStop::~WaitsOutlastStop() { watched_fd = previous_; }
 
 int watched_stop_fd() noexcept { return watched_fd; }
 

@@ -187,8 +187,8 @@ TEST_F(GpurundTest, ASigtermEndsAHungNvidiaSmiAtOnce) {
   EXPECT_EQ(stop(pid, SIGTERM), 0) << read_file(dir() + "/gpurund.err");
   EXPECT_LT(std::chrono::steady_clock::now() - asked, 5s) << "gpurund waited for nvidia-smi's timeout (10 s)";
   const std::string err = read_file(dir() + "/gpurund.err");
-  EXPECT_THAT(err, HasSubstr("was killed unfinished: asked to stop"));
   EXPECT_THAT(err, Not(HasSubstr("did not answer within")));
+  EXPECT_THAT(err, Not(HasSubstr("error"))) << "a query given up for the stop is no trouble of the source";
   EXPECT_THAT(err, HasSubstr("gpurund: info: stopped"));
 }
 

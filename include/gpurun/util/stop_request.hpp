@@ -38,6 +38,20 @@ class WaitsEndOnStop {
   int previous_;
 };
 
+// While one lives, the thread's waits run to their end whatever was requested: what must finish
+// even when stopping (a policy's `docker stop` under way, which killed halfway leaves the
+// container running and nobody told).
+class WaitsOutlastStop {
+ public:
+  WaitsOutlastStop() noexcept;
+  WaitsOutlastStop(const WaitsOutlastStop&) = delete;
+  WaitsOutlastStop& operator=(const WaitsOutlastStop&) = delete;
+  ~WaitsOutlastStop();
+
+ private:
+  int previous_;
+};
+
 // The descriptor this thread's waits watch, readable once a stop is requested; -1 when none.
 int watched_stop_fd() noexcept;
 

@@ -293,6 +293,20 @@ TEST(StopRequest, EndsTheWaitsOfTheThreadThatWatchesItAndOfNoOther) {
   EXPECT_TRUE(sh("true").succeeded()) << "the watch outlived its scope";
 }
 
+// A policy's `docker stop` under way finishes even when gpurund is asked to stop.
+TEST(StopRequest, WhatMustFinishOutlastsIt) {
+  StopRequest stop;
+  const WaitsEndOnStop watched(stop);
+  stop.request(SIGTERM);
+  {
+    const WaitsOutlastStop finishing;
+    const ProcessResult r = sh("sleep 0.2; echo stopped");
+    EXPECT_TRUE(r.succeeded()) << describe_end(r, 5s);
+    EXPECT_EQ(r.out, "stopped\n");
+  }
+  EXPECT_EQ(sh("sleep 30", 30s).end, End::abandoned);  // watched again
+}
+
 TEST(StopRequest, EndsAChildStreamsRead) {
   StopRequest stop;
   const WaitsEndOnStop watched(stop);
