@@ -231,6 +231,10 @@ TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGe
       if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) ::_exit(3);
       if (&fd == &fds[3]) ::usleep(200'000);  // the four accepted before the fifth comes
     }
+    // It asks as gpurun does, a moment after connecting: told, not a broken pipe.
+    ::usleep(20'000);
+    static constexpr char kRequest[] = "GET /v1/runs HTTP/1.1\r\nHost: gpurund\r\n\r\n";
+    if (::send(fds[4], kRequest, sizeof kRequest - 1, MSG_NOSIGNAL) != sizeof kRequest - 1) ::_exit(4);
     pollfd told{.fd = fds[4], .events = POLLIN, .revents = 0};
     char head[12] = {};
     ::_exit(::poll(&told, 1, 2000) == 1 && ::read(fds[4], head, sizeof head) == sizeof head &&
