@@ -176,9 +176,10 @@ json value_from_text(ValueType type, const std::string& raw, std::string_view wh
       if (const auto v = boolean_word(raw)) return *v;
       return raw;
     case ValueType::wait:
-      // A number is seconds (`--wait=1`: one second, as the error for `--wait 1` tells), never a boolean.
+      // On the command line a number is seconds (`--wait=1`: one second, as the error for
+      // `--wait 1` tells); in a variable 1 and 0 are booleans, as for every other (GPURUN_WAIT=1).
       if (text::equals_ignoring_case(text::trim(raw), "forever")) return true;
-      if (text::parse_double(text::trim(raw))) return raw;
+      if (where.starts_with("--") && text::parse_double(text::trim(raw))) return raw;
       if (const auto v = boolean_word(raw)) return *v;
       return raw;
     case ValueType::list:

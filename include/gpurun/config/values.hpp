@@ -39,7 +39,8 @@ std::optional<std::string> value_problem(ValueType type, const nlohmann::json& j
 
 // A value written as text (a GPURUN_* variable, a flag's argument) as JSON of `type`; left a
 // string when it does not read as one, so that value_problem() says what was expected. Throws
-// Error naming `where` for a list that starts like JSON but is not.
+// Error naming `where` for a list that starts like JSON but is not. `where` is the flag ("--wait")
+// or the variable ("GPURUN_WAIT"): a wait's 1 is a second on the command line, "yes" in a variable.
 nlohmann::json value_from_text(ValueType type, const std::string& raw, std::string_view where);
 
 // A JSON literal (the settings table's defaults) as nlohmann's parser reads it, type included.

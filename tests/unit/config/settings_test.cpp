@@ -113,6 +113,8 @@ TEST(Values, TextIsReadAsTheTypeWants) {
   EXPECT_EQ(value_from_text(ValueType::wait, "30m", "--wait"), json("30m"));
   EXPECT_EQ(value_from_text(ValueType::wait, "1", "--wait"), json("1"));  // a second, not "yes"
   EXPECT_EQ(value_from_text(ValueType::wait, "0", "--wait"), json("0"));
+  EXPECT_EQ(value_from_text(ValueType::wait, "1", "GPURUN_WAIT"), json(true));  // a variable's 1 is "yes"
+  EXPECT_EQ(value_from_text(ValueType::wait, "30", "GPURUN_WAIT"), json("30"));
   EXPECT_EQ(value_from_text(ValueType::wait, "no", "--wait"), json(false));
   EXPECT_EQ(value_from_text(ValueType::appended_list, "a b", "GPURUN_ENV"), json::array({"a b"}));
   EXPECT_EQ(value_from_text(ValueType::count, "many", "N"), json("many"));  // value_problem says why
