@@ -280,8 +280,12 @@ void settle_options(Options& options) {
 ItemOrigins item_origins(const Config& config) {
   ItemOrigins origins;
   for (const auto& [key, v] : config.values)
-    for (std::size_t i = 0; i < v.value.size() && i < v.item_sources.size(); ++i)
-      if (v.value[i].is_string()) origins[key].emplace(v.value[i].get<std::string>(), v.item_sources[i].describe());
+    for (std::size_t i = 0; i < v.value.size() && i < v.item_sources.size(); ++i) {
+      if (!v.value[i].is_string()) continue;
+      // A word given by two layers (docker_opts' "--label") has no one origin to name: "".
+      const auto [at, first] = origins[key].emplace(v.value[i].get<std::string>(), v.item_sources[i].describe());
+      if (!first && at->second != v.item_sources[i].describe()) at->second.clear();
+    }
   return origins;
 }
 

@@ -64,7 +64,7 @@ std::string origin_of(const ItemOrigins& origins, const std::string& key, const 
   const auto list = origins.find(key);
   if (list == origins.end()) return "";
   const auto it = list->second.find(item);
-  return it == list->second.end() ? "" : fmt::format(" (from {})", it->second);
+  return it == list->second.end() || it->second.empty() ? "" : fmt::format(" (from {})", it->second);
 }
 
 }  // namespace

@@ -120,10 +120,30 @@ bool paths_overlap_as_mounted(const std::string& a, const std::string& b) {
 // The host side of a --volume value ("/a:/b:ro") or of a --mount value ("type=bind,src=/a,dst=/b").
 std::string volume_source(const std::string& value) { return value.substr(0, value.find(':')); }
 std::string mount_source(const std::string& value) {
-  for (std::string_view field : text::split(value, ','))
-    for (std::string_view key : {"source=", "src="})
-      if (field.starts_with(key)) return std::string(field.substr(key.size()));
-  return "";
+  // As docker reads it: one CSV record (a quoted field may hold commas, "" is a quote), each
+  // field KEY=VALUE with the key in any case ("SRC=/run/docker.sock" is the source too).
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const char c = value[i];
+    if (c == '"' && quoted && i + 1 < value.size() && value[i + 1] == '"') {
+      fields.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  std::string source;
+  for (const std::string& field : fields) {
+    const std::string key = text::to_lower(field.substr(0, field.find('=')));
+    if ((key == "source" || key == "src") && field.find('=') != std::string::npos)
+      source = field.substr(field.find('=') + 1);  // the last one given, as docker keeps it
+  }
+  return source;
 }
 
 std::string capability(std::string_view name) {

@@ -35,7 +35,8 @@ struct SitePolicy {
 };
 
 // Where each item of the list settings came from, for naming it in a refusal:
-// key ("docker_opts") -> item ("--pid=host") -> "user /home/a/.config/gpurun/config.json:2".
+// key ("docker_opts") -> item ("--pid=host") -> "user /home/a/.config/gpurun/config.json:2"; ""
+// for a word two layers gave (docker_opts' "--label"), which has no one origin.
 using ItemOrigins = std::map<std::string, std::map<std::string, std::string>>;
 
 // Why a refused_docker_options rule is not exactly one docker option; nullopt when it is.

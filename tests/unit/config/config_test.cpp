@@ -372,6 +372,14 @@ TEST_F(PolicyTest, RefusalNamesWhereTheOptionCameFrom) {
   config = load_config(in);
   apply_to(config, options);
   EXPECT_THAT(error_of([&] { check_policy(config, options); }), HasSubstr("\"--privileged\" (from flag --docker-opt)"));
+
+  // "--label" from the user file and from a flag: neither is named as the refused one's origin.
+  write("home/config.json", R"({"docker_opts": ["--label", "a=1"]})");
+  in.flags = {{"docker_opts", json::array({"--label", "b=2", "--pid=host"})}};
+  config = load_config(in);
+  apply_to(config, options);
+  EXPECT_THAT(error_of([&] { check_policy(config, options); }), HasSubstr("\"--pid=host\" (from flag --docker-opt)"));
+  EXPECT_EQ(item_origins(config).at("docker_opts").at("--label"), "");
 }
 
 TEST_F(PolicyTest, GpuCountIsCappedByMaxGpusPerLaunchAndAllowedGpus) {
@@ -705,6 +713,9 @@ TEST_F(ConfigTest, AFoundProjectFileCannotGiveItsJobPowerOverTheHost) {
        R"({"volumes": ["/var/run/docker.sock:/var/run/docker.sock"]})", R"({"volumes": ["/:/host"]})",
        R"({"docker_opts": ["--mount", "type=bind,src=/run,dst=/r"]})",
        R"({"docker_opts": ["--mount", "type=volume,dst=/h,volume-opt=type=none,volume-opt=device=/run,volume-opt=o=bind"]})",
+       // docker reads --mount as CSV, its keys in any case.
+       R"({"docker_opts": ["--mount", "type=bind,\"src=/run/docker.sock\",dst=/s"]})",
+       R"({"docker_opts": ["--mount=type=bind,SRC=/var/run,dst=/s"]})",
        R"({"profiles": {"p": {"docker_opts": ["--pid=host"]}}})"}) {
     write("work/.gpurun.json", given);
     EXPECT_THAT(error_of([&] { load_config(in); }),
