@@ -170,9 +170,13 @@ void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>&
           is_docker_run_option(setting.flag) || setting.short_flag.empty() ? setting.flag : setting.short_flag;
       if (verb.name.empty() && is_docker_run_option(docker_option)) {
         const std::string given = value.is_string() ? value.get<std::string>() : value.dump();
-        const bool takes_value = docker_option.starts_with("--") && !docker_boolean(docker_option.substr(2));
+        // docker's own reading of it: --user takes a value, -a (--attach) too, -t (--tty) none.
+        const std::vector<DockerArg> read = docker_args({std::string(docker_option)});
+        const bool takes_value = !read.empty() && !docker_boolean(read.front().name);
+        const std::string value_shown = setting.type == ValueType::boolean ? "VALUE" : text::printable(given);
         throw Error(fmt::format("{} is an option of `gpurun {}` here; for docker run, pass it as --docker-opt={}{}",
-                                names, owner.name, docker_option, takes_value ? "=" + text::printable(given) : ""));
+                                names, owner.name, takes_value ? "--" + read.front().name : std::string(docker_option),
+                                takes_value ? "=" + value_shown : ""));
       }
       throw Error(fmt::format("{} is an option of `gpurun {}`, not of `gpurun{}{}`", names, owner.name,
                               verb.name.empty() ? "" : " ", verb.name));

@@ -16,8 +16,8 @@ std::string rfc3339(WallTime when);
 // "2026-11-24T13:05:01" are local time); nullopt for anything else.
 std::optional<WallTime> parse_rfc3339(std::string_view text);
 
-// --since: "30d", "12h", "90m", "2w", "45s" back from `now`, or a date, "2026-11-01" (midnight UTC)
-// or RFC 3339. Throws Error saying what it takes otherwise.
+// --since: "30d", "12h", "90m", "2w", "45s" back from `now`, or a date, "2026-11-01" (local
+// midnight) or RFC 3339. Throws Error saying what it takes otherwise.
 WallTime parse_since(std::string_view text, WallTime now);
 
 }  // namespace gpurun
