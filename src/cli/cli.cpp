@@ -169,11 +169,11 @@ void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>&
       const std::string_view docker_option =
           is_docker_run_option(setting.flag) || setting.short_flag.empty() ? setting.flag : setting.short_flag;
       if (verb.name.empty() && is_docker_run_option(docker_option)) {
-        const std::string given = value.is_string() ? value.get<std::string>() : value.dump();
+        const std::string typed = value.is_string() ? value.get<std::string>() : value.dump();
         // docker's own reading of it: --user takes a value, -a (--attach) too, -t (--tty) none.
         const std::vector<DockerArg> read = docker_args({std::string(docker_option)});
         const bool takes_value = !read.empty() && !docker_boolean(read.front().name);
-        const std::string value_shown = setting.type == ValueType::boolean ? "VALUE" : text::printable(given);
+        const std::string value_shown = setting.type == ValueType::boolean ? "VALUE" : text::printable(typed);
         throw Error(fmt::format("{} is an option of `gpurun {}` here; for docker run, pass it as --docker-opt={}{}",
                                 names, owner.name, takes_value ? "--" + read.front().name : std::string(docker_option),
                                 takes_value ? "=" + value_shown : ""));

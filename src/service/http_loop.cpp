@@ -56,10 +56,11 @@ void turn_away(int fd) {
   // The request is read first (what came within 50 ms): a client still writing it when the
   // connection closes sees a broken pipe, not the answer (gpurun's UnixHttpClient does).
   pollfd request{.fd = fd, .events = POLLIN, .revents = 0};
-  char discarded[4096];
-  if (::poll(&request, 1, 50) == 1)
+  if (::poll(&request, 1, 50) == 1) {
+    char discarded[4096];
     while (::recv(fd, discarded, sizeof discarded, MSG_DONTWAIT) > 0) {
     }
+  }
   (void)!::send(fd, kBusy.data(), kBusy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
