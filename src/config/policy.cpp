@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gpurun/config/options.hpp"
+#include "gpurun/config/sudo_rules.hpp"
 #include "gpurun/util/docker_args.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
@@ -125,8 +126,13 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
   for (DockerArg& arg : docker_args(options.docker_opts)) {
     const std::string first_word = arg.text.substr(0, arg.text.find(' '));
     // The last one, without its value: docker would take the image for it (`--docker-opt=--user`).
-    if (!docker_boolean(arg.name) && (!arg.value || (arg.value->empty() && arg.text == first_word &&
-                                                     !first_word.starts_with("--") && first_word.size() == 2)))
+    // Only docker's own options that take one: podman has booleans docker lacks (--replace).
+    const auto& docker_options = sudo_docker_rules();
+    const bool takes_value =
+        !docker_boolean(arg.name) && std::any_of(docker_options.begin(), docker_options.end(),
+                                                 [&](const DockerOptionRule& rule) { return rule.name == arg.name; });
+    if (takes_value && (!arg.value || (arg.value->empty() && arg.text == first_word && !first_word.starts_with("--") &&
+                                       first_word.size() == 2)))
       throw Error(
           fmt::format("--docker-opt \"{}\": it needs a value: write --docker-opt={}=VALUE, or the value as "
                       "the next --docker-opt (docker would take the image for it)",

@@ -246,6 +246,14 @@ TEST_F(GpurunTest, AnOptionGivenTwiceTakesTheLastValue) {
 }
 
 // CLI11 reads a short option's attached value; the check of unknown options must too.
+// podman's booleans that docker lacks (--replace) are not taken for an option missing its value.
+TEST_F(GpurunTest, AnUnknownDockerOptionAloneInDockerOptsIsPassedOn) {
+  const Outcome run = gpurun({"--dry-run", "--host-cpus", "64", "--image", "img", "--docker-opt=--replace", "1"},
+                             fakes("all_free_8.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("--replace img"));
+}
+
 TEST_F(GpurunTest, AShortOptionTakesItsValueAttached) {
   const Outcome run =
       gpurun({"--dry-run", "--host-cpus", "64", "--image", "img", "-eFOO=1", "-p8080:80", "-v/d:/d", "1"},
