@@ -86,9 +86,7 @@ bool contains(const auto& list, std::string_view word) {
 bool is_docker_run_option(std::string_view word) {
   if (word.starts_with("--")) {
     const std::string_view name = word.substr(2, word.find('=') - 2);
-    const auto& rules = sudo_docker_rules();
-    return std::any_of(rules.begin(), rules.end(), [&](const DockerOptionRule& r) { return r.name == name; }) ||
-           docker_boolean(name);
+    return find_docker_rule(name) != nullptr || docker_boolean(name);
   }
   const auto read = docker_args({std::string(word)});    // a short option or cluster: its first letter
   return !read.empty() && read.front().name.size() > 1;  // docker's own (an unknown letter stays one)

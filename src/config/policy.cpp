@@ -127,10 +127,7 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
     const std::string first_word = arg.text.substr(0, arg.text.find(' '));
     // The last one, without its value: docker would take the image for it (`--docker-opt=--user`).
     // Only docker's own options that take one: podman has booleans docker lacks (--replace).
-    const auto& docker_options = sudo_docker_rules();
-    const bool takes_value =
-        !docker_boolean(arg.name) && std::any_of(docker_options.begin(), docker_options.end(),
-                                                 [&](const DockerOptionRule& rule) { return rule.name == arg.name; });
+    const bool takes_value = !docker_boolean(arg.name) && find_docker_rule(arg.name) != nullptr;
     if (takes_value && (!arg.value || (arg.value->empty() && arg.text == first_word && !first_word.starts_with("--") &&
                                        first_word.size() == 2)))
       throw Error(

@@ -143,13 +143,17 @@ void check_root_only(const Setting& setting, const ConfigSource& source, const s
                      source.describe(), setting.key, system_file));
 }
 
+const DockerOptionRule* find_docker_rule(std::string_view name) {
+  const auto& rules = sudo_docker_rules();
+  const auto it = std::find_if(rules.begin(), rules.end(), [&](const DockerOptionRule& r) { return r.name == name; });
+  return it == rules.end() ? nullptr : &*it;
+}
+
 std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& admin_allowed) {
   for (const std::string& rule : admin_allowed)
     if (rule_matches(rule, arg)) return {};
-  const auto& rules = sudo_docker_rules();
-  const auto it =
-      std::find_if(rules.begin(), rules.end(), [&](const DockerOptionRule& r) { return r.name == arg.name; });
-  if (it == rules.end())
+  const DockerOptionRule* const known = find_docker_rule(arg.name);
+  if (known == nullptr)
     return fmt::format(
         "docker option \"{}\" is not on the list of options allowed under sudo (the admin can add it "
         "to \"allowed_docker_options\" in /etc/gpurun/config.json)",
@@ -162,11 +166,12 @@ std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& a
         text::printable(arg.text));
   };
   static const std::set<std::string, std::less<>> kSiteChoices{"ulimit", "sysctl", "uts", "oom-score-adj"};
-  if (!it->allowed)
-    return fmt::format("docker option \"{}\": it would give {}{}", text::printable(arg.text), it->why,
+  if (!known->allowed)
+    return fmt::format("docker option \"{}\": it would give {}{}", text::printable(arg.text), known->why,
                        kSiteChoices.contains(arg.name) ? ask_admin() : "");
-  if (it->value_ok != nullptr && !it->value_ok(arg.value))
-    return fmt::format("docker option \"{}\": allowed only as {}{}", text::printable(arg.text), it->why, ask_admin());
+  if (known->value_ok != nullptr && !known->value_ok(arg.value))
+    return fmt::format("docker option \"{}\": allowed only as {}{}", text::printable(arg.text), known->why,
+                       ask_admin());
   return {};
 }
 

@@ -33,6 +33,8 @@ struct DockerOptionRule {
   bool (*value_ok)(const std::optional<std::string>& value) = nullptr;  // allowed: values allowed; null: any
 };
 const std::vector<DockerOptionRule>& sudo_docker_rules();
+// docker run's option of this long name (without dashes), or nullptr: not one of docker's.
+const DockerOptionRule* find_docker_rule(std::string_view name);
 
 // Why `arg` is refused under sudo ("" when allowed), given the admin's allowed_docker_options.
 std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& admin_allowed);
