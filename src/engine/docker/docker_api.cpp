@@ -14,13 +14,12 @@
 #include <array>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <optional>
-#include <sstream>
 
 #include "access_hint.hpp"
 #include "gpurun/engine/docker_command.hpp"
+#include "gpurun/util/bounded_read.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/json_kept.hpp"
 #include "gpurun/util/text.hpp"
@@ -49,11 +48,10 @@ std::string current_context(const DockerClientEnvironment& env) {
     dir = *env.home + "/.docker";
   else
     return {};
-  std::ifstream file(dir + "/config.json");
-  if (!file) return {};
-  std::stringstream text;
-  text << file.rdbuf();
-  const json config = json::parse(text.str(), nullptr, false);
+  // Regular files only: a FIFO there would hang every launch. Docker's own file is a few KB.
+  const BoundedRead file = read_bounded(dir + "/config.json", std::size_t{16} << 20, FileKinds::regular_only);
+  if (!file.text) return {};
+  const json config = json::parse(*file.text, nullptr, false);
   if (!config.is_object()) return {};
   const auto it = config.find("currentContext");
   return it != config.end() && it->is_string() ? it->get<std::string>() : std::string{};

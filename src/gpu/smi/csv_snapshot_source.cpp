@@ -1,15 +1,12 @@
 #include "smi/csv_snapshot_source.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
 
+#include "gpurun/util/bounded_read.hpp"
 #include "gpurun/util/error.hpp"
 #include "smi/smi_csv.hpp"
 
@@ -18,12 +15,16 @@ namespace {
 
 std::string shown(const std::string& path) { return path == "-" ? "stdin" : path; }
 
+// nvidia-smi's CSV is about 200 bytes a GPU; more than this is not one.
+constexpr std::size_t kMaxSnapshotBytes = std::size_t{64} << 20;
+
 std::string slurp(const std::string& path, const char* flag) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error(fmt::format("cannot read {} {}: {}", flag, path, std::strerror(errno)));
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
+  BoundedRead file = path == "-" ? read_bounded(STDIN_FILENO, kMaxSnapshotBytes)
+                                 : read_bounded(path, kMaxSnapshotBytes, FileKinds::streams_too);
+  if (!file.text)
+    throw Error(fmt::format("cannot read {} {}: {}; give the file nvidia-smi's CSV was saved to", flag, shown(path),
+                            file.problem));
+  return std::move(*file.text);
 }
 
 }  // namespace
@@ -36,7 +37,7 @@ CsvSnapshotSource::CsvSnapshotSource(std::string path, std::optional<std::string
 
 std::string CsvSnapshotSource::contents(const std::string& path, const char* flag) {
   if (path != "-") return slurp(path, flag);
-  if (!stdin_) stdin_.emplace(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  if (!stdin_) stdin_ = slurp(path, flag);
   return *stdin_;
 }
 
@@ -44,8 +45,9 @@ std::string CsvSnapshotSource::name() const { return "snapshot " + shown(path_);
 
 Snapshot CsvSnapshotSource::read(std::chrono::milliseconds /*timeout*/) {
   GpuTable table;
+  const std::string text = contents(path_, "--from-csv");
   try {
-    table = parse_gpu_table(contents(path_, "--from-csv"));
+    table = parse_gpu_table(text);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", shown(path_), e.what()));
   }
@@ -58,8 +60,9 @@ Snapshot CsvSnapshotSource::read(std::chrono::milliseconds /*timeout*/) {
   snapshot.warnings = std::move(table.warnings);
   snapshot.processes_known = apps_path_.has_value();
   if (apps_path_) {
+    const std::string apps = contents(*apps_path_, "--from-apps-csv");
     try {
-      attach_processes(snapshot.gpus, parse_compute_apps_csv(contents(*apps_path_, "--from-apps-csv")));
+      attach_processes(snapshot.gpus, parse_compute_apps_csv(apps));
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", shown(*apps_path_), e.what()));
     }

@@ -3,6 +3,7 @@
 #include "docker/docker_api.hpp"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -63,6 +64,11 @@ TEST(DockerSocketPath, ConfigJsonsCurrentContext) {
   EXPECT_EQ(docker_socket_path({std::nullopt, std::nullopt, std::nullopt, (dir / "home").string()}, why),
             "/var/run/docker.sock");
   std::ofstream(dir / "home/.docker/config.json") << "not json";
+  EXPECT_EQ(docker_socket_path({std::nullopt, std::nullopt, std::nullopt, (dir / "home").string()}, why),
+            "/var/run/docker.sock");
+  // What is no file is read as no file, as the docker CLI does; a FIFO nobody writes hung every launch.
+  fs::remove(dir / "home/.docker/config.json");
+  ASSERT_EQ(::mkfifo((dir / "home/.docker/config.json").c_str(), 0600), 0);
   EXPECT_EQ(docker_socket_path({std::nullopt, std::nullopt, std::nullopt, (dir / "home").string()}, why),
             "/var/run/docker.sock");
   fs::remove_all(dir);

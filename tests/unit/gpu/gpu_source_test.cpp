@@ -15,6 +15,7 @@
 #include "gpurun/util/error.hpp"
 #include "smi/csv_snapshot_source.hpp"
 #include "smi/nvidia_smi_source.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
@@ -181,6 +182,20 @@ TEST(CsvSnapshotSource, ALostGpuInASnapshotIsKept) {
   EXPECT_THAT(indices(s), ElementsAre(0, 2, 3));
   ASSERT_EQ(s.lost.size(), 1u);
   EXPECT_EQ(s.lost[0].pci_bus_id, "0000:34:00.0");
+}
+
+TEST(CsvSnapshotSource, WhatIsNoSnapshotIsSaidToBeNone) {
+  EXPECT_EQ(
+      test::caught_error([] { (void)CsvSnapshotSource(::testing::TempDir(), std::nullopt).read(kTimeout); }).message,
+      "cannot read --from-csv " + ::testing::TempDir() +
+          ": it is a directory; give the file nvidia-smi's CSV was saved to");
+  // A device that never ends is refused at the bound, not read until memory runs out.
+  EXPECT_EQ(test::caught_error([] { (void)CsvSnapshotSource("/dev/zero", std::nullopt).read(kTimeout); }).message,
+            "cannot read --from-csv /dev/zero: it is over 64 MiB; give the file nvidia-smi's CSV was saved to");
+  const std::string gpus = (kData / "captures" / "dgx-a100-80gb-x8.noheader-nounits.csv").string();
+  EXPECT_THAT(
+      test::caught_error([&] { (void)CsvSnapshotSource(gpus, "/nonexistent/apps.csv").read(kTimeout); }).message,
+      HasSubstr("cannot read --from-apps-csv /nonexistent/apps.csv: No such file or directory"));
 }
 
 TEST(MakeGpuSource, PicksTheSourceTheSpecNames) {
