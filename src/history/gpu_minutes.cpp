@@ -32,7 +32,7 @@ void MinuteRollup::add(const std::vector<GpuSampleRow>& rows) {
   for (const GpuSampleRow& row : rows) {
     const std::int64_t minute = std::chrono::duration_cast<std::chrono::minutes>(row.when.time_since_epoch()).count();
     // Every open minute before this one is done (samples come in time order; a clock stepping
-    // back starts a minute anew, merged by the store).
+    // back reopens a minute, below).
     for (auto it = open_.begin(); it != open_.end();) {
       if (it->first.first < minute) {
         finished_.push_back(it->second);
@@ -41,9 +41,9 @@ void MinuteRollup::add(const std::vector<GpuSampleRow>& rows) {
         ++it;
       }
     }
-    GpuMinute& m = open_[{minute, row.gpu}];
-    m.minute = minute;
-    m.gpu = row.gpu;
+    auto open = open_.find({minute, row.gpu});
+    if (open == open_.end()) open = open_.emplace(std::pair{minute, row.gpu}, reopened(minute, row.gpu)).first;
+    GpuMinute& m = open->second;
     ++m.samples;
     if (row.utilization_percent) {
       const double util = std::clamp(*row.utilization_percent, 0.0, 100.0);
@@ -55,6 +55,18 @@ void MinuteRollup::add(const std::vector<GpuSampleRow>& rows) {
     if (row.memory_used_mib) m.memory_max_mib = std::max(m.memory_max_mib, *row.memory_used_mib);
     m.holders_max = std::max(m.holders_max, row.holders);
   }
+}
+
+GpuMinute MinuteRollup::reopened(std::int64_t minute, int gpu) {
+  const auto same = [&](const GpuMinute& m) { return m.minute == minute && m.gpu == gpu; };
+  if (const auto done = std::find_if(finished_.begin(), finished_.end(), same); done != finished_.end()) {
+    GpuMinute m = *done;  // finished but not taken yet: it is written with what comes now
+    finished_.erase(done);
+    return m;
+  }
+  if (kept_)
+    if (std::optional<GpuMinute> m = kept_(minute, gpu); m && same(*m)) return *m;
+  return {.minute = minute, .gpu = gpu};
 }
 
 std::vector<GpuMinute> MinuteRollup::take_finished() { return std::exchange(finished_, {}); }

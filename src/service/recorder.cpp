@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -131,9 +132,22 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     spdlog::info("DCGM's job mapping files in {}", settings.dcgm_job_mapping_dir);
   }
   std::vector<RunRecord> unsaved;  // ended runs not yet written
-  MinuteRollup rollup(settings.tracker.idle_threshold_percent);
   std::vector<GpuSampleRow> unsaved_samples;
   std::vector<GpuMinute> unsaved_minutes;
+  // A minute opened again (a restart within it, a clock stepped back) goes on from its row.
+  const auto kept_minute = [&](std::int64_t minute, int gpu) -> std::optional<GpuMinute> {
+    const auto same = [&](const GpuMinute& m) { return m.minute == minute && m.gpu == gpu; };
+    if (const auto unwritten = std::find_if(unsaved_minutes.rbegin(), unsaved_minutes.rend(), same);
+        unwritten != unsaved_minutes.rend())
+      return *unwritten;  // the newest of those a failed write kept
+    try {
+      const std::lock_guard hold(served.mutex);
+      return store.gpu_minute(minute, gpu);
+    } catch (const std::exception&) {
+      return std::nullopt;  // the store's trouble is reported by the next write
+    }
+  };
+  MinuteRollup rollup(settings.tracker.idle_threshold_percent, kept_minute);
   auto last_flush = std::chrono::steady_clock::now();
   const auto flush = [&] {
     std::vector<GpuMinute> minutes = rollup.take_finished();

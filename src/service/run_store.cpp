@@ -109,6 +109,19 @@ RunRecord run_from(const SQLite::Statement& row) {
   return run;
 }
 
+// A row of `SELECT * FROM gpu_minutes` (permilles back to percent).
+GpuMinute minute_from(const SQLite::Statement& row) {
+  return {.minute = row.getColumn(0).getInt64(),
+          .gpu = row.getColumn(1).getInt(),
+          .samples = row.getColumn(2).getInt(),
+          .utilization_samples = row.getColumn(3).getInt(),
+          .utilization_sum = row.getColumn(4).getDouble() / 10,
+          .utilization_max = row.getColumn(5).getDouble() / 10,
+          .idle_samples = row.getColumn(6).getInt(),
+          .memory_max_mib = static_cast<double>(row.getColumn(7).getInt64()),
+          .holders_max = row.getColumn(8).getInt()};
+}
+
 }  // namespace
 
 RunStore::RunStore(const std::string& path, std::string* moved_aside) {
@@ -245,18 +258,16 @@ std::vector<GpuMinute> RunStore::gpu_minutes(WallTime since) const {
   select.bind(
       1, static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::minutes>(since.time_since_epoch()).count()));
   std::vector<GpuMinute> rows;
-  while (select.executeStep()) {
-    rows.push_back({.minute = select.getColumn(0).getInt64(),
-                    .gpu = select.getColumn(1).getInt(),
-                    .samples = select.getColumn(2).getInt(),
-                    .utilization_samples = select.getColumn(3).getInt(),
-                    .utilization_sum = select.getColumn(4).getDouble() / 10,
-                    .utilization_max = select.getColumn(5).getDouble() / 10,
-                    .idle_samples = select.getColumn(6).getInt(),
-                    .memory_max_mib = static_cast<double>(select.getColumn(7).getInt64()),
-                    .holders_max = select.getColumn(8).getInt()});
-  }
+  while (select.executeStep()) rows.push_back(minute_from(select));
   return rows;
+}
+
+std::optional<GpuMinute> RunStore::gpu_minute(std::int64_t minute, int gpu) const {
+  SQLite::Statement select(*db_, "SELECT * FROM gpu_minutes WHERE minute = ? AND gpu = ?");
+  select.bind(1, minute);
+  select.bind(2, gpu);
+  if (!select.executeStep()) return std::nullopt;
+  return minute_from(select);
 }
 
 std::vector<RunRecord> RunStore::open_runs() const {

@@ -3,6 +3,7 @@
 // sample, and one row per GPU per minute (mean and peak utilization, idle samples, peak memory,
 // most holders) that Grafana and the lab's page draw from. Pure logic: the store writes the rows.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <utility>
@@ -39,10 +40,16 @@ struct GpuMinute {
 // The rows of one sample: one per GPU, its holders counted from the sample's holders.
 std::vector<GpuSampleRow> gpu_sample_rows(const MachineSample& sample);
 
-// Sums samples into minutes. A minute is finished when a sample of a later minute comes.
+// What was kept of a minute (minute, gpu) the rollup no longer holds: the store's row.
+using KeptMinute = std::function<std::optional<GpuMinute>(std::int64_t minute, int gpu)>;
+
+// Sums samples into minutes. A minute is finished when a sample of a later minute comes. A minute
+// opened again (the service restarted within it, or the clock stepped back into it) goes on from
+// what was kept of it, since its row is written whole and replaces the one before.
 class MinuteRollup {
  public:
-  explicit MinuteRollup(double idle_threshold_percent = 5.0) : idle_threshold_percent_(idle_threshold_percent) {}
+  explicit MinuteRollup(double idle_threshold_percent = 5.0, KeptMinute kept = {})
+      : idle_threshold_percent_(idle_threshold_percent), kept_(std::move(kept)) {}
 
   void add(const std::vector<GpuSampleRow>& rows);
   // The finished minutes since the last call, oldest first.
@@ -52,8 +59,11 @@ class MinuteRollup {
 
  private:
   double idle_threshold_percent_;
+  KeptMinute kept_;
   std::map<std::pair<std::int64_t, int>, GpuMinute> open_;  // (minute, gpu)
   std::vector<GpuMinute> finished_;
+
+  GpuMinute reopened(std::int64_t minute, int gpu);
 };
 
 }  // namespace gpurun

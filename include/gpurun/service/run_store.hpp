@@ -46,8 +46,9 @@ class RunStore {
   // that never stall the sampling.
   std::size_t prune(WallTime samples_before, WallTime minutes_before, int batch = 500);
 
-  std::vector<GpuSampleRow> gpu_samples(WallTime since) const;  // oldest first
-  std::vector<GpuMinute> gpu_minutes(WallTime since) const;     // oldest first
+  std::vector<GpuSampleRow> gpu_samples(WallTime since) const;              // oldest first
+  std::vector<GpuMinute> gpu_minutes(WallTime since) const;                 // oldest first
+  std::optional<GpuMinute> gpu_minute(std::int64_t minute, int gpu) const;  // one row, for a minute reopened
 
   std::vector<RunRecord> open_runs() const;                  // those without an end, for RunTracker::resume
   std::int64_t last_id() const;                              // 0 for an empty store

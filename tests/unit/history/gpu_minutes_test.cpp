@@ -67,5 +67,52 @@ TEST(MinuteRollup, SumsEachGpuOverItsMinuteAndFinishesItWhenTheNextBegins) {
   EXPECT_EQ(rollup.in_progress()[0].minute, 29'000'001);
 }
 
+TEST(MinuteRollup, AMinuteOpenedAgainGoesOnFromWhatWasKeptOfIt) {
+  // The service stopped 30 s into the minute, having written 3 samples of GPU 0 at 90 %.
+  GpuMinute before{.minute = 29'000'000,
+                   .gpu = 0,
+                   .samples = 3,
+                   .utilization_samples = 3,
+                   .utilization_sum = 270,
+                   .utilization_max = 90,
+                   .idle_samples = 0,
+                   .memory_max_mib = 5000,
+                   .holders_max = 1};
+  std::vector<std::pair<std::int64_t, int>> asked;
+  MinuteRollup rollup(5.0, [&](std::int64_t minute, int gpu) -> std::optional<GpuMinute> {
+    asked.emplace_back(minute, gpu);
+    if (gpu == 0 && minute == before.minute) return before;
+    return std::nullopt;
+  });
+  rollup.add(gpu_sample_rows(sample(40s, 10, {})));
+  rollup.add(gpu_sample_rows(sample(50s, 20, {})));
+  const std::vector<GpuMinute> now = rollup.in_progress();
+  ASSERT_EQ(now.size(), 2U);
+  EXPECT_EQ(now[0].samples, 5);  // its row is replaced by this one: the 3 before are in it
+  EXPECT_DOUBLE_EQ(now[0].utilization_sum, 300);
+  EXPECT_DOUBLE_EQ(now[0].utilization_max, 90);
+  EXPECT_DOUBLE_EQ(now[0].memory_max_mib, 5000);
+  EXPECT_EQ(now[0].holders_max, 1);
+  EXPECT_EQ(now[1].samples, 2);  // nothing kept of GPU 1's
+  EXPECT_EQ(asked.size(), 2U);   // once per GPU and minute, not per sample
+}
+
+TEST(MinuteRollup, AClockSteppedBackReopensAFinishedMinuteWithItsSamples) {
+  MinuteRollup rollup(5.0, [](std::int64_t, int) -> std::optional<GpuMinute> { return std::nullopt; });
+  rollup.add(gpu_sample_rows(sample(0s, 40, {})));
+  rollup.add(gpu_sample_rows(sample(30s, 60, {})));
+  rollup.add(gpu_sample_rows(sample(70s, 0, {})));   // minute 0 finished, not yet taken
+  rollup.add(gpu_sample_rows(sample(45s, 80, {})));  // the clock stepped back into it
+  std::vector<GpuMinute> rows = rollup.take_finished();
+  EXPECT_TRUE(rows.empty());  // taken back: it is open again
+  rows = rollup.in_progress();
+  ASSERT_EQ(rows.size(), 4U);
+  EXPECT_EQ(rows[0].minute, 29'000'000);
+  EXPECT_EQ(rows[0].samples, 3);
+  EXPECT_DOUBLE_EQ(rows[0].utilization_sum, 180);
+  EXPECT_EQ(rows[2].minute, 29'000'001);
+  EXPECT_EQ(rows[2].samples, 1);
+}
+
 }  // namespace
 }  // namespace gpurun

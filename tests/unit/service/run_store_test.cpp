@@ -176,6 +176,11 @@ TEST_F(RunStoreTest, GpuSamplesAndMinutesAreKeptAndPrunedInBatches) {
   EXPECT_DOUBLE_EQ(rows[0].utilization_sum, 300.5);
   EXPECT_DOUBLE_EQ(*rows[0].utilization_mean(), 300.5 / 6);
   EXPECT_EQ(rows.back().samples, 7);
+  const std::optional<GpuMinute> one = store.gpu_minute(rows.back().minute, rows.back().gpu);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->samples, 7);
+  EXPECT_DOUBLE_EQ(one->utilization_sum, rows.back().utilization_sum);
+  EXPECT_FALSE(store.gpu_minute(rows.back().minute + 1, rows.back().gpu));
 
   // Older than 5 minutes: at most 2 times (4 sample rows) and 2 minutes per call.
   EXPECT_EQ(store.prune(kT0 + 5min, kT0 + 5min, 2), 4U + 2U);
