@@ -1,11 +1,16 @@
 #include "gpurun/job/job_report.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "gpurun/render/views.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/json_output.hpp"
 #include "gpurun/util/rounding.hpp"
 #include "gpurun/util/table.hpp"
+#include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 namespace gpurun {
 namespace {
@@ -104,6 +109,14 @@ nlohmann::ordered_json job_report_json(const JobReport& report) {
           {"gpu_efficiency", or_null(gpu_efficiency(report))},
           {"threshold", report.threshold_percent},
           {"gpus", gpus}};
+}
+
+int write_report_json(const std::string& path, const JobReport& report, int job_status) {
+  if (path.empty()) return job_status;
+  const std::optional<std::string> problem = write_whole(path, json_text(job_report_json(report)));
+  if (!problem) return job_status;
+  spdlog::error("cannot write the report to {}: {}", text::printable(path, 200), *problem);
+  return job_status == 0 ? exit_code::failure : job_status;
 }
 
 }  // namespace gpurun

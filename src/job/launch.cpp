@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <ostream>
@@ -36,7 +35,6 @@
 #include "gpurun/select/placement.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/exec.hpp"
-#include "gpurun/util/json_output.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/rounding.hpp"
 #include "gpurun/util/shell_quote.hpp"
@@ -282,6 +280,10 @@ void check_report_destination(const std::string& file) {
   std::filesystem::path dir = std::filesystem::path(file).parent_path();
   if (dir.empty()) dir = ".";
   std::error_code error;
+  if (std::filesystem::is_directory(file, error))
+    throw Error(fmt::format("--report-json {}: it is a directory; name a file in it, such as {}",
+                            text::printable(file, 200),
+                            text::printable((std::filesystem::path(file) / "report.json").string(), 200)));
   if (!std::filesystem::is_directory(dir, error))
     throw Error(
         fmt::format("--report-json {}: the directory {} does not exist; create it first, or name a file in "
@@ -305,12 +307,7 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
       source == "nvml", options.nvml_library};
   const int status = run_supervised(run, report);
   std::cerr << format_job_report(report) << std::flush;
-  if (!options.report_json.empty()) {
-    std::ofstream file(options.report_json);
-    file << json_text(job_report_json(report));
-    if (!file) spdlog::error("cannot write the report to {}", options.report_json);
-  }
-  return status;
+  return write_report_json(options.report_json, report, status);
 }
 
 }  // namespace

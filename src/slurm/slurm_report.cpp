@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <iostream>
 
 #include "gpurun/job/job_report.hpp"
@@ -17,7 +16,6 @@
 #include "gpurun/slurm/slurm_environment.hpp"
 #include "gpurun/slurm/slurm_query.hpp"
 #include "gpurun/util/error.hpp"
-#include "gpurun/util/json_output.hpp"
 #include "gpurun/util/rounding.hpp"
 
 namespace gpurun {
@@ -98,12 +96,7 @@ int run_step_report(const Options& options) {
   std::cerr << fmt::format("gpurun: Slurm job {} step {} on {}\n", slurm_variable("SLURM_JOB_ID"),
                            slurm_variable("SLURM_STEP_ID"), slurm_variable("SLURMD_NODENAME"))
             << format_job_report(report) << std::flush;
-  if (!options.report_json.empty()) {
-    std::ofstream file(options.report_json);
-    file << json_text(job_report_json(report));
-    if (!file) spdlog::error("cannot write the report to {}", options.report_json);
-  }
-  return status;
+  return write_report_json(options.report_json, report, status);
 }
 
 }  // namespace gpurun

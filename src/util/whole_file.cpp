@@ -1,6 +1,7 @@
-#include "gpurun/util/bounded_read.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,12 +24,20 @@ std::string size_words(std::size_t bytes) {
 
 }  // namespace
 
-BoundedRead read_bounded(int fd, std::size_t limit) {
+BoundedRead read_bounded(int fd, std::size_t limit, std::chrono::milliseconds timeout) {
   std::string text;
   char buffer[16384];
   for (;;) {
+    // A regular file is always ready; a pipe is waited for, but not past the timeout.
+    pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
+    const int polled = ::poll(&ready, 1, static_cast<int>(timeout.count()));
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled < 0) return failed(std::strerror(errno), errno);
+    if (polled == 0)
+      return failed(fmt::format("nothing came from it for {} s", std::chrono::duration<double>(timeout).count()),
+                    ETIMEDOUT);
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0 && errno == EISDIR) return failed("it is a directory", EISDIR);
     if (n < 0) return failed(std::strerror(errno), errno);
     if (n == 0) return {std::move(text), {}, 0};
@@ -38,15 +47,33 @@ BoundedRead read_bounded(int fd, std::size_t limit) {
   }
 }
 
-BoundedRead read_bounded(const std::string& path, std::size_t limit, FileKinds kinds) {
-  const int flags = O_RDONLY | O_CLOEXEC | (kinds == FileKinds::regular_only ? O_NONBLOCK : 0);
-  const Fd fd(::open(path.c_str(), flags));
+BoundedRead read_bounded(const std::string& path, std::size_t limit, FileKinds kinds,
+                         std::chrono::milliseconds timeout) {
+  // Never blocks in open: a FIFO nobody writes to opens at once, and its read waits only for the timeout.
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return failed(std::strerror(errno), errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return failed(std::strerror(errno), errno);
   if (S_ISDIR(st.st_mode)) return failed("it is a directory", EISDIR);
   if (kinds == FileKinds::regular_only && !S_ISREG(st.st_mode)) return failed("it is not a regular file", EINVAL);
-  return read_bounded(fd.get(), limit);
+  return read_bounded(fd.get(), limit, timeout);
+}
+
+std::optional<std::string> write_whole(const std::string& path, std::string_view text) {
+  const Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666));
+  if (!fd.valid() && errno == ENXIO) return std::string("it is a FIFO nobody reads");
+  if (!fd.valid()) return std::string(std::strerror(errno));
+  // Blocking again: a pipe with a reader (`--report-json >(jq .)`) takes the text at its pace.
+  if (::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK) != 0)
+    return std::string(std::strerror(errno));
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd.get(), text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::string(std::strerror(errno));  // ENOSPC: a full disk, /dev/full
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != EROFS) return std::string(std::strerror(errno));
+  return std::nullopt;
 }
 
 }  // namespace gpurun

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <nlohmann/json.hpp>
 
 #include <future>
@@ -76,6 +77,28 @@ TEST_F(ReportTest, AReportJsonIntoAMissingDirectoryFailsBeforeTheJobStarts) {
   EXPECT_EQ(run.exit_code, 125);
   EXPECT_THAT(run.err, HasSubstr("the directory " + dir() + "/no/such does not exist; create it first"));
   EXPECT_FALSE(docker_ran());
+}
+
+TEST_F(ReportTest, AReportJsonNamingADirectoryFailsBeforeTheJobStarts) {
+  const Outcome run = gpurun({"--report-json", dir(), "--image", "img", "1", "train"}, reporting_env("3"));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("it is a directory; name a file in it, such as " + dir() + "/report.json"));
+  EXPECT_FALSE(docker_ran());
+}
+
+TEST_F(ReportTest, AReportThatCannotBeWrittenIsAFailureNotAHang) {
+  // A FIFO nobody reads waited forever after the job, its GPUs still reserved; a full disk was silent.
+  const std::string fifo = dir() + "/report.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Outcome run =
+      gpurun({"--report-interval", "0.1", "--report-json", fifo, "--image", "img", "1", "train"}, reporting_env("0.3"));
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("cannot write the report to " + fifo + ": it is a FIFO nobody reads"));
+  EXPECT_THAT(run.err, HasSubstr("GPU efficiency"));  // the report itself was shown
+  run = gpurun({"--report-interval", "0.1", "--report-json", "/dev/full", "--image", "img", "1", "train"},
+               reporting_env("0.3", 4));
+  EXPECT_EQ(run.exit_code, 4);  // the job's failure is the one told by the exit status
+  EXPECT_THAT(run.err, HasSubstr("cannot write the report to /dev/full: No space left on device"));
 }
 
 TEST_F(ReportTest, NoHintsAboveTheThreshold) {

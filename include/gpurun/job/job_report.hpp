@@ -30,4 +30,9 @@ std::vector<std::string> low_efficiency_hints(std::optional<int> cpus_per_gpu, s
 std::string format_job_report(const JobReport& report);
 nlohmann::ordered_json job_report_json(const JobReport& report);
 
+// --report-json: writes the report to `path` (nothing when empty) and returns the status to exit
+// with: the job's, or 125 where the job succeeded but its report could not be written (a full
+// disk, a FIFO nobody reads), which is said on stderr.
+int write_report_json(const std::string& path, const JobReport& report, int job_status);
+
 }  // namespace gpurun

@@ -1,15 +1,17 @@
 #pragma once
-// A file someone names, read whole within a bound: a FIFO nobody writes, /dev/zero or a file
-// that never ends can neither hang gpurun nor take all memory.
+// A file someone names, read or written whole: a FIFO nobody reads or writes, /dev/zero or a
+// file that never ends can neither hang gpurun nor take all its memory, and a failed write is told.
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace gpurun {
 
 enum class FileKinds {
-  regular_only,  // a FIFO, a device or a directory is refused, and opening never blocks
-  streams_too,   // pipes and devices are read as `cat` reads them: `--from-csv <(nvidia-smi ...)`
+  regular_only,  // a FIFO, a device or a directory is refused
+  streams_too,   // pipes and devices too, waited for as the timeout allows: `--from-csv <(nvidia-smi ...)`
 };
 
 struct BoundedRead {
@@ -18,10 +20,16 @@ struct BoundedRead {
   int error = 0;                    // the errno behind it (ENOENT: no such file), 0 otherwise
 };
 
-// Reads `path` whole ("/dev/stdin" reads standard input); at most `limit` bytes.
-BoundedRead read_bounded(const std::string& path, std::size_t limit, FileKinds kinds);
+// Reads `path` whole, at most `limit` bytes. A pipe or FIFO that sends nothing for `timeout`
+// (nobody writes to it, or the writer stalls) is given up.
+BoundedRead read_bounded(const std::string& path, std::size_t limit, FileKinds kinds,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // The same from an open descriptor (standard input), which it leaves open.
-BoundedRead read_bounded(int fd, std::size_t limit);
+BoundedRead read_bounded(int fd, std::size_t limit, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// Creates or truncates `path` (mode 0666 less the umask) and writes `text` to it. A FIFO without a
+// reader is refused at once rather than waited for. The problem in words, or nullopt when written.
+std::optional<std::string> write_whole(const std::string& path, std::string_view text);
 
 }  // namespace gpurun

@@ -19,11 +19,11 @@
 
 #include "access_hint.hpp"
 #include "gpurun/engine/docker_command.hpp"
-#include "gpurun/util/bounded_read.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/json_kept.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/unix_http.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 namespace gpurun {
 namespace {

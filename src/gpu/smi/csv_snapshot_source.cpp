@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "gpurun/util/bounded_read.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/whole_file.hpp"
 #include "smi/smi_csv.hpp"
 
 namespace gpurun {
@@ -18,9 +18,9 @@ std::string shown(const std::string& path) { return path == "-" ? "stdin" : path
 // nvidia-smi's CSV is about 200 bytes a GPU; more than this is not one.
 constexpr std::size_t kMaxSnapshotBytes = std::size_t{64} << 20;
 
-std::string slurp(const std::string& path, const char* flag) {
-  BoundedRead file = path == "-" ? read_bounded(STDIN_FILENO, kMaxSnapshotBytes)
-                                 : read_bounded(path, kMaxSnapshotBytes, FileKinds::streams_too);
+std::string slurp(const std::string& path, const char* flag, std::chrono::milliseconds timeout) {
+  BoundedRead file = path == "-" ? read_bounded(STDIN_FILENO, kMaxSnapshotBytes, timeout)
+                                 : read_bounded(path, kMaxSnapshotBytes, FileKinds::streams_too, timeout);
   if (!file.text)
     throw Error(fmt::format("cannot read {} {}: {}; give the file nvidia-smi's CSV was saved to", flag, shown(path),
                             file.problem));
@@ -35,17 +35,17 @@ CsvSnapshotSource::CsvSnapshotSource(std::string path, std::optional<std::string
     throw Error("--from-csv and --from-apps-csv cannot both read stdin: give one of them as a file");
 }
 
-std::string CsvSnapshotSource::contents(const std::string& path, const char* flag) {
-  if (path != "-") return slurp(path, flag);
-  if (!stdin_) stdin_ = slurp(path, flag);
+std::string CsvSnapshotSource::contents(const std::string& path, const char* flag, std::chrono::milliseconds timeout) {
+  if (path != "-") return slurp(path, flag, timeout);
+  if (!stdin_) stdin_ = slurp(path, flag, timeout);
   return *stdin_;
 }
 
 std::string CsvSnapshotSource::name() const { return "snapshot " + shown(path_); }
 
-Snapshot CsvSnapshotSource::read(std::chrono::milliseconds /*timeout*/) {
+Snapshot CsvSnapshotSource::read(std::chrono::milliseconds timeout) {
   GpuTable table;
-  const std::string text = contents(path_, "--from-csv");
+  const std::string text = contents(path_, "--from-csv", timeout);
   try {
     table = parse_gpu_table(text);
   } catch (const Error& e) {
@@ -60,7 +60,7 @@ Snapshot CsvSnapshotSource::read(std::chrono::milliseconds /*timeout*/) {
   snapshot.warnings = std::move(table.warnings);
   snapshot.processes_known = apps_path_.has_value();
   if (apps_path_) {
-    const std::string apps = contents(*apps_path_, "--from-apps-csv");
+    const std::string apps = contents(*apps_path_, "--from-apps-csv", timeout);
     try {
       attach_processes(snapshot.gpus, parse_compute_apps_csv(apps));
     } catch (const Error& e) {

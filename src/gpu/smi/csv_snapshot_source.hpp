@@ -22,7 +22,8 @@ class CsvSnapshotSource final : public GpuSource {
   std::optional<std::string> apps_path_;
   std::optional<std::string> stdin_;  // stdin can be read once: kept for the next read()
 
-  std::string contents(const std::string& path, const char* flag);
+  // A pipe that sends nothing for `timeout` is given up (the flag names it in the error).
+  std::string contents(const std::string& path, const char* flag, std::chrono::milliseconds timeout);
 };
 
 }  // namespace gpurun

@@ -1,6 +1,6 @@
 // Unit tests for the bounded reader: a whole file read, a bound kept, and what no named file may
 // do to gpurun (a directory, a FIFO nobody writes, a device that never ends).
-#include "gpurun/util/bounded_read.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -61,6 +61,15 @@ TEST(ReadBounded, AFifoNobodyWritesIsRefusedAtOnceWhereOnlyFilesAreRead) {
   EXPECT_EQ(read.problem, "it is not a regular file");
 }
 
+TEST(ReadBounded, AFifoNobodyWritesIsGivenUpAfterTheTimeoutWhereStreamsAreRead) {
+  const TempDir dir;
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const BoundedRead read = read_bounded(fifo, 100, FileKinds::streams_too, std::chrono::milliseconds(100));
+  EXPECT_FALSE(read.text);
+  EXPECT_EQ(read.problem, "nothing came from it for 0.1 s");
+}
+
 TEST(ReadBounded, APipeIsReadWhereStreamsAre) {
   int ends[2];
   ASSERT_EQ(::pipe(ends), 0);
@@ -77,6 +86,22 @@ TEST(ReadBounded, AMissingFileGivesItsErrno) {
   EXPECT_FALSE(read.text);
   EXPECT_EQ(read.error, ENOENT);
   EXPECT_EQ(read.problem, "No such file or directory");
+}
+
+TEST(WriteWhole, WritesAFileWholeAndReplacesWhatWasThere) {
+  const TempDir dir;
+  const std::string path = write_file(dir.path() / "report.json", std::string(100'000, 'x'));
+  EXPECT_EQ(write_whole(path, "{}\n"), std::nullopt);
+  EXPECT_EQ(test::read_file(path), "{}\n");
+}
+
+TEST(WriteWhole, WhatCannotTakeTheTextIsToldNotWaitedFor) {
+  const TempDir dir;
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(write_whole(fifo, "{}"), "it is a FIFO nobody reads");
+  EXPECT_EQ(write_whole("/dev/full", "{}"), "No space left on device");
+  EXPECT_EQ(write_whole(dir.str(), "{}"), "Is a directory");
 }
 
 }  // namespace
