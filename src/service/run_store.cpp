@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <sqlite3.h>
 
 #include <cmath>
 #include <filesystem>
@@ -76,14 +77,26 @@ std::vector<int> gpu_list(const std::string& text) {
   return gpus;
 }
 
+// Thrown for a file SQLite opens but finds damaged.
+constexpr int kDamaged = SQLITE_CORRUPT;
+
 std::unique_ptr<SQLite::Database> open_database(const std::string& path) {
   auto db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  db->setBusyTimeout(5000);  // another process holding it (sqlite3 in a shell) is waited for
   db->exec("PRAGMA journal_mode=WAL");
   db->exec("PRAGMA synchronous=NORMAL");  // WAL: a crash loses at most the last commit, never the file
-  db->setBusyTimeout(5000);
-  if (db->execAndGet("PRAGMA quick_check").getString() != "ok") throw SQLite::Exception("the database is damaged");
+  if (db->execAndGet("PRAGMA quick_check").getString() != "ok")
+    throw SQLite::Exception("the database is damaged", kDamaged);
   db->exec(kSchema);
   return db;
+}
+
+// Whether a failure to open says the file itself is unusable (not a database, damaged, another
+// program's tables), rather than the moment (a full disk, a lock held, an I/O error), after which
+// the same file opens again and must still be there, its write-ahead log with it.
+bool file_is_unusable(const SQLite::Exception& e) {
+  const int code = e.getErrorCode();
+  return code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_ERROR;
 }
 
 // A row of `SELECT * FROM runs`, by column index (a name lookup per column per row costs more
@@ -131,11 +144,18 @@ RunStore::RunStore(const std::string& path, std::string* moved_aside) {
   } catch (const SQLite::Exception& e) {
     std::error_code error;
     if (!std::filesystem::exists(path, error)) throw Error(fmt::format("cannot create {}: {}", path, e.what()));
-    // Not a database, or a damaged one: kept for a look, and recording starts afresh.
+    if (!file_is_unusable(e))
+      throw Error(
+          fmt::format("cannot open {}: {}. The file is left as it is: once the disk has room or "
+                      "what holds it lets go, gpurund starts on it again",
+                      path, e.what()));
+    // Not a database, or a damaged one: kept for a look (with its log, where SQLite left one), and
+    // recording starts afresh.
     const std::string aside = fmt::format("{}.unusable-{}", path, to_ms(std::chrono::system_clock::now()));
     std::filesystem::rename(path, aside, error);
     if (error) throw Error(fmt::format("{} cannot be used ({}) nor moved aside: {}", path, e.what(), error.message()));
-    for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path + suffix, error);
+    for (const char* suffix : {"-wal", "-shm"})
+      if (std::filesystem::exists(path + suffix, error)) std::filesystem::rename(path + suffix, aside + suffix, error);
     spdlog::error("{} could not be used ({}): moved aside to {}; starting a fresh one", path, e.what(), aside);
     if (moved_aside != nullptr) *moved_aside = aside;
   }

@@ -2,6 +2,7 @@
 // scratch directory.
 #include "gpurun/service/run_store.hpp"
 
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@ using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 const WallTime kT0 = WallTime{} + std::chrono::hours(24 * 365 * 56);
 
@@ -115,6 +117,29 @@ TEST_F(RunStoreTest, AFileThatIsNoDatabaseIsMovedAsideAndRecordingStartsAfresh) 
   EXPECT_THAT(aside, HasSubstr(path() + ".unusable-"));
   EXPECT_TRUE(std::filesystem::exists(aside));
   store.save({record(1, "alice", 0s)}, {});
+  EXPECT_EQ(store.last_id(), 1);
+}
+
+TEST_F(RunStoreTest, ADatabaseThatCannotBeOpenedForTheMomentIsLeftAsItIs) {
+  {
+    RunStore store(path());
+    store.save({record(1, "alice", 0s)}, {});
+  }
+  {
+    // Another program holds it (as a full disk or an I/O error would stop it): it was moved
+    // aside, and every run recorded with it was gone from history.
+    SQLite::Database holder(path(), SQLite::OPEN_READWRITE);
+    holder.exec("PRAGMA locking_mode=EXCLUSIVE");
+    holder.exec("BEGIN EXCLUSIVE");
+    const test::CaughtError caught = test::caught_error([&] { RunStore store(path()); });
+    EXPECT_THAT(caught.message, HasSubstr("cannot open " + path() + ": database is locked. The file is left as it is"));
+    holder.exec("COMMIT");
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(path()).parent_path()))
+    EXPECT_THAT(entry.path().string(), Not(HasSubstr(".unusable-")));
+  std::string aside;
+  RunStore store(path(), &aside);
+  EXPECT_EQ(aside, "");
   EXPECT_EQ(store.last_id(), 1);
 }
 
