@@ -192,6 +192,15 @@ TEST_F(GpurundTest, ASigtermEndsAHungNvidiaSmiAtOnce) {
   EXPECT_THAT(err, HasSubstr("gpurund: info: stopped"));
 }
 
+TEST_F(GpurundTest, ASighupStopsItAsSigtermDoes) {
+  // It died of the signal: no last write, its socket left behind, and systemd took that for a clean end.
+  const pid_t pid = start();
+  ASSERT_TRUE(eventually([&] { return read_file(dir() + "/gpurund.err").find("answering on") != std::string::npos; }));
+  EXPECT_EQ(stop(pid, SIGHUP), 0);
+  EXPECT_THAT(read_file(dir() + "/gpurund.err"), HasSubstr("gpurund: info: stopped"));
+  EXPECT_FALSE(std::filesystem::exists(socket()));
+}
+
 TEST_F(GpurundTest, AfterKill9ARestartContinuesTheSameRunsWithoutDuplicates) {
   pid_t pid = start();
   std::this_thread::sleep_for(1200ms);
@@ -244,6 +253,33 @@ TEST_F(GpurundTest, AFullDiskKeepsSamplingInMemorySaysSoOnceAndWritesItAllWhenTh
   // No hole the size of the full-disk second between consecutive samples (the stand-in nvidia-smi,
   // a Python script, takes tens of ms a sample).
   for (auto it = std::next(times.begin()); it != times.end(); ++it) EXPECT_LT(*it - *std::prev(it), 900ms);
+  EXPECT_EQ(runs().size(), 7U);
+}
+
+TEST_F(GpurundTest, ARestartOnAFullDiskLeavesTheDatabaseAsItIsAndWaitsForRoom) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs as the state directory";
+  std::filesystem::create_directories(state());
+  if (shell("mount -t tmpfs -o size=4m gpurun-test-full " + state()).exit_code != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  struct Unmount {
+    std::string path;
+    ~Unmount() { std::system(("umount -l " + path + " 2>/dev/null").c_str()); }
+  } unmount{state()};
+  pid_t pid = start();
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(state() + "/gpurund.db") && runs().size() == 7; }));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+  shell("dd if=/dev/zero of=" + state() + "/filler bs=64k 2>/dev/null");
+  // It was moved aside as "unusable", and a fresh, empty one started once there was room.
+  pid = start();
+  EXPECT_EQ(stop(pid, 0), 125);  // signal 0: only waits for it to end
+  const std::string err = read_file(dir() + "/gpurund.err");
+  EXPECT_THAT(err, HasSubstr("The file is left as it is")) << err;
+  std::filesystem::remove(state() + "/filler");
+  for (const auto& entry : std::filesystem::directory_iterator(state()))
+    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr("unusable")));
+  pid = start();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
   EXPECT_EQ(runs().size(), 7U);
 }
 
