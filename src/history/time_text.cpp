@@ -43,10 +43,15 @@ std::optional<WallTime> parse_rfc3339(std::string_view text) {
     zoned = false;
   }
   if (*rest != '\0') return std::nullopt;
+  // The clock counts nanoseconds, from 1678 to 2262: a year outside it came back as another.
+  if (tm.tm_year < 1970 - 1900 || tm.tm_year > 2200 - 1900) return std::nullopt;
   // Without a zone, the local time, as `date` reads it and as the answers show it.
   tm.tm_isdst = -1;
+  const std::tm asked = tm;
   const std::time_t seconds = zoned ? ::timegm(&tm) : ::mktime(&tm);
   if (seconds == static_cast<std::time_t>(-1)) return std::nullopt;
+  // A day the month has not (2026-02-30) came back as another day of the next month.
+  if (tm.tm_mday != asked.tm_mday || tm.tm_mon != asked.tm_mon || tm.tm_year != asked.tm_year) return std::nullopt;
   return std::chrono::system_clock::from_time_t(seconds - offset_s);
 }
 
@@ -54,7 +59,7 @@ WallTime parse_since(std::string_view text, WallTime now) {
   const auto bad = [&] {
     return Error(
         fmt::format("--since \"{}\": expected a time back from now (30d, 12h, 90m, 2w) or a date "
-                    "(2026-11-01, or 2026-11-01T08:00:00Z)",
+                    "from 1970 to 2200 (2026-11-01, or 2026-11-01T08:00:00Z)",
                     text::printable(std::string(text))));
   };
   if (text.size() >= 2) {

@@ -51,7 +51,12 @@ TEST(TimeTextTest, SinceTakesADurationBackOrADate) {
   EXPECT_EQ(parse_since("2w", kNoon), kNoon - 14 * 24h);
   EXPECT_EQ(parse_since("45s", kNoon), kNoon - 45s);
   EXPECT_EQ(parse_since("2026-11-29", kNoon), kNoon - 12h);
-  for (const char* bad : {"", "d", "-3d", "3y", "1000000w", "last week"}) {
+  EXPECT_EQ(parse_since("2024-02-29T00:00:00Z", kNoon), WallTime{} + std::chrono::seconds(1'709'164'800));
+  EXPECT_EQ(parse_since("1970-01-01T00:00:00Z", kNoon), WallTime{});
+  // Years the clock cannot hold came back as others (1000-01-01 as 2169), a day a month has not
+  // as one of the next month.
+  for (const char* bad : {"", "d", "-3d", "3y", "1000000w", "last week", "1000-01-01", "2300-01-01", "0001-01-01",
+                          "9999-12-31T00:00:00Z", "1969-12-31", "2026-02-30", "2026-04-31T08:00:00Z"}) {
     try {
       parse_since(bad, kNoon);
       ADD_FAILURE() << bad;
