@@ -139,7 +139,7 @@ void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRec
   for (const RunRecord& run : ended) credit(run);
 }
 
-std::string prometheus_text(const MetricsState& state, WallTime now) {
+std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisibility visibility) {
   std::string out;
   // DCGM's per-GPU gauges: a GPU whose reading the source did not give has no series, never a zero.
   const auto per_gpu = [&](const char* name, const char* help, auto reading) {
@@ -179,12 +179,12 @@ std::string prometheus_text(const MetricsState& state, WallTime now) {
     }
     out += idle_lines;
   }
-  {
+  if (visibility == HistoryVisibility::all) {
     Family gpu_s(out, "gpurun_user_gpu_seconds_total", "counter",
                  "GPU-seconds held per user since the service started (GPU-hours: increase / 3600).");
     for (const auto& [user, seconds] : state.user_seconds) gpu_s.add({{"user", user}}, seconds.gpu);
   }
-  {
+  if (visibility == HistoryVisibility::all) {
     Family busy_s(out, "gpurun_user_gpu_busy_seconds_total", "counter",
                   "Busy GPU-seconds per user (utilization / 100 of each held second); efficiency: the ratio "
                   "of its rate to gpurun_user_gpu_seconds_total's.");

@@ -110,7 +110,7 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
   if (path == "/metrics") {
     const std::lock_guard lock(runs.mutex);
     return {.status = 200,
-            .body = prometheus_text(runs.metrics, now),
+            .body = prometheus_text(runs.metrics, now, settings.visibility),
             .content_type = "text/plain; version=0.0.4; charset=utf-8"};
   }
   if (path == "/" || path == "/index.html") return page_reply(*target, runs, settings, now);

@@ -12,6 +12,7 @@
 
 #include "gpurun/gpu/gpu.hpp"
 #include "gpurun/history/run_tracker.hpp"
+#include "gpurun/util/choices.hpp"
 
 namespace gpurun {
 
@@ -37,8 +38,10 @@ struct MetricsState {
 void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRecord>& running,
                   const std::vector<RunRecord>& ended, std::map<std::string, UserSeconds>& totals);
 
-// The page of metrics as of `now`.
-std::string prometheus_text(const MetricsState& state, WallTime now);
+// The page of metrics as of `now`. Under history_visibility "own" without each user's GPU-seconds:
+// whoever reaches /metrics would read everyone's usage and efficiency there.
+std::string prometheus_text(const MetricsState& state, WallTime now,
+                            HistoryVisibility visibility = HistoryVisibility::all);
 
 // What users named (commands, container names) as a label value Prometheus always accepts, and
 // one name's never another's (Prometheus would drop a series as a duplicate): UTF-8 kept, control

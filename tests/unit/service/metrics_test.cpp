@@ -116,6 +116,16 @@ TEST(PrometheusText, EveryLineIsACommentOrOneSampleOfAKnownFamily) {
   EXPECT_EQ(samples, 2 * 3 + 2 + 2 + 2);  // 2 GPUs × 3 DCGM families, held + idle, 2 per user, up + errors
 }
 
+TEST(PrometheusText, UnderOwnVisibilityNoUsersGpuSecondsAreShown) {
+  // Anyone who reaches /metrics would read there every user's usage and efficiency.
+  const std::string all = prometheus_text(two_gpus(), kNow, HistoryVisibility::all);
+  EXPECT_THAT(all, HasSubstr("gpurun_user_gpu_seconds_total{user="));
+  const std::string own = prometheus_text(two_gpus(), kNow, HistoryVisibility::own);
+  EXPECT_THAT(own, Not(HasSubstr("gpurun_user_gpu_seconds_total")));
+  EXPECT_THAT(own, Not(HasSubstr("gpurun_user_gpu_busy_seconds_total")));
+  EXPECT_THAT(own, HasSubstr("gpurun_up{"));
+}
+
 TEST(PrometheusText, AGpuOfUnknownReadingsHasNoSeriesRatherThanAZero) {
   MetricsState state = two_gpus();
   state.gpus[1].utilization_percent.reset();
