@@ -1,5 +1,7 @@
 #include "http_loop.hpp"
 
+#include "turn_away.hpp"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -41,29 +43,6 @@ constexpr int kPerPeer = 4;
 // and everyone's browsers through it are one address.
 bool shares_the_whole(const std::string& peer) {
   return peer == "uid 0" || peer.starts_with("127.") || peer == "::1" || peer.starts_with("::ffff:127.");
-}
-
-// A client turned away is told so (503, try again in a second) rather than finding its
-// connection closed, which a browser or Prometheus reports as a broken server.
-void turn_away(int fd) {
-  static const std::string kBusy = [] {
-    const std::string body = "gpurund: too many connections at once; try again\n";
-    return fmt::format(
-        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
-        "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
-        body.size(), body);
-  }();
-  // The request is read first (what came within 50 ms): a client still writing it when the
-  // connection closes sees a broken pipe, not the answer (gpurun's UnixHttpClient does).
-  pollfd request{.fd = fd, .events = POLLIN, .revents = 0};
-  if (::poll(&request, 1, 50) == 1) {
-    char discarded[4096];
-    while (::recv(fd, discarded, sizeof discarded, MSG_DONTWAIT) > 0) {
-    }
-  }
-  (void)!::send(fd, kBusy.data(), kBusy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  ::shutdown(fd, SHUT_WR);
-  ::close(fd);
 }
 
 // Runs `io` until the operation started on `socket` completes (`done`), `limit` passes or
@@ -166,6 +145,7 @@ void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandl
   std::condition_variable ended;
   std::map<std::string, int> open_by_peer;
   int open = 0;
+  TurnAway turned_away;
   sockaddr_storage local{};
   socklen_t size = sizeof local;
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
@@ -177,14 +157,20 @@ void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandl
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     std::string peer = peer_of(fd, family);
+    bool served = false;
     {
       const std::lock_guard hold(mutex);
-      if (open >= kMaxConnections || (!shares_the_whole(peer) && open_by_peer[peer] >= kPerPeer)) {
-        turn_away(fd);
-        continue;
+      const auto by_peer = open_by_peer.find(peer);  // found, not made: a peer turned away leaves no entry
+      if (open < kMaxConnections &&
+          (shares_the_whole(peer) || by_peer == open_by_peer.end() || by_peer->second < kPerPeer)) {
+        ++open;
+        ++open_by_peer[peer];
+        served = true;
       }
-      ++open;
-      ++open_by_peer[peer];
+    }
+    if (!served) {
+      turned_away.hand_over(fd);
+      continue;
     }
     const auto release = [&mutex, &ended, &open, &open_by_peer](const std::string& who) {
       const std::lock_guard hold(mutex);

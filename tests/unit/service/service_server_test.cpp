@@ -247,6 +247,39 @@ TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGe
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
+TEST_F(ServiceServerTest, AUserWhoFloodsTheSocketWithIdleConnectionsKeepsNobodyElseOut) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another user";
+  settings_.socket_path = dir_ + "/s.sock";
+  const ServiceServer server(settings_, served_);
+  ::chmod(dir_.c_str(), 0755);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  settings_.socket_path.copy(address.sun_path, sizeof address.sun_path - 1);
+  // Each turned-away connection was waited for (50 ms) on the accept loop: 20 a second filled
+  // the listen backlog, and everyone else's connect failed.
+  const pid_t child = ::fork();
+  if (child == 0) {  // no allocation here: the parent has other threads
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    static int fds[400];
+    for (int& fd : fds) {
+      fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+      (void)::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+    }
+    ::sleep(4);  // held, saying nothing
+    ::_exit(0);
+  }
+  std::this_thread::sleep_for(300ms);
+  const auto asked = std::chrono::steady_clock::now();
+  UnixHttpClient client(settings_.socket_path, asked + 3s,
+                        {.name = "the gpurun service", .access_hint = nullptr, .headers = {}});
+  EXPECT_EQ(client.get("/v1/runs").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s);
+  int status = 0;
+  ::kill(child, SIGKILL);
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+}
+
 TEST_F(ServiceServerTest, RefusesToReplaceAFileThatIsNotASocket) {
   settings_.socket_path = dir_ + "/not-a-socket";
   { std::ofstream(settings_.socket_path) << "data"; }
