@@ -222,9 +222,9 @@ Config load_config(const ConfigInputs& inputs) {
 
   if (!inputs.no_config && !inputs.cwd.empty()) {
     if (const auto project = find_project_file(inputs.cwd)) {
-      if (const auto file = read_text(*project, false)) {
-        const uid_t owner = inputs.caller ? inputs.caller->ids.uid : inputs.user_id.value_or(::geteuid());
-        if (const auto why = untrusted(file->st, owner)) {
+      const uid_t owner = inputs.caller ? inputs.caller->ids.uid : inputs.user_id.value_or(::geteuid());
+      if (const auto file = read_text(*project, false, owner)) {
+        if (const auto& why = file->untrusted) {
           config.warnings.push_back(fmt::format("ignoring {}: {}", *project, *why));
           note(Kind::project, *project, ConfigFile::State::untrusted);
         } else {

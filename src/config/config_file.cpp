@@ -22,6 +22,7 @@
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/suggest.hpp"
 #include "gpurun/util/text.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 namespace gpurun {
 namespace {
@@ -39,7 +40,14 @@ std::vector<std::string> key_names(bool with_policy, bool with_profiles) {
 }
 
 ParsedFile parse_file(const std::string& path, Kind layer, const std::string& text) {
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
+    const auto [line, column] = line_column(text, nul + 1);
+    throw Error(fmt::format("{}:{}:{}: a NUL byte: a configuration file is JSON text", path, line, column));
+  }
   KeyScan scan = scan_keys(text);
+  if (scan.too_deep_line != 0)
+    throw Error(
+        fmt::format("{}:{}: nested deeper than {} levels, which no setting is", path, scan.too_deep_line, kMaxNesting));
   ParsedFile file{path, layer, json::object(), std::move(scan.lines)};
   if (!scan.has_content) return file;  // blank or comments only: sets nothing
   try {
@@ -186,11 +194,18 @@ void check_file(const ParsedFile& f) {
 
 }  // namespace
 
-std::optional<FileText> read_text(const std::string& path, bool must_exist) {
+std::optional<FileText> read_text(const std::string& path, bool must_exist, std::optional<uid_t> owner) {
   const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid() && errno == ENOENT && !must_exist) return std::nullopt;
-  if (!fd.valid() && errno == ENOENT) throw Error(fmt::format("configuration file {} does not exist", path));
-  if (!fd.valid()) throw Error(fmt::format("cannot read configuration file {}: {}", path, std::strerror(errno)));
+  if (!fd.valid()) {
+    const int error = errno;
+    if (error == ENOENT && !must_exist) return std::nullopt;
+    if (error == ENOENT) throw Error(fmt::format("configuration file {} does not exist", path));
+    // Someone else's file we may not read is as untrusted as one we may: skipped, not an error.
+    struct stat st {};
+    if (owner && error == EACCES && ::stat(path.c_str(), &st) == 0)
+      if (auto why = untrusted(st, *owner)) return FileText{.text = {}, .st = st, .untrusted = std::move(why)};
+    throw Error(fmt::format("cannot read configuration file {}: {}", path, std::strerror(error)));
+  }
   FileText file;
   std::string problem;
   if (::fstat(fd.get(), &file.st) != 0) {
@@ -199,11 +214,16 @@ std::optional<FileText> read_text(const std::string& path, bool must_exist) {
     problem = "it is a directory";
   } else if (!S_ISREG(file.st.st_mode)) {
     problem = "it is not a regular file";
+  } else if (owner && (file.untrusted = untrusted(file.st, *owner))) {
+    return file;  // not read: a file anyone may have put there, of any size
+  } else if (file.st.st_size > static_cast<off_t>(kMaxConfigBytes)) {
+    problem = fmt::format("it is {} bytes, over the {} a configuration file may be", file.st.st_size, "1 MiB");
   } else {
-    char buffer[8192];
-    ssize_t n = 0;
-    while ((n = ::read(fd.get(), buffer, sizeof buffer)) > 0) file.text.append(buffer, static_cast<std::size_t>(n));
-    if (n < 0) problem = std::strerror(errno);
+    BoundedRead read = read_bounded(fd.get(), kMaxConfigBytes);
+    if (read.text)
+      file.text = std::move(*read.text);
+    else
+      problem = read.problem;
   }
   if (!problem.empty()) throw Error(fmt::format("cannot read configuration file {}: {}", path, problem));
   return file;

@@ -40,12 +40,18 @@ struct ParsedFile {
 
 struct FileText {
   std::string text;
-  struct stat st {};  // of the very file read, for the trust check
+  struct stat st {};                     // of the very file read, for the trust check
+  std::optional<std::string> untrusted;  // why it was not read (given an owner to trust)
 };
 
+// A configuration file is a few KB; one larger than this is refused, not read.
+constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
+
 // The file's text; nullopt when it does not exist and need not. A FIFO or directory under the
-// name is refused (O_NONBLOCK: it never hangs gpurun). Throws Error naming the file otherwise.
-std::optional<FileText> read_text(const std::string& path, bool must_exist);
+// name is refused (O_NONBLOCK: it never hangs gpurun), and so is a file over kMaxConfigBytes.
+// Given `owner`, a file untrusted() for that owner is not read at all: `untrusted` says why.
+// Throws Error naming the file otherwise.
+std::optional<FileText> read_text(const std::string& path, bool must_exist, std::optional<uid_t> owner = std::nullopt);
 
 // Parses and checks a file's text (Error naming file, line and key); blank or comments only sets nothing.
 ParsedFile checked_file(const std::string& path, ConfigSource::Kind layer, const std::string& text);

@@ -50,6 +50,10 @@ KeyScan scan_keys(std::string_view s) {
       i = j + 1;
     } else {
       scan.has_content = true;
+      if ((c == '{' || c == '[') && stack.size() == kMaxNesting) {
+        scan.too_deep_line = line;
+        return scan;
+      }
       if (c == '{' || c == '[') {
         std::string path;
         if (!stack.empty()) path = join_path(stack.back().path, stack.back().object ? stack.back().key : "[]");

@@ -13,8 +13,12 @@ namespace gpurun {
 // and comments: a plain text search would find a profile's "gpus" when the top-level one is meant.
 struct KeyScan {
   std::map<std::string, std::size_t> lines;
-  bool has_content = false;  // anything besides blanks and comments
+  bool has_content = false;       // anything besides blanks and comments
+  std::size_t too_deep_line = 0;  // where an object or array first nests deeper than kMaxNesting; 0: nowhere
 };
+// Far deeper than any setting (profiles, a profile, its list: four levels): a file nested deeper is no configuration,
+// and following it would cost memory as the square of its depth.
+constexpr std::size_t kMaxNesting = 32;
 KeyScan scan_keys(std::string_view s);
 
 // "profiles" + "jupyter" -> "profiles/jupyter"; "profiles/jupyter" -> "profiles.jupyter" (dotted,

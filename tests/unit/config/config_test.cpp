@@ -9,9 +9,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <ostream>
 #include <sstream>
@@ -673,6 +675,53 @@ TEST_F(ConfigTest, ProjectFileOfAnotherUserOrWritableByAnyoneIsIgnored) {
 
   ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
   EXPECT_EQ(load_config(in).at("image").value, "planted");
+}
+
+TEST_F(ConfigTest, AnUntrustedProjectFileIsNotReadAtAllWhateverItsSizeOrMode) {
+  // Anyone may put a .gpurun.json above a shared directory (/tmp): read before the trust check, a
+  // 3 GB one broke gpurun for everyone below it, and an unreadable one was an error.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file away";
+  const std::string file = write("work/.gpurun.json", "");
+  ASSERT_EQ(::truncate(file.c_str(), off_t{3} << 30), 0);
+  ASSERT_EQ(::chown(file.c_str(), 12345, 12345), 0);
+  ConfigInputs in = inputs();
+  in.cwd = path("work/proj");
+  in.user_id = 23456;
+  Config config = load_config(in);
+  EXPECT_THAT(config.warnings, ElementsAre(HasSubstr("belongs to uid 12345")));
+  ASSERT_EQ(::chmod(file.c_str(), 0), 0);
+  ASSERT_EQ(::chmod(root_.c_str(), 0755), 0);  // the rest may be read by uid 23456
+  pid_t child = ::fork();                      // as uid 23456, for whom the file cannot be opened
+  if (child == 0) {
+    if (::setgid(23456) != 0 || ::setuid(23456) != 0) ::_exit(2);
+    try {
+      ::_exit(load_config(in).files.back().state == ConfigFile::State::untrusted ? 0 : 3);
+    } catch (const std::exception& e) {
+      (void)!::write(2, e.what(), std::strlen(e.what()));
+      ::_exit(4);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+TEST_F(ConfigTest, AFileTooLargeTooDeepOrWithNulBytesIsRefusedSayingWhy) {
+  const std::string large = write("large.json", "");
+  ASSERT_EQ(::truncate(large.c_str(), off_t{3} << 30), 0);
+  ConfigInputs in = inputs();
+  in.extra_files = {large};
+  EXPECT_THAT(error_of([&] { load_config(in); }),
+              HasSubstr("cannot read configuration file " + large + ": it is 3221225472 bytes, over the 1 MiB"));
+  // Memory grew as the square of the depth: 40 KB of brackets took 600 MB.
+  const std::string deep =
+      write("deep.json", "{\"image\":\n" + std::string(100'000, '[') + std::string(100'000, ']') + "}");
+  in.extra_files = {deep};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr(deep + ":2: nested deeper than 32 levels"));
+  // What followed a NUL was silently left out.
+  const std::string nul = write("nul.json", std::string("{\"image\": \"a\"}") + '\0' + "{\"imgae\": \"b\"");
+  in.extra_files = {nul};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr(nul + ":1:15: a NUL byte"));
 }
 
 TEST_F(ConfigTest, AFoundProjectFileCannotChooseProgramsButAConfigFileCan) {
