@@ -66,6 +66,8 @@ std::optional<double> mib_per_unit(std::string_view unit) {
   return std::nullopt;
 }
 
+constexpr double kMaxMemoryMib = 1024.0 * 1024 * 1024;  // a PiB
+
 std::optional<double> parse_memory(const Line& line, std::string_view field, std::string_view cell,
                                    std::string_view header_unit) {
   if (is_unavailable(cell)) return std::nullopt;
@@ -75,7 +77,8 @@ std::optional<double> parse_memory(const Line& line, std::string_view field, std
     fail(line, fmt::format("{} is \"{}\", not an amount of memory", field, text::printable(text::trim(cell))));
   const auto scale = mib_per_unit(value_unit.empty() ? header_unit : value_unit);
   if (!scale) fail(line, fmt::format("{} has unit \"{}\"; expected MiB", field, text::printable(value_unit)));
-  if (!std::isfinite(*value * *scale)) fail(line, fmt::format("{} is too large", field));
+  // More than a petabyte is no GPU's: a broken answer, which would overflow what counts it.
+  if (!(*value * *scale <= kMaxMemoryMib)) fail(line, fmt::format("{} is too large", field));
   return *value * *scale;
 }
 
@@ -83,8 +86,8 @@ std::optional<double> parse_percent(const Line& line, std::string_view field, st
   if (is_unavailable(cell)) return std::nullopt;
   const auto [number, unit] = text::split_unit(cell);
   const auto value = text::parse_double(number);
-  if (!value || *value < 0)
-    fail(line, fmt::format("{} is \"{}\", not a percentage", field, text::printable(text::trim(cell))));
+  if (!value || *value < 0 || *value > 100)
+    fail(line, fmt::format("{} is \"{}\", not a percentage (0 to 100)", field, text::printable(text::trim(cell))));
   if (!unit.empty() && unit != "%")
     fail(line, fmt::format("{} has unit \"{}\"; expected %", field, text::printable(unit)));
   return *value;

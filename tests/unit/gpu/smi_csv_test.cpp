@@ -394,6 +394,9 @@ TEST(ParseGpuCsv, NonNumericMemoryNamesTheLineAndField) {
   EXPECT_THAT(gpu_csv_error(row(0, "1", "12x", "0")), AllOf(HasSubstr("line 1"), HasSubstr("memory.total")));
   EXPECT_THAT(gpu_csv_error(row(0, "-5", "10", "0")), AllOf(HasSubstr("line 1"), HasSubstr("memory.used")));
   EXPECT_THAT(gpu_csv_error(row(0, "nan", "10", "0")), AllOf(HasSubstr("line 1"), HasSubstr("memory.used")));
+  // No GPU has a petabyte: such a reading overflowed what the service stores.
+  EXPECT_THAT(gpu_csv_error(row(0, "1e300", "10", "0")), HasSubstr("memory.used is too large"));
+  EXPECT_EQ(parse_gpu_csv(row(0, "1", "1073741824", "0"))[0].memory_total_mib, 1073741824.0);
 }
 
 TEST(ParseGpuCsv, UnknownMemoryUnitIsAnError) {
@@ -404,6 +407,9 @@ TEST(ParseGpuCsv, UnknownMemoryUnitIsAnError) {
 TEST(ParseGpuCsv, NonNumericUtilizationNamesTheLineAndField) {
   EXPECT_THAT(gpu_csv_error(row(0, "1", "2", "busy")), AllOf(HasSubstr("line 1"), HasSubstr("utilization.gpu")));
   EXPECT_THAT(gpu_csv_error(row(0, "1", "2", "45 MiB")), AllOf(HasSubstr("line 1"), HasSubstr("utilization.gpu")));
+  for (const char* beyond : {"100.5", "250", "1e308"})
+    EXPECT_THAT(gpu_csv_error(row(0, "1", "2", beyond)), HasSubstr("not a percentage (0 to 100)")) << beyond;
+  EXPECT_EQ(parse_gpu_csv(row(0, "1", "2", "100"))[0].utilization_percent, 100.0);
 }
 
 TEST(ParseGpuCsv, BadIndexIsAnError) {
