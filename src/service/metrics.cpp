@@ -87,7 +87,15 @@ Labels dcgm_labels(const MetricsState& state, const Gpu& gpu) {
 
 std::string label_safe(std::string_view value) {
   constexpr std::size_t kLongest = 128;
-  std::string out = text::terminal_safe(value);
+  // A backslash is escaped too (\x5c): every one in a label then begins an escape, so a name
+  // spelling "\x0a" stays apart from a name with a line end.
+  std::string out;
+  for (std::size_t start = 0; start <= value.size();) {
+    const std::size_t slash = std::min(value.find('\\', start), value.size());
+    out += text::terminal_safe(value.substr(start, slash - start));
+    if (slash < value.size()) out += "\\x5c";
+    start = slash + 1;
+  }
   if (out.size() <= kLongest) return out;
   // Cut where a character starts, and told apart by the whole value's hash (FNV-1a): two long
   // names alike in their first 119 bytes stay two series.

@@ -133,6 +133,22 @@ void append_hex_escape(std::string& out, unsigned char u) {
   out += hex[u & 0xf];
 }
 
+// The code point of one well-formed UTF-8 sequence.
+char32_t decode(std::string_view sequence) {
+  const auto byte = [&](std::size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(sequence[k])); };
+  if (sequence.size() == 2) return ((byte(0) & 0x1f) << 6) | (byte(1) & 0x3f);
+  if (sequence.size() == 3) return ((byte(0) & 0x0f) << 12) | ((byte(1) & 0x3f) << 6) | (byte(2) & 0x3f);
+  return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3f) << 12) | ((byte(2) & 0x3f) << 6) | (byte(3) & 0x3f);
+}
+
+// Characters that show nothing yet change what a line shows: bidirectional overrides and
+// isolates (U+202E turns the rest of a table row around), zero-width spaces and joiners, the
+// line and paragraph separators, the byte-order mark.
+bool invisible_control(char32_t c) {
+  return c == 0x061c || c == 0x180e || (c >= 0x200b && c <= 0x200f) || (c >= 0x2028 && c <= 0x202e) ||
+         (c >= 0x2060 && c <= 0x2069) || c == 0xfeff;
+}
+
 }  // namespace
 
 std::string printable(std::string_view s, std::size_t max_length) {
@@ -179,7 +195,11 @@ std::string terminal_safe(std::string_view s) {
       ++i;
       continue;
     }
-    out.append(s.substr(i, length));
+    if (invisible_control(decode(s.substr(i, length)))) {
+      for (std::size_t k = 0; k < length; ++k) escape(static_cast<unsigned char>(s[i + k]));
+    } else {
+      out.append(s.substr(i, length));
+    }
     i += length;
   }
   return out;

@@ -38,8 +38,9 @@ NumberWithUnit split_unit(std::string_view s);
 std::string printable(std::string_view s, std::size_t max_length = 60);
 
 // Safe to write to a terminal, whole and readable: UTF-8 text is kept (names in any script), and
-// control characters (C0, DEL and C1, which a terminal obeys), and bytes that are not UTF-8,
-// become \xNN as printable() writes them.
+// control characters (C0, DEL and C1, which a terminal obeys), invisible characters that change
+// how a line shows (bidirectional overrides, zero-width spaces: their UTF-8 bytes), and bytes
+// that are not UTF-8, become \xNN as printable() writes them.
 std::string terminal_safe(std::string_view s);
 
 // terminal_safe(), cut to `max_chars` characters (code points) with "..." when longer: a name

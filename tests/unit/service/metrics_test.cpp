@@ -63,8 +63,8 @@ TEST(PrometheusText, DcgmNamesCarryDcgmsLabelsAndTheHoldersWhileHeld) {
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-aaa\",pci_bus_id=\"00000000:07:00.0\","
                               "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dgx1\","
-                              "container=\"train \\\"big\\\"\\\\\\\\x0arun\",user=\"alice\","
-                              "hpc_job=\"train \\\"big\\\"\\\\\\\\x0arun\"} 1000\n"));
+                              "container=\"train \\\"big\\\"\\\\x5c\\\\x0arun\",user=\"alice\","
+                              "hpc_job=\"train \\\"big\\\"\\\\x5c\\\\x0arun\"} 1000\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-bbb\",pci_bus_id=\"\",device=\"nvidia1\","
                               "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dgx1\"} 79996\n"));
 }
@@ -73,7 +73,7 @@ TEST(PrometheusText, GpurunsSeriesNameTheHolderTheRunAndHowLongItHasBeenIdle) {
   const std::string text = prometheus_text(two_gpus(), kNow);
   // The newline is \x0a: what users named never breaks the text format.
   const std::string labels =
-      "{gpu=\"0\",UUID=\"GPU-aaa\",user=\"alice\",container=\"train \\\"big\\\"\\\\\\\\x0arun\",run=\"7\"}";
+      "{gpu=\"0\",UUID=\"GPU-aaa\",user=\"alice\",container=\"train \\\"big\\\"\\\\x5c\\\\x0arun\",run=\"7\"}";
   EXPECT_THAT(text, HasSubstr("gpurun_gpu_held" + labels + " 1\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_gpu_idle_seconds" + labels + " 90\n"));
   EXPECT_THAT(text, Not(HasSubstr("gpurun_gpu_held{gpu=\"1\"")));  // nobody holds GPU 1
@@ -90,6 +90,10 @@ TEST(LabelSafe, KeepsUtf8AndTellsEveryTwoNamesApart) {
   EXPECT_EQ(label_safe("jos\xc3\xa9"), "jos\xc3\xa9");  // é
   EXPECT_EQ(label_safe("jos\xc3\xa8"), "jos\xc3\xa8");  // è
   EXPECT_EQ(label_safe("a\nb\xff"), "a\\x0ab\\xff");
+  // A name that spells an escape is not the name it spells.
+  EXPECT_EQ(label_safe("a\\x0ab"), "a\\x5cx0ab");
+  EXPECT_NE(label_safe("a\\x0ab"), label_safe("a\nb"));
+  EXPECT_EQ(label_safe("C:\\"), "C:\\x5c");
   const std::string long_a = std::string(130, 'x') + "a";
   const std::string long_b = std::string(130, 'x') + "b";
   EXPECT_LE(label_safe(long_a).size(), 128U);
@@ -147,8 +151,8 @@ TEST(PrometheusText, PowerAndTemperatureUnderDcgmsNamesWhereTheSourceReadThem) {
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-aaa\""));
-  EXPECT_THAT(text, HasSubstr(",user=\"alice\",hpc_job=\"train \\\"big\\\"\\\\\\\\x0arun\"} 97.74\n"));
-  EXPECT_THAT(text, HasSubstr("hpc_job=\"train \\\"big\\\"\\\\\\\\x0arun\"} 39\n"));
+  EXPECT_THAT(text, HasSubstr(",user=\"alice\",hpc_job=\"train \\\"big\\\"\\\\x5c\\\\x0arun\"} 97.74\n"));
+  EXPECT_THAT(text, HasSubstr("hpc_job=\"train \\\"big\\\"\\\\x5c\\\\x0arun\"} 39\n"));
   // GPU 1's source said nothing of them: no series, rather than a zero.
   EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_POWER_USAGE{gpu=\"1\"")));
   EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_GPU_TEMP{gpu=\"1\"")));

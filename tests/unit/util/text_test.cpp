@@ -166,6 +166,17 @@ TEST(TerminalSafe, KeepsUtf8AndEscapesControlsC1AndBytesThatAreNotUtf8) {
             "x\\xc2\\x9b2Jy");  // C1 CSI, which some terminals obey
   EXPECT_EQ(terminal_safe("\xff\xc3(\xed\xa0\x80\xe2\x82"), "\\xff\\xc3(\\xed\\xa0\\x80\\xe2\\x82");
   EXPECT_EQ(terminal_safe("a\x7f"), "a\\x7f");
+  // Invisible, yet they turn the rest of a table row around or hide a difference between names.
+  EXPECT_EQ(terminal_safe("job\xe2\x80\xae"
+                          "gnp.exe"),
+            "job\\xe2\\x80\\xaegnp.exe");  // U+202E
+  EXPECT_EQ(terminal_safe("ali\xe2\x80\x8b"
+                          "ce"),
+            "ali\\xe2\\x80\\x8bce");  // U+200B
+  EXPECT_EQ(terminal_safe("\xe2\x81\xa6"
+                          "x\xe2\x81\xa9\xef\xbb\xbf"),
+            "\\xe2\\x81\\xa6x\\xe2\\x81\\xa9\\xef\\xbb\\xbf");                         // U+2066, U+2069, U+FEFF
+  EXPECT_EQ(terminal_safe("\xe2\x80\x94 \xe2\x80\x99"), "\xe2\x80\x94 \xe2\x80\x99");  // a dash, an apostrophe: kept
 }
 
 TEST(Printable, TruncatesLongInputWithAnEllipsis) {
