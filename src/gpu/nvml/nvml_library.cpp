@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -34,6 +36,16 @@ std::string nvml_hint(nvml::Return code) {
 }
 
 NvmlLibrary::NvmlLibrary(const std::string& path) : path_(path.empty() ? kDefaultNvmlLibrary : path) {
+  // A path names a file, which must be a regular one: dlopen would wait on a FIFO for ever. (A
+  // bare name is searched by the loader in its own places.)
+  if (path_.find('/') != std::string::npos) {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw Error(
+          fmt::format("cannot load the NVML library {}: it is not a regular file; set nvml_library (or "
+                      "GPURUN_NVML_LIBRARY) to libnvidia-ml.so.1's path, or use --gpu-source nvidia-smi",
+                      text::printable(path_, 200)));
+  }
   // RTLD_LOCAL: NVML's symbols stay out of the global namespace; RTLD_NOW: a broken library
   // fails here, not at the first call.
   handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <string>
@@ -14,6 +15,7 @@
 #include "gpurun/gpu/gpu_source.hpp"
 #include "gpurun/util/error.hpp"
 #include "nvml/nvml_api.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
@@ -291,6 +293,16 @@ TEST(NvmlSource, MissingLibrarySaysWhatToDo) {
     EXPECT_THAT(e.what(), HasSubstr("cannot load the NVML library /nonexistent/libnvidia-ml.so.1"));
     EXPECT_THAT(e.what(), HasSubstr("--gpu-source nvidia-smi"));
   }
+}
+
+TEST(NvmlSource, ALibraryPathThatIsNoFileIsRefusedNotWaitedOn) {
+  // dlopen waited for ever on a FIFO.
+  const test::TempDir dir;
+  const std::string fifo = dir / "libnvidia-ml.so.1";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, dir.str()})
+    EXPECT_THAT(test::caught_error([&] { make_nvml_source(path)->read(1s); }).message,
+                HasSubstr("cannot load the NVML library " + path + ": it is not a regular file"));
 }
 
 TEST(NvmlSource, LibraryWithoutNvmlIsRefused) {
