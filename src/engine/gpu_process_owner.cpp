@@ -5,11 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "gpurun/gpu/topology.hpp"
 #include "gpurun/util/text.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 namespace gpurun {
 namespace {
@@ -62,11 +61,10 @@ std::optional<CgroupContainer> from_path(std::string_view path) {
   return std::nullopt;
 }
 
+// Bounded and regular: /proc's files are, and a tree under GPURUN_SYSFS_ROOT may hold anything.
 std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
+  BoundedRead file = read_bounded(path, std::size_t{1} << 20, FileKinds::regular_only);
+  return file.text ? std::move(*file.text) : std::string();
 }
 
 // A numeric field of /proc/PID/status ("Uid:\treal\t...", "PPid:\tN"): its first value.
@@ -143,14 +141,12 @@ std::string host_proc_root() {
 
 std::optional<ProcessOwner> process_owner(long pid, const std::string& proc_root) {
   const std::string dir = fmt::format("{}/{}", proc_root, pid);
-  std::ifstream status(dir + "/status");
-  if (!status) return std::nullopt;
+  const BoundedRead status = read_bounded(dir + "/status", std::size_t{1} << 20, FileKinds::regular_only);
+  if (!status.text) return std::nullopt;
   ProcessOwner owner;
   owner.pid = pid;
-  std::stringstream text;
-  text << status.rdbuf();
   // "Uid:\treal\teffective\tsaved\tfilesystem"
-  const auto uid = status_field(text.str(), "Uid:");
+  const auto uid = status_field(*status.text, "Uid:");
   if (uid && *uid >= 0 && *uid <= 0xFFFFFFFFLL) owner.uid = static_cast<unsigned>(*uid);
   owner.container = container_from_cgroup(read_file(dir + "/cgroup"));
   if (!owner.container) owner.container = container_from_conmon(pid, proc_root);

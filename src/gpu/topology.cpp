@@ -6,11 +6,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "gpurun/util/text.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 namespace gpurun {
 namespace {
@@ -22,10 +22,10 @@ bool is_hex(std::string_view s) {
 
 // The first line of a small sysfs file, trimmed; nullopt when it cannot be read.
 std::optional<std::string> read_line(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  std::string line;
-  if (!file || !std::getline(file, line)) return std::nullopt;
-  return std::string(text::trim(line));
+  // Bounded and regular: a tree under GPURUN_SYSFS_ROOT may hold anything.
+  const BoundedRead file = read_bounded(path.string(), std::size_t{64} << 10, FileKinds::regular_only);
+  if (!file.text) return std::nullopt;
+  return std::string(text::trim(std::string_view(*file.text).substr(0, file.text->find('\n'))));
 }
 
 std::optional<int> read_int(const std::filesystem::path& path) {
@@ -95,12 +95,18 @@ std::optional<std::set<int>> parse_cpulist(std::string_view list) {
   std::set<int> cpus;
   list = text::trim(list);
   if (list.empty()) return std::nullopt;
+  // The kernel counts at most 8192 CPUs: a list naming more (ranges repeated) is no CPU list,
+  // and following it would cost seconds.
+  constexpr long long kMaxCpus = 8192;
+  long long named = 0;
   for (std::string_view part : text::split(list, ',')) {
     const auto ends = text::split(text::trim(part), '-');
     if (ends.empty() || ends.size() > 2) return std::nullopt;
     const auto first = text::parse_integer(ends.front());
     const auto last = text::parse_integer(ends.back());
-    if (!first || !last || *first < 0 || *last < *first || *last > 1'000'000) return std::nullopt;
+    if (!first || !last || *first < 0 || *last < *first || *last >= kMaxCpus) return std::nullopt;
+    named += *last - *first + 1;
+    if (named > kMaxCpus) return std::nullopt;
     for (long long cpu = *first; cpu <= *last; ++cpu) cpus.insert(static_cast<int>(cpu));
   }
   return cpus;

@@ -22,15 +22,14 @@ std::string size_words(std::size_t bytes) {
   return bytes % kMiB == 0 ? fmt::format("{} MiB", bytes / kMiB) : fmt::format("{} bytes", bytes);
 }
 
-}  // namespace
-
-BoundedRead read_bounded(int fd, std::size_t limit, std::chrono::milliseconds timeout) {
+// Reads `fd` to its end. `waits`: a pipe or a device, whose data is waited for (not past
+// `timeout`); a regular file is always ready, and is read without a poll(2) each time.
+BoundedRead read_to_end(int fd, std::size_t limit, std::chrono::milliseconds timeout, bool waits) {
   std::string text;
   char buffer[16384];
   for (;;) {
-    // A regular file is always ready; a pipe is waited for, but not past the timeout.
     pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
-    const int polled = ::poll(&ready, 1, static_cast<int>(timeout.count()));
+    const int polled = waits ? ::poll(&ready, 1, static_cast<int>(timeout.count())) : 1;
     if (polled < 0 && errno == EINTR) continue;
     if (polled < 0) return failed(std::strerror(errno), errno);
     if (polled == 0)
@@ -47,6 +46,13 @@ BoundedRead read_bounded(int fd, std::size_t limit, std::chrono::milliseconds ti
   }
 }
 
+}  // namespace
+
+BoundedRead read_bounded(int fd, std::size_t limit, std::chrono::milliseconds timeout) {
+  struct stat st {};
+  return read_to_end(fd, limit, timeout, ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode));
+}
+
 BoundedRead read_bounded(const std::string& path, std::size_t limit, FileKinds kinds,
                          std::chrono::milliseconds timeout) {
   // Never blocks in open: a FIFO nobody writes to opens at once, and its read waits only for the timeout.
@@ -56,7 +62,7 @@ BoundedRead read_bounded(const std::string& path, std::size_t limit, FileKinds k
   if (::fstat(fd.get(), &st) != 0) return failed(std::strerror(errno), errno);
   if (S_ISDIR(st.st_mode)) return failed("it is a directory", EISDIR);
   if (kinds == FileKinds::regular_only && !S_ISREG(st.st_mode)) return failed("it is not a regular file", EINVAL);
-  return read_bounded(fd.get(), limit, timeout);
+  return read_to_end(fd.get(), limit, timeout, !S_ISREG(st.st_mode));
 }
 
 std::optional<std::string> write_whole(const std::string& path, std::string_view text) {

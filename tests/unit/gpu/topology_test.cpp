@@ -51,7 +51,12 @@ TEST(Cpulist, ParsesAndFormatsKernelLists) {
   EXPECT_EQ(format_cpulist(*cpus), "48-63,176-191");
   EXPECT_EQ(format_cpulist(*parse_cpulist("5,0-2,3")), "0-3,5");
   EXPECT_EQ(format_cpulist({7}), "7");
-  for (const char* bad : {"", "a-b", "3-1", "1,,2", "-1"}) EXPECT_FALSE(parse_cpulist(bad)) << bad;
+  for (const char* bad : {"", "a-b", "3-1", "1,,2", "-1", "0-8192"}) EXPECT_FALSE(parse_cpulist(bad)) << bad;
+  EXPECT_EQ(parse_cpulist("0-8191")->size(), 8192U);
+  // More CPUs than the kernel counts, named again and again: refused, not seconds of work.
+  std::string repeated = "0-999";
+  for (int i = 0; i < 300; ++i) repeated += ",0-999";
+  EXPECT_FALSE(parse_cpulist(repeated));
 }
 
 TEST(LocateGpus, DgxA100FollowsNvidiasPublishedAffinity) {
