@@ -9,7 +9,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <regex>
 
@@ -20,6 +19,8 @@
 #include "gpurun/util/foreground.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/shell_quote.hpp"
+#include "gpurun/util/text.hpp"
+#include "gpurun/util/whole_file.hpp"
 #include "slurm_report.hpp"
 
 namespace gpurun {
@@ -58,8 +59,13 @@ fs::path cache_dir(const Options& options) {
 fs::path image_bundle(const Options& options, const fs::path& cache) {
   const fs::path dir = cache / "images" / cache_key(options.image);
   fs::path bundle = dir / "bundle";
-  if (fs::exists(bundle / "config.json")) return bundle;
-  fs::create_directories(dir);
+  std::error_code error;
+  if (fs::exists(bundle / "config.json", error)) return bundle;
+  if (!fs::create_directories(dir, error) && error)
+    throw Error(
+        fmt::format("slurm_container oci: cannot make the bundle cache {}: {}; set slurm_oci_cache "
+                    "(--slurm-oci-cache) to a directory you may write",
+                    text::printable(dir.string(), 200), error.message()));
   const auto timeout = std::chrono::hours(1);  // a pull can take long
   spdlog::info("slurm_container oci: building the bundle of {} in {}", options.image, bundle.string());
   run_checked(
@@ -68,10 +74,30 @@ fs::path image_bundle(const Options& options, const fs::path& cache) {
   std::vector<std::string> unpack{"umoci", "unpack"};
   if (::geteuid() != 0) unpack.emplace_back("--rootless");
   unpack.insert(unpack.end(), {"--image", (dir / "layout").string() + ":image", (dir / "unpacking").string()});
-  fs::remove_all(dir / "unpacking");
+  fs::remove_all(dir / "unpacking", error);
   run_checked(unpack, timeout);
-  fs::rename(dir / "unpacking", bundle);  // whole or not at all
+  fs::rename(dir / "unpacking", bundle, error);  // whole or not at all
+  if (error)
+    throw Error(fmt::format("slurm_container oci: cannot put the bundle in {}: {}",
+                            text::printable(bundle.string(), 200), error.message()));
   return bundle;
+}
+
+// The cached bundle's config.json, which umoci wrote: anything else there (a FIFO, a file cut
+// short) is a cache to build again, said so, not a hang or a parser's words.
+json bundle_config(const fs::path& bundle) {
+  const fs::path path = bundle / "config.json";
+  const auto unusable = [&](const std::string& why) {
+    return Error(
+        fmt::format("slurm_container oci: the cached bundle's {} is unusable ({}); remove {} and it is "
+                    "built again",
+                    text::printable(path.string(), 200), why, text::printable(bundle.parent_path().string(), 200)));
+  };
+  const BoundedRead file = read_bounded(path.string(), std::size_t{16} << 20, FileKinds::regular_only);
+  if (!file.text) throw unusable(file.problem);
+  json config = json::parse(*file.text, nullptr, false);
+  if (!config.is_object()) throw unusable("it is not a JSON object");
+  return config;
 }
 
 // The container step: `srun --jobid=ID --container=BUNDLE env CUDA_VISIBLE_DEVICES=GPUS K=V... COMMAND`.
@@ -238,11 +264,14 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
   try {
     const std::vector<int> gpus = job_gpus(id, !enclosing.empty());
     if (gpus.empty()) throw Error(fmt::format("Slurm job {}: scontrol shows no GPU indices (GRES=gpu:N(IDX:...))", id));
-    json config = json::parse(std::ifstream(image / "config.json"));
+    json config = bundle_config(image);
     const LaunchIdentity who = current_identity();
     config = oci_job_config(config, {job.workdir, who.uid, who.gid, job.volumes, gpus});
-    fs::create_directories(bundle);
-    std::ofstream(bundle / "config.json") << config.dump(1) << '\n';
+    std::error_code error;
+    fs::create_directories(bundle, error);
+    if (const auto problem = write_whole((bundle / "config.json").string(), config.dump(1) + "\n"))
+      throw Error(fmt::format("slurm_container oci: cannot write {}: {}",
+                              text::printable((bundle / "config.json").string(), 200), *problem));
     // Slurm takes the root file system from BUNDLE/rootfs and refuses a symlink there: a tree of
     // hard links to the cached one is made per job (quick, and no copy of the files).
     run_checked({"cp", "-al", (image / "rootfs").string(), (bundle / "rootfs").string()}, std::chrono::minutes(10));

@@ -1,9 +1,11 @@
 // End-to-end: every failure of gpurun is one clear message on stderr and a documented exit code.
 #include <gmock/gmock.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
 #include "gpurun_fixture.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun::testing {
 namespace {
@@ -23,6 +25,48 @@ TEST_F(GpurunTest, TooFewFreeGpusExit125ListingEachGpuAndWhy) {
   EXPECT_THAT(run.err, HasSubstr("GPU 5  NVIDIA A100-SXM4-80GB    free"));
   EXPECT_THAT(run.err, HasSubstr("--allow-busy"));
   EXPECT_EQ(run.out, "");
+}
+
+TEST_F(GpurunTest, ASlurmOciCacheThatIsNoCacheSaysWhatToRemoveOrSet) {
+  // A FIFO for the bundle's config.json hung the launch; a file cut short was the JSON parser's
+  // words, and a cache that is a file the filesystem library's.
+  test::write_script(dir() + "/bin/srun", "exit 0");
+  test::write_script(dir() + "/bin/sinfo", "echo gpu:8");
+  const std::string bundle = dir() + "/cache/images/img/bundle";
+  std::filesystem::create_directories(bundle);
+  ASSERT_EQ(::mkfifo((bundle + "/config.json").c_str(), 0600), 0);
+  Env env = fakes("all_free_8.json");
+  env.insert(env.end(), {{"PATH", dir() + "/bin:/usr/bin:/bin"}, {"SLURM_JOB_ID", "77"}, {"SLURM_JOB_GPUS", "0"}});
+  const std::vector<std::string> launch{"--backend",
+                                        "slurm",
+                                        "--slurm-container",
+                                        "oci",
+                                        "--cpus-per-gpu",
+                                        "8",
+                                        "--slurm-oci-cache",
+                                        dir() + "/cache",
+                                        "--image",
+                                        "img",
+                                        "1",
+                                        "true"};
+  Outcome run = gpurun(launch, env);
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("the cached bundle's " + bundle +
+                                 "/config.json is unusable (it is not a regular "
+                                 "file); remove " +
+                                 dir() + "/cache/images/img and it is built again"));
+  std::filesystem::remove(bundle + "/config.json");
+  test::write_file(bundle + "/config.json", "{\"ociVersion\": ");
+  run = gpurun(launch, env);
+  EXPECT_THAT(run.err, HasSubstr("is unusable (it is not a JSON object)"));
+  test::write_file(dir() + "/a-file", "");
+  std::vector<std::string> in_a_file = launch;
+  in_a_file[7] = dir() + "/a-file";
+  run = gpurun(in_a_file, env);
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("cannot make the bundle cache " + dir() +
+                                 "/a-file/images/img: Not a directory; set "
+                                 "slurm_oci_cache"));
 }
 
 TEST_F(GpurunTest, MissingImageIsAClearError) {
