@@ -12,6 +12,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/privileges.hpp"
 #include "gpurun/util/stop_request.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 
@@ -129,6 +131,14 @@ std::vector<HttpResponse> UnixHttpClient::get_all(const std::vector<std::string>
 
 void UnixHttpClient::get_each(const std::vector<std::string>& targets, std::size_t connections,
                               const std::function<void(std::size_t, HttpResponse&&)>& answered) {
+  // The kernel's limit (sun_path, 108 bytes with its NUL): Asio's words for a longer one name
+  // neither the path nor what to do.
+  constexpr std::size_t kLongestSocketPath = sizeof(sockaddr_un::sun_path) - 1;
+  if (socket_path_.size() > kLongestSocketPath)
+    throw Error(
+        fmt::format("{}'s socket path {} is {} bytes, longer than the {} a unix socket's path may be; "
+                    "name it by a shorter path (a symlink to its directory will do)",
+                    peer_.name, text::printable(socket_path_, 200), socket_path_.size(), kLongestSocketPath));
   State& s = *state_;
   if (s.sent_ahead && (targets.empty() || targets.front() != *s.sent_ahead)) {
     s.connections.front()->close();  // its answer is to another request: never read as this one's

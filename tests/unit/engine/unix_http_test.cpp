@@ -72,6 +72,17 @@ TEST(UnixHttpGetEach, HandsEachAnswerOverAsItComesAfterAskingTheNext) {
 }
 
 // A request sent ahead is on its way before get() is called, and get() reads its answer.
+TEST(UnixHttpGetAll, ASocketPathLongerThanTheKernelTakesIsSaidSo) {
+  // It was "unexpected failure: File name too long [system:36]".
+  const std::string path = "/run/" + std::string(120, 'x') + "/gpurund.sock";
+  UnixHttpClient client(path, std::chrono::steady_clock::now() + 1s,
+                        {.name = "the gpurun service", .access_hint = nullptr, .headers = {}});
+  client.send_ahead("/v1/runs");  // not sent, and no failure: get says why
+  EXPECT_THAT(test::caught_error([&] { client.get("/v1/runs"); }).message,
+              ::testing::HasSubstr("the gpurun service's socket path " + path +
+                                   " is 138 bytes, longer than the 107 a unix socket's path may be"));
+}
+
 TEST(UnixHttpSendAhead, GetReadsTheAnswerOfTheRequestSentAhead) {
   StandInEngine engine({{"/a", {200, "A"}}, {"/b", {200, "B"}}});
   UnixHttpClient client(engine.path(), std::chrono::steady_clock::now() + 5s);
