@@ -130,9 +130,9 @@ void query(benchmark::State& state, const std::string& what) {
     state.SkipWithError("run BM_RecorderOverDays/365 first: it writes the year's database");
     return;
   }
-  RunStore store(path);
+  const RunStore store(path);  // the recorder's, open beside the queries' own connections
   ServedRuns served;
-  served.store = &store;
+  served.store_path = path;
   const ServerSettings settings;
   const WallTime end = kStart + std::chrono::hours(24 * 365);
   const long long since =

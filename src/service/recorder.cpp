@@ -98,11 +98,12 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   const WaitsEndOnStop waits_end_on_stop(stop);
   const Fd lock = lock_state_dir(settings.state_dir);
   std::string moved_aside;
-  RunStore store(settings.state_dir + "/gpurund.db", &moved_aside);
+  const std::string database = settings.state_dir + "/gpurund.db";
+  RunStore store(database, &moved_aside);
   RunTracker tracker(settings.tracker, store.last_id());
   tracker.resume(store.open_runs());
   ServedRuns served;
-  served.store = &store;
+  served.store_path = database;
   served.metrics.hostname = host_name();  // before the servers' threads read it
   served.fresh = tracker.running();
   const ServiceServer server(settings.server, served);

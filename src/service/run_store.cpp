@@ -166,6 +166,17 @@ RunStore::RunStore(const std::string& path, std::string* moved_aside) {
   }
 }
 
+std::unique_ptr<RunStore> RunStore::reader(const std::string& path) {
+  std::unique_ptr<RunStore> store(new RunStore());
+  try {
+    store->db_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READONLY);
+    store->db_->setBusyTimeout(5000);
+  } catch (const SQLite::Exception& e) {
+    throw Error(fmt::format("cannot read {}: {}", path, e.what()));
+  }
+  return store;
+}
+
 RunStore::~RunStore() = default;
 
 void RunStore::save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended,

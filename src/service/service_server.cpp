@@ -42,11 +42,18 @@ bool member_of(const std::string& name, const std::string& group) {
   return std::find(groups.begin(), groups.end(), *gid) != groups.end();
 }
 
+std::vector<RunRecord> fresh_runs(ServedRuns& served) {
+  const std::lock_guard lock(served.mutex);
+  return served.fresh;
+}
+
 // The store's runs with the open ones as the tracker holds them now (fresher than the last flush).
 std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
-  const std::lock_guard lock(served.mutex);
-  std::vector<RunRecord> runs = served.store->runs(query);
-  for (const RunRecord& live : served.fresh) {
+  // The fresh runs first, the store after: a run written between the two is then in the store's
+  // answer, where the other order could miss it in both.
+  const std::vector<RunRecord> fresh = fresh_runs(served);
+  std::vector<RunRecord> runs = RunStore::reader(served.store_path)->runs(query);
+  for (const RunRecord& live : fresh) {
     if (!query.user.empty() && live.user != query.user) continue;
     const auto stored = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.id == live.id; });
     if (stored != runs.end())
@@ -62,20 +69,20 @@ std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
 
 // The newest run `name` names (its id, name or container ID), of `user` only unless it is "".
 std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name, const std::string& user) {
-  const std::lock_guard lock(served.mutex);
+  const std::vector<RunRecord> fresh = fresh_runs(served);  // first, as current_runs says
   const auto id = text::parse_integer(name);
   std::optional<RunRecord> found;
-  for (const RunRecord& live : served.fresh) {
+  for (const RunRecord& live : fresh) {
     const bool named =
         (id && live.id == *id) || live.name == name || (name.size() >= 4 && live.container_id.starts_with(name));
     if (named && (user.empty() || live.user == user) && (!found || live.start > found->start)) found = live;
   }
-  if (const auto stored = served.store->find(name, user)) {
+  if (const auto stored = RunStore::reader(served.store_path)->find(name, user)) {
     if (!found || stored->start > found->start) {
       // A stored run still open is fresher in `running`.
-      const auto live = std::find_if(served.fresh.begin(), served.fresh.end(),
-                                     [&](const RunRecord& r) { return r.id == stored->id; });
-      found = live != served.fresh.end() ? *live : *stored;
+      const auto live =
+          std::find_if(fresh.begin(), fresh.end(), [&](const RunRecord& r) { return r.id == stored->id; });
+      found = live != fresh.end() ? *live : *stored;
     }
   }
   return found;

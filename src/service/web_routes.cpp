@@ -52,11 +52,8 @@ ServiceAnswer from_service(const std::string& path, std::map<std::string, std::s
 }
 
 json minutes_json(ServedRuns& runs, int hours, WallTime now) {
-  std::vector<GpuMinute> minutes;
-  {
-    const std::lock_guard lock(runs.mutex);
-    minutes = runs.store->gpu_minutes(now - std::chrono::hours(hours));
-  }
+  const std::vector<GpuMinute> minutes =
+      RunStore::reader(runs.store_path)->gpu_minutes(now - std::chrono::hours(hours));
   std::map<int, json> per_gpu;
   for (const GpuMinute& m : minutes) {
     const auto mean = m.utilization_mean();

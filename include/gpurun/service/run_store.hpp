@@ -32,6 +32,9 @@ class RunStore {
   // Opens (or creates) the database at `path`. `moved_aside` receives the new name of a file that
   // was not a usable database, where one was moved. Throws Error when no database can be opened.
   explicit RunStore(const std::string& path, std::string* moved_aside = nullptr);
+  // A connection of its own for queries, read-only, to the database another RunStore writes (WAL:
+  // it reads the last commit while the writer goes on). Throws Error when it cannot be opened.
+  static std::unique_ptr<RunStore> reader(const std::string& path);
   ~RunStore();
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
@@ -58,6 +61,7 @@ class RunStore {
   std::optional<RunRecord> find(const std::string& name, const std::string& user = "") const;
 
  private:
+  RunStore() = default;
   std::unique_ptr<SQLite::Database> db_;
 };
 

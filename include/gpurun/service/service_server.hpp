@@ -28,8 +28,11 @@ namespace gpurun {
 
 // What the socket answers from, shared with the recorder under one lock.
 struct ServedRuns {
-  std::mutex mutex;  // held while the store is written or read, and `running` changed or read
-  RunStore* store = nullptr;
+  std::mutex mutex;  // held while the store is written, and while the fields below change or are read
+  // The database the recorder writes. Each query reads it through a connection of its own
+  // (RunStore::reader), without `mutex`: one user's long query holds up neither the sampling,
+  // nor /metrics, nor anyone else's query.
+  std::string store_path;
   // Fresher than the store: the open runs as of the last sample, and ended ones not yet written.
   std::vector<RunRecord> fresh;
   // The last sample, as /metrics (gpurun/service/web_server.hpp) and /v1/gpus show it.

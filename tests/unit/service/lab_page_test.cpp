@@ -136,7 +136,7 @@ class WebRoutesTest : public ::testing::Test {
   ServedRuns runs;
   ServerSettings settings;
   WebRoutesTest() {
-    runs.store = &store;
+    runs.store_path = dir / "gpurund.db";
     const Sample s;
     runs.inventory = s.inventory;
     runs.metrics = s.metrics;

@@ -2,6 +2,7 @@
 // real store in a scratch directory, and one exchange over a real socket with gpurun's client.
 #include "gpurun/service/service_server.hpp"
 
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -58,7 +60,7 @@ class ServiceServerTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = pattern;
     store_ = std::make_unique<RunStore>(dir_ + "/gpurund.db");
-    served_.store = store_.get();
+    served_.store_path = dir_ + "/gpurund.db";
     RunRecord ended = record(1, "alice", 0s);
     ended.end = ended.last_seen;
     ended.ended_by = "gone";
@@ -201,6 +203,22 @@ Fd silent_connection(const std::string& path) {
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
   EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
   return fd;
+}
+
+TEST_F(ServiceServerTest, AQueryReadsTheStoreWithoutHoldingWhatTheSamplingNeeds) {
+  // A query held the recorder's lock while SQLite read: one user's year-long usage, asked in a
+  // loop, starved the sampling and /metrics for seconds.
+  store_.reset();  // the writer idle, as between two flushes
+  std::optional<SQLite::Database> holder(std::in_place, dir_ + "/gpurund.db", SQLite::OPEN_READWRITE);
+  holder->exec("PRAGMA locking_mode=EXCLUSIVE");
+  holder->exec("BEGIN EXCLUSIVE");  // the store's read waits on this, as on a long one
+  std::thread query([&] { EXPECT_EQ(ask("/v1/runs").status, 200); });
+  std::this_thread::sleep_for(300ms);
+  const bool free = served_.mutex.try_lock();
+  if (free) served_.mutex.unlock();
+  holder.reset();  // closed: the read goes on
+  query.join();
+  EXPECT_TRUE(free) << "the query held ServedRuns::mutex while it waited for the store";
 }
 
 TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGetsFourConnections) {
