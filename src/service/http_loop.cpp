@@ -60,10 +60,37 @@ void finish(boost::asio::io_context& io, Socket& socket, const bool& done, const
   }
 }
 
+// A request Beast could not parse: 431 for headers (a query string) over its 8 KB, 413 for a body
+// over 64 KB, else 400; then the connection closes.
+void refuse(boost::asio::io_context& io, Socket& socket, boost::system::error_code why,
+            const std::atomic<bool>& stopping) {
+  const http::status status = why == http::error::header_limit ? http::status::request_header_fields_too_large
+                              : why == http::error::body_limit ? http::status::payload_too_large
+                                                               : http::status::bad_request;
+  http::response<http::string_body> response{status, 11};
+  response.set(http::field::content_type, "text/plain; charset=utf-8");
+  response.set(http::field::server, "gpurund");
+  response.keep_alive(false);
+  response.body() = fmt::format("gpurund: the request cannot be read: {}\n", why.message());
+  response.prepare_payload();
+  bool done = false;
+  http::async_write(socket, response, [&](boost::system::error_code, std::size_t) { done = true; });
+  finish(io, socket, done, stopping);
+}
+
+// The request's target as a path: an absolute-form one (http://host/metrics, as a proxy may
+// send) is its path, which every server must accept (RFC 9112, 3.2.2).
+std::string path_target(std::string_view target) {
+  if (!target.starts_with("http://") && !target.starts_with("https://")) return std::string(target);
+  const std::size_t authority = target.find("//") + 2;
+  const std::size_t path = target.find('/', authority);
+  return path == std::string_view::npos ? "/" : std::string(target.substr(path));
+}
+
 HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::string_body>& request) {
   try {
     return handler(fd, {.method = std::string(request.method_string()),
-                        .target = std::string(request.target()),
+                        .target = path_target(request.target()),
                         .caller = std::string(request["X-Gpurun-Caller"])});
   } catch (const std::exception& e) {  // never out of the listener's thread: that would end gpurund
     spdlog::error("answering {}: {}", std::string(request.target()).substr(0, 200), e.what());
@@ -93,6 +120,9 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
       done = true;
     });
     finish(io, socket, done, stopping);
+    if (done && error && error.category() == http::make_error_code(http::error::bad_target).category() &&
+        error != http::error::end_of_stream && error != http::error::partial_message)
+      refuse(io, socket, error, stopping);  // told what was wrong, not just closed on
     if (error || !done) break;
     const auto& request = parser.get();
     const HttpReply reply = answer(handler, fd, request);

@@ -221,6 +221,36 @@ TEST_F(ServiceServerTest, AQueryReadsTheStoreWithoutHoldingWhatTheSamplingNeeds)
   EXPECT_TRUE(free) << "the query held ServedRuns::mutex while it waited for the store";
 }
 
+// What one request, sent whole on a fresh connection, is answered (the whole answer, to its close).
+std::string answer_to(const std::string& path, const std::string& request) {
+  const Fd fd = silent_connection(path);
+  EXPECT_EQ(::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buffer[4096];
+  pollfd ready{.fd = fd.get(), .events = POLLIN, .revents = 0};
+  while (::poll(&ready, 1, 3000) == 1) {
+    const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    answer.append(buffer, static_cast<std::size_t>(n));
+  }
+  return answer;
+}
+
+TEST_F(ServiceServerTest, ARequestThatCannotBeReadIsToldWhyAndAnAbsoluteTargetIsAnswered) {
+  // Each was a connection closed without a word.
+  settings_.socket_path = dir_ + "/s.sock";
+  const ServiceServer server(settings_, served_);
+  EXPECT_THAT(answer_to(settings_.socket_path, "GARBAGE\r\n\r\n"), ::testing::StartsWith("HTTP/1.1 400 Bad Request"));
+  EXPECT_THAT(answer_to(settings_.socket_path, "GET /v1/runs HTTP/9.9\r\n\r\n"),
+              ::testing::StartsWith("HTTP/1.1 400 Bad Request"));
+  EXPECT_THAT(
+      answer_to(settings_.socket_path, "GET /v1/runs?" + std::string(20'000, 'x') + " HTTP/1.1\r\nHost: g\r\n\r\n"),
+      ::testing::StartsWith("HTTP/1.1 431 Request Header Fields Too Large"));
+  EXPECT_THAT(
+      answer_to(settings_.socket_path, "GET http://gpurund/v1/runs HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n"),
+      ::testing::StartsWith("HTTP/1.1 200 OK"));
+}
+
 TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGetsFourConnections) {
   settings_.socket_path = dir_ + "/s.sock";
   const ServiceServer server(settings_, served_);
