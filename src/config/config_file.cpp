@@ -196,15 +196,16 @@ void check_file(const ParsedFile& f) {
 
 std::optional<FileText> read_text(const std::string& path, bool must_exist, std::optional<uid_t> owner) {
   const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  const std::string shown = text::terminal_safe(path);  // a line end in a name stays on the message's line
   if (!fd.valid()) {
     const int error = errno;
     if (error == ENOENT && !must_exist) return std::nullopt;
-    if (error == ENOENT) throw Error(fmt::format("configuration file {} does not exist", path));
+    if (error == ENOENT) throw Error(fmt::format("configuration file {} does not exist", shown));
     // Someone else's file we may not read is as untrusted as one we may: skipped, not an error.
     struct stat st {};
     if (owner && error == EACCES && ::stat(path.c_str(), &st) == 0)
       if (auto why = untrusted(st, *owner)) return FileText{.text = {}, .st = st, .untrusted = std::move(why)};
-    throw Error(fmt::format("cannot read configuration file {}: {}", path, std::strerror(error)));
+    throw Error(fmt::format("cannot read configuration file {}: {}", shown, std::strerror(error)));
   }
   FileText file;
   std::string problem;
@@ -225,7 +226,7 @@ std::optional<FileText> read_text(const std::string& path, bool must_exist, std:
     else
       problem = read.problem;
   }
-  if (!problem.empty()) throw Error(fmt::format("cannot read configuration file {}: {}", path, problem));
+  if (!problem.empty()) throw Error(fmt::format("cannot read configuration file {}: {}", shown, problem));
   return file;
 }
 

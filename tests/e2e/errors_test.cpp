@@ -82,6 +82,13 @@ TEST_F(GpurunTest, AnErrorNeverWritesAControlCharacterItQuotes) {
   EXPECT_EQ(run.exit_code, 125);
   EXPECT_THAT(run.err, HasSubstr("configuration file /nonexistent/a\\x1b]0;owned\\x07.json does not exist"));
   EXPECT_EQ(run.err.find('\x1b'), std::string::npos);
+  // A line end in a name keeps the message on one line: a second line could pass for another message.
+  for (const char* flag : {"--config", "--from-csv"}) {
+    const Outcome split = gpurun({flag, "/nonexistent/a\ngpurun: error: b", "status"}, fakes("busy_dgx.json"));
+    EXPECT_EQ(split.exit_code, 125) << flag;
+    EXPECT_THAT(split.err, HasSubstr("/nonexistent/a\\x0agpurun: error: b")) << flag;
+    EXPECT_EQ(std::count(split.err.begin(), split.err.end(), '\n'), 1) << split.err;
+  }
 }
 
 TEST_F(GpurunTest, DockerNotFoundExits127) {

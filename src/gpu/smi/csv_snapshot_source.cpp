@@ -7,13 +7,15 @@
 #include <algorithm>
 
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 #include "gpurun/util/whole_file.hpp"
 #include "smi/smi_csv.hpp"
 
 namespace gpurun {
 namespace {
 
-std::string shown(const std::string& path) { return path == "-" ? "stdin" : path; }
+// As messages name it: a line end in the name stays on the message's line.
+std::string shown(const std::string& path) { return path == "-" ? "stdin" : text::terminal_safe(path); }
 
 // nvidia-smi's CSV is about 200 bytes a GPU; more than this is not one.
 constexpr std::size_t kMaxSnapshotBytes = std::size_t{64} << 20;
