@@ -195,6 +195,13 @@ void check_file(const ParsedFile& f) {
 }  // namespace
 
 std::optional<FileText> read_text(const std::string& path, bool must_exist, std::optional<uid_t> owner) {
+  // A symlink is judged by its own owner first (as fs.protected_symlinks does): another user's
+  // link to a root-owned file would pass the target's check.
+  struct stat link {};
+  if (owner && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && link.st_uid != *owner && link.st_uid != 0)
+    return FileText{.text = {},
+                    .st = link,
+                    .untrusted = fmt::format("it is a symlink of uid {}'s, not yours (uid {})", link.st_uid, *owner)};
   const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   const std::string shown = text::terminal_safe(path);  // a line end in a name stays on the message's line
   if (!fd.valid()) {
@@ -211,12 +218,12 @@ std::optional<FileText> read_text(const std::string& path, bool must_exist, std:
   std::string problem;
   if (::fstat(fd.get(), &file.st) != 0) {
     problem = std::strerror(errno);
+  } else if (owner && (file.untrusted = untrusted(file.st, *owner))) {
+    return file;  // not read: a file anyone may have put there, of any kind or size
   } else if (S_ISDIR(file.st.st_mode)) {
     problem = "it is a directory";
   } else if (!S_ISREG(file.st.st_mode)) {
     problem = "it is not a regular file";
-  } else if (owner && (file.untrusted = untrusted(file.st, *owner))) {
-    return file;  // not read: a file anyone may have put there, of any size
   } else if (file.st.st_size > static_cast<off_t>(kMaxConfigBytes)) {
     problem = fmt::format("it is {} bytes, over the {} a configuration file may be", file.st.st_size, "1 MiB");
   } else {

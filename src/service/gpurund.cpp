@@ -115,8 +115,12 @@ int main(int argc, char** argv) {
     struct sigaction action {};
     action.sa_handler = on_stop;
     sigemptyset(&action.sa_mask);
-    // SIGHUP too: a terminal closed on a gpurund in the foreground ends it as a stop does, written and tidy.
-    for (int s : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &action, nullptr);
+    for (int s : {SIGTERM, SIGINT}) ::sigaction(s, &action, nullptr);
+    // SIGHUP too: a terminal closed on a gpurund in the foreground ends it as a stop does, written
+    // and tidy; unless it was started to outlive its terminal (nohup), which ignores it.
+    struct sigaction hangup {};
+    if (::sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN)
+      ::sigaction(SIGHUP, &action, nullptr);
     // A peer that hangs up (a webhook, a browser, a scraper) is an error on that write, never the
     // end of the service.
     struct sigaction ignore {};

@@ -52,7 +52,7 @@ std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
   // The fresh runs first, the store after: a run written between the two is then in the store's
   // answer, where the other order could miss it in both.
   const std::vector<RunRecord> fresh = fresh_runs(served);
-  std::vector<RunRecord> runs = RunStore::reader(served.store_path)->runs(query);
+  std::vector<RunRecord> runs = served.read_store([&](const RunStore& store) { return store.runs(query); });
   for (const RunRecord& live : fresh) {
     if (!query.user.empty() && live.user != query.user) continue;
     const auto stored = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.id == live.id; });
@@ -77,7 +77,7 @@ std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name, c
         (id && live.id == *id) || live.name == name || (name.size() >= 4 && live.container_id.starts_with(name));
     if (named && (user.empty() || live.user == user) && (!found || live.start > found->start)) found = live;
   }
-  if (const auto stored = RunStore::reader(served.store_path)->find(name, user)) {
+  if (const auto stored = served.read_store([&](const RunStore& store) { return store.find(name, user); })) {
     if (!found || stored->start > found->start) {
       // A stored run still open is fresher in `running`.
       const auto live =

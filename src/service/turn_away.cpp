@@ -28,8 +28,8 @@ void answer_busy(int fd) {
         body.size(), body);
   }();
   char discarded[4096];
-  while (::recv(fd, discarded, sizeof discarded, MSG_DONTWAIT) > 0) {
-  }
+  for (int chunk = 0; chunk < 16 && ::recv(fd, discarded, sizeof discarded, MSG_DONTWAIT) > 0; ++chunk) {
+  }  // 64 KiB at most: a peer that streams without a pause holds up no other answer
   (void)!::send(fd, kBusy.data(), kBusy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
@@ -37,7 +37,13 @@ void answer_busy(int fd) {
 
 }  // namespace
 
-TurnAway::TurnAway() : thread_([this] { run(); }) {}
+TurnAway::TurnAway() {
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error&) {
+    ending_ = true;  // no thread to be had: those turned away are closed at once, unanswered
+  }
+}
 
 TurnAway::~TurnAway() {
   {
@@ -45,7 +51,7 @@ TurnAway::~TurnAway() {
     ending_ = true;
   }
   arrived_.notify_one();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void TurnAway::hand_over(int fd) {
@@ -64,34 +70,46 @@ void TurnAway::hand_over(int fd) {
 void TurnAway::run() {
   std::vector<std::pair<int, Deadline>> waiting;
   for (;;) {
-    {
-      std::unique_lock hold(mutex_);
-      if (waiting.empty()) arrived_.wait(hold, [&] { return ending_ || !handed_.empty(); });
-      waiting.insert(waiting.end(), handed_.begin(), handed_.end());
-      handed_.clear();
-      if (ending_) {
-        for (const auto& entry : waiting) ::close(entry.first);
-        return;
-      }
+    try {
+      if (!answer_some(waiting)) return;
+    } catch (const std::exception&) {  // no memory: those waiting are closed, and the thread goes on
+      for (const auto& entry : waiting) ::close(entry.first);
+      const std::lock_guard hold(mutex_);
+      waiting_ -= static_cast<int>(waiting.size());
+      waiting.clear();
     }
-    // Every waiting client at once, for at most 10 ms (the newly handed over join then).
-    std::vector<pollfd> ready;
-    ready.reserve(waiting.size());
-    for (const auto& entry : waiting) ready.push_back({.fd = entry.first, .events = POLLIN, .revents = 0});
-    (void)::poll(ready.data(), ready.size(), 10);
-    const auto now = std::chrono::steady_clock::now();
-    std::size_t answered = 0;
-    for (std::size_t i = 0; i < waiting.size(); ++i) {
-      if (ready[i].revents == 0 && now < waiting[i].second) continue;
-      answer_busy(waiting[i].first);
-      waiting[i].first = -1;
-      ++answered;
-    }
-    if (answered == 0) continue;
-    std::erase_if(waiting, [](const auto& entry) { return entry.first < 0; });
-    const std::lock_guard hold(mutex_);
-    waiting_ -= static_cast<int>(answered);
   }
+}
+
+bool TurnAway::answer_some(std::vector<std::pair<int, Deadline>>& waiting) {
+  {
+    std::unique_lock hold(mutex_);
+    if (waiting.empty()) arrived_.wait(hold, [&] { return ending_ || !handed_.empty(); });
+    waiting.insert(waiting.end(), handed_.begin(), handed_.end());
+    handed_.clear();
+    if (ending_) {
+      for (const auto& entry : waiting) ::close(entry.first);
+      return false;
+    }
+  }
+  // Every waiting client at once, for at most 10 ms (the newly handed over join then).
+  std::vector<pollfd> ready;
+  ready.reserve(waiting.size());
+  for (const auto& entry : waiting) ready.push_back({.fd = entry.first, .events = POLLIN, .revents = 0});
+  (void)::poll(ready.data(), ready.size(), 10);
+  const auto now = std::chrono::steady_clock::now();
+  std::size_t answered = 0;
+  for (std::size_t i = 0; i < waiting.size(); ++i) {
+    if (ready[i].revents == 0 && now < waiting[i].second) continue;
+    answer_busy(waiting[i].first);
+    waiting[i].first = -1;
+    ++answered;
+  }
+  if (answered == 0) return true;
+  std::erase_if(waiting, [](const auto& entry) { return entry.first < 0; });
+  const std::lock_guard hold(mutex_);
+  waiting_ -= static_cast<int>(answered);
+  return true;
 }
 
 }  // namespace gpurun

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace gpurun {
 
@@ -33,6 +34,9 @@ class TurnAway {
   std::thread thread_;
 
   void run();
+  // Takes what was handed over, answers those whose request came or whose wait is over; false
+  // once ending (all closed).
+  bool answer_some(std::vector<std::pair<int, Deadline>>& waiting);
 };
 
 }  // namespace gpurun

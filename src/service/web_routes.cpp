@@ -53,7 +53,7 @@ ServiceAnswer from_service(const std::string& path, std::map<std::string, std::s
 
 json minutes_json(ServedRuns& runs, int hours, WallTime now) {
   const std::vector<GpuMinute> minutes =
-      RunStore::reader(runs.store_path)->gpu_minutes(now - std::chrono::hours(hours));
+      runs.read_store([&](const RunStore& store) { return store.gpu_minutes(now - std::chrono::hours(hours)); });
   std::map<int, json> per_gpu;
   for (const GpuMinute& m : minutes) {
     const auto mean = m.utilization_mean();

@@ -142,11 +142,14 @@ char32_t decode(std::string_view sequence) {
 }
 
 // Characters that show nothing yet change what a line shows: bidirectional overrides and
-// isolates (U+202E turns the rest of a table row around), zero-width spaces and joiners, the
-// line and paragraph separators, the byte-order mark.
+// isolates (U+202E turns the rest of a table row around), zero-width spaces and joiners, the soft
+// hyphen, fillers, the line and paragraph separators, the byte-order mark, interlinear
+// annotations and tag characters (Unicode's format characters, Cf). Variation selectors stay:
+// emoji need them.
 bool invisible_control(char32_t c) {
-  return c == 0x061c || c == 0x180e || (c >= 0x200b && c <= 0x200f) || (c >= 0x2028 && c <= 0x202e) ||
-         (c >= 0x2060 && c <= 0x2069) || c == 0xfeff;
+  return c == 0x00ad || c == 0x034f || c == 0x061c || c == 0x115f || c == 0x1160 || c == 0x180e ||
+         (c >= 0x200b && c <= 0x200f) || (c >= 0x2028 && c <= 0x202e) || (c >= 0x2060 && c <= 0x206f) || c == 0x3164 ||
+         c == 0xfeff || c == 0xffa0 || (c >= 0xfff9 && c <= 0xfffb) || (c >= 0xe0000 && c <= 0xe007f);
 }
 
 }  // namespace

@@ -25,20 +25,24 @@ std::string size_words(std::size_t bytes) {
 // Reads `fd` to its end. `waits`: a pipe or a device, whose data is waited for (not past
 // `timeout`); a regular file is always ready, and is read without a poll(2) each time.
 BoundedRead read_to_end(int fd, std::size_t limit, std::chrono::milliseconds timeout, bool waits) {
+  // A terminal waits for whoever types or pastes, as long as they take (Ctrl-D ends it).
+  const int wait_ms = ::isatty(fd) != 0 ? -1 : static_cast<int>(timeout.count());
   std::string text;
   char buffer[16384];
   for (;;) {
     pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
-    const int polled = waits ? ::poll(&ready, 1, static_cast<int>(timeout.count())) : 1;
-    if (polled < 0 && errno == EINTR) continue;
-    if (polled < 0) return failed(std::strerror(errno), errno);
+    const int polled = waits ? ::poll(&ready, 1, wait_ms) : 1;
+    const int error = errno;
+    if (polled < 0 && error == EINTR) continue;
+    if (polled < 0) return failed(std::strerror(error), error);
     if (polled == 0)
       return failed(fmt::format("nothing came from it for {} s", std::chrono::duration<double>(timeout).count()),
                     ETIMEDOUT);
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0 && errno == EISDIR) return failed("it is a directory", EISDIR);
-    if (n < 0) return failed(std::strerror(errno), errno);
+    const int read_error = errno;
+    if (n < 0 && (read_error == EINTR || read_error == EAGAIN)) continue;
+    if (n < 0 && read_error == EISDIR) return failed("it is a directory", EISDIR);
+    if (n < 0) return failed(std::strerror(read_error), read_error);
     if (n == 0) return {std::move(text), {}, 0};
     if (text.size() + static_cast<std::size_t>(n) > limit)
       return failed(fmt::format("it is over {}", size_words(limit)), EFBIG);
@@ -57,9 +61,13 @@ BoundedRead read_bounded(const std::string& path, std::size_t limit, FileKinds k
                          std::chrono::milliseconds timeout) {
   // Never blocks in open: a FIFO nobody writes to opens at once, and its read waits only for the timeout.
   const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid()) return failed(std::strerror(errno), errno);
+  const int open_error = errno;
+  if (!fd.valid()) return failed(std::strerror(open_error), open_error);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return failed(std::strerror(errno), errno);
+  if (::fstat(fd.get(), &st) != 0) {
+    const int error = errno;
+    return failed(std::strerror(error), error);
+  }
   if (S_ISDIR(st.st_mode)) return failed("it is a directory", EISDIR);
   if (kinds == FileKinds::regular_only && !S_ISREG(st.st_mode)) return failed("it is not a regular file", EINVAL);
   return read_to_end(fd.get(), limit, timeout, !S_ISREG(st.st_mode));
@@ -67,11 +75,16 @@ BoundedRead read_bounded(const std::string& path, std::size_t limit, FileKinds k
 
 std::optional<std::string> write_whole(const std::string& path, std::string_view text) {
   const Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666));
-  if (!fd.valid() && errno == ENXIO) return std::string("it is a FIFO nobody reads");
-  if (!fd.valid()) return std::string(std::strerror(errno));
+  if (!fd.valid()) {
+    const int error = errno;
+    struct stat st {};  // ENXIO is a FIFO without a reader, or a socket, or a device without its driver
+    if (error == ENXIO && ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode))
+      return std::string("it is a FIFO nobody reads");
+    return std::string(std::strerror(error));
+  }
   // Blocking again: a pipe with a reader (`--report-json >(jq .)`) takes the text at its pace.
-  if (::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK) != 0)
-    return std::string(std::strerror(errno));
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return std::string(std::strerror(errno));
   while (!text.empty()) {
     const ssize_t n = ::write(fd.get(), text.data(), text.size());
     if (n < 0 && errno == EINTR) continue;

@@ -199,6 +199,16 @@ TEST_F(GpurundTest, ASighupStopsItAsSigtermDoes) {
   EXPECT_EQ(stop(pid, SIGHUP), 0);
   EXPECT_THAT(read_file(dir() + "/gpurund.err"), HasSubstr("gpurund: info: stopped"));
   EXPECT_FALSE(std::filesystem::exists(socket()));
+  // Started as nohup starts it (SIGHUP ignored, which exec keeps): a hangup is ignored, as asked.
+  const auto before = ::signal(SIGHUP, SIG_IGN);
+  const pid_t kept = start();
+  ::signal(SIGHUP, before);
+  ASSERT_TRUE(eventually([&] { return read_file(dir() + "/gpurund.err").find("answering on") != std::string::npos; }));
+  ::kill(kept, SIGHUP);
+  std::this_thread::sleep_for(300ms);
+  int status = 0;
+  EXPECT_EQ(::waitpid(kept, &status, WNOHANG), 0) << "a SIGHUP ended a gpurund started under nohup";
+  EXPECT_EQ(stop(kept, SIGTERM), 0);
 }
 
 TEST_F(GpurundTest, AfterKill9ARestartContinuesTheSameRunsWithoutDuplicates) {

@@ -45,7 +45,8 @@ std::string prometheus_text(const MetricsState& state, WallTime now,
 
 // What users named (commands, container names) as a label value Prometheus always accepts, and
 // one name's never another's (Prometheus would drop a series as a duplicate): UTF-8 kept, control
-// characters and bytes that are not UTF-8 (which would fail the whole scrape) as \xNN; at most
+// characters, invisible ones, backslashes (so that every backslash begins an escape) and bytes
+// that are not UTF-8 (which would fail the whole scrape) as \xNN; at most
 // 128 bytes, a longer one cut and told apart by its hash.
 std::string label_safe(std::string_view value);
 

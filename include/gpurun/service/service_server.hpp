@@ -14,8 +14,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpurun/history/run_tracker.hpp"
@@ -33,6 +35,20 @@ struct ServedRuns {
   // (RunStore::reader), without `mutex`: one user's long query holds up neither the sampling,
   // nor /metrics, nor anyone else's query.
   std::string store_path;
+  // Queries reading the store at once, at most: each holds a connection, and while any reads,
+  // the write-ahead log cannot be reset.
+  std::counting_semaphore<4> readers{4};
+
+  // `query` run on a read-only connection of its own, once one of the `readers` is free.
+  template <typename Query>
+  auto read_store(Query&& query) {
+    readers.acquire();
+    struct Release {
+      std::counting_semaphore<4>& readers;
+      ~Release() { readers.release(); }
+    } release{readers};
+    return std::forward<Query>(query)(static_cast<const RunStore&>(*RunStore::reader(store_path)));
+  }
   // Fresher than the store: the open runs as of the last sample, and ended ones not yet written.
   std::vector<RunRecord> fresh;
   // The last sample, as /metrics (gpurun/service/web_server.hpp) and /v1/gpus show it.

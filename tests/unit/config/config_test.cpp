@@ -706,6 +706,24 @@ TEST_F(ConfigTest, AnUntrustedProjectFileIsNotReadAtAllWhateverItsSizeOrMode) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
+TEST_F(ConfigTest, AProjectFileThatIsAnotherUsersSymlinkIsIgnoredWhereverItPoints) {
+  // The target's owner (root) passed the check: anyone could plant a link to a root-owned file.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a link away";
+  const std::string target = write("etc/settings.json", R"({"image": "planted"})");
+  const std::string link = path("work/.gpurun.json");
+  fs::create_directories(path("work"));
+  fs::create_symlink(target, link);
+  ASSERT_EQ(::lchown(link.c_str(), 12345, 12345), 0);
+  ConfigInputs in = inputs();
+  in.cwd = path("work/proj");
+  in.user_id = 23456;
+  const Config config = load_config(in);
+  EXPECT_EQ(config.at("image").value, nullptr);
+  EXPECT_THAT(config.warnings, ElementsAre(HasSubstr("it is a symlink of uid 12345's, not yours (uid 23456)")));
+  ASSERT_EQ(::lchown(link.c_str(), 23456, 23456), 0);  // the user's own link to a file root owns: followed
+  EXPECT_EQ(load_config(in).at("image").value, "planted");
+}
+
 TEST_F(ConfigTest, AFileTooLargeTooDeepOrWithNulBytesIsRefusedSayingWhy) {
   const std::string large = write("large.json", "");
   ASSERT_EQ(::truncate(large.c_str(), off_t{3} << 30), 0);

@@ -175,7 +175,11 @@ TEST(TerminalSafe, KeepsUtf8AndEscapesControlsC1AndBytesThatAreNotUtf8) {
             "ali\\xe2\\x80\\x8bce");  // U+200B
   EXPECT_EQ(terminal_safe("\xe2\x81\xa6"
                           "x\xe2\x81\xa9\xef\xbb\xbf"),
-            "\\xe2\\x81\\xa6x\\xe2\\x81\\xa9\\xef\\xbb\\xbf");                         // U+2066, U+2069, U+FEFF
+            "\\xe2\\x81\\xa6x\\xe2\\x81\\xa9\\xef\\xbb\\xbf");  // U+2066, U+2069, U+FEFF
+  EXPECT_EQ(terminal_safe("a\xc2\xad"
+                          "b\xf3\xa0\x80\x81"),
+            "a\\xc2\\xadb\\xf3\\xa0\\x80\\x81");                                       // U+00AD, U+E0001
+  EXPECT_EQ(terminal_safe("\xe2\x9d\xa4\xef\xb8\x8f"), "\xe2\x9d\xa4\xef\xb8\x8f");    // an emoji's selector stays
   EXPECT_EQ(terminal_safe("\xe2\x80\x94 \xe2\x80\x99"), "\xe2\x80\x94 \xe2\x80\x99");  // a dash, an apostrophe: kept
 }
 
