@@ -5,17 +5,16 @@
 
 namespace gpurun {
 
-IdleEnforcer::IdleEnforcer(IdlePolicy policy) : policy_(std::move(policy)) {}
+IdleEnforcer::IdleEnforcer(IdlePolicy policy, std::chrono::milliseconds max_gap)
+    : policy_(std::move(policy)), max_gap_(max_gap) {}
 
 void IdleEnforcer::stop_failed(const std::string& key) { done_[key] = Done::warned; }
 
 std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, const std::vector<RunRecord>& running) {
-  for (const GpuReading& gpu : sample.gpus) {
-    if (gpu.utilization_percent && *gpu.utilization_percent <= policy_.below_percent)
-      idle_since_.try_emplace(gpu.index, sample.when);
-    else
-      idle_since_.erase(gpu.index);  // busy, or unknown: not idle
-  }
+  std::set<int> idle_gpus;  // known, and at or below `below`, in this sample (unknown is never idle)
+  for (const GpuReading& gpu : sample.gpus)
+    if (gpu.utilization_percent && *gpu.utilization_percent <= policy_.below_percent) idle_gpus.insert(gpu.index);
+  const SampleTime now = sample.time();
 
   std::vector<PolicyAction> due;
   std::set<std::string> present;
@@ -25,23 +24,28 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
     if (holder.gpus.empty() ||
         std::find(policy_.exempt_users.begin(), policy_.exempt_users.end(), holder.user) != policy_.exempt_users.end())
       continue;
-    const auto run =
-        std::find_if(running.begin(), running.end(), [&holder](const RunRecord& r) { return r.key == holder.key; });
-    WallTime since = run != running.end() ? run->start : sample.when;
-    bool idle = true;
-    for (const int gpu : holder.gpus) {
-      const auto found = idle_since_.find(gpu);
-      if (found == idle_since_.end()) {
-        idle = false;
-        break;
-      }
-      since = std::max(since, found->second);
-    }
+    const bool idle =
+        std::all_of(holder.gpus.begin(), holder.gpus.end(), [&](int gpu) { return idle_gpus.contains(gpu); });
     if (!idle) {
+      streaks_.erase(holder.key);
       done_.erase(holder.key);  // the streak is over
       continue;
     }
-    const auto idle_for = std::chrono::floor<std::chrono::seconds>(sample.when - since);
+    // Measured from sample to sample; a gap nobody measured starts the streak afresh.
+    auto [streak, fresh] = streaks_.try_emplace(holder.key, Streak{.idle = {}, .last = now});
+    if (!fresh) {
+      const auto gap = now.since(streak->second.last);
+      if (gap > max_gap_) {
+        streak->second.idle = {};
+        done_.erase(holder.key);
+      } else {
+        streak->second.idle += gap;
+      }
+      streak->second.last = now;
+    }
+    const auto run =
+        std::find_if(running.begin(), running.end(), [&holder](const RunRecord& r) { return r.key == holder.key; });
+    const auto idle_for = std::chrono::floor<std::chrono::seconds>(streak->second.idle);
     const auto done = done_.find(holder.key);
     const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
     PolicyAction action{.rule = PolicyAction::Rule::idle,
@@ -55,11 +59,13 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
                         .elapsed = idle_for,
                         .limit = policy_.stop_after.value_or(std::chrono::seconds(0)),
                         .listed_by_engine = holder.listed_by_engine};
-    if (policy_.stop_after && idle_for >= *policy_.stop_after && step < static_cast<int>(Done::stopped)) {
-      const bool stoppable = !holder.container_id.empty() && holder.listed_by_engine &&
-                             (policy_.scope == IdleScope::all || holder.started_by_gpurun);
-      action.kind = stoppable ? PolicyAction::Kind::stop : PolicyAction::Kind::report;
-      done_[holder.key] = Done::stopped;
+    const bool in_scope = !holder.container_id.empty() && (policy_.scope == IdleScope::all || holder.started_by_gpurun);
+    // In scope but not listed by the engine this time (it did not answer): reported once, and
+    // stopped when it is listed again, rather than left running for the rest of the streak.
+    const Done reaching = in_scope && !holder.listed_by_engine ? Done::reported : Done::stopped;
+    if (policy_.stop_after && idle_for >= *policy_.stop_after && step < static_cast<int>(reaching)) {
+      action.kind = in_scope && holder.listed_by_engine ? PolicyAction::Kind::stop : PolicyAction::Kind::report;
+      done_[holder.key] = reaching;
       due.push_back(std::move(action));
     } else if (policy_.warn_after && idle_for >= *policy_.warn_after && step < static_cast<int>(Done::warned)) {
       done_[holder.key] = Done::warned;
@@ -70,6 +76,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
   // no second warning when it is seen again.
   for (const RunRecord& run : running) present.insert(run.key);
   std::erase_if(done_, [&present](const auto& entry) { return !present.contains(entry.first); });
+  std::erase_if(streaks_, [&present](const auto& entry) { return !present.contains(entry.first); });
   return due;
 }
 

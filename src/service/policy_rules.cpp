@@ -31,9 +31,9 @@ Notification notification_of(std::string_view event, std::string text, const Run
 
 }  // namespace
 
-PolicyRules::PolicyRules(const SitePolicy& policy, std::string host)
+PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono::milliseconds interval)
     : host_(std::move(host)), limiter_(policy.max_runtime) {
-  if (policy.idle_policy) idle_.emplace(*policy.idle_policy);
+  if (policy.idle_policy) idle_.emplace(*policy.idle_policy, 3 * interval + std::chrono::seconds(10));
   if (policy.notify) notifier_.emplace(*policy.notify);
 }
 

@@ -22,7 +22,10 @@ namespace gpurun {
 
 class PolicyRules {
  public:
-  PolicyRules(const SitePolicy& policy, std::string host);
+  // `interval`: the sampling interval; a gap between samples over three of them and 10 s is
+  // time nobody measured, which ends an idle streak.
+  PolicyRules(const SitePolicy& policy, std::string host,
+              std::chrono::milliseconds interval = std::chrono::seconds(10));
 
   // One sample, with the tracker's runs after it: warns, stops and notifies what is due.
   void observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine);

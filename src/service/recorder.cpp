@@ -100,7 +100,11 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   std::string moved_aside;
   const std::string database = settings.state_dir + "/gpurund.db";
   RunStore store(database, &moved_aside);
-  RunTracker tracker(settings.tracker, store.last_id());
+  // A sample is credited its gap up to a minute, or three intervals and 10 s where the interval
+  // is long: at --interval 120 no gap was ever credited, and no run counted a GPU-second.
+  TrackerSettings tracking = settings.tracker;
+  tracking.max_credit = std::max(tracking.max_credit, 3 * settings.interval + std::chrono::seconds(10));
+  RunTracker tracker(tracking, store.last_id());
   tracker.resume(store.open_runs());
   ServedRuns served;
   served.store_path = database;
@@ -120,7 +124,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   source_spec.sensors = true;                    // power and temperature for /metrics
   source_spec.stream_every = settings.interval;  // nvidia-smi's loop mode: no process per sample
   const Machine machine{make_gpu_source(source_spec), make_container_engine(engine_spec(options))};
-  PolicyRules rules(options.policy, host_name());
+  PolicyRules rules(options.policy, host_name(), settings.interval);
   const std::string reservations = lock_dir_for_reading(options);
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");
@@ -197,8 +201,9 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       if (stop.requested()) break;  // what the sample waited for was given up: neither recorded nor acted on
       // The page's board, as `gpurun status` assesses it: other launches' reservations count too.
       Inventory inventory = assess_inventory(options, reservations, snapshot, containers);
-      const MachineSample sample =
+      MachineSample sample =
           machine_sample(std::chrono::system_clock::now(), snapshot, std::move(containers), host_proc_root());
+      sample.monotonic = std::chrono::steady_clock::now();
       const std::vector<GpuSampleRow> rows = gpu_sample_rows(sample);
       rollup.add(rows);
       unsaved_samples.insert(unsaved_samples.end(), rows.begin(), rows.end());

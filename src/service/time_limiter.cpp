@@ -24,8 +24,20 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
     if (!limit) continue;
     const auto run =
         std::find_if(running.begin(), running.end(), [&holder](const RunRecord& r) { return r.key == holder.key; });
-    const WallTime start = run != running.end() ? run->start : sample.when;
-    const auto elapsed = std::chrono::floor<std::chrono::seconds>(sample.when - start);
+    // First seen (a launch, or gpurund restarted), its age by the wall clock from its start; from
+    // then on what the steady clock measured: a wall clock stepped forward 9 hours stopped every
+    // job at the next sample, one stepped back gave each the step's time again.
+    const SampleTime now = sample.time();
+    auto [age, fresh] = ages_.try_emplace(holder.key, Age{.elapsed = {}, .last = now});
+    if (fresh) {
+      const WallTime start = run != running.end() ? run->start : sample.when;
+      age->second.elapsed = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(sample.when - start),
+                                     std::chrono::milliseconds(0));
+    } else {
+      age->second.elapsed += now.since(age->second.last);
+      age->second.last = now;
+    }
+    const auto elapsed = std::chrono::floor<std::chrono::seconds>(age->second.elapsed);
     const auto done = done_.find(holder.key);
     const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
     PolicyAction action{.rule = PolicyAction::Rule::time_limit,
@@ -52,6 +64,7 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
   // no second warning when it is seen again.
   for (const RunRecord& run : running) present.insert(run.key);
   std::erase_if(done_, [&present](const auto& entry) { return !present.contains(entry.first); });
+  std::erase_if(ages_, [&present](const auto& entry) { return !present.contains(entry.first); });
   return due;
 }
 

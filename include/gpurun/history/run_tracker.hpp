@@ -9,6 +9,7 @@
 //
 // Pure logic, fed by the sampler and read by the store; no clock of its own, so that tests and
 // benchmarks drive it with a synthetic one.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -53,10 +54,27 @@ struct GpuReading {
 };
 
 // One look at the machine.
+// When a sample was taken: the wall clock, and a clock that never steps (the sampler's steady
+// clock; unset in samples made by hand, whose wall time serves instead). The site's rules measure
+// time on the latter: a wall clock stepped forward must not make every job look hours older.
+struct SampleTime {
+  WallTime when;
+  std::optional<std::chrono::steady_clock::time_point> monotonic;
+
+  // The time from `earlier` to this: on the steady clock where both have it; never negative.
+  std::chrono::milliseconds since(const SampleTime& earlier) const {
+    const auto gap = monotonic && earlier.monotonic ? *monotonic - *earlier.monotonic : when - earlier.when;
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(gap), std::chrono::milliseconds(0));
+  }
+};
+
 struct MachineSample {
   WallTime when;
   std::vector<GpuReading> gpus;
   std::vector<HolderSample> holders;
+  std::optional<std::chrono::steady_clock::time_point> monotonic = std::nullopt;  // see SampleTime
+
+  SampleTime time() const { return {when, monotonic}; }
 };
 
 // A run, as the store keeps it and `gpurun history` shows it.

@@ -1,9 +1,11 @@
 #pragma once
 // What the site's idle policy (gpurun/config/idle_policy.hpp) asks of each sample: whose run to
 // warn, whose container to stop. Pure logic over the samples, as the run tracker is; the recorder
-// acts on its answers. A run's idle time counts from the later of its start and the moment all its
-// GPUs went at or below `below`; any sample above that ends the streak (and a later streak warns
-// again). Each streak warns once and stops (or reports) once.
+// acts on its answers. A holder's idle time is what consecutive samples measured while all its
+// GPUs were at or below `below`, on the sampler's steady clock: any sample above that, unknown, or
+// a gap between samples longer than `max_gap` (the GPU source failing, gpurund stopped: time
+// nobody measured) ends the streak, and a later streak warns again. Each streak warns once and
+// stops (or reports) once.
 #include <chrono>
 #include <map>
 #include <string>
@@ -17,7 +19,7 @@ namespace gpurun {
 
 class IdleEnforcer {
  public:
-  explicit IdleEnforcer(IdlePolicy policy);
+  explicit IdleEnforcer(IdlePolicy policy, std::chrono::milliseconds max_gap = std::chrono::hours(24));
 
   // Takes one sample (with the tracker's runs after it) and returns what is due now.
   std::vector<PolicyAction> observe(const MachineSample& sample, const std::vector<RunRecord>& running);
@@ -28,10 +30,15 @@ class IdleEnforcer {
   const IdlePolicy& policy() const { return policy_; }
 
  private:
-  enum class Done { warned = 1, stopped = 2 };
+  enum class Done { warned = 1, reported = 2, stopped = 3 };
+  struct Streak {
+    std::chrono::milliseconds idle{0};  // measured so far
+    SampleTime last;                    // the streak's last sample
+  };
   IdlePolicy policy_;
-  std::map<int, WallTime> idle_since_;  // per GPU: at or below `below` since
-  std::map<std::string, Done> done_;    // per holder key, in its current idle streak
+  std::chrono::milliseconds max_gap_;
+  std::map<std::string, Streak> streaks_;  // per holder key, while all its GPUs are idle
+  std::map<std::string, Done> done_;       // per holder key, in its current idle streak
 };
 
 }  // namespace gpurun

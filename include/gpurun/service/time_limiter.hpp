@@ -3,8 +3,9 @@
 // and the site's max_runtime, the smaller of the two, for the containers gpurun started. A run is
 // warned ten minutes before its limit (at half the limit when that is under 20 minutes) and its
 // container stopped at the limit. Time counts from the run's start as the service saw it: the
-// container's start while the service runs, and kept across its restarts by the store. Pure
-// logic, as the idle policy is; the recorder carries out the answers.
+// container's start while the service runs, and kept across its restarts by the store; between
+// samples on the sampler's steady clock, so that a wall clock stepped either way moves no limit.
+// Pure logic, as the idle policy is; the recorder carries out the answers.
 #include <chrono>
 #include <map>
 #include <optional>
@@ -32,7 +33,12 @@ class TimeLimiter {
  private:
   enum class Done { warned = 1, stopped = 2 };
   std::optional<std::chrono::seconds> max_runtime_;
+  struct Age {
+    std::chrono::milliseconds elapsed{0};  // since its run started
+    SampleTime last;                       // when it was last measured
+  };
   std::map<std::string, Done> done_;  // per holder key
+  std::map<std::string, Age> ages_;   // per holder key
 };
 
 }  // namespace gpurun

@@ -117,7 +117,7 @@ TEST(IdleEnforcer, AtOrBelowTheThresholdIsIdleAboveItIsNot) {
   EXPECT_EQ(kinds_over(above, held, {0s, 60s}, 5.1).back(), std::vector<Kind>{});
 }
 
-TEST(IdleEnforcer, IdleTimeCountsFromTheRunsStartNotFromWhenTheGpuWentIdle) {
+TEST(IdleEnforcer, IdleTimeCountsFromWhenTheHolderWasSeenIdleNotFromWhenTheGpuWentIdle) {
   IdleEnforcer enforcer(policy());
   enforcer.observe(sample(0s, 0, {}), {});  // GPU 0 idle and nobody's since 0 s
   HolderSample late = holder("container:c1", 0, "c1", true);
@@ -126,11 +126,50 @@ TEST(IdleEnforcer, IdleTimeCountsFromTheRunsStartNotFromWhenTheGpuWentIdle) {
   run.key = late.key;
   run.start = kStart + 100s;
   EXPECT_TRUE(enforcer.observe(sample(120s, 0, {late}), {run}).empty());
-  const auto due = enforcer.observe(sample(160s, 0, {late}), {run});
+  EXPECT_TRUE(enforcer.observe(sample(160s, 0, {late}), {run}).empty());
+  const auto due = enforcer.observe(sample(180s, 0, {late}), {run});
   ASSERT_EQ(due.size(), 1U);
   EXPECT_EQ(due[0].kind, Kind::warn);
   EXPECT_EQ(due[0].elapsed, 60s);
   EXPECT_EQ(due[0].run_id, 1);
+}
+
+TEST(IdleEnforcer, AWallClockSteppedForwardAddsNoIdleTime) {
+  // Stepped 3 h forward between two samples 10 s apart: the job was stopped at once, unwarned.
+  IdleEnforcer enforcer(policy());
+  const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true)};
+  const auto steady = std::chrono::steady_clock::time_point{} + 1000h;
+  MachineSample first = sample(0s, 0, held);
+  first.monotonic = steady;
+  EXPECT_TRUE(enforcer.observe(first, runs_of(held)).empty());
+  MachineSample stepped = sample(3h + 10s, 0, held);
+  stepped.monotonic = steady + 10s;
+  EXPECT_TRUE(enforcer.observe(stepped, runs_of(held)).empty());
+  MachineSample later = sample(3h + 60s, 0, held);
+  later.monotonic = steady + 60s;
+  const auto due = enforcer.observe(later, runs_of(held));
+  ASSERT_EQ(due.size(), 1U);
+  EXPECT_EQ(due[0].kind, Kind::warn);
+  EXPECT_EQ(due[0].elapsed, 60s);
+}
+
+TEST(IdleEnforcer, AGapNobodyMeasuredStartsTheStreakAfresh) {
+  // The GPU source failed for a while: that time was counted idle, and the job stopped unwarned.
+  IdleEnforcer enforcer(policy(), 30s);
+  const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true)};
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 20s, 40s, 100s, 130s, 160s, 220s}),
+            (std::vector<std::vector<Kind>>{{}, {}, {}, {}, {}, {Kind::warn}, {}}));
+}
+
+TEST(IdleEnforcer, AContainerTheEngineDidNotListIsReportedOnceAndStoppedWhenListedAgain) {
+  // The report took the stop: listed again, it was left running for the rest of its streak.
+  IdleEnforcer enforcer(policy());
+  HolderSample held = holder("container:c1", 0, "c1", true);
+  EXPECT_TRUE(kinds_over(enforcer, {held}, {0s, 60s}).back() == std::vector<Kind>{Kind::warn});
+  held.listed_by_engine = false;
+  EXPECT_EQ(kinds_over(enforcer, {held}, {120s, 130s}), (std::vector<std::vector<Kind>>{{Kind::report}, {}}));
+  held.listed_by_engine = true;
+  EXPECT_EQ(kinds_over(enforcer, {held}, {140s, 150s}), (std::vector<std::vector<Kind>>{{Kind::stop}, {}}));
 }
 
 TEST(IdleEnforcer, ARunIsIdleOnlyWhileAllItsGpusAre) {

@@ -116,5 +116,29 @@ TEST(TimeLimiter, CountsFromTheSampleForARunTheTrackerDoesNotKnowYet) {
   EXPECT_TRUE(limiter.observe(sample, {}).empty());
 }
 
+TEST(TimeLimiter, AWallClockSteppedEitherWayMovesNoLimit) {
+  // 9 h forward stopped every job at the next sample; back gave each the step's time again.
+  TimeLimiter limiter(8h);
+  const HolderSample held = holder("container:c1", std::nullopt);
+  RunRecord run;
+  run.id = 7;
+  run.key = held.key;
+  run.start = kStart;
+  const auto steady = std::chrono::steady_clock::time_point{} + 1000h;
+  const auto at = [&](std::chrono::seconds wall, std::chrono::seconds monotonic) {
+    return limiter.observe({.when = kStart + wall, .gpus = {}, .holders = {held}, .monotonic = steady + monotonic},
+                           {run});
+  };
+  EXPECT_TRUE(at(1h, 1h).empty());
+  EXPECT_TRUE(at(10h, 1h + 10s).empty());               // stepped forward 9 h
+  const auto warned = at(7h + 50min - 9h, 7h + 50min);  // stepped back 9 h since
+  ASSERT_EQ(warned.size(), 1U);
+  EXPECT_EQ(warned[0].kind, Kind::warn);
+  EXPECT_EQ(warned[0].elapsed, 7h + 50min);
+  const auto stopped = at(8h - 9h, 8h);
+  ASSERT_EQ(stopped.size(), 1U);
+  EXPECT_EQ(stopped[0].kind, Kind::stop);
+}
+
 }  // namespace
 }  // namespace gpurun
