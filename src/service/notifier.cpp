@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "gpurun/util/json_output.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -46,20 +47,27 @@ void Notifier::send(Notification notification, bool asked) {
   wake_.notify_all();
 }
 
-void Notifier::deliver(Pending& pending) const {
+void Notifier::deliver(Pending& pending, std::chrono::steady_clock::time_point deadline) const {
+  // Each attempt within kAttemptLimit, and none past the deadline (a stopping service's).
+  const auto limit = [deadline] {
+    const auto left = std::chrono::ceil<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
+    return std::clamp(left, std::chrono::seconds(1), kAttemptLimit);
+  };
   const Notification& n = pending.notification;
   if (!pending.mailed) {
     pending.mailed = true;
     if (const auto message = mail_message(n, policy_.mail_domain)) {
-      const Delivery sent = send_mail(policy_.sendmail, *message, kAttemptLimit);
-      if (!sent.delivered) spdlog::error("notify: mail about {} to {}: {}", n.event, n.user, sent.error);
+      const Delivery sent = send_mail(policy_.sendmail, *message, limit());
+      if (!sent.delivered)
+        spdlog::error("notify: mail about {} to {}: {}", n.event, text::printable(n.user, 64), sent.error);
     } else {
-      spdlog::warn("notify: no mail about {}: \"{}\" is not a user mail can go to", n.event, n.user);
+      spdlog::warn("notify: no mail about {}: \"{}\" is not a user mail can go to", n.event,
+                   text::printable(n.user, 64));  // anyone's label: never a line of the log of its own
     }
   }
   if (!pending.posted) {
     ++pending.attempts;
-    const Delivery posted = post_webhook(policy_.webhook, json_line(webhook_body(n)), kAttemptLimit);
+    const Delivery posted = post_webhook(policy_.webhook, json_line(webhook_body(n)), limit());
     pending.posted = posted.delivered;
     if (!posted.delivered) {
       const bool again = posted.retry && pending.attempts < backoff_.attempts;
@@ -100,7 +108,7 @@ void Notifier::work() {
     queue_.erase(next);
     lock.unlock();  // deliveries take seconds; send() must not wait for them
     try {
-      deliver(pending);
+      deliver(pending, give_up.value_or(std::chrono::steady_clock::time_point::max()));
     } catch (const std::exception& e) {  // no memory, no pipes: this one is dropped, the thread goes on
       spdlog::error("notify: {} could not be delivered: {}", pending.notification.event, e.what());
       pending.mailed = pending.posted = true;

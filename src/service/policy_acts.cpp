@@ -60,7 +60,9 @@ ActResult carry_out(const PolicyAction& action, bool dry_run, ContainerEngine* e
     result.failed = true;
     return result;
   }
-  constexpr std::chrono::seconds kStopLimit{40};  // docker stop waits 10 s before it kills
+  // docker stop waits 10 s before it kills; a stop under way as gpurund stops still ends within
+  // systemd's 30 s.
+  constexpr std::chrono::seconds kStopLimit{20};
   const ProcessResult stop =
       run_process({.argv = engine->stop_argv(action.container_id, 10), .extra_env = {}, .input = {}}, kStopLimit);
   if (!stop.succeeded()) {
@@ -73,9 +75,9 @@ ActResult carry_out(const PolicyAction& action, bool dry_run, ContainerEngine* e
   return said(fmt::format("stopped {}, {}", who, measured(action)));
 }
 
-std::string_view event_of(const PolicyAction& action) {
+std::string_view event_of(const PolicyAction& action, bool stopped) {
   const bool idle = action.rule == PolicyAction::Rule::idle;
-  if (action.kind == PolicyAction::Kind::stop) return idle ? "idle_stopped" : "time_limit_stopped";
+  if (action.kind == PolicyAction::Kind::stop && stopped) return idle ? "idle_stopped" : "time_limit_stopped";
   return idle ? "idle_warning" : "time_warning";
 }
 

@@ -37,7 +37,8 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
   if (policy.notify) notifier_.emplace(*policy.notify);
 }
 
-void PolicyRules::observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine) {
+void PolicyRules::observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine,
+                          const std::function<bool()>& stopping) {
   for (const HolderSample& holder : sample.holders)
     if (holder.notify_end) notify_end_.insert(holder.key);
   std::vector<PolicyAction> due = limiter_.observe(sample, running);
@@ -51,6 +52,11 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
                         [&entry](const HolderSample& h) { return h.key == entry.first; });
   });
   for (const PolicyAction& action : due) {
+    if (stopping && stopping()) {
+      spdlog::info("gpurund is stopping: {} action(s) of the site's rules left for its next start",
+                   due.size() - static_cast<std::size_t>(&action - due.data()));
+      break;
+    }
     const bool idle = action.rule == PolicyAction::Rule::idle;
     if (ended_by_.contains(action.key)) continue;  // stopped by the other rule already
     if (waits_for_retry(action, sample.when)) continue;
@@ -70,8 +76,8 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
     if (notifier_) {
       const auto run =
           std::find_if(running.begin(), running.end(), [&action](const RunRecord& r) { return r.key == action.key; });
-      notifier_->send(
-          notification_of(event_of(action), result.text, run != running.end() ? &*run : nullptr, &action, host_));
+      notifier_->send(notification_of(event_of(action, result.stopped), result.text,
+                                      run != running.end() ? &*run : nullptr, &action, host_));
     }
   }
 }

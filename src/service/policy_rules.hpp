@@ -5,6 +5,7 @@
 // lock: a stop takes seconds and may fail. A failed stop is tried again after a minute, then after
 // twice as long each time up to 15 minutes: an engine that keeps refusing is not asked (and the
 // journal not written) at every sample.
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -28,7 +29,9 @@ class PolicyRules {
               std::chrono::milliseconds interval = std::chrono::seconds(10));
 
   // One sample, with the tracker's runs after it: warns, stops and notifies what is due.
-  void observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine);
+  // Once `stopping` holds, nothing more is begun (a stop takes up to 20 s, and systemd waits 30).
+  void observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine,
+               const std::function<bool()>& stopping = {});
 
   // The runs a sample ended: marks those a rule stopped (ended_by), and tells whoever asked.
   void ended(std::vector<RunRecord>& runs);

@@ -242,7 +242,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       // After the ended runs are safe in `unsaved`, outside the lock: a stop takes seconds, and may
       // fail; one under way finishes even when gpurund is asked to stop.
       const WaitsOutlastStop stops_finish;
-      rules.observe(sample, tracker.running(), machine.engine.get());
+      rules.observe(sample, tracker.running(), machine.engine.get(), [&stop] { return stop.requested(); });
     } catch (const Error& e) {
       if (stop.requested()) break;  // given up for the stop: no trouble
       source_trouble.failed(e.what());

@@ -70,7 +70,8 @@ class Notifier {
     std::chrono::steady_clock::time_point due;
   };
   void work();
-  void deliver(Pending& pending) const;
+  // One attempt at what `pending` still lacks, none past `deadline` (each within kAttemptLimit).
+  void deliver(Pending& pending, std::chrono::steady_clock::time_point deadline) const;
 
   NotifyPolicy policy_;
   Backoff backoff_;

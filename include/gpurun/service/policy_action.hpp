@@ -34,7 +34,7 @@ struct PolicyAction {
 };
 
 // The notification event an action is ("idle_warning", "idle_stopped", "time_warning",
-// "time_limit_stopped"); a report is a warning.
-std::string_view event_of(const PolicyAction& action);
+// "time_limit_stopped"); a report, and a stop that did not happen (a dry run), is a warning.
+std::string_view event_of(const PolicyAction& action, bool stopped);
 
 }  // namespace gpurun

@@ -108,5 +108,29 @@ TEST(PolicyRules, AHolderGoneAndBackStartsItsRetriesAfresh) {
   EXPECT_EQ(engine.stops, 3);
 }
 
+TEST(PolicyRules, NothingIsBegunOnceTheServiceIsStopping) {
+  // A hung `docker stop` each, one after another: the service outlived systemd's 30 s.
+  PolicyRules rules(SitePolicy{}, "gpu-host");
+  StoppingEngine engine;
+  engine.refuses = false;
+  const TimedRun timed;
+  rules.observe({.when = kStart + 60s, .gpus = {}, .holders = {timed.holder}}, {timed.run}, &engine,
+                [] { return true; });
+  EXPECT_EQ(engine.stops, 0);
+  PolicyRules going_on(SitePolicy{}, "gpu-host");
+  going_on.observe({.when = kStart + 60s, .gpus = {}, .holders = {timed.holder}}, {timed.run}, &engine,
+                   [] { return false; });
+  EXPECT_EQ(engine.stops, 1);
+}
+
+TEST(PolicyActs, AStopThatDidNotHappenIsAWarningNotAStop) {
+  // A dry run told the webhook and the user "idle_stopped" while nothing was stopped.
+  const PolicyAction stop{.rule = PolicyAction::Rule::idle, .kind = PolicyAction::Kind::stop};
+  EXPECT_EQ(event_of(stop, true), "idle_stopped");
+  EXPECT_EQ(event_of(stop, false), "idle_warning");
+  const PolicyAction limit{.rule = PolicyAction::Rule::time_limit, .kind = PolicyAction::Kind::stop};
+  EXPECT_EQ(event_of(limit, true), "time_limit_stopped");
+}
+
 }  // namespace
 }  // namespace gpurun
