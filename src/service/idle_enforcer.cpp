@@ -60,6 +60,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
                         .limit = policy_.stop_after.value_or(std::chrono::seconds(0)),
                         .listed_by_engine = holder.listed_by_engine};
     const bool in_scope = !holder.container_id.empty() && (policy_.scope == IdleScope::all || holder.started_by_gpurun);
+    if (!in_scope) action.limit = std::chrono::seconds(0);  // never stopped: its warning promises no stop
     // In scope but not listed by the engine this time (it did not answer): reported once, and
     // stopped when it is listed again, rather than left running for the rest of the streak.
     const Done reaching = in_scope && !holder.listed_by_engine ? Done::reported : Done::stopped;

@@ -18,12 +18,15 @@ std::string measured(const PolicyAction& action) {
   return fmt::format("{} for {}", action.rule == PolicyAction::Rule::idle ? "idle" : "running", brief(action.elapsed));
 }
 
-std::string warning(const PolicyAction& action, const std::string& who) {
+std::string warning(const PolicyAction& action, const std::string& who, bool dry_run) {
   if (action.rule == PolicyAction::Rule::time_limit)
     return fmt::format("{} has been running for {}; its time limit of {} stops it in {}", who, brief(action.elapsed),
                        brief(action.limit), brief(action.limit - action.elapsed));
-  if (action.limit.count() == 0)
-    return fmt::format("{} has been idle for {}; nothing will be stopped", who, brief(action.elapsed));
+  // Only what the policy would stop is promised a stop: a process, a container out of its scope,
+  // and anything under a dry run are told they are left running.
+  if (action.limit.count() == 0 || dry_run)
+    return fmt::format("{} has been idle for {}; it is left running{}", who, brief(action.elapsed),
+                       dry_run && action.limit.count() != 0 ? " (the idle policy is a dry run)" : "");
   return fmt::format("{} has been idle for {}; it will be stopped when idle for {}", who, brief(action.elapsed),
                      brief(action.limit));
 }
@@ -44,7 +47,7 @@ ActResult carry_out(const PolicyAction& action, bool dry_run, ContainerEngine* e
   };
   switch (action.kind) {
     case PolicyAction::Kind::warn:
-      return said(warning(action, who));
+      return said(warning(action, who, dry_run));
     case PolicyAction::Kind::report:
       return said(fmt::format("{} has been {}, and is left running: {}", who, measured(action),
                               action.container_id.empty() ? "a process is never killed"

@@ -85,6 +85,18 @@ TEST(IdleEnforcer, NeverStopsAProcessOrAnotherContainerUnderScopeGpurunOnlyRepor
             (std::vector<std::vector<Kind>>{{}, {Kind::warn, Kind::warn}, {Kind::report, Kind::report}}));
 }
 
+TEST(IdleEnforcer, WhatIsNeverStoppedIsWarnedWithoutALimit) {
+  IdleEnforcer enforcer(policy());
+  const std::vector<HolderSample> held{holder("process:7:1", 0, "", false), holder("container:c2", 1, "c2", false),
+                                       holder("container:c1", 0, "c1", true)};
+  enforcer.observe(sample(0s, 0, held), runs_of(held));
+  const auto due = enforcer.observe(sample(60s, 0, held), runs_of(held));
+  ASSERT_EQ(due.size(), 3U);
+  EXPECT_EQ(due[0].limit, 0s);  // a process
+  EXPECT_EQ(due[1].limit, 0s);  // a container gpurun did not start
+  EXPECT_EQ(due[2].limit, 120s);
+}
+
 TEST(IdleEnforcer, ScopeAllStopsAnyContainerButStillNoProcess) {
   IdleEnforcer enforcer(policy(IdleScope::all));
   const std::vector<HolderSample> held{holder("process:7:1", 0, "", false), holder("container:c2", 1, "c2", false)};

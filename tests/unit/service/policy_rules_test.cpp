@@ -3,6 +3,10 @@
 // not at every sample; a stop that works ends the retries and marks the run's end.
 #include "policy_rules.hpp"
 
+#include <gmock/gmock.h>
+
+#include "policy_acts.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -130,6 +134,18 @@ TEST(PolicyActs, AStopThatDidNotHappenIsAWarningNotAStop) {
   EXPECT_EQ(event_of(stop, false), "idle_warning");
   const PolicyAction limit{.rule = PolicyAction::Rule::time_limit, .kind = PolicyAction::Kind::stop};
   EXPECT_EQ(event_of(limit, true), "time_limit_stopped");
+}
+
+TEST(PolicyActs, AWarningPromisesAStopOnlyWhereOneWillCome) {
+  // Out of the policy's scope, or under a dry run, it was told it "will be stopped".
+  PolicyAction warn{.rule = PolicyAction::Rule::idle, .kind = PolicyAction::Kind::warn, .run_id = 3, .name = "nb"};
+  warn.elapsed = std::chrono::seconds(3600);
+  warn.limit = std::chrono::seconds(7200);
+  EXPECT_THAT(carry_out(warn, false, nullptr).text, ::testing::HasSubstr("it will be stopped when idle for 2h"));
+  EXPECT_THAT(carry_out(warn, true, nullptr).text,
+              ::testing::HasSubstr("it is left running (the idle policy is a dry run)"));
+  warn.limit = std::chrono::seconds(0);  // the enforcer's word for "never stopped"
+  EXPECT_THAT(carry_out(warn, false, nullptr).text, ::testing::HasSubstr("; it is left running"));
 }
 
 }  // namespace
