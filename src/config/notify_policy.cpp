@@ -12,15 +12,17 @@ namespace {
 
 constexpr std::array<const char*, 5> kKeys{"webhook", "mail", "mail_domain", "sendmail", "events"};
 
+// http:// or https://, a host (not "https:///path"), nothing blank or a control character.
 bool is_url(const std::string& url) {
   const std::size_t host = url.starts_with("https://") ? 8 : url.starts_with("http://") ? 7 : 0;
-  return host != 0 && url.size() > host &&
-         std::none_of(url.begin(), url.end(), [](char c) { return c <= ' ' || c == '\x7f'; });
+  return host != 0 && url.size() > host && url[host] != '/' && url[host] != '?' && url[host] != '#' &&
+         url[host] != ':' && std::none_of(url.begin(), url.end(), [](char c) { return c <= ' ' || c == '\x7f'; });
 }
 
-// A mail domain: letters, digits, dots and dashes, as DNS names are written.
+// A mail domain: labels of letters, digits and dashes between single dots, as DNS names are written.
 bool is_domain(const std::string& domain) {
   return !domain.empty() && domain.size() <= 253 && domain.front() != '.' && domain.front() != '-' &&
+         domain.back() != '.' && domain.back() != '-' && domain.find("..") == std::string::npos &&
          std::all_of(domain.begin(), domain.end(), [](char c) {
            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
          });
@@ -55,8 +57,12 @@ NotifyPolicyRead read_notify_policy(const nlohmann::json& value) {
         return fail(key, "expected a domain name, such as \"lab.example.org\"");
       read.policy.mail_domain = item.get<std::string>();
     } else if (key == "sendmail") {
-      if (!item.is_string() || !item.get<std::string>().starts_with('/'))
-        return fail(key, "expected the absolute path of a sendmail program, such as \"/usr/sbin/sendmail\"");
+      // A path alone: it is run as it is named (with -t), never split into words by a shell.
+      if (!item.is_string() || !item.get<std::string>().starts_with('/') ||
+          item.get<std::string>().find_first_of(" \t") != std::string::npos)
+        return fail(key,
+                    "expected the absolute path of a sendmail program alone, no arguments, such as "
+                    "\"/usr/sbin/sendmail\"");
       read.policy.sendmail = item.get<std::string>();
     } else if (key == "events") {
       const auto expected = fmt::format("expected a list of events from {}", fmt::join(kNotifyEvents, ", "));
@@ -71,6 +77,8 @@ NotifyPolicyRead read_notify_policy(const nlohmann::json& value) {
         }
         read.policy.events.push_back(name);
       }
+      if (read.policy.events.empty())
+        return fail(key, "an empty list notifies nothing; name the events, or leave \"notify\" out");
     } else {
       const std::vector<std::string> names(kKeys.begin(), kKeys.end());
       return fail(key, fmt::format("not a setting of notify{}", suggestion(key, names)));

@@ -48,6 +48,12 @@ TEST(ReadNotifyPolicy, NamesTheKeyAndWhatToWriteForAnythingElse) {
       {R"({"mail": true, "events": "run_ended"})", {"events", "a list of events"}},
       {R"({"mail": true, "webhok": "https://x"})", {"webhok", "did you mean \"webhook\""}},
       {R"({"mail": false})", {"", "a webhook or \"mail\": true"}},
+      // Each was accepted, and failed (or notified nothing) only when a job ended.
+      {R"({"webhook": "https:///hooks/abc"})", {"webhook", "http:// or https://"}},
+      {R"({"mail": true, "sendmail": "/usr/sbin/sendmail -oi"})", {"sendmail", "alone, no arguments"}},
+      {R"({"mail": true, "events": []})", {"events", "an empty list notifies nothing"}},
+      {R"({"mail": true, "mail_domain": "a..b"})", {"mail_domain", "a domain name"}},
+      {R"({"mail": true, "mail_domain": "lab.example.org."})", {"mail_domain", "a domain name"}},
   };
   for (const auto& [text, expected] : cases) {
     const NotifyPolicyRead read = read_notify_policy(json::parse(text));
