@@ -76,9 +76,20 @@ class GpurundTest : public GpurunTest {
     running_.erase(pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
+  // The state directory on a 4 MB tmpfs of its own, for a test to fill; unmounted when it ends.
+  // "" once mounted, else why it cannot be (the test skips).
+  std::string mount_small_state_dir() {
+    if (::geteuid() != 0) return "needs root to mount a small tmpfs as the state directory";
+    std::filesystem::create_directories(state());
+    if (shell("mount -t tmpfs -o size=4m gpurun-test-full " + state()).exit_code != 0)
+      return "cannot mount a tmpfs here";
+    mounted_ = true;
+    return "";
+  }
   // A service that a failed assertion left running would outlive the test (and hold ctest's pipe).
   void TearDown() override {
     while (!running_.empty()) stop(*running_.begin(), SIGKILL);
+    if (mounted_) std::system(("umount -l " + state() + " 2>/dev/null").c_str());
     GpurunTest::TearDown();
   }
   std::vector<RunRecord> runs() const { return RunStore(state() + "/gpurund.db").runs({}); }
@@ -97,6 +108,7 @@ class GpurundTest : public GpurunTest {
 
  private:
   mutable std::set<pid_t> running_;  // started and not yet stopped
+  bool mounted_ = false;             // mount_small_state_dir() mounted the state directory
 };
 
 // The busy DGX with its GPU 2 at 40 % held by `pid` alone (or by nobody), written where the
@@ -226,14 +238,7 @@ TEST_F(GpurundTest, AfterKill9ARestartContinuesTheSameRunsWithoutDuplicates) {
 }
 
 TEST_F(GpurundTest, AFullDiskKeepsSamplingInMemorySaysSoOnceAndWritesItAllWhenThereIsRoomAgain) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs as the state directory";
-  std::filesystem::create_directories(state());
-  if (shell("mount -t tmpfs -o size=4m gpurun-test-full " + state()).exit_code != 0)
-    GTEST_SKIP() << "cannot mount a tmpfs here";
-  struct Unmount {
-    std::string path;
-    ~Unmount() { std::system(("umount -l " + path + " 2>/dev/null").c_str()); }
-  } unmount{state()};
+  if (const std::string why = mount_small_state_dir(); !why.empty()) GTEST_SKIP() << why;
   const pid_t pid = start(scenario("busy_dgx.json"), false, {"--write-every", "0.3"});
   ASSERT_TRUE(eventually([&] { return std::filesystem::exists(state() + "/gpurund.db") && runs().size() == 7; }));
   // Fill the disk: every write of the store fails from here on.
@@ -267,14 +272,7 @@ TEST_F(GpurundTest, AFullDiskKeepsSamplingInMemorySaysSoOnceAndWritesItAllWhenTh
 }
 
 TEST_F(GpurundTest, ARestartOnAFullDiskLeavesTheDatabaseAsItIsAndWaitsForRoom) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs as the state directory";
-  std::filesystem::create_directories(state());
-  if (shell("mount -t tmpfs -o size=4m gpurun-test-full " + state()).exit_code != 0)
-    GTEST_SKIP() << "cannot mount a tmpfs here";
-  struct Unmount {
-    std::string path;
-    ~Unmount() { std::system(("umount -l " + path + " 2>/dev/null").c_str()); }
-  } unmount{state()};
+  if (const std::string why = mount_small_state_dir(); !why.empty()) GTEST_SKIP() << why;
   pid_t pid = start();
   ASSERT_TRUE(eventually([&] { return std::filesystem::exists(state() + "/gpurund.db") && runs().size() == 7; }));
   EXPECT_EQ(stop(pid, SIGTERM), 0);
