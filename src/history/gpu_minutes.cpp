@@ -66,7 +66,10 @@ GpuMinute MinuteRollup::reopened(std::int64_t minute, int gpu) {
   }
   if (kept_)
     if (std::optional<GpuMinute> m = kept_(minute, gpu); m && same(*m)) return *m;
-  return {.minute = minute, .gpu = gpu};
+  GpuMinute fresh;
+  fresh.minute = minute;
+  fresh.gpu = gpu;
+  return fresh;
 }
 
 std::vector<GpuMinute> MinuteRollup::take_finished() { return std::exchange(finished_, {}); }

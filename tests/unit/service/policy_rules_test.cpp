@@ -129,16 +129,22 @@ TEST(PolicyRules, NothingIsBegunOnceTheServiceIsStopping) {
 
 TEST(PolicyActs, AStopThatDidNotHappenIsAWarningNotAStop) {
   // A dry run told the webhook and the user "idle_stopped" while nothing was stopped.
-  const PolicyAction stop{.rule = PolicyAction::Rule::idle, .kind = PolicyAction::Kind::stop};
+  PolicyAction stop;
+  stop.rule = PolicyAction::Rule::idle;
+  stop.kind = PolicyAction::Kind::stop;
   EXPECT_EQ(event_of(stop, true), "idle_stopped");
   EXPECT_EQ(event_of(stop, false), "idle_warning");
-  const PolicyAction limit{.rule = PolicyAction::Rule::time_limit, .kind = PolicyAction::Kind::stop};
-  EXPECT_EQ(event_of(limit, true), "time_limit_stopped");
+  stop.rule = PolicyAction::Rule::time_limit;
+  EXPECT_EQ(event_of(stop, true), "time_limit_stopped");
 }
 
 TEST(PolicyActs, AWarningPromisesAStopOnlyWhereOneWillCome) {
   // Out of the policy's scope, or under a dry run, it was told it "will be stopped".
-  PolicyAction warn{.rule = PolicyAction::Rule::idle, .kind = PolicyAction::Kind::warn, .run_id = 3, .name = "nb"};
+  PolicyAction warn;
+  warn.rule = PolicyAction::Rule::idle;
+  warn.kind = PolicyAction::Kind::warn;
+  warn.run_id = 3;
+  warn.name = "nb";
   warn.elapsed = std::chrono::seconds(3600);
   warn.limit = std::chrono::seconds(7200);
   EXPECT_THAT(carry_out(warn, false, nullptr).text, ::testing::HasSubstr("it will be stopped when idle for 2h"));
