@@ -59,15 +59,37 @@ class GpurundTest : public GpurunTest {
     std::vector<char*> envp;
     for (auto& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
+    const std::string err = dir() + "/gpurund.err";
+    const std::size_t answering_before = answering_lines(err);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, (dir() + "/gpurund.err").c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     pid_t pid = 0;
     EXPECT_EQ(::posix_spawn(&pid, GPURUND_BINARY, &actions, nullptr, argv.data(), envp.data()), 0);
     posix_spawn_file_actions_destroy(&actions);
     running_.insert(pid);
+    // Until it answers (its signal handlers set) or ends: built with ASan its start can take over
+    // a second, and a SIGTERM before its handlers are set ends it unwritten.
+    for (int i = 0; i < 500 && answering_lines(err) == answering_before && !ended(pid); ++i)
+      std::this_thread::sleep_for(20ms);
     return pid;
+  }
+  static std::size_t answering_lines(const std::string& err) {
+    std::ifstream file(err);
+    std::stringstream text;
+    text << file.rdbuf();
+    const std::string all = text.str();
+    std::size_t count = 0;
+    for (std::size_t at = 0; (at = all.find("answering on", at)) != std::string::npos; ++at) ++count;
+    return count;
+  }
+  // Whether `pid` has exited (a zombie not yet reaped), without reaping it.
+  static bool ended(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const std::size_t paren = line.rfind(')');
+    return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] == 'Z';
   }
   int stop(pid_t pid, int signal) const {
     ::kill(pid, signal);
