@@ -70,7 +70,7 @@ class GpurundTest : public GpurunTest {
     running_.insert(pid);
     // Until it answers (its signal handlers set) or ends: built with ASan its start can take over
     // a second, and a SIGTERM before its handlers are set ends it unwritten.
-    for (int i = 0; i < 500 && answering_lines(err) == answering_before && !ended(pid); ++i)
+    for (int i = 0; i < 1500 && answering_lines(err) == answering_before && !ended(pid); ++i)
       std::this_thread::sleep_for(20ms);
     return pid;
   }
