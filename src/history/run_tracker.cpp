@@ -140,7 +140,9 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
 
   std::vector<RunRecord> ended;
   for (auto run = running_.begin(); run != running_.end();) {
-    if (seen.contains(run->key) || ++run->missed < settings_.gone_after_samples) {
+    const bool engine_silent = sample.containers_unknown && run->key.starts_with("container:") &&
+                               sample.when - run->last_seen <= settings_.engine_outage_grace;
+    if (seen.contains(run->key) || engine_silent || ++run->missed < settings_.gone_after_samples) {
       ++run;
       continue;
     }

@@ -190,11 +190,13 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       const Snapshot snapshot = machine.source->read(timeout);
       source_trouble.fine();
       std::vector<GpuContainer> containers;
+      bool containers_unknown = false;
       if (machine.engine && !options.ignore_containers) {
         try {
           containers = machine.engine->gpu_holders(timeout, Listing::running);
           engine_trouble.fine();
         } catch (const Error& e) {
+          containers_unknown = true;
           if (!stop.requested()) engine_trouble.failed(e.what());  // given up for the stop: no trouble
         }
       }
@@ -204,6 +206,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       MachineSample sample =
           machine_sample(std::chrono::system_clock::now(), snapshot, std::move(containers), host_proc_root());
       sample.monotonic = std::chrono::steady_clock::now();
+      sample.containers_unknown = containers_unknown;
       const std::vector<GpuSampleRow> rows = gpu_sample_rows(sample);
       rollup.add(rows);
       unsaved_samples.insert(unsaved_samples.end(), rows.begin(), rows.end());

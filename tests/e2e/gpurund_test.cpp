@@ -511,8 +511,7 @@ TEST_F(GpurundTest, ServesMetricsForPrometheusWithEachGpusHolderAndPromtoolAccep
   // for however long a loaded machine took to ask (not only under a second).
   ASSERT_TRUE(eventually([&] {
     return ::testing::Matches(::testing::ContainsRegex(
-        "\ngpurun_gpu_idle_seconds\\{gpu=\"3\",[^}]*\\} ([1-9][0-9]*|0\\.[0-9]*[1-9])[0-9.]*\n"))(
-        shell(fetch).out);
+        "\ngpurun_gpu_idle_seconds\\{gpu=\"3\",[^}]*\\} ([1-9][0-9]*|0\\.[0-9]*[1-9])[0-9.]*\n"))(shell(fetch).out);
   })) << shell(fetch).out;
   const Outcome metrics = shell(fetch);
   ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
@@ -562,15 +561,41 @@ class IdlePolicyTest : public GpurundTest {
   }
   // gpurund under the system file `system`, the stand-in docker listing `inspect` (containers c1
   // and c2).
+  // While dir()/engine-down exists, the stand-in's `ps` fails as an engine out of reach does.
   pid_t start_with_containers(const std::string& system, const std::string& inspect) const {
     std::ofstream(system_config()) << system;
     std::ofstream(dir() + "/inspect.json") << inspect;
     std::filesystem::create_directory(dir() + "/argv");
     return start(scenario("busy_dgx.json"), false, {},
                  {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + dir() + "/inspect.json",
-                  "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv"});
+                  "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv", "FAKE_DOCKER_PS_ERROR_FILE=" + dir() + "/engine-down"});
   }
 };
+
+TEST_F(IdlePolicyTest, AnEngineThatStopsAnsweringForAWhileEndsNoIdleContainersRun) {
+  const pid_t pid = start_with_containers("{}", kIdleContainers);
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  // The runs named bob_gpu2 (c1, on GPU 2 with no process on it: the engine alone shows it).
+  const auto bob_runs = [&] {
+    std::vector<nlohmann::json> found;
+    for (const auto& run : nlohmann::json::parse(ask({"history", "--json"}).out, nullptr, false))
+      if (run.is_object() && run["name"] == "bob_gpu2") found.push_back(run);
+    return found;
+  };
+  ASSERT_TRUE(eventually([&] { return bob_runs().size() == 1; })) << ask({"history", "--json"}).out;
+  std::ofstream(dir() + "/engine-down") << "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.";
+  ASSERT_TRUE(eventually([&] { return log().find("Cannot connect to the Docker daemon") != std::string::npos; }))
+      << log();
+  std::this_thread::sleep_for(1s);  // ten samples without the engine
+  std::filesystem::remove(dir() + "/engine-down");
+  ASSERT_TRUE(eventually([&] { return log().find("the container engine: working again") != std::string::npos; }))
+      << log();
+  std::this_thread::sleep_for(300ms);  // three samples with it
+  const std::vector<nlohmann::json> runs = bob_runs();
+  ASSERT_EQ(runs.size(), 1u) << ask({"history", "--json"}).out;  // the same run throughout
+  EXPECT_TRUE(runs[0]["end"].is_null()) << runs[0].dump();
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
 
 TEST_F(IdlePolicyTest, TheIdlePolicyWarnsThenStopsGpurunsIdleContainerAndOnlyReportsTheOthers) {
   const pid_t pid = start_with_idle_containers(R"({"below": "5%", "warn_after": 1, "stop_after": 2})");

@@ -2,10 +2,11 @@
 // The run model of the gpurun service (issue 22; docs/design.md, "After the launch"): what it
 // makes of the samples it takes. A run is one holder of one or more GPUs, a container (any engine,
 // any user) or, where no container holds it, a process. It starts when first seen holding a GPU
-// and ends when it has been missing from two samples in a row. Between two samples each run is
-// credited with the time that passed: GPU-seconds, busy GPU-seconds (utilization / 100 of them),
-// idle seconds (every one of its GPUs at or below the idle threshold) and its peak memory. A
-// holder of MIG instances is credited their share of the GPU, not the whole of it.
+// and ends when it has been missing from two samples in a row (a container: see
+// engine_outage_grace). Between two samples each run is credited with the time that passed:
+// GPU-seconds, busy GPU-seconds (utilization / 100 of them), idle seconds (every one of its GPUs
+// at or below the idle threshold) and its peak memory. A holder of MIG instances is credited
+// their share of the GPU, not the whole of it.
 //
 // Pure logic, fed by the sampler and read by the store; no clock of its own, so that tests and
 // benchmarks drive it with a synthetic one.
@@ -73,6 +74,9 @@ struct MachineSample {
   std::vector<GpuReading> gpus;
   std::vector<HolderSample> holders;
   std::optional<std::chrono::steady_clock::time_point> monotonic = std::nullopt;  // see SampleTime
+  // The container engine was asked and did not answer: a container it alone shows (one with no
+  // process on a GPU: an idle one) is missing from `holders`, not gone.
+  bool containers_unknown = false;
 
   SampleTime time() const { return {when, monotonic}; }
 };
@@ -108,6 +112,11 @@ struct TrackerSettings {
   // clock stepped forward) is not counted: the runs lose the gap's time rather than gain idle or
   // busy time nobody measured.
   std::chrono::milliseconds max_credit{std::chrono::seconds(60)};
+  // How long a container run missing from samples whose engine did not answer is held open (not
+  // counted missing): a restarting or busy engine must not end and restart every idle container's
+  // run, and with it its idle time. After that, or once the engine answers without it, it ends
+  // where it was last seen.
+  std::chrono::milliseconds engine_outage_grace{std::chrono::minutes(10)};
 };
 
 // The sample's holders one per key, in the order each key first appears: a process on several

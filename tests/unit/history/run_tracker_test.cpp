@@ -211,6 +211,53 @@ TEST(RunTracker, AfterARestartAHolderStillPresentContinuesAsTheSameRun) {
   EXPECT_EQ(after.running().back().id, 3);  // ids go on from the store's last
 }
 
+// A sample in which the container engine did not answer: the containers it alone shows are missing.
+MachineSample engine_silent(MachineSample sample) {
+  sample.containers_unknown = true;
+  return sample;
+}
+
+TEST(RunTracker, AnIdleContainerRunOutlivesAnEngineThatDoesNotAnswerAndEndsWhereLastSeenIfGone) {
+  RunTracker tracker;
+  HolderSample bare;
+  bare.key = "process:7:99";
+  bare.gpus = {1};
+  tracker.observe(at(0s, {0, 90}, {container("a", {0}), container("b", {0}), bare}));
+  tracker.observe(at(10s, {0, 90}, {container("a", {0}), container("b", {0}), bare}));
+  // The engine is silent for a minute: a and b are missing, not gone; the bare process is gone.
+  std::vector<RunRecord> ended;
+  for (auto t = 20s; t <= 70s; t += 10s) {
+    std::vector<RunRecord> now = tracker.observe(engine_silent(at(t, {0, 90}, {})));
+    ended.insert(ended.end(), now.begin(), now.end());
+  }
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].key, "process:7:99");
+  ASSERT_EQ(tracker.running().size(), 2u);
+  // It answers again: a goes on as the same run, credited from then on (the silence is not
+  // counted); b is gone, and ends where it was last seen.
+  EXPECT_THAT(tracker.observe(at(80s, {0, 90}, {container("a", {0})})), IsEmpty());
+  ended = tracker.observe(at(90s, {0, 90}, {container("a", {0})}));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].key, "container:b");
+  EXPECT_EQ(ended[0].end, kT0 + 10s);
+  ASSERT_EQ(tracker.running().size(), 1u);
+  EXPECT_EQ(tracker.running().front().id, 1);
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 10 + 10 + 10);
+  EXPECT_DOUBLE_EQ(tracker.running().front().idle_seconds, 10 + 10 + 10);
+}
+
+TEST(RunTracker, AnEngineSilentForLongerThanTheGraceEndsItsContainersRunsWhereLastSeen) {
+  TrackerSettings settings;
+  settings.engine_outage_grace = std::chrono::minutes(1);
+  RunTracker tracker(settings);
+  tracker.observe(at(0s, {0}, {container("a", {0})}));
+  std::vector<RunRecord> ended;
+  for (auto t = 10s; t <= 120s && ended.empty(); t += 10s) ended = tracker.observe(engine_silent(at(t, {0}, {})));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].end, kT0);
+  EXPECT_EQ(ended[0].ended_by, "gone");
+}
+
 TEST(RunTracker, Rfc3339IsUtcToTheSecond) {
   EXPECT_EQ(rfc3339(WallTime{} + std::chrono::seconds(1'795'957'501)), "2026-11-29T13:05:01Z");
 }
