@@ -48,6 +48,9 @@ ParsedFile parse_file(const std::string& path, Kind layer, const std::string& te
   if (scan.too_deep_line != 0)
     throw Error(
         fmt::format("{}:{}: nested deeper than {} levels, which no setting is", path, scan.too_deep_line, kMaxNesting));
+  if (scan.duplicate)
+    throw Error(fmt::format("{}:{}: key \"{}\" is given twice (first on line {}): keep one of the two", path,
+                            scan.duplicate->line, dotted(scan.duplicate->path), scan.duplicate->first_line));
   ParsedFile file{path, layer, json::object(), std::move(scan.lines)};
   if (!scan.has_content) return file;  // blank or comments only: sets nothing
   try {

@@ -18,6 +18,7 @@ KeyScan scan_keys(std::string_view s) {
     std::string path;
     std::string key;
     bool expect_key;
+    std::map<std::string, std::size_t> key_lines = {};  // this object's keys so far, and their lines
   };
   KeyScan scan;
   std::vector<Frame> stack;
@@ -43,9 +44,13 @@ KeyScan scan_keys(std::string_view s) {
       while (j < s.size() && s[j] != '"' && s[j] != '\n') j += s[j] == '\\' ? std::size_t{2} : std::size_t{1};
       const std::string_view str = s.substr(i + 1, std::min(j, s.size()) - i - 1);
       if (!stack.empty() && stack.back().object && stack.back().expect_key) {
-        stack.back().key = std::string(str);
-        stack.back().expect_key = false;
-        scan.lines[join_path(stack.back().path, str)] = line;
+        Frame& object = stack.back();
+        object.key = std::string(str);
+        object.expect_key = false;
+        const std::string path = join_path(object.path, str);
+        if (const auto [first, fresh] = object.key_lines.try_emplace(object.key, line); !fresh && !scan.duplicate)
+          scan.duplicate = KeyScan::Duplicate{.path = path, .first_line = first->second, .line = line};
+        scan.lines[path] = line;
       }
       i = j + 1;
     } else {

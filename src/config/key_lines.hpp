@@ -3,6 +3,8 @@
 // (nlohmann reports no positions for keys), and a parse error's line and column.
 #include <cstddef>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +17,14 @@ struct KeyScan {
   std::map<std::string, std::size_t> lines;
   bool has_content = false;       // anything besides blanks and comments
   std::size_t too_deep_line = 0;  // where an object or array first nests deeper than kMaxNesting; 0: nowhere
+  // The first key given twice in one object (its path, and its two lines): JSON parsers keep one of
+  // the two without a word, so a setting written twice would be decided by which comes last.
+  struct Duplicate {
+    std::string path;
+    std::size_t first_line = 0;
+    std::size_t line = 0;
+  };
+  std::optional<Duplicate> duplicate;
 };
 // Far deeper than any setting (profiles, a profile, its list: four levels): a file nested deeper is no configuration,
 // and following it would cost memory as the square of its depth.

@@ -595,7 +595,7 @@ std::vector<Setting> make_settings() {
        .root_only = true,  // root believes what answers there
        .apply = [](const json& v, Options& o) { o.service_socket = v.get<std::string>(); }},
       {.key = "since",
-       .type = T::text,
+       .type = T::word,
        .scope = Scope::invocation,
        .flag = "--since",
        .help = "history, usage: runs going since this long ago (30d, 12h, 2w) or this date (2026-11-01)",
@@ -604,7 +604,7 @@ std::vector<Setting> make_settings() {
        .completion = H::word,
        .apply = [](const json& v, Options& o) { o.history_since = text_or_empty(v); }},
       {.key = "user",
-       .type = T::text,
+       .type = T::word,
        .scope = Scope::invocation,
        .flag = "--user",
        .help = "history, usage: only this user's runs",

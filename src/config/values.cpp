@@ -61,6 +61,8 @@ std::string_view expectation(ValueType type) {
       return "a string";
     case ValueType::program:
       return "a name or path, not empty";
+    case ValueType::word:
+      return "a string, not empty";
     case ValueType::seconds:
       return "a number of seconds above 0, at most 3600";
     case ValueType::interval:
@@ -98,6 +100,7 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
       if (!j.is_string()) return expected();
       return std::nullopt;
     case ValueType::program:  // "" would run nothing, or look for a program named "" on PATH
+    case ValueType::word:
       if (!j.is_string() || text::trim(j.get<std::string>()).empty()) return expected();
       return std::nullopt;
     case ValueType::seconds:

@@ -434,6 +434,12 @@ TEST_F(GpurundTest, WithoutTheServiceTheVerbsSaySoAndHowToStartIt) {
   }
   EXPECT_EQ(ask({"report", "x"}).exit_code, 125);
   EXPECT_EQ(ask({"history", "--since", "last week"}).exit_code, 125);
+  // "" is a filter nobody meant (an unset shell variable): refused, not taken for every run.
+  for (const char* flag : {"--since", "--user"}) {
+    const Outcome empty = ask({"usage", flag, ""});
+    EXPECT_EQ(empty.exit_code, 125);
+    EXPECT_THAT(empty.err, HasSubstr(std::string(flag) + ": expected a string, not empty, got \"\""));
+  }
 }
 
 TEST_F(GpurundTest, StatusShowsHowLongEachHeldGpuHasBeenIdleWhileTheServiceRuns) {

@@ -15,6 +15,7 @@ namespace gpurun {
 enum class ValueType {
   text,      // a string
   program,   // a program's name or path: a string, not empty
+  word,      // a string, not empty: where "" would quietly mean "not given" (--since, --user)
   seconds,   // a number of seconds, 0 < s <= 3600
   interval,  // a number of seconds, 0 < s <= 86400
   count,     // a whole number >= 1

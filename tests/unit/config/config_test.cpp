@@ -742,6 +742,19 @@ TEST_F(ConfigTest, AFileTooLargeTooDeepOrWithNulBytesIsRefusedSayingWhy) {
   EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr(nul + ":1:15: a NUL byte"));
 }
 
+TEST_F(ConfigTest, AKeyGivenTwiceInOneObjectIsRefusedWithBothLines) {
+  // JSON keeps the last of the two without a word: a policy written twice was decided by its order.
+  ConfigInputs in = inputs();
+  in.extra_files = {write("twice.json", "{\n  \"max_util\": \"10%\",\n  \"image\": \"a\",\n  \"max_util\": \"90%\"\n}")};
+  EXPECT_THAT(error_of([&] { load_config(in); }),
+              HasSubstr(in.extra_files[0] + ":4: key \"max_util\" is given twice (first on line 2): keep one"));
+  in.extra_files = {write("nested.json", R"({"profiles": {"a": {"gpus": 1, "image": "x", "gpus": 2}}})")};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr(":1: key \"profiles.a.gpus\" is given twice"));
+  // The same key in two objects is no repetition.
+  in.extra_files = {write("apart.json", R"({"profiles": {"a": {"gpus": 1}, "b": {"gpus": 2}}, "gpus": 3})")};
+  EXPECT_EQ(load_config(in).at("gpus").value, 3);
+}
+
 TEST_F(ConfigTest, AFoundProjectFileCannotChooseProgramsButAConfigFileCan) {
   write("work/.gpurun.json", "{\n  \"image\": \"x\",\n  \"docker\": \"./evil.sh\"\n}");
   ConfigInputs in = inputs();
