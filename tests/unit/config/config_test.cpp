@@ -745,7 +745,8 @@ TEST_F(ConfigTest, AFileTooLargeTooDeepOrWithNulBytesIsRefusedSayingWhy) {
 TEST_F(ConfigTest, AKeyGivenTwiceInOneObjectIsRefusedWithBothLines) {
   // JSON keeps the last of the two without a word: a policy written twice was decided by its order.
   ConfigInputs in = inputs();
-  in.extra_files = {write("twice.json", "{\n  \"max_util\": \"10%\",\n  \"image\": \"a\",\n  \"max_util\": \"90%\"\n}")};
+  in.extra_files = {
+      write("twice.json", "{\n  \"max_util\": \"10%\",\n  \"image\": \"a\",\n  \"max_util\": \"90%\"\n}")};
   EXPECT_THAT(error_of([&] { load_config(in); }),
               HasSubstr(in.extra_files[0] + ":4: key \"max_util\" is given twice (first on line 2): keep one"));
   in.extra_files = {write("nested.json", R"({"profiles": {"a": {"gpus": 1, "image": "x", "gpus": 2}}})")};
