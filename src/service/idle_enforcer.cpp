@@ -43,22 +43,11 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
       }
       streak->second.last = now;
     }
-    const auto run =
-        std::find_if(running.begin(), running.end(), [&holder](const RunRecord& r) { return r.key == holder.key; });
     const auto idle_for = std::chrono::floor<std::chrono::seconds>(streak->second.idle);
     const auto done = done_.find(holder.key);
     const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
-    PolicyAction action{.rule = PolicyAction::Rule::idle,
-                        .kind = PolicyAction::Kind::warn,
-                        .run_id = run != running.end() ? run->id : 0,
-                        .key = holder.key,
-                        .name = holder.name,
-                        .user = holder.user,
-                        .container_id = holder.container_id,
-                        .gpus = holder.gpus,
-                        .elapsed = idle_for,
-                        .limit = policy_.stop_after.value_or(std::chrono::seconds(0)),
-                        .listed_by_engine = holder.listed_by_engine};
+    PolicyAction action = warning_about(PolicyAction::Rule::idle, holder, running, idle_for,
+                                        policy_.stop_after.value_or(std::chrono::seconds(0)));
     const bool in_scope = !holder.container_id.empty() && (policy_.scope == IdleScope::all || holder.started_by_gpurun);
     if (!in_scope) action.limit = std::chrono::seconds(0);  // never stopped: its warning promises no stop
     // In scope but not listed by the engine this time (it did not answer): reported once, and
@@ -73,11 +62,9 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
       due.push_back(std::move(action));
     }
   }
-  // A holder one sample missed (the engine did not answer) but whose run goes on keeps its state:
-  // no second warning when it is seen again.
-  for (const RunRecord& run : running) present.insert(run.key);
-  std::erase_if(done_, [&present](const auto& entry) { return !present.contains(entry.first); });
-  std::erase_if(streaks_, [&present](const auto& entry) { return !present.contains(entry.first); });
+  const std::set<std::string> kept = kept_holders(std::move(present), running);
+  std::erase_if(done_, [&kept](const auto& entry) { return !kept.contains(entry.first); });
+  std::erase_if(streaks_, [&kept](const auto& entry) { return !kept.contains(entry.first); });
   return due;
 }
 

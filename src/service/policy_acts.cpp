@@ -78,10 +78,4 @@ ActResult carry_out(const PolicyAction& action, bool dry_run, ContainerEngine* e
   return said(fmt::format("stopped {}, {}", who, measured(action)));
 }
 
-std::string_view event_of(const PolicyAction& action, bool stopped) {
-  const bool idle = action.rule == PolicyAction::Rule::idle;
-  if (action.kind == PolicyAction::Kind::stop && stopped) return idle ? "idle_stopped" : "time_limit_stopped";
-  return idle ? "idle_warning" : "time_warning";
-}
-
 }  // namespace gpurun

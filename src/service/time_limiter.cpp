@@ -40,17 +40,7 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
     const auto elapsed = std::chrono::floor<std::chrono::seconds>(age->second.elapsed);
     const auto done = done_.find(holder.key);
     const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
-    PolicyAction action{.rule = PolicyAction::Rule::time_limit,
-                        .kind = PolicyAction::Kind::warn,
-                        .run_id = run != running.end() ? run->id : 0,
-                        .key = holder.key,
-                        .name = holder.name,
-                        .user = holder.user,
-                        .container_id = holder.container_id,
-                        .gpus = holder.gpus,
-                        .elapsed = elapsed,
-                        .limit = *limit,
-                        .listed_by_engine = holder.listed_by_engine};
+    PolicyAction action = warning_about(PolicyAction::Rule::time_limit, holder, running, elapsed, *limit);
     if (elapsed >= *limit && step < static_cast<int>(Done::stopped)) {
       action.kind = PolicyAction::Kind::stop;
       done_[holder.key] = Done::stopped;
@@ -60,11 +50,9 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
       due.push_back(std::move(action));
     }
   }
-  // A holder one sample missed (the engine did not answer) but whose run goes on keeps its state:
-  // no second warning when it is seen again.
-  for (const RunRecord& run : running) present.insert(run.key);
-  std::erase_if(done_, [&present](const auto& entry) { return !present.contains(entry.first); });
-  std::erase_if(ages_, [&present](const auto& entry) { return !present.contains(entry.first); });
+  const std::set<std::string> kept = kept_holders(std::move(present), running);
+  std::erase_if(done_, [&kept](const auto& entry) { return !kept.contains(entry.first); });
+  std::erase_if(ages_, [&kept](const auto& entry) { return !kept.contains(entry.first); });
   return due;
 }
 

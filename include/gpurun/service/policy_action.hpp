@@ -4,9 +4,12 @@
 // in these, and the recorder carries them out and tells the run's user.
 #include <chrono>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "gpurun/history/run_tracker.hpp"
 
 namespace gpurun {
 
@@ -36,5 +39,14 @@ struct PolicyAction {
 // The notification event an action is ("idle_warning", "idle_stopped", "time_warning",
 // "time_limit_stopped"); a report, and a stop that did not happen (a dry run), is a warning.
 std::string_view event_of(const PolicyAction& action, bool stopped);
+
+// A warning about `holder` under `rule` (made a stop or a report by the rule where one is due),
+// with the id of its run in `running` (0 where the tracker has none for it yet).
+PolicyAction warning_about(PolicyAction::Rule rule, const HolderSample& holder, const std::vector<RunRecord>& running,
+                           std::chrono::seconds elapsed, std::chrono::seconds limit);
+
+// The holders whose state a rule keeps after a sample: those it saw (`present`), and those it
+// missed (the engine did not answer) whose run goes on, which get no second warning when seen again.
+std::set<std::string> kept_holders(std::set<std::string> present, const std::vector<RunRecord>& running);
 
 }  // namespace gpurun
