@@ -1,6 +1,7 @@
 #include "gpurun/service/idle_enforcer.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace gpurun {
@@ -9,6 +10,37 @@ IdleEnforcer::IdleEnforcer(IdlePolicy policy, std::chrono::milliseconds max_gap)
     : policy_(std::move(policy)), max_gap_(max_gap) {}
 
 void IdleEnforcer::stop_failed(const std::string& key) { done_[key] = Done::warned; }
+
+void IdleEnforcer::resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples) {
+  // Each sample time's idle GPUs: known, and at or below `below` (one not read is not idle).
+  std::map<WallTime, std::set<int>> idle_at;
+  for (const GpuSampleRow& row : samples) {
+    if (row.utilization_percent && *row.utilization_percent <= policy_.below_percent)
+      idle_at[row.when].insert(row.gpu);
+    else
+      idle_at.try_emplace(row.when);  // a sample time with no idle GPU is one too
+  }
+  for (const RunRecord& run : running) {
+    std::optional<WallTime> first;  // of its streak
+    WallTime last{};
+    for (const auto& [when, idle_gpus] : idle_at) {
+      if (when < run.start || run.gpus.empty()) continue;
+      const bool idle = std::all_of(run.gpus.begin(), run.gpus.end(),
+                                    [&idle_gpus = idle_gpus](int gpu) { return idle_gpus.contains(gpu); });
+      if (first && when - last > max_gap_) first.reset();  // time nobody measured
+      if (!idle) {
+        first.reset();
+      } else if (!first) {
+        first = when;
+      }
+      last = when;
+    }
+    if (!first) continue;
+    const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(last - *first);
+    streaks_[run.key] = Streak{.idle = idle, .last = SampleTime{.when = last, .monotonic = std::nullopt}};
+    if (policy_.warn_after && idle >= *policy_.warn_after) done_[run.key] = Done::warned;  // warned before
+  }
+}
 
 std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, const std::vector<RunRecord>& running) {
   std::set<int> idle_gpus;  // known, and at or below `below`, in this sample (unknown is never idle)

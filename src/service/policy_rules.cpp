@@ -37,6 +37,20 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
   if (policy.notify) notifier_.emplace(*policy.notify);
 }
 
+void PolicyRules::resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples) {
+  limiter_.resume(running);
+  if (idle_) idle_->resume(running, samples);
+}
+
+std::chrono::milliseconds PolicyRules::lookback() const {
+  // A streak as long as the idle policy's longest wait, and a sample before it.
+  if (!idle_) return std::chrono::milliseconds(0);
+  const IdlePolicy& policy = idle_->policy();
+  const std::chrono::seconds longest = std::max(policy.stop_after.value_or(std::chrono::seconds(0)),
+                                                policy.warn_after.value_or(std::chrono::seconds(0)));
+  return longest + std::chrono::hours(1);
+}
+
 void PolicyRules::observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine,
                           const std::function<bool()>& stopping) {
   for (const HolderSample& holder : sample.holders)

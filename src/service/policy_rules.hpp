@@ -36,6 +36,11 @@ class PolicyRules {
   // The runs a sample ended: marks those a rule stopped (ended_by), and tells whoever asked.
   void ended(std::vector<RunRecord>& runs);
 
+  // After a restart: the open runs, and the GPU samples stored before it (oldest first; those of
+  // the last `lookback()`; none where it is 0). Idle streaks go on, and no warning is given twice.
+  void resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples);
+  std::chrono::milliseconds lookback() const;
+
  private:
   std::string ended_text(const RunRecord& run) const;
 

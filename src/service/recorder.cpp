@@ -125,6 +125,9 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   source_spec.stream_every = settings.interval;  // nvidia-smi's loop mode: no process per sample
   const Machine machine{make_gpu_source(source_spec), make_container_engine(engine_spec(options))};
   PolicyRules rules(options.policy, host_name(), settings.interval);
+  rules.resume(tracker.running(), rules.lookback() > std::chrono::milliseconds(0)
+                                      ? store.gpu_samples(std::chrono::system_clock::now() - rules.lookback())
+                                      : std::vector<GpuSampleRow>{});
   const std::string reservations = lock_dir_for_reading(options);
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");

@@ -12,6 +12,10 @@ std::chrono::seconds TimeLimiter::warn_at(std::chrono::seconds limit) {
 
 void TimeLimiter::stop_failed(const std::string& key) { done_[key] = Done::warned; }
 
+void TimeLimiter::resume(const std::vector<RunRecord>& running) {
+  for (const RunRecord& run : running) seen_before_[run.key] = run.last_seen;
+}
+
 std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, const std::vector<RunRecord>& running) {
   std::vector<PolicyAction> due;
   std::set<std::string> present;
@@ -33,6 +37,9 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
       const WallTime start = run != running.end() ? run->start : sample.when;
       age->second.elapsed = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(sample.when - start),
                                      std::chrono::milliseconds(0));
+      if (const auto before = seen_before_.find(holder.key);
+          before != seen_before_.end() && before->second - start >= warn_at(*limit))
+        done_.try_emplace(holder.key, Done::warned);  // warned before the restart
     } else {
       age->second.elapsed += now.since(age->second.last);
       age->second.last = now;

@@ -641,6 +641,26 @@ TEST_F(IdlePolicyTest, TheIdlePolicyWarnsThenStopsGpurunsIdleContainerAndOnlyRep
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
+TEST_F(IdlePolicyTest, ARestartNeitherWarnsAgainNorStartsTheWaitToStopAgain) {
+  const std::string policy = R"({"below": "5%", "warn_after": 1, "stop_after": 3})";
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  const std::string warning = "(bob_gpu2, user bob, GPU 2) has been idle for ";
+  pid_t pid = start_with_idle_containers(policy);
+  ASSERT_TRUE(eventually([&] { return log().find(warning) != std::string::npos; })) << log();
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+  pid = start_with_idle_containers(policy);  // restarted a second or two before the stop is due
+  ASSERT_TRUE(eventually([&] { return log().find("idle policy: stopped run") != std::string::npos; })) << log();
+  const std::string text = log();
+  std::size_t warnings = 0;
+  for (std::size_t at = text.find(warning); at != std::string::npos; at = text.find(warning, at + 1))
+    if (text.compare(text.find(';', at), 22, "; it will be stopped w") == 0) ++warnings;
+  EXPECT_EQ(warnings, 1u) << text;
+  // Stopped once its idle time before and after the restart made 3 s, not 3 s after the restart.
+  EXPECT_THAT(text, ::testing::ContainsRegex("stopped run [0-9]+ \\(bob_gpu2, user bob, GPU 2\\), idle for [3-4]s"))
+      << text;
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
 TEST_F(IdlePolicyTest, UnderADryRunTheIdlePolicyOnlySaysWhatItWouldStop) {
   const pid_t pid = start_with_idle_containers(R"({"stop_after": 1, "dry_run": true})");
   const auto log = [&] { return read_file(dir() + "/gpurund.err"); };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpurun/config/idle_policy.hpp"
+#include "gpurun/history/gpu_minutes.hpp"
 #include "gpurun/history/run_tracker.hpp"
 #include "gpurun/service/policy_action.hpp"
 
@@ -26,6 +27,11 @@ class IdleEnforcer {
 
   // The stop of `key` failed: the next sample asks for it again.
   void stop_failed(const std::string& key);
+
+  // After a restart: each open run's idle streak as the stored samples before it show them (every
+  // GPU's rows, oldest first), so that a restart neither starts the wait to stop an idle job again
+  // nor warns its owner a second time. A gap between samples over max_gap ends a streak, as here.
+  void resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples);
 
   const IdlePolicy& policy() const { return policy_; }
 

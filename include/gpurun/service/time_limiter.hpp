@@ -30,9 +30,14 @@ class TimeLimiter {
   // When a run with this limit is warned: ten minutes before it, or halfway for a short one.
   static std::chrono::seconds warn_at(std::chrono::seconds limit);
 
+  // After a restart: the runs still open from before. One already past its warning when it was
+  // last seen was warned then, and is not warned again.
+  void resume(const std::vector<RunRecord>& running);
+
  private:
   enum class Done { warned = 1, stopped = 2 };
   std::optional<std::chrono::seconds> max_runtime_;
+  std::map<std::string, WallTime> seen_before_;  // per holder key: when the service last saw it before a restart
   struct Age {
     std::chrono::milliseconds elapsed{0};  // since its run started
     SampleTime last;                       // when it was last measured

@@ -222,5 +222,48 @@ TEST(IdleEnforcer, AStopThatFailedIsAskedForAgainAtTheNextSample) {
   EXPECT_EQ(kinds_over(enforcer, held, {130s}).back(), std::vector<Kind>{Kind::stop});
 }
 
+// GPU 0 and 1's stored rows at `util` percent, every 10 s from `from` to `to`.
+std::vector<GpuSampleRow> stored(std::chrono::seconds from, std::chrono::seconds to, double util) {
+  std::vector<GpuSampleRow> rows;
+  for (auto at = from; at <= to; at += 10s)
+    for (int gpu : {0, 1})
+      rows.push_back(
+          {.when = kStart + at, .gpu = gpu, .utilization_percent = util, .memory_used_mib = 1, .holders = 1});
+  return rows;
+}
+
+TEST(IdleEnforcer, AfterARestartAnIdleStreakGoesOnAndItsWarningIsNotGivenAgain) {
+  const HolderSample c = holder("container:c", 0, "c", true);
+  std::vector<RunRecord> running = runs_of({c});
+  running[0].gpus = {0};
+  // Before the restart: busy until 100 s, then idle from 110 s to 200 s (warned at 170 s).
+  std::vector<GpuSampleRow> rows = stored(0s, 100s, 90);
+  const std::vector<GpuSampleRow> idle = stored(110s, 200s, 0);
+  rows.insert(rows.end(), idle.begin(), idle.end());
+  IdleEnforcer enforcer(policy(), 40s);
+  enforcer.resume(running, rows);
+  // After it, at 210 s: idle for 100 s, warned already.
+  EXPECT_THAT(enforcer.observe(sample(210s, 0, {c}), running), ::testing::IsEmpty());
+  // At 230 s, 120 s idle: stopped when it would have been without the restart.
+  const std::vector<PolicyAction> due = enforcer.observe(sample(230s, 0, {c}), running);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].kind, Kind::stop);
+  EXPECT_EQ(due[0].elapsed, 120s);
+}
+
+TEST(IdleEnforcer, AfterARestartLongerThanTheGapAStreakStartsAfresh) {
+  const HolderSample c = holder("container:c", 0, "c", true);
+  std::vector<RunRecord> running = runs_of({c});
+  running[0].gpus = {0};
+  IdleEnforcer enforcer(policy(), 40s);
+  enforcer.resume(running, stored(0s, 200s, 0));  // idle 200 s, then gpurund was down 100 s
+  EXPECT_THAT(enforcer.observe(sample(300s, 0, {c}), running), ::testing::IsEmpty());
+  EXPECT_THAT(enforcer.observe(sample(330s, 0, {c}), running), ::testing::IsEmpty());
+  const std::vector<PolicyAction> due = enforcer.observe(sample(360s, 0, {c}), running);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].kind, Kind::warn);
+  EXPECT_EQ(due[0].elapsed, 60s);
+}
+
 }  // namespace
 }  // namespace gpurun

@@ -58,6 +58,23 @@ TEST(TimeLimiter, WarnsTenMinutesBeforeOrHalfwayForAShortLimit) {
   EXPECT_EQ(TimeLimiter::warn_at(60s), 30s);
 }
 
+TEST(TimeLimiter, AfterARestartARunPastItsWarningWhenLastSeenIsNotWarnedAgain) {
+  RunRecord before;
+  before.key = "container:c1";
+  before.start = kStart;
+  before.last_seen = kStart + 35s;  // warned at 30 s, before gpurund restarted
+  TimeLimiter limiter(std::nullopt);
+  limiter.resume({before});
+  EXPECT_EQ(kinds_over(limiter, holder("container:c1", 60s), {40s, 50s, 60s}),
+            (std::vector<std::vector<Kind>>{{}, {}, {Kind::stop}}));
+  // One seen last before its warning is warned after the restart.
+  before.last_seen = kStart + 25s;
+  TimeLimiter early(std::nullopt);
+  early.resume({before});
+  EXPECT_EQ(kinds_over(early, holder("container:c1", 60s), {40s, 60s}),
+            (std::vector<std::vector<Kind>>{{Kind::warn}, {Kind::stop}}));
+}
+
 TEST(TimeLimiter, WarnsOnceThenStopsOnceAtTheLabelsLimit) {
   TimeLimiter limiter(std::nullopt);
   EXPECT_EQ(kinds_over(limiter, holder("container:c1", 60s), {0s, 20s, 30s, 40s, 60s, 70s}),
