@@ -658,7 +658,7 @@ TEST_F(IdlePolicyTest, ARestartNeitherWarnsAgainNorStartsTheWaitToStopAgain) {
   // Stopped once, through the engine's CLI (however long the restart took on a loaded machine).
   std::size_t stops = 0;
   for (const auto& file : std::filesystem::directory_iterator(dir() + "/argv"))
-    stops += read_file(file.path()).starts_with(std::string("stop") + '\0') ? 1 : 0;
+    if (read_file(file.path()).starts_with(std::string("stop") + '\0')) ++stops;
   EXPECT_EQ(stops, 1u);
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
