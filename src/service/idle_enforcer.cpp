@@ -38,7 +38,11 @@ void IdleEnforcer::resume(const std::vector<RunRecord>& running, const std::vect
     if (!first) continue;
     const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(last - *first);
     streaks_[run.key] = Streak{.idle = idle, .last = SampleTime{.when = last, .monotonic = std::nullopt}};
-    if (policy_.warn_after && idle >= *policy_.warn_after) done_[run.key] = Done::warned;  // warned before
+    // What was done before: a report (or a stop that has not ended it, asked for again), a warning.
+    if (policy_.stop_after && idle >= *policy_.stop_after)
+      done_[run.key] = Done::reported;
+    else if (policy_.warn_after && idle >= *policy_.warn_after)
+      done_[run.key] = Done::warned;
   }
 }
 
@@ -94,6 +98,23 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
       due.push_back(std::move(action));
     }
   }
+  // A run the engine did not show this time (it did not answer): its streak goes on while its GPUs
+  // stay idle, so that an outage neither warns its owner again nor starts the wait to stop it afresh.
+  if (sample.containers_unknown)
+    for (const RunRecord& run : running) {
+      const auto streak = streaks_.find(run.key);
+      if (present.contains(run.key) || streak == streaks_.end()) continue;
+      const bool idle = !run.gpus.empty() && std::all_of(run.gpus.begin(), run.gpus.end(),
+                                                         [&idle_gpus](int gpu) { return idle_gpus.contains(gpu); });
+      const auto gap = now.since(streak->second.last);
+      if (!idle || gap > max_gap_) {
+        streaks_.erase(streak);
+        done_.erase(run.key);
+        continue;
+      }
+      streak->second.idle += gap;
+      streak->second.last = now;
+    }
   const std::set<std::string> kept = kept_holders(std::move(present), running);
   std::erase_if(done_, [&kept](const auto& entry) { return !kept.contains(entry.first); });
   std::erase_if(streaks_, [&kept](const auto& entry) { return !kept.contains(entry.first); });

@@ -1,6 +1,7 @@
 #include "policy_rules.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -35,10 +36,20 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
     : host_(std::move(host)), limiter_(policy.max_runtime) {
   if (policy.idle_policy) idle_.emplace(*policy.idle_policy, 3 * interval + std::chrono::seconds(10));
   if (policy.notify) notifier_.emplace(*policy.notify);
+  const auto seconds = [](const std::optional<std::chrono::seconds>& s) { return s ? s->count() : -1; };
+  fingerprint_ = fmt::format("max_runtime {}", seconds(policy.max_runtime));
+  if (const auto& idle = policy.idle_policy)
+    fingerprint_ += fmt::format("; idle_policy {} {} {} {} {} [{}]; interval {}", idle->below_percent,
+                                seconds(idle->warn_after), seconds(idle->stop_after), static_cast<int>(idle->scope),
+                                idle->dry_run, fmt::join(idle->exempt_users, ","), interval.count());
 }
 
-void PolicyRules::resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples) {
-  limiter_.resume(running);
+void PolicyRules::resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples,
+                         WallTime since) {
+  std::vector<RunRecord> seen_since;  // only what the service saw under these rules was warned under them
+  for (const RunRecord& run : running)
+    if (run.last_seen >= since) seen_since.push_back(run);
+  limiter_.resume(seen_since);
   if (idle_) idle_->resume(running, samples);
 }
 

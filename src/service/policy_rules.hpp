@@ -36,9 +36,14 @@ class PolicyRules {
   // The runs a sample ended: marks those a rule stopped (ended_by), and tells whoever asked.
   void ended(std::vector<RunRecord>& runs);
 
-  // After a restart: the open runs, and the GPU samples stored before it (oldest first; those of
-  // the last `lookback()`; none where it is 0). Idle streaks go on, and no warning is given twice.
-  void resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples);
+  // The rules, as text that differs when any of them does: a restart takes up their state only
+  // under the same rules (RunStore::rules_in_force).
+  const std::string& fingerprint() const { return fingerprint_; }
+
+  // After a restart under the same rules, in force since `since`: the open runs, and the GPU
+  // samples stored before the restart (oldest first; those since `since` and of the last
+  // `lookback()`, none where it is 0). Idle streaks go on, and no warning is given twice.
+  void resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples, WallTime since);
   std::chrono::milliseconds lookback() const;
 
  private:
@@ -54,6 +59,7 @@ class PolicyRules {
   void stop_failed(const PolicyAction& action, WallTime now);
 
   std::string host_;
+  std::string fingerprint_;
   TimeLimiter limiter_;
   std::optional<IdleEnforcer> idle_;
   std::optional<Notifier> notifier_;

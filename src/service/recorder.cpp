@@ -125,9 +125,20 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   source_spec.stream_every = settings.interval;  // nvidia-smi's loop mode: no process per sample
   const Machine machine{make_gpu_source(source_spec), make_container_engine(engine_spec(options))};
   PolicyRules rules(options.policy, host_name(), settings.interval);
-  rules.resume(tracker.running(), rules.lookback() > std::chrono::milliseconds(0)
-                                      ? store.gpu_samples(std::chrono::system_clock::now() - rules.lookback())
-                                      : std::vector<GpuSampleRow>{});
+  // The rules' state from before a restart, where they are the same rules: a restart that changed
+  // them (the way to change them) starts every streak and warning afresh, as their first start did.
+  try {
+    const WallTime now = std::chrono::system_clock::now();
+    if (const std::optional<WallTime> since = store.rules_in_force(rules.fingerprint(), now)) {
+      const WallTime from = std::max(*since, now - rules.lookback());
+      rules.resume(
+          tracker.running(),
+          rules.lookback() > std::chrono::milliseconds(0) ? store.gpu_samples(from) : std::vector<GpuSampleRow>{},
+          *since);
+    }
+  } catch (const std::exception& e) {  // a full disk: the rules start afresh
+    spdlog::warn("the store: {}; the idle policy and time limits start afresh", e.what());
+  }
   const std::string reservations = lock_dir_for_reading(options);
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");

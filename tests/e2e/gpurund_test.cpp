@@ -653,13 +653,34 @@ TEST_F(IdlePolicyTest, ARestartNeitherWarnsAgainNorStartsTheWaitToStopAgain) {
   const std::string text = log();
   std::size_t warnings = 0;
   for (std::size_t at = text.find(warning); at != std::string::npos; at = text.find(warning, at + 1))
-    if (text.compare(text.find(';', at), 22, "; it will be stopped w") == 0) ++warnings;
+    if (const std::size_t semicolon = text.find(';', at);
+        semicolon != std::string::npos && text.compare(semicolon, 25, "; it will be stopped when") == 0)
+      ++warnings;
   EXPECT_EQ(warnings, 1u) << text;
   // Stopped once, through the engine's CLI (however long the restart took on a loaded machine).
   std::size_t stops = 0;
   for (const auto& file : std::filesystem::directory_iterator(dir() + "/argv"))
     if (read_file(file.path()).starts_with(std::string("stop") + '\0')) ++stops;
   EXPECT_EQ(stops, 1u);
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
+TEST_F(IdlePolicyTest, ARestartUnderAnotherPolicyStartsItsStreaksAfresh) {
+  // The way to change the policy is a restart: what the old one did is no guide to the new one.
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  const auto warnings = [&] {
+    const std::string text = log();
+    std::size_t count = 0;
+    for (std::size_t at = text.find("(bob_gpu2, user bob, GPU 2) has been idle for"); at != std::string::npos;
+         at = text.find("(bob_gpu2, user bob, GPU 2) has been idle for", at + 1))
+      ++count;
+    return count;
+  };
+  pid_t pid = start_with_idle_containers(R"({"warn_after": 1, "stop_after": 60})");
+  ASSERT_TRUE(eventually([&] { return warnings() == 1; })) << log();
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+  pid = start_with_idle_containers(R"({"warn_after": 1, "stop_after": 90})");
+  ASSERT_TRUE(eventually([&] { return warnings() == 2; })) << log();
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 

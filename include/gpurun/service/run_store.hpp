@@ -53,6 +53,11 @@ class RunStore {
   std::vector<GpuMinute> gpu_minutes(WallTime since) const;                 // oldest first
   std::optional<GpuMinute> gpu_minute(std::int64_t minute, int gpu) const;  // one row, for a minute reopened
 
+  // Since when the site's rules `fingerprint` stands for have been in force, where the service last
+  // ran under them; nullopt where it ran under others (or none kept), which are replaced by these
+  // from `now`. Throws (std::exception) where they cannot be written: a full disk.
+  std::optional<WallTime> rules_in_force(const std::string& fingerprint, WallTime now);
+
   std::vector<RunRecord> open_runs() const;                  // those without an end, for RunTracker::resume
   std::int64_t last_id() const;                              // 0 for an empty store
   std::vector<RunRecord> runs(const RunQuery& query) const;  // newest first

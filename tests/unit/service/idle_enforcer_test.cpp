@@ -265,5 +265,26 @@ TEST(IdleEnforcer, AfterARestartLongerThanTheGapAStreakStartsAfresh) {
   EXPECT_EQ(due[0].elapsed, 60s);
 }
 
+TEST(IdleEnforcer, AnIdleContainerTheEngineDoesNotShowForAWhileKeepsItsStreak) {
+  const HolderSample c = holder("container:c", 0, "c", true);
+  std::vector<RunRecord> running = runs_of({c});
+  running[0].gpus = {0};
+  IdleEnforcer enforcer(policy(), 40s);
+  std::vector<PolicyAction> due;
+  for (auto at = 0s; at <= 60s; at += 10s) due = enforcer.observe(sample(at, 0, {c}), running);
+  ASSERT_EQ(due.size(), 1u);  // warned at 60 s
+  // The engine does not answer for a minute: c is missing from the samples, its GPU still idle.
+  for (auto at = 70s; at <= 130s; at += 10s) {
+    MachineSample without = sample(at, 0, {});
+    without.containers_unknown = true;
+    EXPECT_THAT(enforcer.observe(without, running), ::testing::IsEmpty());
+  }
+  // Back: idle 140 s, past stop_after, and not warned again.
+  due = enforcer.observe(sample(140s, 0, {c}), running);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].kind, Kind::stop);
+  EXPECT_EQ(due[0].elapsed, 140s);
+}
+
 }  // namespace
 }  // namespace gpurun

@@ -84,6 +84,19 @@ TEST_F(RunStoreTest, OpenRunsComeBackAsTheyWereSavedAfterAReopen) {
   EXPECT_DOUBLE_EQ(a.max_memory_mib, 4096);
 }
 
+TEST_F(RunStoreTest, TheRulesInForceAreKeptWithSinceWhenAcrossAReopen) {
+  const WallTime t0 = WallTime{} + std::chrono::hours(500'000);
+  {
+    RunStore store(path());
+    EXPECT_EQ(store.rules_in_force("idle 1h 2h", t0), std::nullopt);  // none kept: new from t0
+    EXPECT_EQ(store.rules_in_force("idle 1h 2h", t0 + std::chrono::hours(1)), t0);
+  }
+  RunStore store(path());
+  EXPECT_EQ(store.rules_in_force("idle 1h 2h", t0 + std::chrono::hours(2)), t0);
+  EXPECT_EQ(store.rules_in_force("idle 1h 3h", t0 + std::chrono::hours(3)), std::nullopt);  // changed
+  EXPECT_EQ(store.rules_in_force("idle 1h 3h", t0 + std::chrono::hours(4)), t0 + std::chrono::hours(3));
+}
+
 TEST_F(RunStoreTest, SavingARunAgainUpdatesItAndAnEndedOneLeavesTheOpenOnes) {
   RunStore store(path());
   RunRecord run = record(1, "alice", 0s);
