@@ -38,11 +38,14 @@ void IdleEnforcer::resume(const std::vector<RunRecord>& running, const std::vect
     if (!first) continue;
     const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(last - *first);
     streaks_[run.key] = Streak{.idle = idle, .last = SampleTime{.when = last, .monotonic = std::nullopt}};
-    // What was done before: a report (or a stop that has not ended it, asked for again), a warning.
-    if (policy_.stop_after && idle >= *policy_.stop_after)
-      done_[run.key] = Done::reported;
-    else if (policy_.warn_after && idle >= *policy_.warn_after)
+    // What was done before, under the same rules: a stop or a report, or a warning, taken to have
+    // gone out on time.
+    if (policy_.stop_after && idle >= *policy_.stop_after) {
+      done_[run.key] = Done::stopped;
+    } else if (policy_.warn_after && idle >= *policy_.warn_after) {
       done_[run.key] = Done::warned;
+      streaks_[run.key].warned_at = *policy_.warn_after;
+    }
   }
 }
 
@@ -89,12 +92,20 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
     // In scope but not listed by the engine this time (it did not answer): reported once, and
     // stopped when it is listed again, rather than left running for the rest of the streak.
     const Done reaching = in_scope && !holder.listed_by_engine ? Done::reported : Done::stopped;
-    if (policy_.stop_after && idle_for >= *policy_.stop_after && step < static_cast<int>(reaching)) {
+    // Where the policy warns, a stop comes after the warning, and as long after it as the policy
+    // puts between the two: a streak that passed both unseen (the engine did not answer) is warned
+    // first, not stopped at once.
+    const bool noticed =
+        !policy_.warn_after || !policy_.stop_after ||
+        (streak->second.warned_at &&
+         streak->second.idle >= *streak->second.warned_at + (*policy_.stop_after - *policy_.warn_after));
+    if (policy_.stop_after && idle_for >= *policy_.stop_after && step < static_cast<int>(reaching) && noticed) {
       action.kind = in_scope && holder.listed_by_engine ? PolicyAction::Kind::stop : PolicyAction::Kind::report;
       done_[holder.key] = reaching;
       due.push_back(std::move(action));
     } else if (policy_.warn_after && idle_for >= *policy_.warn_after && step < static_cast<int>(Done::warned)) {
       done_[holder.key] = Done::warned;
+      streak->second.warned_at = streak->second.idle;
       due.push_back(std::move(action));
     }
   }

@@ -42,6 +42,9 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
     fingerprint_ += fmt::format("; idle_policy {} {} {} {} {} [{}]; interval {}", idle->below_percent,
                                 seconds(idle->warn_after), seconds(idle->stop_after), static_cast<int>(idle->scope),
                                 idle->dry_run, fmt::join(idle->exempt_users, ","), interval.count());
+  if (const auto& notify = policy.notify)  // whom a warning went to, and which ones: a new one warns afresh
+    fingerprint_ += fmt::format("; notify {} {} {} {} [{}]", notify->webhook, notify->mail, notify->mail_domain,
+                                notify->sendmail, fmt::join(notify->events, ","));
 }
 
 void PolicyRules::resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples,

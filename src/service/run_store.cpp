@@ -34,13 +34,6 @@ CREATE TABLE IF NOT EXISTS runs (
   max_memory_mib REAL NOT NULL,
   ended_by TEXT NOT NULL
 );
--- The site's rules the service last ran under (a fingerprint), and since when: a restart takes up
--- the rules' state from before it (idle streaks, warnings given) only under the same rules.
-CREATE TABLE IF NOT EXISTS rules_in_force (
-  name TEXT PRIMARY KEY,
-  fingerprint TEXT NOT NULL,
-  since_ms INTEGER NOT NULL
-);
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs(end_ms);
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user, start_ms);
 -- history is newest first: read in this order, no sort of a year's runs.
@@ -309,6 +302,13 @@ std::optional<GpuMinute> RunStore::gpu_minute(std::int64_t minute, int gpu) cons
 }
 
 std::optional<WallTime> RunStore::rules_in_force(const std::string& fingerprint, WallTime now) {
+  // The site's rules the service last ran under, and since when. Made here, not with the schema:
+  // a store opened on a full disk must still open (its samples wait in memory for room).
+  db_->exec(R"(CREATE TABLE IF NOT EXISTS rules_in_force (
+    name TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    since_ms INTEGER NOT NULL
+  ))");
   SQLite::Statement kept(*db_, "SELECT fingerprint, since_ms FROM rules_in_force WHERE name = 'site'");
   if (kept.executeStep() && kept.getColumn(0).getString() == fingerprint) return from_ms(kept.getColumn(1).getInt64());
   SQLite::Statement write(*db_, "INSERT OR REPLACE INTO rules_in_force VALUES ('site', ?, ?)");

@@ -100,7 +100,7 @@ TEST(IdleEnforcer, WhatIsNeverStoppedIsWarnedWithoutALimit) {
 TEST(IdleEnforcer, ScopeAllStopsAnyContainerButStillNoProcess) {
   IdleEnforcer enforcer(policy(IdleScope::all));
   const std::vector<HolderSample> held{holder("process:7:1", 0, "", false), holder("container:c2", 1, "c2", false)};
-  EXPECT_EQ(kinds_over(enforcer, held, {0s, 120s}).back(), (std::vector<Kind>{Kind::report, Kind::stop}));
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 60s, 120s}).back(), (std::vector<Kind>{Kind::report, Kind::stop}));
 }
 
 TEST(IdleEnforcer, AContainerSeenOnlyThroughItsProcessesIsNeverStoppedEvenUnderScopeAll) {
@@ -108,7 +108,7 @@ TEST(IdleEnforcer, AContainerSeenOnlyThroughItsProcessesIsNeverStoppedEvenUnderS
   IdleEnforcer enforcer(policy(IdleScope::all));
   HolderSample inferred = holder("container:1000:c3", 0, "c3", false);
   inferred.listed_by_engine = false;
-  EXPECT_EQ(kinds_over(enforcer, {inferred}, {0s, 120s}).back(), std::vector<Kind>{Kind::report});
+  EXPECT_EQ(kinds_over(enforcer, {inferred}, {0s, 60s, 120s}).back(), std::vector<Kind>{Kind::report});
 }
 
 TEST(IdleEnforcer, ABusySampleEndsTheStreakAndTheNextStreakCountsAfresh) {
@@ -284,6 +284,28 @@ TEST(IdleEnforcer, AnIdleContainerTheEngineDoesNotShowForAWhileKeepsItsStreak) {
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].kind, Kind::stop);
   EXPECT_EQ(due[0].elapsed, 140s);
+}
+
+TEST(IdleEnforcer, AStreakThatPassedWarningAndStopUnseenIsWarnedFirstAndStoppedAfterTheNotice) {
+  const HolderSample c = holder("container:c", 0, "c", true);
+  std::vector<RunRecord> running = runs_of({c});
+  running[0].gpus = {0};
+  IdleEnforcer enforcer(policy(), 40s);
+  for (auto at = 0s; at <= 50s; at += 10s)
+    EXPECT_THAT(enforcer.observe(sample(at, 0, {c}), running), ::testing::IsEmpty());
+  for (auto at = 60s; at <= 130s; at += 10s) {  // the engine does not answer: warning and stop pass unseen
+    MachineSample without = sample(at, 0, {});
+    without.containers_unknown = true;
+    EXPECT_THAT(enforcer.observe(without, running), ::testing::IsEmpty());
+  }
+  std::vector<PolicyAction> due = enforcer.observe(sample(140s, 0, {c}), running);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].kind, Kind::warn);  // not stopped unwarned
+  for (auto at = 150s; at <= 190s; at += 10s)
+    EXPECT_THAT(enforcer.observe(sample(at, 0, {c}), running), ::testing::IsEmpty());
+  due = enforcer.observe(sample(200s, 0, {c}), running);  // the policy's 60 s between warning and stop
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].kind, Kind::stop);
 }
 
 }  // namespace
