@@ -95,17 +95,16 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
     // Where the policy warns, a stop comes after the warning, and as long after it as the policy
     // puts between the two: a streak that passed both unseen (the engine did not answer) is warned
     // first, not stopped at once.
-    const bool noticed =
-        !policy_.warn_after || !policy_.stop_after ||
-        (streak->second.warned_at &&
-         streak->second.idle >= *streak->second.warned_at + (*policy_.stop_after - *policy_.warn_after));
+    const bool noticed = !policy_.warn_after || !policy_.stop_after ||
+                         (streak->second.warned_at &&
+                          idle_for >= *streak->second.warned_at + (*policy_.stop_after - *policy_.warn_after));
     if (policy_.stop_after && idle_for >= *policy_.stop_after && step < static_cast<int>(reaching) && noticed) {
       action.kind = in_scope && holder.listed_by_engine ? PolicyAction::Kind::stop : PolicyAction::Kind::report;
       done_[holder.key] = reaching;
       due.push_back(std::move(action));
     } else if (policy_.warn_after && idle_for >= *policy_.warn_after && step < static_cast<int>(Done::warned)) {
       done_[holder.key] = Done::warned;
-      streak->second.warned_at = streak->second.idle;
+      streak->second.warned_at = idle_for;  // in whole seconds, as the stop is judged: no jitter delays it
       due.push_back(std::move(action));
     }
   }

@@ -39,9 +39,9 @@ class IdleEnforcer {
  private:
   enum class Done { warned = 1, reported = 2, stopped = 3 };
   struct Streak {
-    std::chrono::milliseconds idle{0};                                  // measured so far
-    SampleTime last;                                                    // the streak's last sample
-    std::optional<std::chrono::milliseconds> warned_at = std::nullopt;  // the idle time its warning went out at
+    std::chrono::milliseconds idle{0};                             // measured so far
+    SampleTime last;                                               // the streak's last sample
+    std::optional<std::chrono::seconds> warned_at = std::nullopt;  // the idle time its warning went out at
   };
   IdlePolicy policy_;
   std::chrono::milliseconds max_gap_;
