@@ -232,10 +232,30 @@ std::vector<GpuSampleRow> stored(std::chrono::seconds from, std::chrono::seconds
   return rows;
 }
 
-TEST(IdleEnforcer, AfterARestartAnIdleStreakGoesOnAndItsWarningIsNotGivenAgain) {
-  const HolderSample c = holder("container:c", 0, "c", true);
+// `due` is one action, of `kind`, at `elapsed`.
+void expect_one(const std::vector<PolicyAction>& due, Kind kind, std::chrono::seconds elapsed) {
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].kind, kind);
+  EXPECT_EQ(due[0].elapsed, elapsed);
+}
+
+// The run of holder `c`, on GPU 0.
+std::vector<RunRecord> run_on_gpu0(const HolderSample& c) {
   std::vector<RunRecord> running = runs_of({c});
   running[0].gpus = {0};
+  return running;
+}
+
+// A sample at `at` in which the engine did not answer: its containers are missing, GPU 0 still idle.
+MachineSample engine_silent(std::chrono::seconds at) {
+  MachineSample without = sample(at, 0, {});
+  without.containers_unknown = true;
+  return without;
+}
+
+TEST(IdleEnforcer, AfterARestartAnIdleStreakGoesOnAndItsWarningIsNotGivenAgain) {
+  const HolderSample c = holder("container:c", 0, "c", true);
+  const std::vector<RunRecord> running = run_on_gpu0(c);
   // Before the restart: busy until 100 s, then idle from 110 s to 200 s (warned at 170 s).
   std::vector<GpuSampleRow> rows = stored(0s, 100s, 90);
   const std::vector<GpuSampleRow> idle = stored(110s, 200s, 0);
@@ -245,67 +265,47 @@ TEST(IdleEnforcer, AfterARestartAnIdleStreakGoesOnAndItsWarningIsNotGivenAgain) 
   // After it, at 210 s: idle for 100 s, warned already.
   EXPECT_THAT(enforcer.observe(sample(210s, 0, {c}), running), ::testing::IsEmpty());
   // At 230 s, 120 s idle: stopped when it would have been without the restart.
-  const std::vector<PolicyAction> due = enforcer.observe(sample(230s, 0, {c}), running);
-  ASSERT_EQ(due.size(), 1u);
-  EXPECT_EQ(due[0].kind, Kind::stop);
-  EXPECT_EQ(due[0].elapsed, 120s);
+  expect_one(enforcer.observe(sample(230s, 0, {c}), running), Kind::stop, 120s);
 }
 
 TEST(IdleEnforcer, AfterARestartLongerThanTheGapAStreakStartsAfresh) {
   const HolderSample c = holder("container:c", 0, "c", true);
-  std::vector<RunRecord> running = runs_of({c});
-  running[0].gpus = {0};
+  const std::vector<RunRecord> running = run_on_gpu0(c);
   IdleEnforcer enforcer(policy(), 40s);
   enforcer.resume(running, stored(0s, 200s, 0));  // idle 200 s, then gpurund was down 100 s
   EXPECT_THAT(enforcer.observe(sample(300s, 0, {c}), running), ::testing::IsEmpty());
   EXPECT_THAT(enforcer.observe(sample(330s, 0, {c}), running), ::testing::IsEmpty());
-  const std::vector<PolicyAction> due = enforcer.observe(sample(360s, 0, {c}), running);
-  ASSERT_EQ(due.size(), 1u);
-  EXPECT_EQ(due[0].kind, Kind::warn);
-  EXPECT_EQ(due[0].elapsed, 60s);
+  expect_one(enforcer.observe(sample(360s, 0, {c}), running), Kind::warn, 60s);
 }
 
 TEST(IdleEnforcer, AnIdleContainerTheEngineDoesNotShowForAWhileKeepsItsStreak) {
   const HolderSample c = holder("container:c", 0, "c", true);
-  std::vector<RunRecord> running = runs_of({c});
-  running[0].gpus = {0};
+  const std::vector<RunRecord> running = run_on_gpu0(c);
   IdleEnforcer enforcer(policy(), 40s);
   std::vector<PolicyAction> due;
   for (auto at = 0s; at <= 60s; at += 10s) due = enforcer.observe(sample(at, 0, {c}), running);
   ASSERT_EQ(due.size(), 1u);  // warned at 60 s
   // The engine does not answer for a minute: c is missing from the samples, its GPU still idle.
-  for (auto at = 70s; at <= 130s; at += 10s) {
-    MachineSample without = sample(at, 0, {});
-    without.containers_unknown = true;
-    EXPECT_THAT(enforcer.observe(without, running), ::testing::IsEmpty());
-  }
+  for (auto at = 70s; at <= 130s; at += 10s)
+    EXPECT_THAT(enforcer.observe(engine_silent(at), running), ::testing::IsEmpty());
   // Back: idle 140 s, past stop_after, and not warned again.
-  due = enforcer.observe(sample(140s, 0, {c}), running);
-  ASSERT_EQ(due.size(), 1u);
-  EXPECT_EQ(due[0].kind, Kind::stop);
-  EXPECT_EQ(due[0].elapsed, 140s);
+  expect_one(enforcer.observe(sample(140s, 0, {c}), running), Kind::stop, 140s);
 }
 
 TEST(IdleEnforcer, AStreakThatPassedWarningAndStopUnseenIsWarnedFirstAndStoppedAfterTheNotice) {
   const HolderSample c = holder("container:c", 0, "c", true);
-  std::vector<RunRecord> running = runs_of({c});
-  running[0].gpus = {0};
+  const std::vector<RunRecord> running = run_on_gpu0(c);
   IdleEnforcer enforcer(policy(), 40s);
   for (auto at = 0s; at <= 50s; at += 10s)
     EXPECT_THAT(enforcer.observe(sample(at, 0, {c}), running), ::testing::IsEmpty());
-  for (auto at = 60s; at <= 130s; at += 10s) {  // the engine does not answer: warning and stop pass unseen
-    MachineSample without = sample(at, 0, {});
-    without.containers_unknown = true;
-    EXPECT_THAT(enforcer.observe(without, running), ::testing::IsEmpty());
-  }
-  std::vector<PolicyAction> due = enforcer.observe(sample(140s, 0, {c}), running);
-  ASSERT_EQ(due.size(), 1u);
-  EXPECT_EQ(due[0].kind, Kind::warn);  // not stopped unwarned
+  // The engine does not answer: warning and stop pass unseen.
+  for (auto at = 60s; at <= 130s; at += 10s)
+    EXPECT_THAT(enforcer.observe(engine_silent(at), running), ::testing::IsEmpty());
+  expect_one(enforcer.observe(sample(140s, 0, {c}), running), Kind::warn, 140s);  // not stopped unwarned
   for (auto at = 150s; at <= 190s; at += 10s)
     EXPECT_THAT(enforcer.observe(sample(at, 0, {c}), running), ::testing::IsEmpty());
-  due = enforcer.observe(sample(200s, 0, {c}), running);  // the policy's 60 s between warning and stop
-  ASSERT_EQ(due.size(), 1u);
-  EXPECT_EQ(due[0].kind, Kind::stop);
+  // The policy's 60 s between warning and stop.
+  expect_one(enforcer.observe(sample(200s, 0, {c}), running), Kind::stop, 200s);
 }
 
 }  // namespace
