@@ -15,6 +15,7 @@
 #include "gpurun/config/config.hpp"
 #include "gpurun/service/recorder.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/process.hpp"
 #include "gpurun/util/stop_request.hpp"
 #include "gpurun/util/version.hpp"
 
@@ -128,6 +129,9 @@ int main(int argc, char** argv) {
     sigemptyset(&ignore.sa_mask);
     ::sigaction(SIGPIPE, &ignore, nullptr);
     (void)::signal(SIGCHLD, SIG_DFL);  // an ignored SIGCHLD (inherited across exec) leaves no child to reap
+    // Its children (nvidia-smi, docker, sendmail) lead process groups of their own, killed whole
+    // when one overruns or gpurund stops: nothing they start outlives them in a long-running service.
+    gpurun::set_children_in_own_groups(true);
     return run_recorder(options, settings, stop);
   } catch (const Error& e) {
     spdlog::error("{}", e.what());

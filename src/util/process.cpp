@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -25,6 +26,8 @@ extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX has 
 
 namespace gpurun {
 namespace {
+
+std::atomic<bool> children_in_own_groups{false};  // set_children_in_own_groups
 
 struct Pipe {
   Fd read_end;
@@ -68,8 +71,13 @@ class SpawnAttributes : public SpawnObject<posix_spawnattr_t, ::posix_spawnattr_
     // Under sudo (gpurun/util/privileges.hpp) the child takes the real ids, root's: the programs gpurun
     // runs came from the admin's file only. Per child, so no other thread's rights change.
     const short reset = acting_for_caller() ? POSIX_SPAWN_RESETIDS : 0;
-    ::posix_spawnattr_setflags(get(), static_cast<short>(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | reset));
+    const short group = own_group ? POSIX_SPAWN_SETPGROUP : 0;
+    if (own_group) ::posix_spawnattr_setpgroup(get(), 0);
+    ::posix_spawnattr_setflags(get(),
+                               static_cast<short>(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | reset | group));
   }
+
+  const bool own_group = children_in_own_groups.load();
 };
 
 // The environment for a child: ours with `extra` added or replaced (a later entry wins).
@@ -87,6 +95,7 @@ std::vector<std::string> child_environment(const std::vector<std::pair<std::stri
 
 struct Running {
   pid_t pid = -1;
+  bool own_group = false;  // it leads a process group of its own (set_children_in_own_groups)
   Fd out;
   Fd err;
   Fd pidfd;  // readable once the child has ended; invalid where the kernel has none (before 5.3)
@@ -153,6 +162,7 @@ Running spawn(const ProcessSpec& spec, ProcessResult& result, bool read_stderr =
     return running;
   }
   running.pid = pid;
+  running.own_group = attributes.own_group;
   running.pidfd = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   running.out = std::move(out.read_end);
   running.err = std::move(err.read_end);
@@ -167,6 +177,16 @@ void record_status(int status, ProcessResult& result) {
     result.end = ProcessResult::End::signaled;
     result.signal = WTERMSIG(status);
   }
+}
+
+// SIGKILL for a child not yet reaped and, where it leads a group of its own, for all that group:
+// what it started goes with it. (Unreaped, even ended, it keeps its pid, so the group is its.)
+void kill_child(pid_t pid, bool own_group) { ::kill(own_group ? -pid : pid, SIGKILL); }
+
+// Whether a child has ended, asked without reaping it.
+bool has_ended(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
 
 pid_t wait_for(pid_t pid, int& status, int flags) {
@@ -205,7 +225,7 @@ StartedProcesses::~StartedProcesses() {
   for (const Running& child : state_->children) {
     if (child.pid < 0 || child.reaped) continue;
     int status = 0;
-    ::kill(child.pid, SIGKILL);
+    kill_child(child.pid, child.own_group);
     wait_for(child.pid, status, 0);
   }
 }
@@ -293,14 +313,14 @@ std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono
     Running& child = children[i];
     if (child.pid < 0 || child.reaped) continue;
     child.reaped = true;
+    const bool ended = has_ended(child.pid);  // then something it left holds the pipes
+    if (!ended || child.own_group) kill_child(child.pid, child.own_group);
     int status = 0;
-    if (wait_for(child.pid, status, WNOHANG) == child.pid) {  // it ended; something it left holds the pipes
-      record_status(status, results[i]);
-      continue;
-    }
-    ::kill(child.pid, SIGKILL);
     wait_for(child.pid, status, 0);
-    results[i].end = stop_seen() ? ProcessResult::End::abandoned : ProcessResult::End::timed_out;
+    if (ended)
+      record_status(status, results[i]);
+    else
+      results[i].end = stop_seen() ? ProcessResult::End::abandoned : ProcessResult::End::timed_out;
   }
   return std::move(state.results);  // once: the answers leave the state, whose children are all reaped
 }
@@ -313,6 +333,8 @@ std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs, 
 ProcessResult run_process(const ProcessSpec& spec, std::chrono::milliseconds timeout) {
   return std::move(run_processes({spec}, timeout).front());
 }
+
+void set_children_in_own_groups(bool own) { children_in_own_groups.store(own); }
 
 std::string describe_end(const ProcessResult& result, std::chrono::milliseconds timeout) {
   switch (result.end) {
@@ -337,13 +359,14 @@ ChildStream::ChildStream(const ProcessSpec& spec) {
     throw Error(fmt::format("cannot start {}: {}", spec.argv.empty() ? "" : spec.argv.front(),
                             std::strerror(result.spawn_errno)));
   pid_ = running.pid;
+  own_group_ = running.own_group;
   out_ = std::move(running.out);  // still O_CLOEXEC: a job spawned meanwhile never inherits it
 }
 
 ChildStream::~ChildStream() {
   out_.reset();
   if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
+    kill_child(pid_, own_group_);
     int status = 0;
     wait_for(pid_, status, 0);
   }

@@ -58,6 +58,14 @@ StartedProcesses start_processes(const std::vector<ProcessSpec>& specs);
 std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono::milliseconds timeout);
 ProcessResult run_process(const ProcessSpec& spec, std::chrono::milliseconds timeout);
 
+// For a program that ends its children itself (gpurund, which kills them when asked to stop): each
+// child started after `set_children_in_own_groups(true)` leads a process group of its own, and
+// whatever kills it (its deadline, a stop, the end of its StartedProcesses or ChildStream) kills
+// that group, so that what it started (postdrop under sendmail, a CLI's plugin) does not outlive
+// it in a service that runs for months. By default children stay in our group, which Ctrl-C at
+// the terminal reaches: a launch's queries end with gpurun.
+void set_children_in_own_groups(bool own);
+
 // "exited with status 2", "was killed by signal 9 (Killed)", "did not answer within 10 s and was killed",
 // "could not be started: No such file or directory"
 std::string describe_end(const ProcessResult& result, std::chrono::milliseconds timeout);
@@ -75,6 +83,7 @@ class ChildStream {
 
  private:
   pid_t pid_ = -1;
+  bool own_group_ = false;
   Fd out_;
 };
 

@@ -1,6 +1,7 @@
 // Unit tests for run_process / run_processes: output capture, exact ends, deadlines, environment.
 #include "gpurun/util/process.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -175,6 +176,74 @@ TEST(RunProcess, BackgroundGrandchildHoldingThePipeDoesNotHideTheExit) {
   EXPECT_EQ(r.end, End::exited);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "hi\n");
+}
+
+TEST(RunProcess, ByDefaultAChildStaysInOurProcessGroup) {
+  // (Ctrl-C at the terminal reaches a launch's queries as it reaches gpurun.)
+  const ProcessResult r = sh("read -r _ _ _ _ group _ < /proc/$$/stat; echo $group");
+  EXPECT_EQ(r.out, std::to_string(::getpgrp()) + "\n");
+}
+
+// gpurund's children lead groups of their own: whatever ends one ends what it started.
+class ChildrenInOwnGroups : public ::testing::Test {
+ protected:
+  ChildrenInOwnGroups() { set_children_in_own_groups(true); }
+  ~ChildrenInOwnGroups() override { set_children_in_own_groups(false); }
+};
+
+// Whether process `pid` has ended within `patience` (a zombie not yet reaped by init counts as ended).
+bool ends_within(pid_t pid, std::chrono::milliseconds patience) {
+  const auto deadline = Clock::now() + patience;
+  while (true) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const auto name_end = line.rfind(')');
+    if (name_end != std::string::npos && name_end + 2 < line.size() && line[name_end + 2] == 'Z') return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+// The pid a script printed on its first line.
+pid_t printed_pid(const std::string& out) {
+  const pid_t pid = static_cast<pid_t>(std::atoi(out.c_str()));
+  EXPECT_GT(pid, 1) << "no pid in " << out;
+  return pid;
+}
+
+TEST_F(ChildrenInOwnGroups, EachLeadsAGroupOfItsOwn) {
+  const ProcessResult r = sh("read -r _ _ _ _ group _ < /proc/$$/stat; echo $$ $group");
+  const pid_t pid = printed_pid(r.out);
+  EXPECT_EQ(r.out, fmt::format("{} {}\n", pid, pid));
+}
+
+TEST_F(ChildrenInOwnGroups, AtItsDeadlineWhatTheChildStartedIsKilledWithIt) {
+  const ProcessResult r = sh("sleep 30 & echo $!; exec sleep 30", 300ms);
+  EXPECT_EQ(r.end, End::timed_out);
+  EXPECT_TRUE(ends_within(printed_pid(r.out), 5s)) << "the child's background sleep outlived its deadline";
+}
+
+TEST_F(ChildrenInOwnGroups, WhatAnEndedChildLeftHoldingItsPipeIsKilledAndItsExitKept) {
+  const ProcessResult r = sh("sleep 30 & echo $!; exit 3", 300ms);
+  EXPECT_EQ(r.end, End::exited);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_TRUE(ends_within(printed_pid(r.out), 5s)) << "the background sleep holding stdout outlived the deadline";
+}
+
+TEST_F(ChildrenInOwnGroups, ThoseNeverWaitedForAreKilledWithWhatTheyStarted) {
+  const test::TempDir dir;
+  const std::string said = dir / "pid";
+  std::string grandchild;
+  {
+    StartedProcesses started =
+        start_processes({{{"/bin/sh", "-c", "sleep 30 & echo $! > \"$1\"; exec sleep 30", "sh", said}, {}}});
+    for (const auto deadline = Clock::now() + 5s; grandchild.empty() && Clock::now() < deadline;) {
+      std::this_thread::sleep_for(10ms);
+      std::ifstream(said) >> grandchild;
+    }
+  }  // dropped without wait_processes
+  EXPECT_TRUE(ends_within(printed_pid(grandchild), 5s)) << "the background sleep outlived its StartedProcesses";
 }
 
 TEST(RunProcess, LargeOutputIsCapturedCompletelyWithoutDeadlock) {
