@@ -56,9 +56,14 @@ std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
   for (const RunRecord& live : fresh) {
     if (!query.user.empty() && live.user != query.user) continue;
     const auto stored = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.id == live.id; });
-    if (stored != runs.end())
+    // The store's window, on the fresher record: a run ended before `since` (and not yet written,
+    // or written while still open) is not in it.
+    const bool in_window = !query.since || !live.end || *live.end >= *query.since;
+    if (stored != runs.end() && in_window)
       *stored = live;
-    else
+    else if (stored != runs.end())
+      runs.erase(stored);
+    else if (in_window)
       runs.push_back(live);
   }
   std::stable_sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {

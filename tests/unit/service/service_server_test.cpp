@@ -100,6 +100,20 @@ TEST_F(ServiceServerTest, RunsAreNewestFirstWithTheFreshFiguresAndFilters) {
   EXPECT_EQ(ask("/v1/runs?user=%zz").status, 400);
 }
 
+TEST_F(ServiceServerTest, TheWindowHoldsForRunsNotWrittenYet) {
+  // The tracker ended run 2 (stored open) at kT0 + 160 s and run 3 (never written) at kT0 + 260 s;
+  // a disk that stays full keeps them fresh only.
+  served_.fresh[0].end = kT0 + 160s;
+  served_.fresh[1].end = kT0 + 260s;
+  const auto ms = [](WallTime t) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
+  };
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs?since=" + ms(kT0 + 200s)).body)), ::testing::ElementsAre(3));
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs?since=" + ms(kT0 + 300s)).body)), ::testing::ElementsAre());
+  const json usage = json::parse(ask("/v1/usage?since=" + ms(kT0 + 300s)).body);
+  EXPECT_TRUE(usage.empty()) << usage.dump();
+}
+
 TEST_F(ServiceServerTest, TheTablesFieldsLeaveOutWhatTheHistoryTableDoesNotShow) {
   const std::string table = ask("/v1/runs?fields=table").body;
   const std::vector<RunRecord> runs = runs_from_table_json(nlohmann::json::parse(table));
