@@ -64,6 +64,16 @@ std::vector<HolderSample> merged_holders(const std::vector<HolderSample>& holder
   return merged;
 }
 
+const RunRecord* run_of_holder(const std::vector<RunRecord>& running, const std::string& key) {
+  const bool pid_only = key.starts_with("process:") && key.ends_with(':');
+  const RunRecord* found = nullptr;
+  for (const RunRecord& run : running) {
+    if (!pid_only && run.key == key) return &run;
+    if (pid_only && run.key.starts_with(key) && (found == nullptr || run.last_seen > found->last_seen)) found = &run;
+  }
+  return found;
+}
+
 RunTracker::RunTracker(TrackerSettings settings, std::int64_t last_id) : settings_(settings), last_id_(last_id) {}
 
 void RunTracker::resume(std::vector<RunRecord> open_runs) {
@@ -88,14 +98,8 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   // (the latest seen, should the pid have been used twice), not a new one; renamed before the merge,
   // so that its GPUs join those listed while /proc still had it.
   std::vector<HolderSample> holders = sample.holders;
-  for (HolderSample& holder : holders) {
-    if (!holder.key.starts_with("process:") || !holder.key.ends_with(':')) continue;
-    const RunRecord* same_pid = nullptr;
-    for (const RunRecord& run : running_)
-      if (run.key.starts_with(holder.key) && (same_pid == nullptr || run.last_seen > same_pid->last_seen))
-        same_pid = &run;
-    if (same_pid != nullptr) holder.key = same_pid->key;
-  }
+  for (HolderSample& holder : holders)
+    if (const RunRecord* same_pid = run_of_holder(running_, holder.key)) holder.key = same_pid->key;
   std::map<std::string, HolderSample> seen;  // by key: new runs are numbered in key order
   for (HolderSample& holder : merged_holders(holders)) seen.emplace(holder.key, std::move(holder));
 

@@ -198,14 +198,13 @@ json board_json(const Inventory& inventory, const MetricsState& metrics, WallTim
     json held_by = json::array();
     for (const HolderSample& h : merged_holders(metrics.holders)) {
       if (std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) continue;
-      const auto run = std::find_if(metrics.running.begin(), metrics.running.end(),
-                                    [&h](const RunRecord& r) { return r.key == h.key; });
+      const RunRecord* run = run_of_holder(metrics.running, h.key);
       // A process by its program alone, as /metrics names it: its arguments may carry tokens,
       // and the board is shown to whoever reaches the page, whatever history_visibility says.
       held_by.push_back({{"user", h.user.empty() ? json() : json(h.user)},
                          {"name", hpc_job_of(h)},
                          {"container", h.container_id.empty() ? json() : json(h.container_id.substr(0, 12))},
-                         {"run", run == metrics.running.end() ? json() : json(run->id)}});
+                         {"run", run == nullptr ? json() : json(run->id)}});
     }
     gpu["held_by"] = std::move(held_by);
   }

@@ -29,13 +29,17 @@ class Family {
   Family(std::string& out, const char* name, const char* type, const char* help) : out_(out), name_(name) {
     out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   }
+  // Each series once (Prometheus counts a repeat as an error and drops it): a repeat is left out.
   void add(const Labels& labels, double value) {
-    out_ += fmt::format("{}{{{}}} {}\n", name_, label_text(labels), value);
+    std::string text = label_text(labels);
+    if (!written_.insert(text).second) return;
+    out_ += fmt::format("{}{{{}}} {}\n", name_, text, value);
   }
 
  private:
   std::string& out_;
   const char* name_;
+  std::set<std::string> written_;
 };
 
 // The holders of one GPU now, and the run each is.
@@ -44,13 +48,13 @@ struct GpuHolder {
   const RunRecord* run;  // nullptr: not tracked yet
 };
 
-std::vector<GpuHolder> holders_of(const MetricsState& state, int gpu) {
+// `merged`: the state's holders one per key (merged_holders), so that a process the driver lists
+// twice on one GPU (two of its MIG instances) is one series, not two Prometheus would refuse.
+std::vector<GpuHolder> holders_of(const MetricsState& state, const std::vector<HolderSample>& merged, int gpu) {
   std::vector<GpuHolder> found;
-  for (const HolderSample& holder : state.holders) {
+  for (const HolderSample& holder : merged) {
     if (std::find(holder.gpus.begin(), holder.gpus.end(), gpu) == holder.gpus.end()) continue;
-    const auto run = std::find_if(state.running.begin(), state.running.end(),
-                                  [&holder](const RunRecord& r) { return r.key == holder.key; });
-    found.push_back({.holder = &holder, .run = run == state.running.end() ? nullptr : &*run});
+    found.push_back({.holder = &holder, .run = run_of_holder(state.running, holder.key)});
   }
   return found;
 }
@@ -60,14 +64,14 @@ std::string container_of(const HolderSample& holder) { return holder.container_i
 std::string run_of(const GpuHolder& held) { return held.run != nullptr ? std::to_string(held.run->id) : ""; }
 
 // DCGM's labels of a GPU, with its holders' (several: joined by commas, in a stable order).
-Labels dcgm_labels(const MetricsState& state, const Gpu& gpu) {
+Labels dcgm_labels(const MetricsState& state, const std::vector<HolderSample>& merged, const Gpu& gpu) {
   Labels labels{{"gpu", std::to_string(gpu.index)},
                 {"UUID", gpu.uuid},
                 {"pci_bus_id", gpu.pci_bus_id},
                 {"device", fmt::format("nvidia{}", gpu.index)},
                 {"modelName", gpu.name},
                 {"Hostname", state.hostname}};
-  const std::vector<GpuHolder> held = holders_of(state, gpu.index);
+  const std::vector<GpuHolder> held = holders_of(state, merged, gpu.index);
   if (held.empty()) return labels;
   std::set<std::string> containers;
   std::set<std::string> users;
@@ -149,11 +153,12 @@ void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRec
 
 std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisibility visibility) {
   std::string out;
+  const std::vector<HolderSample> merged = merged_holders(state.holders);
   // DCGM's per-GPU gauges: a GPU whose reading the source did not give has no series, never a zero.
   const auto per_gpu = [&](const char* name, const char* help, auto reading) {
     Family family(out, name, "gauge", help);
     for (const Gpu& gpu : state.gpus)
-      if (const std::optional<double> value = reading(gpu)) family.add(dcgm_labels(state, gpu), *value);
+      if (const std::optional<double> value = reading(gpu)) family.add(dcgm_labels(state, merged, gpu), *value);
   };
   per_gpu("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", [](const Gpu& g) { return g.utilization_percent; });
   per_gpu("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", [](const Gpu& g) { return g.memory_used_mib; });
@@ -175,7 +180,7 @@ std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisi
       const double idle_s = since == state.idle_since.end()
                                 ? 0.0
                                 : std::max(0.0, std::chrono::duration<double>(now - since->second).count());
-      for (const GpuHolder& h : holders_of(state, gpu.index)) {
+      for (const GpuHolder& h : holders_of(state, merged, gpu.index)) {
         const Labels labels{{"gpu", std::to_string(gpu.index)},
                             {"UUID", gpu.uuid},
                             {"user", h.holder->user},

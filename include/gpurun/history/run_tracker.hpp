@@ -123,6 +123,11 @@ struct TrackerSettings {
 // GPUs is listed once per GPU, and is one holder of all of them (GPUs ascending, memory summed).
 std::vector<HolderSample> merged_holders(const std::vector<HolderSample>& holders);
 
+// The run of `running` a holder keyed `key` is, as the tracker names it: the run of that key, or
+// for a process /proc no longer shows ("process:PID:", the driver letting it go) the latest run of
+// its pid. nullptr where it has none yet.
+const RunRecord* run_of_holder(const std::vector<RunRecord>& running, const std::string& key);
+
 class RunTracker {
  public:
   explicit RunTracker(TrackerSettings settings = {}, std::int64_t last_id = 0);

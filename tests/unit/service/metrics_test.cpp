@@ -176,6 +176,31 @@ TEST(PrometheusText, AProcessIsNamedByItsProgramAloneAndOddBytesNeverReachALabel
   for (const char c : text) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
 }
 
+// A process on two MIG instances of GPU 0 is listed twice by the driver; one that has left /proc
+// while the driver lets it go ("process:PID:") is the run of its pid, as the tracker counts it.
+TEST(PrometheusText, EachHolderIsOneSeriesUnderTheRunTheTrackerGaveIt) {
+  MetricsState state = two_gpus();
+  HolderSample twice = state.holders[0];
+  twice.memory_used_mib = 500;
+  const HolderSample leaving{.key = "process:42:",
+                             .name = "python3",
+                             .user = "bob",
+                             .container_id = "",
+                             .image = "",
+                             .command = "python3",
+                             .gpus = {1},
+                             .memory_used_mib = 10};
+  state.holders = {state.holders[0], twice, leaving};
+  state.running.push_back(run(8, "process:42:12345", "bob", 60, 0));
+  const std::string text = prometheus_text(state, kNow);
+  std::size_t held_gpu0 = 0;
+  for (std::size_t at = text.find("gpurun_gpu_held{gpu=\"0\""); at != std::string::npos;
+       at = text.find("gpurun_gpu_held{gpu=\"0\"", at + 1))
+    ++held_gpu0;
+  EXPECT_EQ(held_gpu0, 1U) << text;
+  EXPECT_THAT(text, HasSubstr("gpurun_gpu_held{gpu=\"1\",UUID=\"GPU-bbb\",user=\"bob\",container=\"\",run=\"8\"} 1\n"));
+}
+
 TEST(PrometheusText, EachFamilysLinesStayTogether) {
   std::istringstream lines(prometheus_text(two_gpus(), kNow));
   std::vector<std::string> order;
