@@ -112,9 +112,7 @@ std::string label_safe(std::string_view value) {
 
 std::string hpc_job_of(const HolderSample& holder) {
   if (!holder.container_id.empty() || holder.command.empty()) return holder.name;  // "pid N" without one
-  const std::string_view program = std::string_view(holder.command).substr(0, holder.command.find(' '));
-  const std::size_t slash = program.rfind('/');
-  return std::string(slash == std::string_view::npos ? program : program.substr(slash + 1));
+  return std::string(text::program_of(holder.command));
 }
 
 std::string prometheus_label_value(const std::string& value) {

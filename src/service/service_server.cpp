@@ -93,6 +93,13 @@ std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name, c
   return found;
 }
 
+// A run as the web shows it (ServiceRequest::programs_only).
+RunRecord with_programs_only(RunRecord run) {
+  if (run.container_id.empty() && run.name == run.command) run.name = std::string(text::program_of(run.name));
+  run.command = std::string(text::program_of(run.command));
+  return run;
+}
+
 }  // namespace
 
 ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, const ServerSettings& settings) {
@@ -128,7 +135,8 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
 
   try {
     if (target->path == "/v1/runs") {
-      const std::vector<RunRecord> found = current_runs(runs, query);
+      std::vector<RunRecord> found = current_runs(runs, query);
+      if (request.programs_only) std::transform(found.begin(), found.end(), found.begin(), with_programs_only);
       if (param("fields").value_or("") == "table") return {200, json_line(runs_table_json(found))};
       json array = json::array();
       for (const RunRecord& run : found) array.push_back(run_json(run));
@@ -158,7 +166,7 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       std::optional<RunRecord> run = viewer.empty() ? std::nullopt : find_run(runs, name, viewer);
       if (!run && sees_all) run = find_run(runs, name, "");
       if (!run) return failure(404, fmt::format("no run named {} in the service's history", text::printable(name)));
-      return {200, json_line(run_json(*run))};
+      return {200, json_line(run_json(request.programs_only ? with_programs_only(*run) : *run))};
     }
   } catch (const std::exception& e) {  // the store failing: a message, and the service goes on
     spdlog::error("answering {}: {}", text::printable(request.target), e.what());

@@ -48,7 +48,7 @@ ServiceAnswer from_service(const std::string& path, std::map<std::string, std::s
     target += separator + text::percent_encode(key) + "=" + text::percent_encode(value);
     separator = '&';
   }
-  return answer_request({.target = target, .peer_uid = 0, .claimed_caller = ""}, runs, settings);
+  return answer_request({.target = target, .peer_uid = 0, .claimed_caller = "", .programs_only = true}, runs, settings);
 }
 
 json minutes_json(ServedRuns& runs, int hours, WallTime now) {

@@ -154,6 +154,12 @@ bool invisible_control(char32_t c) {
 
 }  // namespace
 
+std::string_view program_of(std::string_view command_line) {
+  const std::string_view program = command_line.substr(0, command_line.find(' '));
+  const std::size_t slash = program.rfind('/');
+  return slash == std::string_view::npos ? program : program.substr(slash + 1);
+}
+
 std::string printable(std::string_view s, std::size_t max_length) {
   std::string out;
   for (char c : s.substr(0, max_length)) {

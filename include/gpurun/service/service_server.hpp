@@ -67,6 +67,9 @@ struct ServiceRequest {
   std::string target;          // "/v1/runs?since=1700000000000"
   uid_t peer_uid = 0;          // from SO_PEERCRED
   std::string claimed_caller;  // X-Gpurun-Caller: believed only from root
+  // For the web (its page and API), shown to whoever reaches it: each run's command, and a bare
+  // process's name (its command line), by its program alone, as the board names processes.
+  bool programs_only = false;
 };
 
 struct ServiceAnswer {

@@ -14,6 +14,9 @@ std::string to_upper(std::string_view s);
 bool equals_ignoring_case(std::string_view a, std::string_view b);
 bool starts_with_ignoring_case(std::string_view s, std::string_view prefix);
 std::vector<std::string_view> split(std::string_view s, char separator);
+// The program a command line runs, by its file's name alone: "/usr/bin/python3 train.py --token=T"
+// is "python3". Where a command is shown to whoever may look, its arguments may carry tokens.
+std::string_view program_of(std::string_view command_line);
 
 // One line of input with its 1-based number; the trailing CR of a CRLF line is removed.
 struct Line {

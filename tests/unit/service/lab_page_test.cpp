@@ -183,6 +183,38 @@ TEST_F(WebRoutesTest, TheApiAnswersInJsonAndRefusesBadInput) {
   EXPECT_EQ(get("/").status, 200);
 }
 
+// Whoever reaches the page reads its runs: a command by its program, as the board names processes
+// (the socket, which knows who asks, still tells each what history_visibility lets them see).
+TEST_F(WebRoutesTest, TheRunsShownOnTheWebNameTheirProgramsWithoutArguments) {
+  RunRecord bare;
+  bare.id = 1;
+  bare.key = "process:7:1";
+  bare.name = bare.command = "/usr/bin/python3 train.py --token=SECRET1";
+  bare.user = "carol";
+  bare.gpus = {0};
+  bare.start = std::chrono::system_clock::now() - std::chrono::hours(1);
+  bare.last_seen = bare.start;
+  RunRecord boxed = bare;
+  boxed.id = 2;
+  boxed.key = "container:abc";
+  boxed.container_id = "abc";
+  boxed.name = "carol-train";
+  boxed.command = "torchrun train.py --token=SECRET2";
+  runs.fresh = {bare, boxed};
+  const nlohmann::json api = nlohmann::json::parse(get("/api/runs").body);
+  ASSERT_EQ(api.size(), 2U) << api.dump();
+  EXPECT_EQ(api[0]["name"], "carol-train");
+  EXPECT_EQ(api[0]["command"], "torchrun");
+  EXPECT_EQ(api[1]["name"], "python3");
+  EXPECT_EQ(api[1]["command"], "python3");
+  const std::string page = get("/?user=carol").body;
+  EXPECT_THAT(page, HasSubstr("<td>python3</td>"));
+  for (const std::string& seen : {api.dump(), page}) EXPECT_THAT(seen, Not(HasSubstr("SECRET"))) << seen;
+  const ServiceAnswer socket =
+      answer_request({.target = "/v1/runs", .peer_uid = 0, .claimed_caller = ""}, runs, settings);
+  EXPECT_THAT(socket.body, HasSubstr("--token=SECRET1"));  // `gpurun history`: as before
+}
+
 TEST_F(WebRoutesTest, UnderHistoryVisibilityOwnNoRunsOrUsageAreShownToAnyone) {
   settings.visibility = HistoryVisibility::own;
   EXPECT_EQ(get("/api/runs").status, 403);
