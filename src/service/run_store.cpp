@@ -331,12 +331,13 @@ std::vector<RunRecord> RunStore::runs(const RunQuery& query) const {
   SQLite::Statement select(*db_, R"(
     SELECT * FROM runs
     WHERE (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1) AND (?2 = '' OR user = ?2)
-    ORDER BY start_ms DESC, id DESC)");
+    ORDER BY start_ms DESC, id DESC LIMIT ?3)");
   if (query.since)
     select.bind(1, to_ms(*query.since));
   else
     select.bind(1);
   select.bind(2, query.user);
+  select.bind(3, query.limit ? static_cast<std::int64_t>(*query.limit) : std::int64_t{-1});  // -1: no limit
   std::vector<RunRecord> found;
   while (select.executeStep()) found.push_back(run_from(select));
   return found;

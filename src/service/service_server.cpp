@@ -69,6 +69,8 @@ std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
   std::stable_sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {
     return a.start != b.start ? a.start > b.start : a.id > b.id;
   });
+  // The store gave its newest `limit`: with the fresh ones merged, the newest `limit` are among them.
+  if (query.limit && runs.size() > *query.limit) runs.resize(*query.limit);
   return runs;
 }
 
@@ -135,6 +137,13 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
 
   try {
     if (target->path == "/v1/runs") {
+      query.limit = kMostRunsAnAnswer;
+      if (const auto limit = param("limit")) {
+        const auto value = text::parse_integer(*limit);
+        if (!value || *value < 1 || static_cast<std::size_t>(*value) > kMostRunsAnAnswer)
+          return failure(400, fmt::format("limit: expected a whole number from 1 to {}", kMostRunsAnAnswer));
+        query.limit = static_cast<std::size_t>(*value);
+      }
       std::vector<RunRecord> found = current_runs(runs, query);
       if (request.programs_only) std::transform(found.begin(), found.end(), found.begin(), with_programs_only);
       if (param("fields").value_or("") == "table") return {200, json_line(runs_table_json(found))};

@@ -68,6 +68,14 @@ std::string percent_or_dash(std::optional<double> value) { return value ? fmt::f
 
 std::string state(const RunRecord& run) { return !run.end ? "running" : run.ended_by.empty() ? "ended" : run.ended_by; }
 
+// The service answers the newest kMostRunsAnAnswer runs at most: say so where an answer may be cut.
+void note_if_cut(std::size_t runs) {
+  if (runs >= kMostRunsAnAnswer)
+    spdlog::warn("these are the newest {} runs, the most the service answers at once: narrow them with --since "
+                 "or --user",
+                 kMostRunsAnAnswer);
+}
+
 std::string gpu_list(const std::vector<int>& gpus) {
   return gpus.empty() ? "-" : fmt::format("{}", fmt::join(gpus, ","));
 }
@@ -77,7 +85,9 @@ std::string gpu_list(const std::vector<int>& gpus) {
 int run_history(const Options& options, std::ostream& out) {
   const auto since = since_of(options, std::nullopt);
   if (options.json) {
-    out << json_text(ask_service(options, "/v1/runs" + query(options, since)));
+    const nlohmann::ordered_json runs = ask_service(options, "/v1/runs" + query(options, since));
+    out << json_text(runs);
+    note_if_cut(runs.size());
     return 0;
   }
   const std::vector<RunRecord> runs =
@@ -98,6 +108,7 @@ int run_history(const Options& options, std::ostream& out) {
                    brief(run.idle_seconds), state(run)});
   table.fit(terminal_width(STDOUT_FILENO));
   out << table.str();
+  note_if_cut(runs.size());
   return 0;
 }
 

@@ -9,6 +9,10 @@
 
 namespace gpurun {
 
+// The most runs one answer of `/v1/runs` holds, the newest (`limit=N` asks for fewer): a year of a
+// busy server is 100 000 runs, 40 MB of JSON, which no one request may make the root service hold.
+inline constexpr std::size_t kMostRunsAnAnswer = 10'000;
+
 nlohmann::ordered_json run_json(const RunRecord& run);
 
 // The run `run_json` wrote. Throws Error when `json` is not one (a service of another version).

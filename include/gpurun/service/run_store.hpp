@@ -25,6 +25,7 @@ namespace gpurun {
 struct RunQuery {
   std::optional<WallTime> since;  // runs still going at or after this time
   std::string user;               // "": everyone's
+  std::optional<std::size_t> limit = {};  // the newest this many only
 };
 
 class RunStore {

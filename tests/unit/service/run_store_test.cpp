@@ -121,6 +121,7 @@ TEST_F(RunStoreTest, RunsAreNewestFirstFilteredByUserAndTime) {
   EXPECT_THAT(ids(store.runs({})), ElementsAre(3, 2, 1));
   EXPECT_THAT(ids(store.runs({.since = std::nullopt, .user = "alice"})), ElementsAre(3, 1));
   EXPECT_THAT(ids(store.runs({.since = kT0 + 50s, .user = ""})), ElementsAre(3, 2));  // 1 ended at 10 s
+  EXPECT_THAT(ids(store.runs({.since = std::nullopt, .user = "", .limit = 2})), ElementsAre(3, 2));
 }
 
 TEST_F(RunStoreTest, AFileThatIsNoDatabaseIsMovedAsideAndRecordingStartsAfresh) {

@@ -114,6 +114,27 @@ TEST_F(ServiceServerTest, TheWindowHoldsForRunsNotWrittenYet) {
   EXPECT_TRUE(usage.empty()) << usage.dump();
 }
 
+// One request must not make the root service hold a year of runs: the newest kMostRunsAnAnswer.
+TEST_F(ServiceServerTest, AnAnswerHoldsTheNewestRunsUpToItsLimit) {
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs?limit=2").body)), ::testing::ElementsAre(3, 2));
+  EXPECT_THAT(ids(json::parse(ask("/v1/runs?limit=1&user=alice").body)), ::testing::ElementsAre(3));
+  for (const char* bad : {"0", "-1", "x", "10001"}) {
+    const ServiceAnswer refused = ask(std::string("/v1/runs?limit=") + bad);
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_THAT(refused.body, HasSubstr("limit: expected a whole number from 1 to 10000"));
+  }
+  for (std::int64_t id = 4; id <= static_cast<std::int64_t>(kMostRunsAnAnswer) + 2; ++id)
+    served_.fresh.push_back(record(id, "carol", std::chrono::seconds(200 + id)));
+  const json runs = json::parse(ask("/v1/runs?fields=table").body).at("rows");
+  ASSERT_EQ(runs.size(), kMostRunsAnAnswer);
+  EXPECT_EQ(runs.front().at(0), kMostRunsAnAnswer + 2);  // the newest first
+  // usage sums every run of its window: no limit there.
+  const json usage = json::parse(ask("/v1/usage").body);
+  double counted = 0;
+  for (const auto& row : usage) counted += row.at("runs").get<double>();
+  EXPECT_EQ(counted, kMostRunsAnAnswer + 2);
+}
+
 TEST_F(ServiceServerTest, TheTablesFieldsLeaveOutWhatTheHistoryTableDoesNotShow) {
   const std::string table = ask("/v1/runs?fields=table").body;
   const std::vector<RunRecord> runs = runs_from_table_json(nlohmann::json::parse(table));
