@@ -83,8 +83,9 @@ void refuse(boost::asio::io_context& io, Socket& socket, boost::system::error_co
 std::string path_target(std::string_view target) {
   if (!target.starts_with("http://") && !target.starts_with("https://")) return std::string(target);
   const std::size_t authority = target.find("//") + 2;
-  const std::size_t path = target.find('/', authority);
-  return path == std::string_view::npos ? "/" : std::string(target.substr(path));
+  const std::size_t path = target.find_first_of("/?", authority);
+  if (path == std::string_view::npos) return "/";
+  return target[path] == '?' ? "/" + std::string(target.substr(path)) : std::string(target.substr(path));
 }
 
 HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::string_body>& request) {

@@ -7,7 +7,7 @@ namespace gpurun {
 std::optional<Target> parse_target(const std::string& target) {
   Target parsed;
   const auto mark = target.find('?');
-  const auto path = text::percent_decode(target.substr(0, mark));
+  const auto path = text::percent_decode(target.substr(0, mark), text::UrlPart::path);
   if (!path) return std::nullopt;
   parsed.path = *path;
   if (mark == std::string::npos) return parsed;

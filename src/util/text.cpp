@@ -250,7 +250,7 @@ std::string percent_encode(std::string_view s) {
   return out;
 }
 
-std::optional<std::string> percent_decode(std::string_view s) {
+std::optional<std::string> percent_decode(std::string_view s, UrlPart part) {
   const auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -259,7 +259,7 @@ std::optional<std::string> percent_decode(std::string_view s) {
   };
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
+    if (s[i] == '+' && part == UrlPart::query) {
       out += ' ';
     } else if (s[i] != '%') {
       out += s[i];

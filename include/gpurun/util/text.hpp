@@ -54,7 +54,9 @@ std::string terminal_safe_cut(std::string_view s, std::size_t max_chars);
 std::string printable_words(std::string_view s, std::size_t max_length);
 
 // URL query values: every byte but A-Z a-z 0-9 - . _ ~ as %XX, and back (nullopt for a broken %).
+// A '+' is a space in a query (a form's encoding) and itself in a path.
+enum class UrlPart { query, path };
 std::string percent_encode(std::string_view s);
-std::optional<std::string> percent_decode(std::string_view s);
+std::optional<std::string> percent_decode(std::string_view s, UrlPart part = UrlPart::query);
 
 }  // namespace gpurun::text

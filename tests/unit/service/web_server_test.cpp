@@ -72,6 +72,16 @@ TEST(WebServer, AnswersMetricsFromTheLastSampleAndNothingElse) {
   EXPECT_THAT(get(server.port(), "/other"), StartsWith("HTTP/1.1 404 Not Found\r\n"));
 }
 
+// A proxy may send the absolute form (RFC 9112, 3.2.2): its path is what is asked, query kept.
+TEST(WebServer, AnAbsoluteFormTargetIsItsPathAndQuery) {
+  ServedRuns runs;
+  const WebServer server("127.0.0.1:0", runs, {});
+  EXPECT_THAT(get(server.port(), "http://lab.example/metrics"), StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(get(server.port(), "http://lab.example?refresh=30"), HasSubstr(R"(<body data-refresh="30">)"));
+  EXPECT_THAT(get(server.port(), "http://lab.example/?refresh=30"), HasSubstr(R"(<body data-refresh="30">)"));
+  EXPECT_THAT(get(server.port(), "http://lab.example"), HasSubstr(R"(<body data-refresh="5">)"));
+}
+
 // nginx in front of the page and a Prometheus on the same host are all 127.0.0.1: loopback is
 // not held to one peer's share of four.
 TEST(WebServer, LoopbackPeersShareTheWholeListener) {

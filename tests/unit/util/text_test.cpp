@@ -194,6 +194,7 @@ TEST(Percent, EncodesAllButUnreservedAndDecodesBack) {
   EXPECT_EQ(percent_encode("a-b_c.d~e"), "a-b_c.d~e");
   EXPECT_EQ(percent_encode("ann marie/&=?%\xff"), "ann%20marie%2F%26%3D%3F%25%FF");
   EXPECT_EQ(percent_decode("ann%20marie%2f%26+x"), "ann marie/& x");
+  EXPECT_EQ(percent_decode("/v1/runs/a+b%20c", UrlPart::path), "/v1/runs/a+b c");
   EXPECT_EQ(percent_decode(percent_encode("any \x01 byte\xc3\xa9")), "any \x01 byte\xc3\xa9");
   EXPECT_FALSE(percent_decode("%"));
   EXPECT_FALSE(percent_decode("%4"));
