@@ -29,6 +29,12 @@ void use_scenario(const std::string& name) {
   ASSERT_EQ(::setenv("FAKE_NVML_SCENARIO", (kScenarios + name).c_str(), 1), 0);
 }
 
+// Each test's scenario is gone after it: the tests of other files may share this process.
+class NvmlSourceTest : public ::testing::Test {
+ protected:
+  ~NvmlSourceTest() override { ::unsetenv("FAKE_NVML_SCENARIO"); }
+};
+
 Snapshot read_with(const std::string& library, const std::string& scenario) {
   use_scenario(scenario);
   NvmlSource source(library);
@@ -89,9 +95,9 @@ void expect_busy_box(const Snapshot& snapshot) {
 
 TEST(NvmlApi, Memory_v2CarriesTheVersionTheDriverChecks) { EXPECT_EQ(nvml::kMemory_v2Version, 0x02000028U); }
 
-TEST(NvmlSource, BusyBoxThroughV3) { expect_busy_box(read_with(FAKE_NVML_FULL, "busy_8.json")); }
+TEST_F(NvmlSourceTest, BusyBoxThroughV3) { expect_busy_box(read_with(FAKE_NVML_FULL, "busy_8.json")); }
 
-TEST(NvmlSource, PowerAndTemperatureOnlyWhenAskedAndWhereTheGpuTells) {
+TEST_F(NvmlSourceTest, PowerAndTemperatureOnlyWhenAskedAndWhereTheGpuTells) {
   use_scenario("busy_8.json");
   const Snapshot plain = NvmlSource(FAKE_NVML_FULL).read(1s);
   EXPECT_EQ(plain.gpus[0].power_draw_w, std::nullopt);  // a launch does not ask
@@ -106,13 +112,13 @@ TEST(NvmlSource, PowerAndTemperatureOnlyWhenAskedAndWhereTheGpuTells) {
   EXPECT_EQ(minimal.gpus[0].utilization_percent, 100.0);
 }
 
-TEST(NvmlSource, BusyBoxThroughV2WhenTheLibraryHasNoV3) { expect_busy_box(read_with(FAKE_NVML_NO_V3, "busy_8.json")); }
+TEST_F(NvmlSourceTest, BusyBoxThroughV2WhenTheLibraryHasNoV3) { expect_busy_box(read_with(FAKE_NVML_NO_V3, "busy_8.json")); }
 
-TEST(NvmlSource, BusyBoxThroughALibraryWithOnlyTheRequiredSymbols) {
+TEST_F(NvmlSourceTest, BusyBoxThroughALibraryWithOnlyTheRequiredSymbols) {
   expect_busy_box(read_with(FAKE_NVML_MINIMAL, "busy_8.json"));
 }
 
-TEST(NvmlSource, IdleBoxUsesMemoryInfoV2) {
+TEST_F(NvmlSourceTest, IdleBoxUsesMemoryInfoV2) {
   const Snapshot snapshot = read_with(FAKE_NVML_FULL, "idle_8.json");
   ASSERT_EQ(snapshot.gpus.size(), 8U);
   for (int i = 0; i < 8; ++i) {
@@ -127,7 +133,7 @@ TEST(NvmlSource, IdleBoxUsesMemoryInfoV2) {
   EXPECT_TRUE(snapshot.warnings.empty());
 }
 
-TEST(NvmlSource, IdleBoxWithoutMemoryInfoV2CountsTheReserveAsUsed) {
+TEST_F(NvmlSourceTest, IdleBoxWithoutMemoryInfoV2CountsTheReserveAsUsed) {
   const Snapshot snapshot = read_with(FAKE_NVML_MINIMAL, "idle_8.json");
   ASSERT_EQ(snapshot.gpus.size(), 8U);
   EXPECT_EQ(snapshot.gpus[0].memory_used_mib, 537.0);
@@ -135,7 +141,7 @@ TEST(NvmlSource, IdleBoxWithoutMemoryInfoV2CountsTheReserveAsUsed) {
   EXPECT_FALSE(snapshot.gpus[0].mig_enabled);
 }
 
-TEST(NvmlSource, MigInstancesWithTheirProfilesMemoryAndProcesses) {
+TEST_F(NvmlSourceTest, MigInstancesWithTheirProfilesMemoryAndProcesses) {
   const Snapshot snapshot = read_with(FAKE_NVML_FULL, "mig.json");
   ASSERT_EQ(snapshot.gpus.size(), 2U);
   const Gpu& plain = snapshot.gpus[0];
@@ -185,7 +191,7 @@ TEST(NvmlSource, MigInstancesWithTheirProfilesMemoryAndProcesses) {
   EXPECT_TRUE(snapshot.warnings.empty());
 }
 
-TEST(NvmlSource, MigGpuThroughALibraryWithoutMigCallsIsAPlainGpu) {
+TEST_F(NvmlSourceTest, MigGpuThroughALibraryWithoutMigCallsIsAPlainGpu) {
   const Snapshot snapshot = read_with(FAKE_NVML_MINIMAL, "mig.json");
   ASSERT_EQ(snapshot.gpus.size(), 2U);
   EXPECT_FALSE(snapshot.gpus[1].mig_enabled);
@@ -207,17 +213,17 @@ void expect_failure(const std::string& scenario, const std::string& words, const
   EXPECT_THAT(probe.failure, HasSubstr(words));
 }
 
-TEST(NvmlSource, DriverNotLoaded) {
+TEST_F(NvmlSourceTest, DriverNotLoaded) {
   expect_failure("driver_not_loaded.json", "did not initialise: Driver Not Loaded (NVML error 9)",
                  "Is the NVIDIA driver installed and loaded (lsmod | grep nvidia)?");
 }
 
-TEST(NvmlSource, DriverLibraryVersionMismatch) {
+TEST_F(NvmlSourceTest, DriverLibraryVersionMismatch) {
   expect_failure("version_mismatch.json", "RM has detected an NVML/RM version mismatch. (NVML error 18)",
                  "reboot, or reload the nvidia kernel modules");
 }
 
-TEST(NvmlSource, LostGpusAreLeftOutWithAWarning) {
+TEST_F(NvmlSourceTest, LostGpusAreLeftOutWithAWarning) {
   const Snapshot snapshot = read_with(FAKE_NVML_FULL, "gpu_lost.json");
   ASSERT_EQ(snapshot.gpus.size(), 2U);
   EXPECT_EQ(snapshot.gpus[0].index, 0);
@@ -231,7 +237,7 @@ TEST(NvmlSource, LostGpusAreLeftOutWithAWarning) {
                 "GPU 3 is unusable: NVML says GPU is lost (NVML error 15) reading its handle; left out. " + hint}));
 }
 
-TEST(NvmlSource, GpusWithoutPermissionAreSkipped) {
+TEST_F(NvmlSourceTest, GpusWithoutPermissionAreSkipped) {
   const Snapshot snapshot = read_with(FAKE_NVML_FULL, "no_permission.json");
   ASSERT_EQ(snapshot.gpus.size(), 1U);
   EXPECT_EQ(snapshot.gpus[0].index, 0);
@@ -244,7 +250,7 @@ TEST(NvmlSource, GpusWithoutPermissionAreSkipped) {
                 "(this user may not open it)"}));
 }
 
-TEST(NvmlSource, InsufficientSizeGrowsAndRetries) {
+TEST_F(NvmlSourceTest, InsufficientSizeGrowsAndRetries) {
   const Snapshot snapshot = read_with(FAKE_NVML_FULL, "insufficient_size.json");
   ASSERT_EQ(snapshot.gpus.size(), 1U);
   const Gpu& gpu = snapshot.gpus[0];
@@ -257,7 +263,7 @@ TEST(NvmlSource, InsufficientSizeGrowsAndRetries) {
       (std::vector<std::string>{"GPU 1: NVML says Insufficient Size (NVML error 7) listing its processes; left out"}));
 }
 
-TEST(NvmlSource, ThirtyTwoByteV3RecordsOfEarlyR535Drivers) {
+TEST_F(NvmlSourceTest, ThirtyTwoByteV3RecordsOfEarlyR535Drivers) {
   const Snapshot snapshot = read_with(FAKE_NVML_FULL, "r535_record.json");
   ASSERT_EQ(snapshot.gpus.size(), 2U);
   const std::string uuid0 = snapshot.gpus[0].uuid;
@@ -267,14 +273,14 @@ TEST(NvmlSource, ThirtyTwoByteV3RecordsOfEarlyR535Drivers) {
   EXPECT_EQ(rows(snapshot.gpus[1].processes), (std::vector<ProcessRow>{{snapshot.gpus[1].uuid, 52001, 1.0}}));
 }
 
-TEST(NvmlSource, ReadsAgainWithTheLibraryStillLoaded) {
+TEST_F(NvmlSourceTest, ReadsAgainWithTheLibraryStillLoaded) {
   use_scenario("busy_8.json");
   NvmlSource source(FAKE_NVML_FULL);
   expect_busy_box(source.read(1s));
   expect_busy_box(source.read(1s));
 }
 
-TEST(NvmlSource, ProbeGivesAWorkingSource) {
+TEST_F(NvmlSourceTest, ProbeGivesAWorkingSource) {
   use_scenario("idle_8.json");
   const NvmlProbe probe = probe_nvml_source(FAKE_NVML_FULL);
   ASSERT_NE(probe.source, nullptr);
@@ -283,7 +289,7 @@ TEST(NvmlSource, ProbeGivesAWorkingSource) {
   EXPECT_EQ(probe.source->read(1s).gpus.size(), 8U);
 }
 
-TEST(NvmlSource, MissingLibrarySaysWhatToDo) {
+TEST_F(NvmlSourceTest, MissingLibrarySaysWhatToDo) {
   const auto source = make_nvml_source("/nonexistent/libnvidia-ml.so.1");
   try {
     source->read(1s);
@@ -295,7 +301,7 @@ TEST(NvmlSource, MissingLibrarySaysWhatToDo) {
   }
 }
 
-TEST(NvmlSource, ALibraryPathThatIsNoFileIsRefusedNotWaitedOn) {
+TEST_F(NvmlSourceTest, ALibraryPathThatIsNoFileIsRefusedNotWaitedOn) {
   // dlopen waited for ever on a FIFO.
   const test::TempDir dir;
   const std::string fifo = dir / "libnvidia-ml.so.1";
@@ -305,7 +311,7 @@ TEST(NvmlSource, ALibraryPathThatIsNoFileIsRefusedNotWaitedOn) {
                 HasSubstr("cannot load the NVML library " + path + ": it is not a regular file"));
 }
 
-TEST(NvmlSource, LibraryWithoutNvmlIsRefused) {
+TEST_F(NvmlSourceTest, LibraryWithoutNvmlIsRefused) {
   const NvmlProbe probe = probe_nvml_source("libm.so.6");
   EXPECT_EQ(probe.source, nullptr);
   EXPECT_THAT(probe.failure, HasSubstr("the NVML library libm.so.6 lacks nvmlInit_v2"));
@@ -323,9 +329,9 @@ void expect_parity(const std::string& smi_scenario, const std::string& nvml_scen
   expect_same_gpus(from_smi, from_nvml.gpus);
 }
 
-TEST(NvmlSource, SameGpusAsNvidiaSmiOnABusyBox) { expect_parity("busy_dgx.json", "busy_8.json"); }
+TEST_F(NvmlSourceTest, SameGpusAsNvidiaSmiOnABusyBox) { expect_parity("busy_dgx.json", "busy_8.json"); }
 
-TEST(NvmlSource, SameGpusAsNvidiaSmiOnAnIdleBox) { expect_parity("all_free_8.json", "idle_8.json"); }
+TEST_F(NvmlSourceTest, SameGpusAsNvidiaSmiOnAnIdleBox) { expect_parity("all_free_8.json", "idle_8.json"); }
 
 }  // namespace
 }  // namespace gpurun
