@@ -181,7 +181,12 @@ void record_status(int status, ProcessResult& result) {
 
 // SIGKILL for a child not yet reaped and, where it leads a group of its own, for all that group:
 // what it started goes with it. (Unreaped, even ended, it keeps its pid, so the group is its.)
-void kill_child(pid_t pid, bool own_group) { ::kill(own_group ? -pid : pid, SIGKILL); }
+// The child itself by its pid too: one that moved to another group would outlive the group's
+// kill, and the wait for it that follows would never end.
+void kill_child(pid_t pid, bool own_group) {
+  if (own_group) ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+}
 
 // Whether a child has ended, asked without reaping it.
 bool has_ended(pid_t pid) {

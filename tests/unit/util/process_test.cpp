@@ -231,6 +231,16 @@ TEST_F(ChildrenInOwnGroups, WhatAnEndedChildLeftHoldingItsPipeIsKilledAndItsExit
   EXPECT_TRUE(ends_within(printed_pid(r.out), 5s)) << "the background sleep holding stdout outlived the deadline";
 }
 
+// A child that leaves its group (a wrapper that calls setpgid) is killed all the same.
+TEST_F(ChildrenInOwnGroups, OneThatLeftItsGroupIsStillKilledAtItsDeadline) {
+  const auto start = Clock::now();
+  // (perl, which Debian always has: it moves itself into our group, then sleeps.)
+  const ProcessResult r =
+      run_process({{"perl", "-e", "setpgrp(0, $ARGV[0]) or die; sleep 30", std::to_string(::getpgrp())}, {}}, 300ms);
+  EXPECT_EQ(r.end, End::timed_out);
+  EXPECT_LT(seconds_since(start), 5.0) << "the wait outlasted the deadline";
+}
+
 TEST_F(ChildrenInOwnGroups, ThoseNeverWaitedForAreKilledWithWhatTheyStarted) {
   const test::TempDir dir;
   const std::string said = dir / "pid";
