@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 
 #include "gpurun/util/suggest.hpp"
 
@@ -27,6 +29,11 @@ constexpr std::array kNumbers{
 
 }  // namespace
 
+bool host_name_text(std::string_view name) {
+  const auto allowed = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.'; };
+  return !name.empty() && name.size() <= 253 && std::all_of(name.begin(), name.end(), allowed);
+}
+
 ServiceSectionRead read_service_section(const nlohmann::json& value) {
   ServiceSectionRead read;
   const auto fail = [&](std::string key, std::string what) {
@@ -49,6 +56,15 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       read.section.listen = item.get<std::string>();
       continue;
     }
+    if (key == "web_names") {
+      const auto is_name = [](const nlohmann::json& name) {
+        return name.is_string() && host_name_text(name.get<std::string>());
+      };
+      if (!item.is_array() || !std::all_of(item.begin(), item.end(), is_name))
+        return fail(key, "expected a list of host names, such as [\"gpus.lab.example.org\"]");
+      read.section.web_names = item.get<std::vector<std::string>>();
+      continue;
+    }
     bool known = false;
     for (const NumberKey& number : kNumbers) {
       if (key != number.key) continue;
@@ -59,7 +75,7 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       read.section.*(number.field) = item.get<double>();
     }
     if (!known) {
-      std::vector<std::string> names{"state_dir", "listen", "dcgm_job_mapping_dir"};
+      std::vector<std::string> names{"state_dir", "listen", "web_names", "dcgm_job_mapping_dir"};
       for (const NumberKey& n : kNumbers) names.emplace_back(n.key);
       return fail(key, fmt::format("not a setting of the service{}", suggestion(key, names)));
     }

@@ -64,7 +64,8 @@ std::string starter_system_config() {
   // The gpurun service (gpurund; man gpurund): its flags of the same names win.
   // "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
   //             "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun",
-  //             "listen": "127.0.0.1:9400", "dcgm_job_mapping_dir": "/run/dcgm-job-map"},
+  //             "listen": "127.0.0.1:9400", "web_names": ["gpus.lab.example.org"],
+  //             "dcgm_job_mapping_dir": "/run/dcgm-job-map"},
 
   "profiles": {
     // "jupyter": {"publish": ["8888:8888"], "gpus": 1, "command": ["jupyter", "lab", "--ip=0.0.0.0"]}

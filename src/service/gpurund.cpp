@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "gpurun/config/config.hpp"
+#include "gpurun/config/service_section.hpp"
 #include "gpurun/service/recorder.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/process.hpp"
@@ -67,6 +68,10 @@ int main(int argc, char** argv) {
   app.add_option_function<std::string>(
       "--listen", [&flags](const std::string& v) { flags.listen = v; },
       "serve /metrics for Prometheus on HOST:PORT, such as 127.0.0.1:9400 (default: off)");
+  app.add_option_function<std::vector<std::string>>(
+         "--web-name", [&flags](const std::vector<std::string>& v) { flags.web_names = v; },
+         "one more name the page and /metrics answer to (a DNS alias of this machine), repeatable")
+      ->check([](const std::string& v) { return host_name_text(v) ? std::string() : "expected a host name"; });
   app.add_option_function<std::string>(
          "--dcgm-job-mapping-dir", [&flags](const std::string& v) { flags.dcgm_job_mapping_dir = v; },
          "write DCGM's job mapping files there for dcgm-exporter's hpc_job label (default: off)")
@@ -103,9 +108,9 @@ int main(int argc, char** argv) {
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
     apply_service_section(config.service, settings);  // defaults < the system file < the flags
     apply_service_section(flags, settings);
-    settings.server = {.socket_path = socket_path.empty() ? options.service_socket : socket_path,
-                       .visibility = options.policy.history_visibility,
-                       .admin_group = options.policy.admin_group};
+    settings.server.socket_path = socket_path.empty() ? options.service_socket : socket_path;
+    settings.server.visibility = options.policy.history_visibility;
+    settings.server.admin_group = options.policy.admin_group;
 
     // What it writes is private unless said otherwise (the database holds everyone's commands,
     // whoever started gpurund and whatever its state directory's mode): the socket and the DCGM

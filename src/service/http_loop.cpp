@@ -92,7 +92,8 @@ HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::s
   try {
     return handler(fd, {.method = std::string(request.method_string()),
                         .target = path_target(request.target()),
-                        .caller = std::string(request["X-Gpurun-Caller"])});
+                        .caller = std::string(request["X-Gpurun-Caller"]),
+                        .host = std::string(request[http::field::host])});
   } catch (const std::exception& e) {  // never out of the listener's thread: that would end gpurund
     spdlog::error("answering {}: {}", std::string(request.target()).substr(0, 200), e.what());
     return {

@@ -17,6 +17,7 @@ struct HttpRequest {
   std::string method;  // "GET"
   std::string target;  // "/v1/runs?since=1700000000000"
   std::string caller;  // the X-Gpurun-Caller header; "" without one
+  std::string host = {};  // the Host header, as sent; "" without one
 };
 
 struct HttpReply {

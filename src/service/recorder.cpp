@@ -91,6 +91,7 @@ void apply_service_section(const ServiceSection& section, RecorderSettings& sett
   if (section.keep_minutes_days) settings.keep_minutes = hours(*section.keep_minutes_days);
   if (section.idle_threshold_percent) settings.tracker.idle_threshold_percent = *section.idle_threshold_percent;
   if (section.listen) settings.listen = *section.listen;
+  if (section.web_names) settings.server.web_names = *section.web_names;
   if (section.dcgm_job_mapping_dir) settings.dcgm_job_mapping_dir = *section.dcgm_job_mapping_dir;
 }
 

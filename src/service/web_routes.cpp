@@ -1,7 +1,9 @@
 #include "web_routes.hpp"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "gpurun/history/run_json.hpp"
@@ -95,9 +97,38 @@ HttpReply page_reply(const Target& target, ServedRuns& runs, const ServerSetting
                       {"X-Frame-Options", "DENY"}}};
 }
 
+// The host a Host header names, without its port or brackets.
+std::string_view host_of(std::string_view header) {
+  if (header.starts_with('[')) {
+    const std::size_t close = header.find(']');
+    return close == std::string_view::npos ? header : header.substr(1, close - 1);
+  }
+  return header.substr(0, header.find(':'));
+}
+
 }  // namespace
 
+bool answers_for(std::string_view host_header, const std::vector<std::string>& names) {
+  if (host_header.empty()) return true;  // HTTP/1.0 without one: no browser, so no rebinding
+  std::string host = text::to_lower(host_of(host_header));
+  if (host.ends_with('.')) host.pop_back();
+  in_addr v4{};
+  in6_addr v6{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &v6) == 1) return true;
+  if (host == "localhost" || host.ends_with(".localhost")) return true;
+  return std::any_of(names.begin(), names.end(),
+                     [&host](const std::string& name) { return text::equals_ignoring_case(name, host); });
+}
+
 HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerSettings& settings) {
+  if (!answers_for(request.host, settings.web_names))
+    return {.status = 421,
+            .body = fmt::format("gpurund does not answer for {}: a page reached through another name may be "
+                                "another site's (DNS rebinding). Reach it by this machine's name or address, or "
+                                "add the name to \"web_names\" in the service section of "
+                                "/etc/gpurun/config.json (gpurund --web-name)\n",
+                                text::printable(request.host, 80)),
+            .content_type = "text/plain; charset=utf-8"};
   if (request.method != "GET" && request.method != "HEAD")
     return {.status = 405, .body = "only GET is answered\n", .content_type = "text/plain; charset=utf-8"};
   const auto target = parse_target(request.target);

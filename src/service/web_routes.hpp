@@ -14,6 +14,12 @@
 
 namespace gpurun {
 
+// A request whose Host names neither an IP address, localhost, nor one of `settings.web_names` (the
+// web server adds this machine's name and the --listen host) is refused with 421: a page of
+// another site that rebinds its name to this machine's address reaches it with its own name.
 HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerSettings& settings);
+
+// Whether a request with this Host header ("dgx1:9400", "[::1]:9400"; "" without one) is for us.
+bool answers_for(std::string_view host_header, const std::vector<std::string>& names);
 
 }  // namespace gpurun

@@ -49,6 +49,9 @@ ListenAddress parse_listen_address(const std::string& text) {
 WebServer::WebServer(const std::string& listen, ServedRuns& runs, ServerSettings settings)
     : runs_(runs), settings_(std::move(settings)) {
   const ListenAddress address = parse_listen_address(listen);
+  // The names it answers to (answer_web): the site's, this machine's, and the one it listens on.
+  for (const std::string& name : {host_name(), address.host})
+    if (!name.empty()) settings_.web_names.push_back(name);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -3,12 +3,14 @@
 // names override (man gpurund):
 //   "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
 //               "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun",
-//               "listen": "127.0.0.1:9400", "dcgm_job_mapping_dir": "/run/dcgm-job-map"}
+//               "listen": "127.0.0.1:9400", "web_names": ["gpus.lab.example.org"],
+//               "dcgm_job_mapping_dir": "/run/dcgm-job-map"}
 // Only the system file may have one (the service runs as root).
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpurun {
 
@@ -21,6 +23,7 @@ struct ServiceSection {
   std::optional<std::string> state_dir;
   std::optional<std::string> listen;                // HOST:PORT of /metrics; "" or absent: not served
   std::optional<std::string> dcgm_job_mapping_dir;  // where DCGM's job mapping files go; absent: none
+  std::optional<std::vector<std::string>> web_names;  // more names the listener answers to (ServerSettings)
 };
 
 // The section's keys, read; the first problem as ("key", "what is wrong") where one is found.
@@ -29,5 +32,8 @@ struct ServiceSectionRead {
   std::optional<std::pair<std::string, std::string>> problem;
 };
 ServiceSectionRead read_service_section(const nlohmann::json& value);
+
+// Whether `name` is written as a host name may be (letters, digits, '-' and '.'; 1 to 253 of them).
+bool host_name_text(std::string_view name);
 
 }  // namespace gpurun

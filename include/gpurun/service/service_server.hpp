@@ -61,6 +61,10 @@ struct ServerSettings {
   std::string socket_path = "/run/gpurun/gpurund.sock";
   HistoryVisibility visibility = HistoryVisibility::all;
   std::string admin_group;  // "": none
+  // The names the web listener answers to besides IP addresses, localhost, this machine's name and
+  // the --listen host (a DNS alias of the machine, say): a request for any other Host is refused,
+  // as a page on another site reaching it through DNS rebinding would send.
+  std::vector<std::string> web_names;
 };
 
 struct ServiceRequest {

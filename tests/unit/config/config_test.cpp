@@ -482,6 +482,12 @@ TEST_F(PolicyTest, TheServiceSectionIsReadFromTheSystemFileAloneAndCheckedKeyByK
               HasSubstr("key \"service.idle_threshold\": expected a number of percent from 0 to 100"));
   write("etc/config.json", R"({"service": {"state_dir": "var/lib"}})");
   EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("expected an absolute path"));
+  write("etc/config.json", R"({"service": {"web_names": ["gpus.lab.example.org", "dgx-7"]}})");
+  EXPECT_EQ(load_config(inputs()).service.web_names, (std::vector<std::string>{"gpus.lab.example.org", "dgx-7"}));
+  for (const char* names : {R"("gpus")", R"(["gpus lab"])", R"([""])", R"([7])", R"(["a/b"])"}) {
+    write("etc/config.json", fmt::format(R"({{"service": {{"web_names": {}}}}})", names));
+    EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("expected a list of host names")) << names;
+  }
   write("etc/config.json", R"({"service": 10})");
   EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("key \"service\": expected an object"));
   fs::remove(path("etc/config.json"));

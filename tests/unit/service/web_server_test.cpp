@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "gpurun/util/accounts.hpp"
 #include "support/test_support.hpp"
+#include "web_routes.hpp"
 
 namespace gpurun {
 namespace {
@@ -39,8 +41,8 @@ TEST(ParseListenAddress, RefusesWhatIsNotHostColonPortSayingWhatToType) {
   }
 }
 
-// GET `path` from 127.0.0.1:port; the whole response.
-std::string get(int port, const std::string& path) {
+// GET `path` from 127.0.0.1:port, for `host`; the whole response.
+std::string get(int port, const std::string& path, const std::string& host = "127.0.0.1") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -51,7 +53,7 @@ std::string get(int port, const std::string& path) {
     ::close(fd);
     return "";
   }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
   EXPECT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
   std::string response;
   char buffer[4096];
@@ -70,6 +72,32 @@ TEST(WebServer, AnswersMetricsFromTheLastSampleAndNothingElse) {
   EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
   EXPECT_THAT(metrics, HasSubstr("\ngpurun_up{Hostname=\""));
   EXPECT_THAT(get(server.port(), "/other"), StartsWith("HTTP/1.1 404 Not Found\r\n"));
+}
+
+// A page of another site whose name it rebinds to this address sends that name: refused.
+TEST(WebServer, AnswersOnlyForItsOwnNamesAndAddresses) {
+  ServedRuns runs;
+  ServerSettings settings;
+  settings.web_names = {"gpus.lab.example.org"};
+  const WebServer server("127.0.0.1:0", runs, settings);
+  const std::string port = std::to_string(server.port());
+  const std::vector<std::string> ours{"127.0.0.1:" + port, "localhost:" + port, "GPUS.lab.example.org",
+                                      "[::1]:" + port, host_name() + ":" + port};
+  for (const std::string& host : ours)
+    EXPECT_THAT(get(server.port(), "/metrics", host), StartsWith("HTTP/1.1 200 OK\r\n")) << host;
+  const std::string refused = get(server.port(), "/api/runs", "attacker.example:" + port);
+  EXPECT_THAT(refused, StartsWith("HTTP/1.1 421 Misdirected Request\r\n"));
+  EXPECT_THAT(refused, HasSubstr("\"web_names\""));
+  EXPECT_THAT(get(server.port(), "/", "gpus.lab.example.org.evil.example"), StartsWith("HTTP/1.1 421"));
+}
+
+TEST(AnswersFor, IpAddressesLocalhostAndTheGivenNames) {
+  const std::vector<std::string> names{"dgx1", "gpus.lab.example.org"};
+  for (const char* host : {"", "10.0.0.7", "10.0.0.7:9400", "[fe80::1]:9400", "localhost", "a.localhost:80", "DGX1",
+                           "dgx1.", "gpus.lab.example.org:9400"})
+    EXPECT_TRUE(answers_for(host, names)) << host;
+  for (const char* host : {"dgx2", "dgx1.evil.example", "10.0.0.7.evil.example", "evil.example"})
+    EXPECT_FALSE(answers_for(host, names)) << host;
 }
 
 // A proxy may send the absolute form (RFC 9112, 3.2.2): its path is what is asked, query kept.
