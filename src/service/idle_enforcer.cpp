@@ -88,10 +88,12 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
     PolicyAction action = warning_about(PolicyAction::Rule::idle, holder, running, idle_for,
                                         policy_.stop_after.value_or(std::chrono::seconds(0)));
     const bool in_scope = !holder.container_id.empty() && (policy_.scope == IdleScope::all || holder.started_by_gpurun);
-    if (!in_scope) action.limit = std::chrono::seconds(0);  // never stopped: its warning promises no stop
-    // In scope but not listed by the engine this time (it did not answer): reported once, and
-    // stopped when it is listed again, rather than left running for the rest of the streak.
-    const Done reaching = in_scope && !holder.listed_by_engine ? Done::reported : Done::stopped;
+    // A container the engine did not list this time (it did not answer) is seen through its
+    // processes: its labels unread, whether it is in scope is not known. It is reported once, and
+    // judged (stopped, where in scope) when it is listed again, not left for the rest of its streak.
+    const bool scope_unknown = !holder.container_id.empty() && !holder.listed_by_engine;
+    if (!in_scope && !scope_unknown) action.limit = std::chrono::seconds(0);  // its warning promises no stop
+    const Done reaching = scope_unknown ? Done::reported : Done::stopped;
     // Where the policy warns, a stop comes after the warning, and as long after it as the policy
     // puts between the two: a streak that passed both unseen (the engine did not answer) is warned
     // first, not stopped at once.
