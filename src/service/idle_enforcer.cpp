@@ -38,11 +38,10 @@ void IdleEnforcer::resume(const std::vector<RunRecord>& running, const std::vect
     if (!first) continue;
     const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(last - *first);
     streaks_[run.key] = Streak{.idle = idle, .last = SampleTime{.when = last, .monotonic = std::nullopt}};
-    // What was done before, under the same rules: a stop or a report, or a warning, taken to have
-    // gone out on time.
-    if (policy_.stop_after && idle >= *policy_.stop_after) {
-      done_[run.key] = Done::stopped;
-    } else if (policy_.warn_after && idle >= *policy_.warn_after) {
+    // What was done before, under the same rules: its warning, taken to have gone out on time. Not
+    // its stop: a run still held was not stopped (the stop failed, waits to be tried again, or was
+    // due as gpurund stopped), so one past stop_after is stopped (or reported) at the first sample.
+    if (policy_.warn_after && idle >= *policy_.warn_after) {
       done_[run.key] = Done::warned;
       streaks_[run.key].warned_at = *policy_.warn_after;
     }

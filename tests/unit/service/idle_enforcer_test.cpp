@@ -270,6 +270,16 @@ TEST(IdleEnforcer, AfterARestartAnIdleStreakGoesOnAndItsWarningIsNotGivenAgain) 
   expect_one(enforcer.observe(sample(230s, 0, {c}), running), Kind::stop, 120s);
 }
 
+// Still held after a restart, it was not stopped: the stop failed, or came due as gpurund stopped.
+TEST(IdleEnforcer, AfterARestartAStreakPastItsStopIsStoppedAtTheFirstSampleNotWarnedAgain) {
+  const HolderSample c = holder("container:c", 0, "c", true);
+  const std::vector<RunRecord> running = run_on_gpu0(c);
+  IdleEnforcer enforcer(policy(), 40s);
+  enforcer.resume(running, stored(0s, 200s, 0));
+  expect_one(enforcer.observe(sample(210s, 0, {c}), running), Kind::stop, 210s);
+  EXPECT_THAT(enforcer.observe(sample(220s, 0, {c}), running), ::testing::IsEmpty());
+}
+
 TEST(IdleEnforcer, AfterARestartLongerThanTheGapAStreakStartsAfresh) {
   const HolderSample c = holder("container:c", 0, "c", true);
   const std::vector<RunRecord> running = run_on_gpu0(c);
