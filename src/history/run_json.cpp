@@ -8,6 +8,7 @@
 
 #include "gpurun/history/time_text.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
@@ -27,6 +28,12 @@ const std::vector<std::string> kTableColumns{
     "id", "name", "user", "gpus", "start_ms", "end_ms", "gpu_seconds", "busy_gpu_seconds", "idle_seconds", "ended_by"};
 
 }  // namespace
+
+RunRecord with_programs_only(RunRecord run) {
+  if (run.container_id.empty() && run.name == run.command) run.name = std::string(text::program_of(run.name));
+  run.command = std::string(text::program_of(run.command));
+  return run;
+}
 
 nlohmann::ordered_json run_json(const RunRecord& run) {
   const auto efficiency = run.efficiency();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpurun/service/metrics.hpp"
+
 namespace gpurun {
 
 std::string_view event_of(const PolicyAction& action, bool stopped) {
@@ -18,7 +20,7 @@ PolicyAction warning_about(PolicyAction::Rule rule, const HolderSample& holder, 
           .kind = PolicyAction::Kind::warn,
           .run_id = run != running.end() ? run->id : 0,
           .key = holder.key,
-          .name = holder.name,
+          .name = hpc_job_of(holder),  // a process by its program: the text goes to chats and mail
           .user = holder.user,
           .container_id = holder.container_id,
           .gpus = holder.gpus,

@@ -26,7 +26,7 @@ Notification notification_of(std::string_view event, std::string text, const Run
                  .user = run != nullptr      ? run->user
                          : action != nullptr ? action->user
                                              : ""};
-  if (run != nullptr) n.run = run_json(*run);
+  if (run != nullptr) n.run = run_json(with_programs_only(*run));  // a chat's channel reads it
   return n;
 }
 

@@ -95,13 +95,6 @@ std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name, c
   return found;
 }
 
-// A run as the web shows it (ServiceRequest::programs_only).
-RunRecord with_programs_only(RunRecord run) {
-  if (run.container_id.empty() && run.name == run.command) run.name = std::string(text::program_of(run.name));
-  run.command = std::string(text::program_of(run.command));
-  return run;
-}
-
 }  // namespace
 
 ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, const ServerSettings& settings) {

@@ -15,6 +15,10 @@ inline constexpr std::size_t kMostRunsAnAnswer = 10'000;
 
 nlohmann::ordered_json run_json(const RunRecord& run);
 
+// A run as it is shown to whoever may look (the web, a chat's webhook): its command, and a bare
+// process's name (its command line), by its program alone. Arguments may carry tokens.
+RunRecord with_programs_only(RunRecord run);
+
 // The run `run_json` wrote. Throws Error when `json` is not one (a service of another version).
 RunRecord run_from_json(const nlohmann::ordered_json& json);
 std::vector<RunRecord> runs_from_json(const nlohmann::ordered_json& json);

@@ -111,6 +111,17 @@ TEST(IdleEnforcer, AContainerSeenOnlyThroughItsProcessesIsNeverStoppedEvenUnderS
   EXPECT_EQ(kinds_over(enforcer, {inferred}, {0s, 60s, 120s}).back(), std::vector<Kind>{Kind::report});
 }
 
+// Its warning goes to chats and mail: a process by its program, never its arguments (tokens).
+TEST(IdleEnforcer, AProcessIsNamedByItsProgramInWhatIsSentAboutIt) {
+  IdleEnforcer enforcer(policy());
+  HolderSample process = holder("process:7:1", 0, "", false);
+  process.name = process.command = "/usr/bin/python3 train.py --token=SECRET";
+  std::vector<PolicyAction> due;
+  for (const auto at : {0s, 60s}) due = enforcer.observe(sample(at, 0, {process}), runs_of({process}));
+  ASSERT_EQ(due.size(), 1U);
+  EXPECT_EQ(due[0].name, "python3");
+}
+
 TEST(IdleEnforcer, ABusySampleEndsTheStreakAndTheNextStreakCountsAfresh) {
   IdleEnforcer enforcer(policy());
   const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true)};
