@@ -11,6 +11,7 @@
 
 #include "gpurun/engine/gpu_process_owner.hpp"
 #include "gpurun/select/claims.hpp"
+#include "gpurun/util/accounts.hpp"
 
 namespace gpurun {
 namespace {
@@ -115,11 +116,15 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
       if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
     std::sort(gpus.begin(), gpus.end());
     if (gpus.empty()) continue;
-    // A rootless engine's container is keyed by its user too: its ID is only that engine's.
+    // A rootless engine's container is keyed by its user too: its ID is only that engine's. Its
+    // user: gpurun's label, or the rootless engine's owner. Docker records nobody else's: the
+    // image's Config.User ("ubuntu", "1000") is an account inside it, which must not get mail about
+    // it, nor match an exempt user.
+    const std::string user = c.started_by_gpurun ? c.user : c.rootless_uid ? user_name(*c.rootless_uid) : "";
     sample.holders.push_back(
         {.key = c.rootless_uid ? fmt::format("container:{}:{}", *c.rootless_uid, c.id) : "container:" + c.id,
          .name = c.name,
-         .user = c.user,
+         .user = user,
          .container_id = c.id,
          .image = c.image,
          .command = c.command,
