@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace gpurun {
 
@@ -53,6 +54,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
   for (const GpuReading& gpu : sample.gpus)
     if (gpu.utilization_percent && *gpu.utilization_percent <= policy_.below_percent) idle_gpus.insert(gpu.index);
   const SampleTime now = sample.time();
+  const std::chrono::milliseconds max_gap = max_gap_ + std::exchange(allowance_, std::chrono::milliseconds(0));
 
   std::vector<PolicyAction> due;
   std::set<std::string> present;
@@ -73,7 +75,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
     auto [streak, fresh] = streaks_.try_emplace(holder.key, Streak{.idle = {}, .last = now});
     if (!fresh) {
       const auto gap = now.since(streak->second.last);
-      if (gap > max_gap_) {
+      if (gap > max_gap) {
         streak->second.idle = {};
         done_.erase(holder.key);
       } else {
@@ -118,7 +120,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
       const bool idle = !run.gpus.empty() && std::all_of(run.gpus.begin(), run.gpus.end(),
                                                          [&idle_gpus](int gpu) { return idle_gpus.contains(gpu); });
       const auto gap = now.since(streak->second.last);
-      if (!idle || gap > max_gap_) {
+      if (!idle || gap > max_gap) {
         streaks_.erase(streak);
         done_.erase(run.key);
         continue;

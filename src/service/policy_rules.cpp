@@ -79,6 +79,7 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
     return std::none_of(sample.holders.begin(), sample.holders.end(),
                         [&entry](const HolderSample& h) { return h.key == entry.first; });
   });
+  const auto acting_from = std::chrono::steady_clock::now();
   for (const PolicyAction& action : due) {
     if (stopping && stopping()) {
       spdlog::info("gpurund is stopping: {} action(s) of the site's rules left for its next start",
@@ -108,6 +109,11 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
                                       run != running.end() ? &*run : nullptr, &action, host_));
     }
   }
+  // The stops ran one after another (docker stop waits up to 10 s for each): the next sample is
+  // that much late, which must end no other holder's idle streak.
+  if (idle_)
+    idle_->acted_for(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - acting_from));
 }
 
 bool PolicyRules::waits_for_retry(const PolicyAction& action, WallTime now) {

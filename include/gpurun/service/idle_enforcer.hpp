@@ -29,6 +29,10 @@ class IdleEnforcer {
   // The stop of `key` failed: the next sample asks for it again.
   void stop_failed(const std::string& key);
 
+  // The service spent `spent` acting (stopping containers) after the last sample: the next one
+  // comes that much later, a gap the service made, which ends nobody's streak.
+  void acted_for(std::chrono::milliseconds spent) { allowance_ += spent; }
+
   // After a restart: each open run's idle streak as the stored samples before it show them (every
   // GPU's rows, oldest first), so that a restart neither starts the wait to stop an idle job again
   // nor warns its owner a second time. A gap between samples over max_gap ends a streak, as here.
@@ -45,6 +49,7 @@ class IdleEnforcer {
   };
   IdlePolicy policy_;
   std::chrono::milliseconds max_gap_;
+  std::chrono::milliseconds allowance_{0};  // acted_for, until the next sample
   std::map<std::string, Streak> streaks_;  // per holder key, while all its GPUs are idle
   std::map<std::string, Done> done_;       // per holder key, in its current idle streak
 };

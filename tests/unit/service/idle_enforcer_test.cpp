@@ -184,6 +184,17 @@ TEST(IdleEnforcer, AGapNobodyMeasuredStartsTheStreakAfresh) {
             (std::vector<std::vector<Kind>>{{}, {}, {}, {}, {}, {Kind::warn}, {}}));
 }
 
+// Stopping eight containers one after another (10 s each) made the next sample late: a gap the
+// service made, not one in what it measured.
+TEST(IdleEnforcer, TheTimeTheServiceSpentActingEndsNoStreak) {
+  IdleEnforcer enforcer(policy(), 30s);
+  const std::vector<HolderSample> held{holder("container:c1", 0, "c1", true)};
+  EXPECT_EQ(kinds_over(enforcer, held, {0s, 10s}), (std::vector<std::vector<Kind>>{{}, {}}));
+  enforcer.acted_for(80s);
+  EXPECT_EQ(kinds_over(enforcer, held, {100s}).back(), std::vector<Kind>{Kind::warn});  // idle 100 s
+  EXPECT_EQ(kinds_over(enforcer, held, {200s}).back(), std::vector<Kind>{});  // once: a gap again
+}
+
 TEST(IdleEnforcer, AContainerTheEngineDidNotListIsReportedOnceAndStoppedWhenListedAgain) {
   // The report took the stop: listed again, it was left running for the rest of its streak.
   IdleEnforcer enforcer(policy());
