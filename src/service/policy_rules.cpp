@@ -88,7 +88,7 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
     }
     const bool idle = action.rule == PolicyAction::Rule::idle;
     if (ended_by_.contains(action.key)) continue;  // stopped by the other rule already
-    if (waits_for_retry(action, sample.when)) continue;
+    if (waits_for_retry(action, sample.time())) continue;
     ActResult result;
     try {
       result = carry_out(action, idle && idle_->policy().dry_run, engine);
@@ -97,7 +97,7 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
       result.failed = true;
     }
     if (result.failed) {
-      stop_failed(action, sample.when);
+      stop_failed(action, sample.time());
       continue;
     }
     retries_.erase(action.key);
@@ -116,9 +116,11 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - acting_from));
 }
 
-bool PolicyRules::waits_for_retry(const PolicyAction& action, WallTime now) {
+bool PolicyRules::waits_for_retry(const PolicyAction& action, const SampleTime& now) {
   const auto retry = retries_.find(action.key);
-  if (action.kind != PolicyAction::Kind::stop || retry == retries_.end() || now >= retry->second.not_before)
+  // On the steady clock: a wall clock stepped back an hour put the retry off by that hour.
+  if (action.kind != PolicyAction::Kind::stop || retry == retries_.end() ||
+      now.since(retry->second.failed) >= retry->second.wait)
     return false;
   if (action.rule == PolicyAction::Rule::idle)
     idle_->stop_failed(action.key);
@@ -127,14 +129,15 @@ bool PolicyRules::waits_for_retry(const PolicyAction& action, WallTime now) {
   return true;
 }
 
-void PolicyRules::stop_failed(const PolicyAction& action, WallTime now) {
+void PolicyRules::stop_failed(const PolicyAction& action, const SampleTime& now) {
   constexpr std::chrono::seconds kFirstRetry{60};
   constexpr std::chrono::seconds kLongestWait{15 * 60};
   Retry& retry = retries_[action.key];
   ++retry.failures;
   const std::chrono::seconds wait =
       std::min<std::chrono::seconds>(kFirstRetry * (1 << std::min(retry.failures - 1, 4)), kLongestWait);
-  retry.not_before = now + wait;
+  retry.failed = now;
+  retry.wait = wait;
   if (action.rule == PolicyAction::Rule::idle)
     idle_->stop_failed(action.key);
   else

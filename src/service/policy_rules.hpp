@@ -52,11 +52,12 @@ class PolicyRules {
   // A holder whose stop failed: how often in a row, and when it may be tried again.
   struct Retry {
     int failures = 0;
-    WallTime not_before;
+    SampleTime failed;  // the sample of the last failure; measured on the steady clock from it
+    std::chrono::seconds wait{0};
   };
   // Whether a stop of `key` due now waits for its next try (the rule is asked to keep it due).
-  bool waits_for_retry(const PolicyAction& action, WallTime now);
-  void stop_failed(const PolicyAction& action, WallTime now);
+  bool waits_for_retry(const PolicyAction& action, const SampleTime& now);
+  void stop_failed(const PolicyAction& action, const SampleTime& now);
 
   std::string host_;
   std::string fingerprint_;

@@ -87,6 +87,24 @@ TEST(PolicyRules, ARefusedStopIsTriedAgainAfterAMinuteThenTwiceAsLongUpToFifteen
   EXPECT_EQ(stops_asked(rules, engine, timed, 2800s), (std::vector<int>{60, 120, 240, 480, 960, 1860, 2760}));
 }
 
+// The wait before a retry is measured on the steady clock: the wall clock stepped back an hour
+// after the refusal does not put the retry off by that hour.
+TEST(PolicyRules, AWallClockSteppedBackDoesNotPutARetryOff) {
+  PolicyRules rules(SitePolicy{}, "gpu-host");
+  StoppingEngine engine;
+  const TimedRun timed;
+  const auto steady = std::chrono::steady_clock::time_point{} + std::chrono::hours(1000);
+  const auto observe = [&](std::chrono::seconds wall, std::chrono::seconds ran) {
+    rules.observe({.when = kStart + wall, .gpus = {}, .holders = {timed.holder}, .monotonic = steady + ran},
+                  {timed.run}, &engine);
+  };
+  observe(0s, 0s);
+  observe(60s, 60s);  // due: refused
+  ASSERT_EQ(engine.stops, 1);
+  observe(60s - 3600s, 130s);  // 70 s later by the steady clock, the wall clock an hour back
+  EXPECT_EQ(engine.stops, 2);
+}
+
 TEST(PolicyRules, AStopThatWorksEndsTheRetriesAndMarksTheRunsEnd) {
   PolicyRules rules(SitePolicy{}, "gpu-host");
   StoppingEngine engine;
