@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -159,16 +160,26 @@ std::string peer_of(int fd, int family) {
   socklen_t size = sizeof address;
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) return "?";
-  char text[INET6_ADDRSTRLEN] = {};
-  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
-  const void* ip = address.ss_family == AF_INET6
-                       ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr)
-                       : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&address)->sin_addr);
-  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
-  return ::inet_ntop(address.ss_family, ip, text, sizeof text) != nullptr ? text : "?";
+  return peer_of_address(address);
 }
 
 }  // namespace
+
+std::string peer_of_address(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET) {
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
+    return ::inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text) != nullptr ? text : "?";
+  }
+  if (address.ss_family != AF_INET6) return "?";
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  in6_addr ip = reinterpret_cast<const sockaddr_in6&>(address).sin6_addr;
+  const bool network = !IN6_IS_ADDR_V4MAPPED(&ip) && !IN6_IS_ADDR_LOOPBACK(&ip);
+  if (network) std::memset(&ip.s6_addr[8], 0, 8);  // one host holds a /64 whole
+  if (::inet_ntop(AF_INET6, &ip, text, sizeof text) == nullptr) return "?";
+  return network ? std::string(text) + "/64" : std::string(text);
+}
 
 void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive) {
   // Connections are served side by side, each on its thread: one that stalls (or many a user

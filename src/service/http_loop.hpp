@@ -5,6 +5,8 @@
 // but root's on the unix socket, an address on TCP), each read and write within 5 s (a connection
 // left idle longer is closed), so that a client that stalls, or a user who opens many, costs the
 // others nothing.
+#include <sys/socket.h>
+
 #include <atomic>
 #include <functional>
 #include <string>
@@ -34,5 +36,10 @@ using HttpHandler = std::function<HttpReply(int connection, const HttpRequest& r
 // within 0.1 s, mid-connection too). An exception from `handler` is a 500 answer. Without
 // `keep_alive` each connection takes one request (Connection: close).
 void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive);
+
+// A TCP peer as the per-peer share counts it: its address; an IPv6 one by its /64 (one host holds
+// a /64 whole, and could take every connection one address at a time), loopback and IPv4-mapped
+// ones whole.
+std::string peer_of_address(const sockaddr_storage& address);
 
 }  // namespace gpurun

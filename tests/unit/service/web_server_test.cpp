@@ -15,6 +15,7 @@
 
 #include "gpurun/util/accounts.hpp"
 #include "support/test_support.hpp"
+#include "http_loop.hpp"
 #include "web_routes.hpp"
 
 namespace gpurun {
@@ -89,6 +90,24 @@ TEST(WebServer, AnswersOnlyForItsOwnNamesAndAddresses) {
   EXPECT_THAT(refused, StartsWith("HTTP/1.1 421 Misdirected Request\r\n"));
   EXPECT_THAT(refused, HasSubstr("\"web_names\""));
   EXPECT_THAT(get(server.port(), "/", "gpus.lab.example.org.evil.example"), StartsWith("HTTP/1.1 421"));
+}
+
+TEST(PeerOfAddress, AnIpv6PeerIsItsSlash64AndAnIpv4OneItsAddress) {
+  const auto peer = [](int family, const char* text) {
+    sockaddr_storage address{};
+    address.ss_family = static_cast<sa_family_t>(family);
+    // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    void* ip = family == AF_INET6 ? static_cast<void*>(&reinterpret_cast<sockaddr_in6&>(address).sin6_addr)
+                                  : static_cast<void*>(&reinterpret_cast<sockaddr_in&>(address).sin_addr);
+    // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+    EXPECT_EQ(::inet_pton(family, text, ip), 1) << text;
+    return peer_of_address(address);
+  };
+  EXPECT_EQ(peer(AF_INET6, "2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+  EXPECT_EQ(peer(AF_INET6, "2001:db8:1:2:bbbb:cccc:dddd:eeee"), "2001:db8:1:2::/64");
+  EXPECT_EQ(peer(AF_INET6, "::1"), "::1");
+  EXPECT_EQ(peer(AF_INET6, "::ffff:10.0.0.7"), "::ffff:10.0.0.7");
+  EXPECT_EQ(peer(AF_INET, "10.0.0.7"), "10.0.0.7");
 }
 
 TEST(AnswersFor, IpAddressesLocalhostAndTheGivenNames) {
