@@ -32,7 +32,7 @@ cat >"$dir/inspect.json" <<'JSON'
   "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["3"], "Capabilities": [["gpu"]]}]}},
  {"Id": "c2", "Name": "/<script>document.title='pwned'</script>",
   "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"}, "Path": "sleep",
-  "Config": {"Image": "x:1", "User": "carol"},
+  "Config": {"Image": "x:1", "User": "carol", "Labels": {"gpurun.user": "carol"}},
   "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["6"], "Capabilities": [["gpu"]]}]}}]
 JSON
 echo '{}' >"$dir/system.json"  # this machine's /etc/gpurun/config.json plays no part
