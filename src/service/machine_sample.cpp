@@ -11,7 +11,6 @@
 
 #include "gpurun/engine/gpu_process_owner.hpp"
 #include "gpurun/select/claims.hpp"
-#include "gpurun/util/accounts.hpp"
 
 namespace gpurun {
 namespace {
@@ -117,10 +116,10 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
     std::sort(gpus.begin(), gpus.end());
     if (gpus.empty()) continue;
     // A rootless engine's container is keyed by its user too: its ID is only that engine's. Its
-    // user: gpurun's label, or the rootless engine's owner. Docker records nobody else's: the
-    // image's Config.User ("ubuntu", "1000") is an account inside it, which must not get mail about
-    // it, nor match an exempt user.
-    const std::string user = c.started_by_gpurun ? c.user : c.rootless_uid ? user_name(*c.rootless_uid) : "";
+    // user: gpurun's label, or for one seen through its processes their owner (a rootless
+    // engine's). The engine records nobody else's: an image's Config.User ("ubuntu", "1000") is an
+    // account inside it, which must not get mail about it, nor match an exempt user.
+    const std::string user = c.started_by_gpurun || c.from_processes ? c.user : "";
     sample.holders.push_back(
         {.key = c.rootless_uid ? fmt::format("container:{}:{}", *c.rootless_uid, c.id) : "container:" + c.id,
          .name = c.name,
