@@ -120,12 +120,11 @@ void read_policy_labels(const json& labels, GpuContainer& container) {
 }
 
 // Every member read_container reads: the rest of an inspect answer is not built.
-constexpr std::array<std::string_view, 13> kMembersRead{"/Id",
+constexpr std::array<std::string_view, 12> kMembersRead{"/Id",
                                                         "/Name",
                                                         "/Path",
                                                         "/Args",
                                                         "/Config/Image",
-                                                        "/Config/User",
                                                         "/Config/Labels",
                                                         "/Config/Env",
                                                         "/State/Status",
@@ -153,7 +152,8 @@ GpuContainer read_container(const json& c) {
     container.started_by_gpurun = true;
     if (labels->at(std::string(kLabelUser)).is_string()) container.user = labels->at(std::string(kLabelUser));
   }
-  if (container.user.empty()) container.user = string_at(c, json::json_pointer("/Config/User"));
+  // Nobody else's: the engine records no one who ran a container, and an image's Config.User
+  // ("ubuntu", "1000") is an account inside it, not a person to name, mail or exempt.
   if (container.started_by_gpurun) read_policy_labels(*labels, container);
 
   bool requests_gpus = false;

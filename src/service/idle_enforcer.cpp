@@ -39,12 +39,17 @@ void IdleEnforcer::resume(const std::vector<RunRecord>& running, const std::vect
     if (!first) continue;
     const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(last - *first);
     streaks_[run.key] = Streak{.idle = idle, .last = SampleTime{.when = last, .monotonic = std::nullopt}};
-    // What was done before, under the same rules: its warning, taken to have gone out on time. Not
-    // its stop: a run still held was not stopped (the stop failed, waits to be tried again, or was
-    // due as gpurund stopped), so one past stop_after is stopped (or reported) at the first sample.
+    // What was done before, under the same rules: its warning, taken to have gone out on time,
+    // and past stop_after its report (a process, a container out of scope, a dry run). Not its
+    // stop: a run still held was not stopped (the stop failed, or came due as gpurund stopped), so
+    // one the first sample finds the policy stops is stopped then (observe).
     if (policy_.warn_after && idle >= *policy_.warn_after) {
       done_[run.key] = Done::warned;
       streaks_[run.key].warned_at = *policy_.warn_after;
+    }
+    if (policy_.stop_after && idle >= *policy_.stop_after) {
+      done_[run.key] = Done::stopped;
+      resumed_past_stop_.insert(run.key);
     }
   }
 }
@@ -69,6 +74,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
     if (!idle) {
       streaks_.erase(holder.key);
       done_.erase(holder.key);  // the streak is over
+      resumed_past_stop_.erase(holder.key);
       continue;
     }
     // Measured from sample to sample; a gap nobody measured starts the streak afresh.
@@ -84,15 +90,19 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
       streak->second.last = now;
     }
     const auto idle_for = std::chrono::floor<std::chrono::seconds>(streak->second.idle);
+    const bool in_scope = holder.listed_by_engine && (policy_.scope == IdleScope::all || holder.started_by_gpurun);
+    // A container the engine did not list because it did not answer is seen through its processes:
+    // its labels unread, whether it is in scope is not known. It is reported once, and judged
+    // (stopped, where in scope) when it is listed again, not left for the rest of its streak. One
+    // not listed by an engine that answered (a rootless one, another engine's) is out of scope.
+    const bool scope_unknown = sample.containers_unknown && !holder.container_id.empty() && !holder.listed_by_engine;
+    // Resumed past stop_after and found to be one the policy stops: still held, it is stopped now.
+    if (!scope_unknown && resumed_past_stop_.erase(holder.key) != 0 && in_scope && !policy_.dry_run)
+      done_.erase(holder.key);
     const auto done = done_.find(holder.key);
     const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
     PolicyAction action = warning_about(PolicyAction::Rule::idle, holder, running, idle_for,
                                         policy_.stop_after.value_or(std::chrono::seconds(0)));
-    const bool in_scope = !holder.container_id.empty() && (policy_.scope == IdleScope::all || holder.started_by_gpurun);
-    // A container the engine did not list this time (it did not answer) is seen through its
-    // processes: its labels unread, whether it is in scope is not known. It is reported once, and
-    // judged (stopped, where in scope) when it is listed again, not left for the rest of its streak.
-    const bool scope_unknown = !holder.container_id.empty() && !holder.listed_by_engine;
     if (!in_scope && !scope_unknown) action.limit = std::chrono::seconds(0);  // its warning promises no stop
     const Done reaching = scope_unknown ? Done::reported : Done::stopped;
     // Where the policy warns, a stop comes after the warning, and as long after it as the policy
@@ -102,7 +112,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
                          (streak->second.warned_at &&
                           idle_for >= *streak->second.warned_at + (*policy_.stop_after - *policy_.warn_after));
     if (policy_.stop_after && idle_for >= *policy_.stop_after && step < static_cast<int>(reaching) && noticed) {
-      action.kind = in_scope && holder.listed_by_engine ? PolicyAction::Kind::stop : PolicyAction::Kind::report;
+      action.kind = in_scope ? PolicyAction::Kind::stop : PolicyAction::Kind::report;
       done_[holder.key] = reaching;
       due.push_back(std::move(action));
     } else if (policy_.warn_after && idle_for >= *policy_.warn_after && step < static_cast<int>(Done::warned)) {
@@ -131,6 +141,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
   const std::set<std::string> kept = kept_holders(std::move(present), running);
   std::erase_if(done_, [&kept](const auto& entry) { return !kept.contains(entry.first); });
   std::erase_if(streaks_, [&kept](const auto& entry) { return !kept.contains(entry.first); });
+  std::erase_if(resumed_past_stop_, [&kept](const std::string& key) { return !kept.contains(key); });
   return due;
 }
 

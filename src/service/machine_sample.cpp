@@ -115,15 +115,11 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
       if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
     std::sort(gpus.begin(), gpus.end());
     if (gpus.empty()) continue;
-    // A rootless engine's container is keyed by its user too: its ID is only that engine's. Its
-    // user: gpurun's label, or for one seen through its processes their owner (a rootless
-    // engine's). The engine records nobody else's: an image's Config.User ("ubuntu", "1000") is an
-    // account inside it, which must not get mail about it, nor match an exempt user.
-    const std::string user = c.started_by_gpurun || c.from_processes ? c.user : "";
+    // A rootless engine's container is keyed by its user too: its ID is only that engine's.
     sample.holders.push_back(
         {.key = c.rootless_uid ? fmt::format("container:{}:{}", *c.rootless_uid, c.id) : "container:" + c.id,
          .name = c.name,
-         .user = user,
+         .user = c.user,
          .container_id = c.id,
          .image = c.image,
          .command = c.command,

@@ -13,7 +13,7 @@ struct GpuContainer {
   std::string id;
   std::string name;
   std::string image;
-  std::string user;        // gpurun's label, else the container's configured user
+  std::string user;        // gpurun's label; its processes' owner where seen through them; else ""
   std::string status;      // "running", "paused", ...
   std::string started_at;  // RFC 3339, as docker says
   std::string command;     // what it runs: its entrypoint and arguments, joined by spaces

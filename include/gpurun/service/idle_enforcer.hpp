@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,7 @@ class IdleEnforcer {
   std::chrono::milliseconds allowance_{0};  // acted_for, until the next sample
   std::map<std::string, Streak> streaks_;  // per holder key, while all its GPUs are idle
   std::map<std::string, Done> done_;       // per holder key, in its current idle streak
+  std::set<std::string> resumed_past_stop_;  // resumed past stop_after, not seen since (resume)
 };
 
 }  // namespace gpurun

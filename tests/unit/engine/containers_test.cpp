@@ -52,7 +52,7 @@ TEST(ParseGpuContainers, WithoutARequestNvidiaVisibleDevicesSaysWhatIsHeld) {
   }])");
   ASSERT_EQ(containers.size(), 1U);
   EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(1, 3));
-  EXPECT_EQ(containers[0].user, "1001");
+  EXPECT_EQ(containers[0].user, "") << "an image's Config.User is an account inside it, not who ran it";
   EXPECT_FALSE(containers[0].started_by_gpurun);
 }
 

@@ -108,7 +108,11 @@ TEST(IdleEnforcer, AContainerSeenOnlyThroughItsProcessesIsNeverStoppedEvenUnderS
   IdleEnforcer enforcer(policy(IdleScope::all));
   HolderSample inferred = holder("container:1000:c3", 0, "c3", false);
   inferred.listed_by_engine = false;
-  EXPECT_EQ(kinds_over(enforcer, {inferred}, {0s, 60s, 120s}).back(), std::vector<Kind>{Kind::report});
+  enforcer.observe(sample(0s, 0, {inferred}), runs_of({inferred}));
+  const std::vector<PolicyAction> warned = enforcer.observe(sample(60s, 0, {inferred}), runs_of({inferred}));
+  ASSERT_EQ(warned.size(), 1U);
+  EXPECT_EQ(warned[0].limit, 0s) << "its warning promised a stop that never comes";
+  EXPECT_EQ(kinds_over(enforcer, {inferred}, {120s}).back(), std::vector<Kind>{Kind::report});
 }
 
 // Its warning goes to chats and mail: a process by its program, never its arguments (tokens).
@@ -200,11 +204,20 @@ TEST(IdleEnforcer, AContainerTheEngineDidNotListIsReportedOnceAndStoppedWhenList
   IdleEnforcer enforcer(policy());
   HolderSample held = holder("container:c1", 0, "c1", true);
   EXPECT_TRUE(kinds_over(enforcer, {held}, {0s, 60s}).back() == std::vector<Kind>{Kind::warn});
-  // Seen through its processes alone, its labels are not read: nothing says gpurun started it.
+  // The engine does not answer: seen through its processes alone, its labels are not read, and
+  // nothing says gpurun started it.
   HolderSample unlisted = held;
   unlisted.listed_by_engine = false;
   unlisted.started_by_gpurun = false;
-  EXPECT_EQ(kinds_over(enforcer, {unlisted}, {120s, 130s}), (std::vector<std::vector<Kind>>{{Kind::report}, {}}));
+  for (const auto at : {120s, 130s}) {
+    MachineSample silent = sample(at, 0, {unlisted});
+    silent.containers_unknown = true;
+    const std::vector<PolicyAction> due = enforcer.observe(silent, runs_of({held}));
+    EXPECT_EQ(due.size(), at == 120s ? 1U : 0U);
+    if (!due.empty()) {
+      EXPECT_EQ(due[0].kind, Kind::report);
+    }
+  }
   EXPECT_EQ(kinds_over(enforcer, {held}, {140s, 150s}), (std::vector<std::vector<Kind>>{{Kind::stop}, {}}));
 }
 
@@ -300,6 +313,21 @@ TEST(IdleEnforcer, AfterARestartAStreakPastItsStopIsStoppedAtTheFirstSampleNotWa
   enforcer.resume(running, stored(0s, 200s, 0));
   expect_one(enforcer.observe(sample(210s, 0, {c}), running), Kind::stop, 210s);
   EXPECT_THAT(enforcer.observe(sample(220s, 0, {c}), running), ::testing::IsEmpty());
+}
+
+// What the policy never stops (a process; anything in a dry run) was reported before the restart:
+// not again after it.
+TEST(IdleEnforcer, AfterARestartWhatIsNeverStoppedIsNotReportedAgain) {
+  const HolderSample process = holder("process:7:1", 0, "", false);
+  IdleEnforcer enforcer(policy(), 40s);
+  enforcer.resume(run_on_gpu0(process), stored(0s, 200s, 0));
+  EXPECT_THAT(enforcer.observe(sample(210s, 0, {process}), run_on_gpu0(process)), ::testing::IsEmpty());
+  IdlePolicy dry = policy();
+  dry.dry_run = true;
+  const HolderSample c = holder("container:c", 0, "c", true);
+  IdleEnforcer dry_enforcer(dry, 40s);
+  dry_enforcer.resume(run_on_gpu0(c), stored(0s, 200s, 0));
+  EXPECT_THAT(dry_enforcer.observe(sample(210s, 0, {c}), run_on_gpu0(c)), ::testing::IsEmpty());
 }
 
 TEST(IdleEnforcer, AfterARestartLongerThanTheGapAStreakStartsAfresh) {

@@ -73,7 +73,6 @@ TEST_F(MachineSampleTest, AContainersProcessIsCountedAsTheContainerOnlyOnce) {
   c.name = "alice_gpu0_1234";
   c.image = "me/torch:1";
   c.user = "alice";
-  c.started_by_gpurun = true;  // alice is gpurun's label
   c.command = "python3 train.py";
   c.devices = {"0"};
   const MachineSample sample = machine_sample(WallTime{}, s, {c}, root_);
@@ -82,10 +81,6 @@ TEST_F(MachineSampleTest, AContainersProcessIsCountedAsTheContainerOnlyOnce) {
   EXPECT_EQ(sample.holders[0].name, "alice_gpu0_1234");
   EXPECT_EQ(sample.holders[0].user, "alice");
   EXPECT_THAT(sample.holders[0].gpus, ElementsAre(0));
-  // Not gpurun's: docker records nobody, and its image's user ("ubuntu") is an account inside it.
-  c.started_by_gpurun = false;
-  c.user = "ubuntu";
-  EXPECT_EQ(machine_sample(WallTime{}, s, {c}, root_).holders.at(0).user, "");
 }
 
 TEST_F(MachineSampleTest, AContainerTheEngineDidNotNameIsFoundThroughItsProcess) {
