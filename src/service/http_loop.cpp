@@ -175,7 +175,8 @@ std::string peer_of_address(const sockaddr_storage& address) {
   if (address.ss_family != AF_INET6) return "?";
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
   in6_addr ip = reinterpret_cast<const sockaddr_in6&>(address).sin6_addr;
-  const bool network = !IN6_IS_ADDR_V4MAPPED(&ip) && !IN6_IS_ADDR_LOOPBACK(&ip);
+  // (Link-local ones share fe80::/64 on every LAN: each is counted whole.)
+  const bool network = !IN6_IS_ADDR_V4MAPPED(&ip) && !IN6_IS_ADDR_LOOPBACK(&ip) && !IN6_IS_ADDR_LINKLOCAL(&ip);
   if (network) std::memset(&ip.s6_addr[8], 0, 8);  // one host holds a /64 whole
   if (::inet_ntop(AF_INET6, &ip, text, sizeof text) == nullptr) return "?";
   return network ? std::string(text) + "/64" : std::string(text);

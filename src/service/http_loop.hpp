@@ -16,9 +16,9 @@
 namespace gpurun {
 
 struct HttpRequest {
-  std::string method;  // "GET"
-  std::string target;  // "/v1/runs?since=1700000000000"
-  std::string caller;  // the X-Gpurun-Caller header; "" without one
+  std::string method;     // "GET"
+  std::string target;     // "/v1/runs?since=1700000000000"
+  std::string caller;     // the X-Gpurun-Caller header; "" without one
   std::string host = {};  // the Host header, as sent; "" without one
 };
 
@@ -38,8 +38,8 @@ using HttpHandler = std::function<HttpReply(int connection, const HttpRequest& r
 void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive);
 
 // A TCP peer as the per-peer share counts it: its address; an IPv6 one by its /64 (one host holds
-// a /64 whole, and could take every connection one address at a time), loopback and IPv4-mapped
-// ones whole.
+// a /64 whole, and could take every connection one address at a time), loopback, link-local and
+// IPv4-mapped ones whole.
 std::string peer_of_address(const sockaddr_storage& address);
 
 }  // namespace gpurun

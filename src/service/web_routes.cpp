@@ -2,9 +2,12 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "gpurun/history/run_json.hpp"
 #include "gpurun/history/time_text.hpp"
@@ -106,22 +109,39 @@ std::string_view host_of(std::string_view header) {
   return header.substr(0, header.find(':'));
 }
 
+// The first few Hosts refused, each once, in the log: a scraper configured with a name the admin
+// has not given (web_names) fails there, not silently; an attacker cannot flood the log.
+void note_refused_host(const std::string& host) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  constexpr std::size_t kMostLogged = 20;
+  const std::lock_guard lock(mutex);
+  if (logged.size() >= kMostLogged || !logged.insert(host).second) return;
+  spdlog::warn(
+      "the page and /metrics refused a request for host {}: add the name to \"web_names\" in the service "
+      "section of /etc/gpurun/config.json (gpurund --web-name) if it is this machine's",
+      text::printable(host, 80));
+}
+
 }  // namespace
 
 bool answers_for(std::string_view host_header, const std::vector<std::string>& names) {
   if (host_header.empty()) return true;  // HTTP/1.0 without one: no browser, so no rebinding
-  std::string host = text::to_lower(host_of(host_header));
-  if (host.ends_with('.')) host.pop_back();
+  const auto without_root_dot = [](std::string_view name) {
+    return name.ends_with('.') ? name.substr(0, name.size() - 1) : name;
+  };
+  const std::string host = text::to_lower(without_root_dot(host_of(host_header)));
   in_addr v4{};
   in6_addr v6{};
   if (::inet_pton(AF_INET, host.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &v6) == 1) return true;
   if (host == "localhost" || host.ends_with(".localhost")) return true;
   return std::any_of(names.begin(), names.end(),
-                     [&host](const std::string& name) { return text::equals_ignoring_case(name, host); });
+                     [&](const std::string& name) { return text::equals_ignoring_case(without_root_dot(name), host); });
 }
 
 HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerSettings& settings) {
-  if (!answers_for(request.host, settings.web_names))
+  if (!answers_for(request.host, settings.web_names)) {
+    note_refused_host(request.host);
     return {.status = 421,
             .body = fmt::format("gpurund does not answer for {}: a page reached through another name may be "
                                 "another site's (DNS rebinding). Reach it by this machine's name or address, or "
@@ -129,6 +149,7 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
                                 "/etc/gpurun/config.json (gpurund --web-name)\n",
                                 text::printable(request.host, 80)),
             .content_type = "text/plain; charset=utf-8"};
+  }
   if (request.method != "GET" && request.method != "HEAD")
     return {.status = 405, .body = "only GET is answered\n", .content_type = "text/plain; charset=utf-8"};
   const auto target = parse_target(request.target);

@@ -23,6 +23,18 @@ namespace {
 
 constexpr const char* kListenExample = "such as 127.0.0.1:9400 or [::1]:9400";
 
+// `name`'s canonical name ("dgx1" -> "dgx1.lab.example.org"); "" where there is none.
+std::string canonical_name(const std::string& name) {
+  if (name.empty()) return "";
+  addrinfo hints{};
+  hints.ai_flags = AI_CANONNAME;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0) return "";
+  std::string canonical = found != nullptr && found->ai_canonname != nullptr ? found->ai_canonname : "";
+  ::freeaddrinfo(found);
+  return canonical;
+}
+
 }  // namespace
 
 ListenAddress parse_listen_address(const std::string& text) {
@@ -49,8 +61,9 @@ ListenAddress parse_listen_address(const std::string& text) {
 WebServer::WebServer(const std::string& listen, ServedRuns& runs, ServerSettings settings)
     : runs_(runs), settings_(std::move(settings)) {
   const ListenAddress address = parse_listen_address(listen);
-  // The names it answers to (answer_web): the site's, this machine's, and the one it listens on.
-  for (const std::string& name : {host_name(), address.host})
+  // The names it answers to (answer_web): the site's, this machine's (as gethostname says it, and
+  // its canonical name where the resolver knows one: /etc/hosts, mostly), and the one it listens on.
+  for (const std::string& name : {host_name(), canonical_name(host_name()), address.host})
     if (!name.empty()) settings_.web_names.push_back(name);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -71,9 +71,10 @@ std::string state(const RunRecord& run) { return !run.end ? "running" : run.ende
 // The service answers the newest kMostRunsAnAnswer runs at most: say so where an answer may be cut.
 void note_if_cut(std::size_t runs) {
   if (runs >= kMostRunsAnAnswer)
-    spdlog::warn("these are the newest {} runs, the most the service answers at once: narrow them with --since "
-                 "or --user",
-                 kMostRunsAnAnswer);
+    spdlog::warn(
+        "these are the newest {} runs, the most the service answers at once (there may be more): narrow "
+        "them with --since or --user",
+        kMostRunsAnAnswer);
 }
 
 std::string gpu_list(const std::vector<int>& gpus) {

@@ -780,9 +780,9 @@ TEST_F(NotifyTest, TheIdlePolicyWarnsAndStopsByWebhookAndMailAndAUserNameIsDataI
   // carol's notebook is warned, then reported (left running): a warning again, never a stop.
   ASSERT_TRUE(eventually([&] { return events("notebook").size() == 2; })) << log();
   EXPECT_THAT(events("notebook"), ::testing::ElementsAre("idle_warning", "idle_warning"));
-  ASSERT_TRUE(eventually([&] { return mail().find("To: bob@lab.example.org\nSubject: [gpurun] stopped run") !=
-                                       std::string::npos; }))
-      << log();
+  ASSERT_TRUE(eventually([&] {
+    return mail().find("To: bob@lab.example.org\nSubject: [gpurun] stopped run") != std::string::npos;
+  })) << log();
   // Nobody is known to have run the notebook (its image's Config.User is an account inside it).
   EXPECT_THAT(mail(), Not(HasSubstr("To: carol")));
   EXPECT_EQ(stop(pid, SIGTERM), 0);

@@ -21,8 +21,8 @@ struct ServiceSection {
   std::optional<double> keep_samples_days;
   std::optional<double> keep_minutes_days;
   std::optional<std::string> state_dir;
-  std::optional<std::string> listen;                // HOST:PORT of /metrics; "" or absent: not served
-  std::optional<std::string> dcgm_job_mapping_dir;  // where DCGM's job mapping files go; absent: none
+  std::optional<std::string> listen;                  // HOST:PORT of /metrics; "" or absent: not served
+  std::optional<std::string> dcgm_job_mapping_dir;    // where DCGM's job mapping files go; absent: none
   std::optional<std::vector<std::string>> web_names;  // more names the listener answers to (ServerSettings)
 };
 

@@ -50,9 +50,9 @@ class IdleEnforcer {
   };
   IdlePolicy policy_;
   std::chrono::milliseconds max_gap_;
-  std::chrono::milliseconds allowance_{0};  // acted_for, until the next sample
-  std::map<std::string, Streak> streaks_;  // per holder key, while all its GPUs are idle
-  std::map<std::string, Done> done_;       // per holder key, in its current idle streak
+  std::chrono::milliseconds allowance_{0};   // acted_for, until the next sample
+  std::map<std::string, Streak> streaks_;    // per holder key, while all its GPUs are idle
+  std::map<std::string, Done> done_;         // per holder key, in its current idle streak
   std::set<std::string> resumed_past_stop_;  // resumed past stop_after, not seen since (resume)
 };
 

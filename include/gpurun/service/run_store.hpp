@@ -23,8 +23,8 @@ namespace gpurun {
 
 // Which runs `gpurun history` asks for.
 struct RunQuery {
-  std::optional<WallTime> since;  // runs still going at or after this time
-  std::string user;               // "": everyone's
+  std::optional<WallTime> since;          // runs still going at or after this time
+  std::string user;                       // "": everyone's
   std::optional<std::size_t> limit = {};  // the newest this many only
 };
 

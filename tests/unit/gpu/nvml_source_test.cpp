@@ -112,7 +112,9 @@ TEST_F(NvmlSourceTest, PowerAndTemperatureOnlyWhenAskedAndWhereTheGpuTells) {
   EXPECT_EQ(minimal.gpus[0].utilization_percent, 100.0);
 }
 
-TEST_F(NvmlSourceTest, BusyBoxThroughV2WhenTheLibraryHasNoV3) { expect_busy_box(read_with(FAKE_NVML_NO_V3, "busy_8.json")); }
+TEST_F(NvmlSourceTest, BusyBoxThroughV2WhenTheLibraryHasNoV3) {
+  expect_busy_box(read_with(FAKE_NVML_NO_V3, "busy_8.json"));
+}
 
 TEST_F(NvmlSourceTest, BusyBoxThroughALibraryWithOnlyTheRequiredSymbols) {
   expect_busy_box(read_with(FAKE_NVML_MINIMAL, "busy_8.json"));

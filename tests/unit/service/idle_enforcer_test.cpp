@@ -196,7 +196,7 @@ TEST(IdleEnforcer, TheTimeTheServiceSpentActingEndsNoStreak) {
   EXPECT_EQ(kinds_over(enforcer, held, {0s, 10s}), (std::vector<std::vector<Kind>>{{}, {}}));
   enforcer.acted_for(80s);
   EXPECT_EQ(kinds_over(enforcer, held, {100s}).back(), std::vector<Kind>{Kind::warn});  // idle 100 s
-  EXPECT_EQ(kinds_over(enforcer, held, {200s}).back(), std::vector<Kind>{});  // once: a gap again
+  EXPECT_EQ(kinds_over(enforcer, held, {200s}).back(), std::vector<Kind>{});            // once: a gap again
 }
 
 TEST(IdleEnforcer, AContainerTheEngineDidNotListIsReportedOnceAndStoppedWhenListedAgain) {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "gpurun/util/accounts.hpp"
-#include "support/test_support.hpp"
 #include "http_loop.hpp"
+#include "support/test_support.hpp"
 #include "web_routes.hpp"
 
 namespace gpurun {
@@ -82,8 +82,8 @@ TEST(WebServer, AnswersOnlyForItsOwnNamesAndAddresses) {
   settings.web_names = {"gpus.lab.example.org"};
   const WebServer server("127.0.0.1:0", runs, settings);
   const std::string port = std::to_string(server.port());
-  const std::vector<std::string> ours{"127.0.0.1:" + port, "localhost:" + port, "GPUS.lab.example.org",
-                                      "[::1]:" + port, host_name() + ":" + port};
+  const std::vector<std::string> ours{"127.0.0.1:" + port, "localhost:" + port, "GPUS.lab.example.org", "[::1]:" + port,
+                                      host_name() + ":" + port};
   for (const std::string& host : ours)
     EXPECT_THAT(get(server.port(), "/metrics", host), StartsWith("HTTP/1.1 200 OK\r\n")) << host;
   const std::string refused = get(server.port(), "/api/runs", "attacker.example:" + port);
@@ -106,14 +106,15 @@ TEST(PeerOfAddress, AnIpv6PeerIsItsSlash64AndAnIpv4OneItsAddress) {
   EXPECT_EQ(peer(AF_INET6, "2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
   EXPECT_EQ(peer(AF_INET6, "2001:db8:1:2:bbbb:cccc:dddd:eeee"), "2001:db8:1:2::/64");
   EXPECT_EQ(peer(AF_INET6, "::1"), "::1");
+  EXPECT_EQ(peer(AF_INET6, "fe80::1:2"), "fe80::1:2");
   EXPECT_EQ(peer(AF_INET6, "::ffff:10.0.0.7"), "::ffff:10.0.0.7");
   EXPECT_EQ(peer(AF_INET, "10.0.0.7"), "10.0.0.7");
 }
 
 TEST(AnswersFor, IpAddressesLocalhostAndTheGivenNames) {
-  const std::vector<std::string> names{"dgx1", "gpus.lab.example.org"};
+  const std::vector<std::string> names{"dgx1", "gpus.lab.example.org."};
   for (const char* host : {"", "10.0.0.7", "10.0.0.7:9400", "[fe80::1]:9400", "localhost", "a.localhost:80", "DGX1",
-                           "dgx1.", "gpus.lab.example.org:9400"})
+                           "dgx1.", "gpus.lab.example.org:9400", "gpus.lab.example.org.:9400"})
     EXPECT_TRUE(answers_for(host, names)) << host;
   for (const char* host : {"dgx2", "dgx1.evil.example", "10.0.0.7.evil.example", "evil.example"})
     EXPECT_FALSE(answers_for(host, names)) << host;
