@@ -1,7 +1,6 @@
 #include "gpurun/history/usage.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include "gpurun/util/error.hpp"
 
@@ -12,38 +11,45 @@ std::optional<double> UsageRow::efficiency() const {
   return 100.0 * busy_gpu_hours / gpu_hours;
 }
 
-std::vector<UsageRow> usage(const std::vector<RunRecord>& runs, UsageKey by) {
-  std::map<std::string, UsageRow> rows;
-  const auto add = [&](const std::string& key, const RunRecord& run, double share, double idle_gpus) {
-    UsageRow& row = rows[key];
-    row.key = key;
-    ++row.runs;
-    row.gpu_hours += run.gpu_seconds * share / 3600;
-    row.busy_gpu_hours += run.busy_gpu_seconds * share / 3600;
-    // The run's idle time on every GPU it ever held, never more than its GPU-hours: a run that
-    // touched a second GPU briefly was not idle on it all along.
-    row.idle_gpu_hours += std::min(run.idle_seconds * idle_gpus, run.gpu_seconds * share) / 3600;
-  };
-  for (const RunRecord& run : runs) {
-    const double gpus = static_cast<double>(std::max<std::size_t>(run.gpus.size(), 1));
-    switch (by) {
-      case UsageKey::user:
-        add(run.user, run, 1, gpus);
-        break;
-      case UsageKey::image:
-        add(run.image, run, 1, gpus);
-        break;
-      case UsageKey::gpu:
-        for (const int gpu : run.gpus) add(std::to_string(gpu), run, 1 / gpus, 1);
-        break;
-    }
+void UsageTally::add_to(const std::string& key, const RunRecord& run, double share, double idle_gpus) {
+  UsageRow& row = rows_[key];
+  row.key = key;
+  ++row.runs;
+  row.gpu_hours += run.gpu_seconds * share / 3600;
+  row.busy_gpu_hours += run.busy_gpu_seconds * share / 3600;
+  // The run's idle time on every GPU it ever held, never more than its GPU-hours: a run that
+  // touched a second GPU briefly was not idle on it all along.
+  row.idle_gpu_hours += std::min(run.idle_seconds * idle_gpus, run.gpu_seconds * share) / 3600;
+}
+
+void UsageTally::add(const RunRecord& run) {
+  const double gpus = static_cast<double>(std::max<std::size_t>(run.gpus.size(), 1));
+  switch (by_) {
+    case UsageKey::user:
+      add_to(run.user, run, 1, gpus);
+      break;
+    case UsageKey::image:
+      add_to(run.image, run, 1, gpus);
+      break;
+    case UsageKey::gpu:
+      for (const int gpu : run.gpus) add_to(std::to_string(gpu), run, 1 / gpus, 1);
+      break;
   }
+}
+
+std::vector<UsageRow> UsageTally::rows() const {
   std::vector<UsageRow> sorted;
-  sorted.reserve(rows.size());
-  for (auto& [key, row] : rows) sorted.push_back(std::move(row));
+  sorted.reserve(rows_.size());
+  for (const auto& [key, row] : rows_) sorted.push_back(row);
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const UsageRow& a, const UsageRow& b) { return a.gpu_hours > b.gpu_hours; });
   return sorted;
+}
+
+std::vector<UsageRow> usage(const std::vector<RunRecord>& runs, UsageKey by) {
+  UsageTally tally(by);
+  for (const RunRecord& run : runs) tally.add(run);
+  return tally.rows();
 }
 
 nlohmann::ordered_json usage_json(const std::vector<UsageRow>& rows) {

@@ -328,6 +328,12 @@ std::vector<RunRecord> RunStore::open_runs() const {
 std::int64_t RunStore::last_id() const { return db_->execAndGet("SELECT COALESCE(MAX(id), 0) FROM runs").getInt64(); }
 
 std::vector<RunRecord> RunStore::runs(const RunQuery& query) const {
+  std::vector<RunRecord> found;
+  each_run(query, [&](const RunRecord& run) { found.push_back(run); });
+  return found;
+}
+
+void RunStore::each_run(const RunQuery& query, const std::function<void(const RunRecord&)>& visit) const {
   SQLite::Statement select(*db_, R"(
     SELECT * FROM runs
     WHERE (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1) AND (?2 = '' OR user = ?2)
@@ -338,9 +344,7 @@ std::vector<RunRecord> RunStore::runs(const RunQuery& query) const {
     select.bind(1);
   select.bind(2, query.user);
   select.bind(3, query.limit ? static_cast<std::int64_t>(*query.limit) : std::int64_t{-1});  // -1: no limit
-  std::vector<RunRecord> found;
-  while (select.executeStep()) found.push_back(run_from(select));
-  return found;
+  while (select.executeStep()) visit(run_from(select));
 }
 
 std::optional<RunRecord> RunStore::find(const std::string& name, const std::string& user) const {

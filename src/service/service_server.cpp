@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "gpurun/history/run_json.hpp"
 #include "gpurun/history/time_text.hpp"
@@ -72,6 +73,25 @@ std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
   // The store gave its newest `limit`: with the fresh ones merged, the newest `limit` are among them.
   if (query.limit && runs.size() > *query.limit) runs.resize(*query.limit);
   return runs;
+}
+
+// The usage of the runs current_runs would give, summed as the store hands them over: a year of
+// runs is never held at once (a root service's memory is not the size of anyone's question).
+std::vector<UsageRow> current_usage(ServedRuns& served, const RunQuery& query, UsageKey by) {
+  const std::vector<RunRecord> fresh = fresh_runs(served);  // first, as current_runs says
+  UsageTally tally(by);
+  std::set<std::int64_t> fresher;  // stored runs the fresh ones stand for (or drop, when out of the window)
+  for (const RunRecord& live : fresh) {
+    if (!query.user.empty() && live.user != query.user) continue;
+    fresher.insert(live.id);
+    if (!query.since || !live.end || *live.end >= *query.since) tally.add(live);
+  }
+  served.read_store([&](const RunStore& store) {
+    store.each_run(query, [&](const RunRecord& run) {
+      if (!fresher.contains(run.id)) tally.add(run);
+    });
+  });
+  return tally.rows();
 }
 
 // The newest run `name` names (its id, name or container ID), of `user` only unless it is "".
@@ -148,7 +168,7 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       const std::string by_word = param("by").value_or("user");
       const auto by = choice_from<UsageKey>(by_word);
       if (!by) return failure(400, "by: expected user, image or gpu");
-      return {200, json_line(usage_json(usage(current_runs(runs, query), *by)))};
+      return {200, json_line(usage_json(current_usage(runs, query, *by)))};
     }
     if (target->path == "/v1/gpus") {  // what status shows anyone anyway: no visibility filter
       const std::lock_guard lock(runs.mutex);

@@ -4,6 +4,7 @@
 // per-minute ones). Per GPU, a run's GPU-hours and busy GPU-hours are shared evenly between its
 // GPUs (the run keeps no per-GPU split); its idle time counts on each of them, since a run is idle
 // only while every one of its GPUs is.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,6 +22,19 @@ struct UsageRow {
   double busy_gpu_hours = 0;
   double idle_gpu_hours = 0;                 // a run's idle time × the GPUs it held, at most its GPU-hours
   std::optional<double> efficiency() const;  // 100 × busy / GPU-hours
+};
+
+// The sums, run by run: what a year of runs adds up to without holding them all.
+class UsageTally {
+ public:
+  explicit UsageTally(UsageKey by) : by_(by) {}
+  void add(const RunRecord& run);
+  std::vector<UsageRow> rows() const;  // one per key, the most GPU-hours first
+
+ private:
+  void add_to(const std::string& key, const RunRecord& run, double share, double idle_gpus);
+  UsageKey by_;
+  std::map<std::string, UsageRow> rows_;
 };
 
 // One row per key, the most GPU-hours first.

@@ -7,6 +7,7 @@
 // way. Only gpurund and the tests link this (the gpurun CLI loads no shared library at start).
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,9 @@ class RunStore {
   std::vector<RunRecord> open_runs() const;                  // those without an end, for RunTracker::resume
   std::int64_t last_id() const;                              // 0 for an empty store
   std::vector<RunRecord> runs(const RunQuery& query) const;  // newest first
+  // The same runs handed to `visit` one at a time, none kept: a sum over a year of runs (`gpurun
+  // usage`) holds one run in memory, not all of them.
+  void each_run(const RunQuery& query, const std::function<void(const RunRecord&)>& visit) const;
   // The newest run `name` names: its id, its name, or its container's id (a prefix of 4 or more).
   // `user`: only that user's runs ("" for anyone's).
   std::optional<RunRecord> find(const std::string& name, const std::string& user = "") const;
