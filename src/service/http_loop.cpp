@@ -1,5 +1,6 @@
 #include "http_loop.hpp"
 
+#include "loopback_owner.hpp"
 #include "turn_away.hpp"
 
 #include <arpa/inet.h>
@@ -40,11 +41,11 @@ constexpr int kMaxConnections = 32;
 constexpr int kPerPeer = 4;
 
 // Peers that share the whole: root (under sudo every caller's gpurun asks as root, naming the
-// caller) and loopback, where a proxy in front of the page (nginx), a Prometheus on the same host
-// and everyone's browsers through it are one address.
-bool shares_the_whole(const std::string& peer) {
-  return peer == "uid 0" || peer.starts_with("127.") || peer == "::1" || peer.starts_with("::ffff:127.");
-}
+// caller) and, over loopback, root and the system's accounts: a proxy in front of the page (nginx),
+// a Prometheus on the same host, everyone's browsers through them. A person's own program over
+// loopback is held to a share as on the unix socket, by its user: otherwise one user's idle
+// connections to 127.0.0.1 would keep the page and the scrapes out for everyone.
+bool shares_the_whole(const std::string& peer) { return peer == "uid 0" || peer == "loopback"; }
 
 // Runs `io` until the operation started on `socket` completes (`done`), `limit` passes or
 // `stopping` is set (seen within 0.1 s); a late operation is cancelled. Blocking reads with
@@ -149,7 +150,9 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
   socket.close(error);
 }
 
-// Who is at the other end, for the per-peer share: the uid on the unix socket, else the address.
+// Who is at the other end, for the per-peer share: the uid on the unix socket; over loopback a
+// person's uid, else "loopback" (a system account's, or one the kernel would not tell); else the
+// address.
 std::string peer_of(int fd, int family) {
   if (family == AF_UNIX) {
     ucred peer{};
@@ -160,7 +163,12 @@ std::string peer_of(int fd, int family) {
   socklen_t size = sizeof address;
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) return "?";
-  return peer_of_address(address);
+  std::string peer = peer_of_address(address);
+  if (peer.starts_with("127.") || peer == "::1" || peer.starts_with("::ffff:127.")) {
+    const auto owner = loopback_owner(fd);
+    return owner && *owner >= first_user_uid() ? fmt::format("uid {} on loopback", *owner) : "loopback";
+  }
+  return peer;
 }
 
 }  // namespace

@@ -7,14 +7,19 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "gpurun/util/accounts.hpp"
 #include "http_loop.hpp"
+#include "loopback_owner.hpp"
 #include "support/test_support.hpp"
 #include "web_routes.hpp"
 
@@ -40,6 +45,14 @@ TEST(ParseListenAddress, RefusesWhatIsNotHostColonPortSayingWhatToType) {
     const test::CaughtError error = test::caught_error([&] { parse_listen_address(bad); });
     EXPECT_THAT(error.message, HasSubstr("127.0.0.1:9400")) << bad;
   }
+}
+
+sockaddr_in loopback(int port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
 }
 
 // GET `path` from 127.0.0.1:port, for `host`; the whole response.
@@ -130,19 +143,17 @@ TEST(WebServer, AnAbsoluteFormTargetIsItsPathAndQuery) {
   EXPECT_THAT(get(server.port(), "http://lab.example"), HasSubstr(R"(<body data-refresh="5">)"));
 }
 
-// nginx in front of the page and a Prometheus on the same host are all 127.0.0.1: loopback is
-// not held to one peer's share of four.
-TEST(WebServer, LoopbackPeersShareTheWholeListener) {
+// nginx in front of the page and a Prometheus on the same host are all 127.0.0.1, under system
+// accounts (or root, as here): they are not held to one peer's share of four.
+TEST(WebServer, LoopbackPeersOfTheSystemShareTheWholeListener) {
+  if (::geteuid() >= first_user_uid()) GTEST_SKIP() << "needs root or a system account";
   ServedRuns runs;
   runs.metrics.last_sample_ok = true;
   const WebServer server("127.0.0.1:0", runs, {});
   std::vector<int> silent;
   for (int i = 0; i < 6; ++i) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(server.port()));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const sockaddr_in address = loopback(server.port());
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
     EXPECT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
     silent.push_back(fd);
@@ -150,6 +161,99 @@ TEST(WebServer, LoopbackPeersShareTheWholeListener) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all six accepted, saying nothing
   EXPECT_THAT(get(server.port(), "/metrics"), StartsWith("HTTP/1.1 200 OK\r\n"));
   for (const int fd : silent) ::close(fd);
+}
+
+// A person's program over loopback is held to four connections by its user: before, every local
+// user shared 127.0.0.1's whole, and one who held 32 idle connections kept the lab's page and the
+// scrapes out for everyone.
+TEST(WebServer, APersonOnLoopbackHoldsFourConnectionsAndKeepsNobodyElseOut) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another user";
+  ServedRuns runs;
+  runs.metrics.last_sample_ok = true;
+  const WebServer server("127.0.0.1:0", runs, {});
+  const sockaddr_in address = loopback(server.port());
+  const pid_t child = ::fork();
+  if (child == 0) {  // no allocation here: the parent has other threads
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    static int fds[40];
+    for (int& fd : fds) {
+      fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+      (void)::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+    }
+    ::sleep(4);  // held, saying nothing
+    ::_exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_THAT(get(server.port(), "/metrics"), StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(1));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+}
+
+// The user of a loopback connection's other end, as the kernel tells it: over IPv4, and over an
+// IPv6 listener that takes IPv4 connections (their peers ::ffff:127.0.0.1).
+TEST(LoopbackOwner, IsTheUserWhoseSocketConnected) {
+  for (const bool dual_stack : {false, true}) {
+    const int listener = ::socket(dual_stack ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(listener, 0);
+    sockaddr_storage bound{};
+    socklen_t size = 0;
+    if (dual_stack) {
+      int off = 0;
+      ::setsockopt(listener, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+      sockaddr_in6 any{};
+      any.sin6_family = AF_INET6;
+      std::memcpy(&bound, &any, sizeof any);
+      size = sizeof any;
+    } else {
+      const sockaddr_in any = loopback(0);
+      std::memcpy(&bound, &any, sizeof any);
+      size = sizeof any;
+    }
+    // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&bound), size), 0) << dual_stack;
+    ASSERT_EQ(::listen(listener, 4), 0);
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &size), 0);
+    const int port = ntohs(dual_stack ? reinterpret_cast<const sockaddr_in6&>(bound).sin6_port
+                                      : reinterpret_cast<const sockaddr_in&>(bound).sin_port);
+    const sockaddr_in address = loopback(port);
+    const uid_t other = ::geteuid() == 0 ? 65534 : ::geteuid();
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (other != ::geteuid() && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(2);
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) ::_exit(3);
+      ::sleep(4);
+      ::_exit(0);
+    }
+    // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+    const int connection = ::accept(listener, nullptr, nullptr);
+    ASSERT_GE(connection, 0);
+    EXPECT_EQ(loopback_owner(connection), std::optional<uid_t>(other)) << dual_stack;
+    ::close(connection);
+    ::close(listener);
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+  }
+}
+
+TEST(LoopbackOwner, APeerElsewhereHasNone) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  EXPECT_EQ(loopback_owner(pair[0]), std::nullopt);
+  ::close(pair[0]);
+  ::close(pair[1]);
+}
+
+TEST(FirstUserUid, IsLoginDefsUidMinOrDebiansDefault) {
+  EXPECT_EQ(first_user_uid("# UID_MIN 5\nUID_MINIMUM 7\nUID_MIN\t\t 2000\nUID_MAX 60000\n"), 2000U);
+  EXPECT_EQ(first_user_uid(""), 1000U);
+  EXPECT_EQ(first_user_uid("UID_MIN lots\n"), 1000U);
+  EXPECT_EQ(first_user_uid("UID_MIN 0\n"), 1000U);
 }
 
 TEST(WebServer, AnAddressInUseIsRefusedWithTheReason) {

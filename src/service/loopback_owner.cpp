@@ -1,0 +1,134 @@
+#include "loopback_owner.hpp"
+
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <array>
+#include <cstring>
+
+#include "gpurun/util/fd.hpp"
+#include "gpurun/util/text.hpp"
+#include "gpurun/util/whole_file.hpp"
+
+namespace gpurun {
+namespace {
+
+// An IPv4 address seen through an IPv6 socket (::ffff:a.b.c.d) as the IPv4 socket at the other
+// end has it: the kernel files that one under AF_INET.
+void unmap(sockaddr_storage& address) {
+  if (address.ss_family != AF_INET6) return;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
+  if (!IN6_IS_ADDR_V4MAPPED(&v6.sin6_addr)) return;
+  sockaddr_in v4{};
+  v4.sin_family = AF_INET;
+  v4.sin_port = v6.sin6_port;
+  std::memcpy(&v4.sin_addr, &v6.sin6_addr.s6_addr[12], 4);
+  address = {};
+  std::memcpy(&address, &v4, sizeof v4);
+}
+
+bool is_loopback(const sockaddr_storage& address) {
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (address.ss_family == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in&>(address).sin_addr.s_addr) >> 24) == 127;
+  return address.ss_family == AF_INET6 &&
+         IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6&>(address).sin6_addr);
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+}
+
+// The port and address of `address` into a sock_diag id's half.
+void fill(const sockaddr_storage& address, __be16& port, std::array<__be32, 4>& where) {
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (address.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
+    port = v4.sin_port;
+    where[0] = v4.sin_addr.s_addr;
+  } else {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
+    port = v6.sin6_port;
+    std::memcpy(where.data(), &v6.sin6_addr, sizeof v6.sin6_addr);
+  }
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+}
+
+}  // namespace
+
+std::optional<uid_t> loopback_owner(int connection) {
+  sockaddr_storage local{};
+  sockaddr_storage remote{};
+  socklen_t local_size = sizeof local;
+  socklen_t remote_size = sizeof remote;
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (::getsockname(connection, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
+      ::getpeername(connection, reinterpret_cast<sockaddr*>(&remote), &remote_size) != 0)
+    return std::nullopt;
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+  unmap(local);
+  unmap(remote);
+  if (!is_loopback(remote) || local.ss_family != remote.ss_family) return std::nullopt;
+
+  // The other end's socket: its source is our peer, its destination us.
+  struct {
+    nlmsghdr header;
+    inet_diag_req_v2 request;
+  } ask{};
+  ask.header.nlmsg_len = sizeof ask;
+  ask.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  ask.header.nlmsg_flags = NLM_F_REQUEST;
+  ask.request.sdiag_family = static_cast<__u8>(remote.ss_family);
+  ask.request.sdiag_protocol = IPPROTO_TCP;
+  ask.request.idiag_states = ~0U;
+  std::array<__be32, 4> source{};
+  std::array<__be32, 4> destination{};
+  fill(remote, ask.request.id.idiag_sport, source);
+  fill(local, ask.request.id.idiag_dport, destination);
+  std::memcpy(ask.request.id.idiag_src, source.data(), sizeof ask.request.id.idiag_src);
+  std::memcpy(ask.request.id.idiag_dst, destination.data(), sizeof ask.request.id.idiag_dst);
+  ask.request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+  ask.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+
+  const Fd diag(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (!diag.valid()) return std::nullopt;
+  const timeval patience{.tv_sec = 1, .tv_usec = 0};  // the kernel answers at once; never hang the accept loop
+  ::setsockopt(diag.get(), SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+  if (::send(diag.get(), &ask, sizeof ask, 0) != static_cast<ssize_t>(sizeof ask)) return std::nullopt;
+  alignas(nlmsghdr) std::array<char, 8192> answer{};
+  const ssize_t got = ::recv(diag.get(), answer.data(), answer.size(), 0);
+  if (got <= 0) return std::nullopt;
+  // One message: the socket found (an inet_diag_msg), or an error (ENOENT: none such).
+  nlmsghdr header{};
+  inet_diag_msg found{};
+  if (static_cast<std::size_t>(got) < NLMSG_HDRLEN + sizeof found) return std::nullopt;
+  std::memcpy(&header, answer.data(), sizeof header);
+  if (header.nlmsg_type != SOCK_DIAG_BY_FAMILY || header.nlmsg_len < NLMSG_LENGTH(sizeof found)) return std::nullopt;
+  std::memcpy(&found, answer.data() + NLMSG_HDRLEN, sizeof found);
+  if (found.id.idiag_sport == ask.request.id.idiag_sport && found.id.idiag_dport == ask.request.id.idiag_dport)
+    return found.idiag_uid;
+  return std::nullopt;
+}
+
+uid_t first_user_uid(std::string_view login_defs) {
+  constexpr uid_t kDebianDefault = 1000;
+  for (std::string_view line : text::split(login_defs, '\n')) {
+    line = text::trim(line);
+    if (!line.starts_with("UID_MIN")) continue;
+    const std::string_view rest = line.substr(std::string_view("UID_MIN").size());
+    if (rest.empty() || (rest.front() != ' ' && rest.front() != '\t')) continue;  // UID_MINIMUM, not ours
+    if (const auto value = text::parse_integer(text::trim(rest)); value && *value > 0 && *value < 0x7fffffff)
+      return static_cast<uid_t>(*value);
+  }
+  return kDebianDefault;
+}
+
+uid_t first_user_uid() {
+  static const uid_t first =
+      first_user_uid(read_bounded("/etc/login.defs", 1 << 20, FileKinds::regular_only).text.value_or(""));
+  return first;
+}
+
+}  // namespace gpurun
