@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "gpurun/history/time_text.hpp"
 #include "gpurun/service/notifier.hpp"
@@ -29,7 +30,8 @@ std::string header_value(std::string_view text) {
 // Slack's and Mattermost's message text: &, < and > escaped as Slack asks, so a name a user chose
 // cannot become a mention (<!channel>) or a link; and for Mattermost's Markdown, a zero-width
 // space after each '@' and between "](" so that it cannot become @channel, a link or an image,
-// and in each "://" so that a URL in a command line is not made a link either.
+// and in each "://" so that a URL in a command line is not made a link either; and after a dot
+// between a word and a letter, so that a name such as www.example.com is not made one.
 std::string chat_text(std::string_view text) {
   constexpr std::string_view kZeroWidthSpace = "\u200b";
   std::string out;
@@ -43,7 +45,13 @@ std::string chat_text(std::string_view text) {
       out += "&gt;";
     else
       out += c;
-    if (c == '@' || (c == ']' && text.substr(i + 1, 1) == "(") || (c == ':' && text.substr(i + 1, 2) == "//"))
+    const auto alnum = [&](std::size_t at) {
+      return at < text.size() && std::isalnum(static_cast<unsigned char>(text[at])) != 0;
+    };
+    const bool domain_dot =
+        c == '.' && i > 0 && alnum(i - 1) && alnum(i + 1) && std::isalpha(static_cast<unsigned char>(text[i + 1])) != 0;
+    if (c == '@' || (c == ']' && text.substr(i + 1, 1) == "(") || (c == ':' && text.substr(i + 1, 2) == "//") ||
+        domain_dot)
       out += kZeroWidthSpace;
   }
   return out;

@@ -50,10 +50,13 @@ TEST(Notification, TheWebhooksTextCannotMentionOrLinkInAChat) {
   EXPECT_EQ(body["text"], "run 3 (&lt;!channel&gt; &amp; &lt;https:\u200b//x|y&gt;) stopped");
   // Mattermost's Markdown: no @channel, no link, no image (a zero-width space breaks each).
   const auto markdown = webhook_body(notification("alice", "run 4 (@channel ![x](https://t/p.png)) stopped"));
-  EXPECT_EQ(markdown["text"], "run 4 (@\u200bchannel ![x]\u200b(https:\u200b//t/p.png)) stopped");
+  EXPECT_EQ(markdown["text"], "run 4 (@\u200bchannel ![x]\u200b(https:\u200b//t/p.\u200bpng)) stopped");
   // A bare URL in a command line is text, not a link.
   EXPECT_EQ(webhook_body(notification("alice", "python x.py --from http://evil/x"))["text"],
-            "python x.py --from http:\u200b//evil/x");
+            "python x.\u200bpy --from http:\u200b//evil/x");
+  // Nor a bare domain in a name (www.evil.example), while a version's dot stays as it was.
+  EXPECT_EQ(webhook_body(notification("alice", "run 5 (www.evil.example) of lab/pytorch:24.05 ."))["text"],
+            "run 5 (www.\u200bevil.\u200bexample) of lab/pytorch:24.05 .");
   // Invalid UTF-8 in a command line is replaced, never a failure to send.
   Notification odd = notification();
   odd.run = {{"command", "python x.py \xff"}};
