@@ -41,11 +41,11 @@ constexpr int kMaxConnections = 32;
 constexpr int kPerPeer = 4;
 
 // Peers that share the whole: root (under sudo every caller's gpurun asks as root, naming the
-// caller) and, over loopback, root and the system's accounts: a proxy in front of the page (nginx),
-// a Prometheus on the same host, everyone's browsers through them. A person's own program over
-// loopback is held to a share as on the unix socket, by its user: otherwise one user's idle
-// connections to 127.0.0.1 would keep the page and the scrapes out for everyone.
-bool shares_the_whole(const std::string& peer) { return peer == "uid 0" || peer == "loopback"; }
+// caller) and, from this machine (loopback or its own address), root and the system's accounts: a
+// proxy in front of the page (nginx), a Prometheus on the same host, everyone's browsers through
+// them. A person's own program here is held to a share by its user, as on the unix socket:
+// otherwise one user's idle connections to 127.0.0.1 would keep the page and the scrapes out.
+bool shares_the_whole(const std::string& peer) { return peer == "uid 0" || peer == "this host"; }
 
 // Runs `io` until the operation started on `socket` completes (`done`), `limit` passes or
 // `stopping` is set (seen within 0.1 s); a late operation is cancelled. Blocking reads with
@@ -87,7 +87,9 @@ std::string path_target(std::string_view target) {
   const std::size_t authority = target.find("//") + 2;
   const std::size_t path = target.find_first_of("/?", authority);
   if (path == std::string_view::npos) return "/";
-  return target[path] == '?' ? "/" + std::string(target.substr(path)) : std::string(target.substr(path));
+  std::string out = target[path] == '?' ? "/" : "";
+  out += target.substr(path);
+  return out;
 }
 
 HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::string_body>& request) {
@@ -150,8 +152,8 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
   socket.close(error);
 }
 
-// Who is at the other end, for the per-peer share: the uid on the unix socket; over loopback a
-// person's uid, else "loopback" (a system account's, or one the kernel would not tell); else the
+// Who is at the other end, for the per-peer share: the uid on the unix socket; from this machine a
+// person's uid, else "this host" (a system account's, or one the kernel would not tell); else the
 // address.
 std::string peer_of(int fd, int family) {
   if (family == AF_UNIX) {
@@ -159,16 +161,20 @@ std::string peer_of(int fd, int family) {
     socklen_t size = sizeof peer;
     return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 ? fmt::format("uid {}", peer.uid) : "?";
   }
+  if (const auto local = local_peer(fd)) {
+    if (local->owner && *local->owner >= first_user_uid()) return fmt::format("uid {} on this host", *local->owner);
+    static std::atomic<bool> told{false};
+    if (!local->owner && !told.exchange(true))
+      spdlog::warn(
+          "cannot tell which user opened a connection from this machine (the kernel's sock_diag did not "
+          "answer): such connections share the listener's 32 instead of 4 for each user");
+    return "this host";
+  }
   sockaddr_storage address{};
   socklen_t size = sizeof address;
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) return "?";
-  std::string peer = peer_of_address(address);
-  if (peer.starts_with("127.") || peer == "::1" || peer.starts_with("::ffff:127.")) {
-    const auto owner = loopback_owner(fd);
-    return owner && *owner >= first_user_uid() ? fmt::format("uid {} on loopback", *owner) : "loopback";
-  }
-  return peer;
+  return peer_of_address(address);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // The accept-and-answer loop the service's two listeners share: the unix socket gpurun asks
 // (service_server.cpp) and the TCP listener of /metrics (web_server.cpp). HTTP/1.1 with keep-alive
 // through Boost.Beast; each connection on a thread of its own (32 at most, 4 from one peer: a uid
-// but root's on the unix socket; on TCP an address, or over loopback a person's uid), each read
+// but root's on the unix socket; on TCP an address, or from this machine a person's uid), each read
 // and write within 5 s (a connection left idle longer is closed), so that a client that stalls, or
 // a user who opens many, costs the others nothing.
 #include <sys/socket.h>

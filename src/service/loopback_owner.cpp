@@ -8,7 +8,10 @@
 #include <sys/time.h>
 
 #include <array>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/text.hpp"
@@ -41,6 +44,17 @@ bool is_loopback(const sockaddr_storage& address) {
   // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
 }
 
+bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET)
+    return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in&>(b).sin_addr.s_addr;
+  return a.ss_family == AF_INET6 && IN6_ARE_ADDR_EQUAL(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr,
+                                                       &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr);
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+}
+
 // The port and address of `address` into a sock_diag id's half.
 void fill(const sockaddr_storage& address, __be16& port, std::array<__be32, 4>& where) {
   // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
@@ -56,23 +70,8 @@ void fill(const sockaddr_storage& address, __be16& port, std::array<__be32, 4>& 
   // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
 }
 
-}  // namespace
-
-std::optional<uid_t> loopback_owner(int connection) {
-  sockaddr_storage local{};
-  sockaddr_storage remote{};
-  socklen_t local_size = sizeof local;
-  socklen_t remote_size = sizeof remote;
-  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
-  if (::getsockname(connection, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
-      ::getpeername(connection, reinterpret_cast<sockaddr*>(&remote), &remote_size) != 0)
-    return std::nullopt;
-  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
-  unmap(local);
-  unmap(remote);
-  if (!is_loopback(remote) || local.ss_family != remote.ss_family) return std::nullopt;
-
-  // The other end's socket: its source is our peer, its destination us.
+// The user of the socket whose source is `remote` and destination `local`, as sock_diag finds it.
+std::optional<uid_t> owner_of(const sockaddr_storage& remote, const sockaddr_storage& local) {
   struct {
     nlmsghdr header;
     inet_diag_req_v2 request;
@@ -112,17 +111,42 @@ std::optional<uid_t> loopback_owner(int connection) {
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<LocalPeer> local_peer(int connection) {
+  sockaddr_storage local{};
+  sockaddr_storage remote{};
+  socklen_t local_size = sizeof local;
+  socklen_t remote_size = sizeof remote;
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (::getsockname(connection, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
+      ::getpeername(connection, reinterpret_cast<sockaddr*>(&remote), &remote_size) != 0)
+    return std::nullopt;
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+  unmap(local);
+  unmap(remote);
+  if (local.ss_family != remote.ss_family || !(is_loopback(remote) || same_address(remote, local))) return std::nullopt;
+  // The other end's socket: its source is our peer, its destination us.
+  return LocalPeer{.owner = owner_of(remote, local)};
+}
+
 uid_t first_user_uid(std::string_view login_defs) {
   constexpr uid_t kDebianDefault = 1000;
-  for (std::string_view line : text::split(login_defs, '\n')) {
+  uid_t first = kDebianDefault;
+  for (std::string_view line : text::split(login_defs, '\n')) {  // the last UID_MIN counts, as for shadow
     line = text::trim(line);
     if (!line.starts_with("UID_MIN")) continue;
     const std::string_view rest = line.substr(std::string_view("UID_MIN").size());
     if (rest.empty() || (rest.front() != ' ' && rest.front() != '\t')) continue;  // UID_MINIMUM, not ours
-    if (const auto value = text::parse_integer(text::trim(rest)); value && *value > 0 && *value < 0x7fffffff)
-      return static_cast<uid_t>(*value);
+    // A number as shadow reads it (strtol, base 0: 1000, 0x3e8, 01750).
+    const std::string value(text::trim(rest));
+    char* end = nullptr;
+    errno = 0;
+    const long number = std::strtol(value.c_str(), &end, 0);
+    if (errno == 0 && end != value.c_str() && *end == '\0' && number > 0 && number < 0x7fffffff)
+      first = static_cast<uid_t>(number);
   }
-  return kDebianDefault;
+  return first;
 }
 
 uid_t first_user_uid() {

@@ -1,8 +1,8 @@
 #pragma once
-// Who opened a connection that came over loopback: the user of its other end, asked of the kernel
-// (sock_diag, as `ss -e` does). A TCP peer on this machine is otherwise only "127.0.0.1", which
-// every local user shares; with its user, the listener holds each of them to one share, as the
-// unix socket does by its credentials.
+// Who opened a connection that came from this machine (over loopback, or to the machine's own
+// address): the user of its other end, asked of the kernel (sock_diag, as `ss -e` does). A TCP
+// peer here is otherwise only "127.0.0.1", which every local user shares; with its user, the
+// listener holds each person to one share, as the unix socket does by its credentials.
 #include <sys/types.h>
 
 #include <optional>
@@ -10,13 +10,17 @@
 
 namespace gpurun {
 
-// The uid owning the other end of `connection`, an accepted TCP socket whose peer is a loopback
-// address; nullopt where the kernel does not tell (another peer, a socket already gone).
-std::optional<uid_t> loopback_owner(int connection);
+struct LocalPeer {
+  std::optional<uid_t> owner;  // nullopt where the kernel did not tell (no sock_diag, a socket gone)
+};
 
-// The first uid of a person's account (login.defs' UID_MIN; 1000 without one): below it are
-// root and the system's accounts (a web proxy, Prometheus), which serve everyone. `login_defs`:
-// that file's text.
+// For an accepted TCP socket whose other end is on this machine (a loopback address, or the very
+// address it connected to), that end's user; nullopt for a peer elsewhere.
+std::optional<LocalPeer> local_peer(int connection);
+
+// The first uid of a person's account (login.defs' UID_MIN, its last line as shadow reads it;
+// 1000 without one): below it are root and the system's accounts (a web proxy, Prometheus), which
+// serve everyone. `login_defs`: that file's text.
 uid_t first_user_uid(std::string_view login_defs);
 uid_t first_user_uid();  // of /etc/login.defs, read once
 

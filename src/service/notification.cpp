@@ -45,11 +45,14 @@ std::string chat_text(std::string_view text) {
       out += "&gt;";
     else
       out += c;
-    const auto alnum = [&](std::size_t at) {
-      return at < text.size() && std::isalnum(static_cast<unsigned char>(text[at])) != 0;
+    // A letter of any script: bytes of UTF-8 beyond ASCII count (пример.рф is a domain too).
+    const auto letter = [&](std::size_t at) {
+      const auto byte = static_cast<unsigned char>(text[at]);
+      return std::isalpha(byte) != 0 || byte >= 0x80;
     };
-    const bool domain_dot =
-        c == '.' && i > 0 && alnum(i - 1) && alnum(i + 1) && std::isalpha(static_cast<unsigned char>(text[i + 1])) != 0;
+    const bool domain_dot = c == '.' && i > 0 && i + 1 < text.size() &&
+                            (letter(i - 1) || std::isdigit(static_cast<unsigned char>(text[i - 1])) != 0) &&
+                            letter(i + 1);
     if (c == '@' || (c == ']' && text.substr(i + 1, 1) == "(") || (c == ':' && text.substr(i + 1, 2) == "//") ||
         domain_dot)
       out += kZeroWidthSpace;

@@ -57,6 +57,8 @@ TEST(Notification, TheWebhooksTextCannotMentionOrLinkInAChat) {
   // Nor a bare domain in a name (www.evil.example), while a version's dot stays as it was.
   EXPECT_EQ(webhook_body(notification("alice", "run 5 (www.evil.example) of lab/pytorch:24.05 ."))["text"],
             "run 5 (www.\u200bevil.\u200bexample) of lab/pytorch:24.05 .");
+  EXPECT_EQ(webhook_body(notification("alice", "run 6 (\u043f\u0440.\u0440\u0444)"))["text"],
+            "run 6 (\u043f\u0440.\u200b\u0440\u0444)");
   // Invalid UTF-8 in a command line is replaced, never a failure to send.
   Notification odd = notification();
   odd.run = {{"command", "python x.py \xff"}};
