@@ -7,6 +7,7 @@
 
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/text.hpp"
+#include "notification_spool.hpp"
 
 namespace gpurun {
 namespace {
@@ -17,8 +18,41 @@ constexpr std::chrono::seconds kShutdownLimit{5};  // a stopping service deliver
 
 }  // namespace
 
-Notifier::Notifier(NotifyPolicy policy, Backoff backoff)
-    : policy_(std::move(policy)), backoff_(backoff), worker_([this] { work(); }) {}
+Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept)
+    : policy_(std::move(policy)),
+      backoff_(backoff),
+      kept_(std::move(kept)),
+      queue_(taken_up(kept_)),  // before the worker starts: nothing after it may throw
+      worker_([this] { work(); }) {}
+
+std::deque<Notifier::Pending> Notifier::taken_up(const std::string& kept) const {
+  std::deque<Pending> queue;
+  if (kept.empty()) return queue;
+  for (SpooledNotification& one : take_kept_notifications(kept, std::chrono::system_clock::now()))
+    queue.push_back({.notification = std::move(one.notification),  // as this start's policy has it:
+                     .mailed = one.mailed || !policy_.mail,        // a webhook since removed takes none
+                     .posted = one.posted || policy_.webhook.empty(),
+                     .attempts = 0,
+                     .due = std::chrono::steady_clock::now()});
+  return queue;
+}
+
+void Notifier::keep_for_next_start() {
+  if (queue_.empty()) return;
+  if (kept_.empty()) {
+    spdlog::warn("notify: stopping with {} notification(s) undelivered", queue_.size());
+    return;
+  }
+  std::vector<SpooledNotification> pending;
+  for (const Pending& p : queue_)
+    pending.push_back({.notification = p.notification, .mailed = p.mailed, .posted = p.posted});
+  if (const auto error = keep_notifications(kept_, pending))
+    spdlog::error("notify: stopping with {} notification(s) undelivered; cannot keep them in {}: {}", queue_.size(),
+                  kept_, *error);
+  else
+    spdlog::warn("notify: stopping with {} notification(s) undelivered; kept in {} for the next start", queue_.size(),
+                 kept_);
+}
 
 Notifier::~Notifier() {
   {
@@ -86,7 +120,7 @@ void Notifier::work() {
     const auto now = std::chrono::steady_clock::now();
     if (stopping_ && !give_up) give_up = now + kShutdownLimit;
     if (give_up && now >= *give_up && !queue_.empty()) {
-      spdlog::warn("notify: stopping with {} notification(s) undelivered", queue_.size());
+      keep_for_next_start();
       return;
     }
     const auto next = std::min_element(queue_.begin(), queue_.end(),
@@ -97,8 +131,8 @@ void Notifier::work() {
       continue;
     }
     if (next->due > now) {
-      if (stopping_) {  // what waits for a retry now will not get one
-        spdlog::warn("notify: stopping with {} notification(s) undelivered", queue_.size());
+      if (stopping_) {  // what waits for a retry gets it at the next start
+        keep_for_next_start();
         return;
       }
       wake_.wait_until(lock, next->due);

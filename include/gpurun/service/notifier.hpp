@@ -48,11 +48,13 @@ class Notifier {
     std::chrono::milliseconds first{2000};  // doubled after each failure
     int attempts = 5;
   };
-  explicit Notifier(NotifyPolicy policy, Backoff backoff);
+  // `kept`: a file in gpurund's state directory where what a stop leaves undelivered is kept, and
+  // from which it is sent at the next start ("": none kept).
+  Notifier(NotifyPolicy policy, Backoff backoff, std::string kept = "");
   explicit Notifier(NotifyPolicy policy) : Notifier(std::move(policy), Backoff{}) {}
   Notifier(const Notifier&) = delete;
   Notifier& operator=(const Notifier&) = delete;
-  // Delivers what is due now and gives up on what waits for a retry (logged).
+  // Delivers what is due now (for 5 s at most) and keeps the rest for the next start (logged).
   ~Notifier();
 
   const NotifyPolicy& policy() const { return policy_; }
@@ -70,11 +72,16 @@ class Notifier {
     std::chrono::steady_clock::time_point due;
   };
   void work();
+  // What `kept` held from the last stop, as this policy delivers it (the file removed).
+  std::deque<Pending> taken_up(const std::string& kept) const;
+  // Writes what is still queued to `kept_` (under the lock, as the worker ends).
+  void keep_for_next_start();
   // One attempt at what `pending` still lacks, none past `deadline` (each within kAttemptLimit).
   void deliver(Pending& pending, std::chrono::steady_clock::time_point deadline) const;
 
   NotifyPolicy policy_;
   Backoff backoff_;
+  std::string kept_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;

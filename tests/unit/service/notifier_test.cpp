@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gpurun/util/json_output.hpp"
+#include "notification_spool.hpp"
 #include "support/test_support.hpp"
 #include "support/webhook_receiver.hpp"
 
@@ -150,6 +151,66 @@ TEST(Notifier, ANameNoMailCanGoToIsLoggedNotSent) {
     notifier.send(notification("eve\nBcc: x"));
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "mail"));
+}
+
+// A warning a stop left waiting for its webhook's next try is kept in the state directory and
+// sent at the next start: the restarted service takes it as given and stops the run in time.
+TEST(Notifier, WhatAStopLeavesUndeliveredIsSentAtTheNextStart) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  Notification warning = notification();
+  warning.time = std::chrono::system_clock::now();
+  NotifyPolicy policy;
+  {
+    const test::WebhookReceiver down({503});
+    policy.webhook = down.url();
+    Notifier notifier(policy, {.first = 60s, .attempts = 5}, kept);
+    notifier.send(warning);
+    ASSERT_TRUE(eventually([&] { return down.bodies().size() == 1; }));
+  }  // stopped while its next try is a minute away
+  ASSERT_TRUE(std::filesystem::exists(kept));
+  EXPECT_EQ(std::filesystem::status(kept).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const test::WebhookReceiver up;
+  policy.webhook = up.url();
+  {
+    Notifier notifier(policy, {.first = 10ms, .attempts = 5}, kept);
+    ASSERT_TRUE(eventually([&] { return up.bodies().size() == 1; }));
+  }
+  EXPECT_EQ(up.bodies().front(), webhook_body(warning).dump());
+  EXPECT_FALSE(std::filesystem::exists(kept));  // sent once, not again at the start after
+}
+
+// What already went is not sent again (sendmail took the mail), and what is over a day old, or a
+// file that is not a list of them, is not sent at all.
+TEST(Notifier, WhatWentAlreadyOrIsADayOldIsNotSentAgain) {
+  const test::TempDir dir;
+  const std::string kept = dir / "kept.json";
+  const std::string sendmail = test::write_script(dir / "sendmail", "cat >> " + (dir / "mail"));
+  Notification old = notification("bob", "an old one");
+  old.time = std::chrono::system_clock::now() - 25h;
+  Notification recent = notification("carol", "a recent one");
+  recent.time = std::chrono::system_clock::now() - 1h;
+  ASSERT_EQ(keep_notifications(kept, {{.notification = old, .mailed = false, .posted = false},
+                                      {.notification = recent, .mailed = true, .posted = false}}),
+            std::nullopt);
+  const test::WebhookReceiver receiver;
+  NotifyPolicy policy;
+  policy.webhook = receiver.url();
+  policy.mail = true;
+  policy.sendmail = sendmail;
+  {
+    Notifier notifier(policy, {.first = 10ms, .attempts = 5}, kept);
+    ASSERT_TRUE(eventually([&] { return receiver.bodies().size() == 1; }));
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_THAT(receiver.bodies().front(), HasSubstr("a recent one"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "mail"));  // carol's mail had gone; bob's is a day late
+
+  test::write_file(kept, R"({"not": "a list"})");
+  EXPECT_TRUE(take_kept_notifications(kept, std::chrono::system_clock::now()).empty());
+  EXPECT_TRUE(std::filesystem::exists(kept + ".unreadable"));
+  EXPECT_FALSE(std::filesystem::exists(kept));
 }
 
 TEST(Delivery, AWebhookNobodyAnswersIsAnErrorToRetry) {

@@ -1,0 +1,93 @@
+#include "notification_spool.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "gpurun/util/json_output.hpp"
+#include "gpurun/util/whole_file.hpp"
+
+namespace gpurun {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr std::chrono::hours kOldest{24};  // a warning a day late tells nobody anything
+
+std::int64_t to_ms(WallTime when) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::optional<std::string> keep_notifications(const std::string& path,
+                                              const std::vector<SpooledNotification>& pending) {
+  json items = json::array();
+  for (const SpooledNotification& kept : pending) {
+    const Notification& n = kept.notification;
+    items.push_back({{"event", n.event},
+                     {"time_ms", to_ms(n.time)},
+                     {"host", n.host},
+                     {"text", n.text},
+                     {"run", n.run},
+                     {"user", n.user},
+                     {"mailed", kept.mailed},
+                     {"posted", kept.posted}});
+  }
+  const std::string next = path + ".new";
+  if (auto error = write_whole(next, json_line(items))) return error;
+  if (::chmod(next.c_str(), 0600) != 0 || std::rename(next.c_str(), path.c_str()) != 0)
+    return std::string(std::strerror(errno));
+  return std::nullopt;
+}
+
+std::vector<SpooledNotification> take_kept_notifications(const std::string& path, WallTime now) {
+  const BoundedRead read = read_bounded(path, 64 << 20, FileKinds::regular_only);
+  if (!read.text) {
+    if (read.error != ENOENT) spdlog::warn("notify: cannot read {}: {}", path, read.problem);
+    return {};
+  }
+  const auto set_aside = [&](const std::string& why) {
+    const std::string aside = path + ".unreadable";
+    if (std::rename(path.c_str(), aside.c_str()) == 0)
+      spdlog::error("notify: {} is not a list of notifications ({}); moved to {}", path, why, aside);
+    else
+      spdlog::error("notify: {} is not a list of notifications ({}), and cannot be moved aside: {}", path, why,
+                    std::strerror(errno));
+    return std::vector<SpooledNotification>{};
+  };
+  std::vector<SpooledNotification> kept;
+  int too_old = 0;
+  try {
+    const json items = json::parse(*read.text);
+    if (!items.is_array()) return set_aside("not a JSON array");
+    for (const json& item : items) {
+      SpooledNotification one;
+      one.notification = {.event = item.at("event").get<std::string>(),
+                          .time = WallTime{} + std::chrono::milliseconds(item.at("time_ms").get<std::int64_t>()),
+                          .host = item.at("host").get<std::string>(),
+                          .text = item.at("text").get<std::string>(),
+                          .run = item.at("run"),
+                          .user = item.at("user").get<std::string>()};
+      one.mailed = item.at("mailed").get<bool>();
+      one.posted = item.at("posted").get<bool>();
+      if (now - one.notification.time > kOldest)
+        ++too_old;
+      else
+        kept.push_back(std::move(one));
+    }
+  } catch (const json::exception& e) {
+    return set_aside(e.what());
+  }
+  if (std::remove(path.c_str()) != 0)  // sent now and again at the next start: twice rather than never
+    spdlog::error("notify: cannot remove {}: {}", path, std::strerror(errno));
+  if (too_old > 0)
+    spdlog::warn("notify: {} notification(s) kept from the last stop were over a day old: dropped", too_old);
+  if (!kept.empty()) spdlog::info("notify: sending {} notification(s) the last stop left undelivered", kept.size());
+  return kept;
+}
+
+}  // namespace gpurun
