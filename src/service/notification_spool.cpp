@@ -21,6 +21,14 @@ std::int64_t to_ms(WallTime when) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
 }
 
+// A time as keep_notifications writes it: whole milliseconds a clock of nanoseconds can hold.
+std::int64_t time_ms(const json& value) {
+  constexpr std::int64_t kReach = 9'000'000'000'000;  // year 1678 to 2262
+  if (!value.is_number_integer() || value.get<std::int64_t>() < -kReach || value.get<std::int64_t>() > kReach)
+    throw json::type_error::create(302, "time_ms: expected whole milliseconds", &value);
+  return value.get<std::int64_t>();
+}
+
 }  // namespace
 
 std::optional<std::string> keep_notifications(const std::string& path,
@@ -38,13 +46,14 @@ std::optional<std::string> keep_notifications(const std::string& path,
                      {"posted", kept.posted}});
   }
   const std::string next = path + ".new";
-  if (auto error = write_whole(next, json_line(items))) return error;
-  if (::chmod(next.c_str(), 0600) != 0 || std::rename(next.c_str(), path.c_str()) != 0)
-    return std::string(std::strerror(errno));
-  return std::nullopt;
+  std::optional<std::string> error = write_whole(next, json_line(items));
+  if (!error && (::chmod(next.c_str(), 0600) != 0 || std::rename(next.c_str(), path.c_str()) != 0))
+    error = std::strerror(errno);
+  if (error) (void)std::remove(next.c_str());
+  return error;
 }
 
-std::vector<SpooledNotification> take_kept_notifications(const std::string& path, WallTime now) {
+std::vector<SpooledNotification> read_kept_notifications(const std::string& path, WallTime now) {
   const BoundedRead read = read_bounded(path, 64 << 20, FileKinds::regular_only);
   if (!read.text) {
     if (read.error != ENOENT) spdlog::warn("notify: cannot read {}: {}", path, read.problem);
@@ -67,7 +76,7 @@ std::vector<SpooledNotification> take_kept_notifications(const std::string& path
     for (const json& item : items) {
       SpooledNotification one;
       one.notification = {.event = item.at("event").get<std::string>(),
-                          .time = WallTime{} + std::chrono::milliseconds(item.at("time_ms").get<std::int64_t>()),
+                          .time = WallTime{} + std::chrono::milliseconds(time_ms(item.at("time_ms"))),
                           .host = item.at("host").get<std::string>(),
                           .text = item.at("text").get<std::string>(),
                           .run = item.at("run"),
@@ -82,12 +91,17 @@ std::vector<SpooledNotification> take_kept_notifications(const std::string& path
   } catch (const json::exception& e) {
     return set_aside(e.what());
   }
-  if (std::remove(path.c_str()) != 0)  // sent now and again at the next start: twice rather than never
-    spdlog::error("notify: cannot remove {}: {}", path, std::strerror(errno));
   if (too_old > 0)
     spdlog::warn("notify: {} notification(s) kept from the last stop were over a day old: dropped", too_old);
   if (!kept.empty()) spdlog::info("notify: sending {} notification(s) the last stop left undelivered", kept.size());
   return kept;
+}
+
+void forget_kept_notifications(const std::string& path, std::string_view why) {
+  if (std::remove(path.c_str()) == 0)
+    spdlog::warn("notify: what the last stop left undelivered is not sent: {}", why);
+  else if (errno != ENOENT)
+    spdlog::error("notify: cannot remove {}: {}", path, std::strerror(errno));
 }
 
 }  // namespace gpurun

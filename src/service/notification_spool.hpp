@@ -1,8 +1,10 @@
 #pragma once
-// The notifications a stopping gpurund could not deliver (a webhook down, waiting for its next
-// try), kept in the state directory and sent at the next start: an idle policy's warning must
-// not be lost to a restart, which takes it as given and stops the run when its time comes.
+// The notifications a stopping gpurund could not deliver (a webhook waiting for its next try, or
+// what the stop's 5 s did not reach), kept in the state directory and sent at the next start under
+// the same rules: an idle policy's warning must not be lost to a restart, which takes it as given
+// and stops the run when its time comes.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpurun/service/notifier.hpp"
@@ -18,8 +20,12 @@ struct SpooledNotification {
 // Writes `pending` to `path` (replacing it at once, mode 0600); a message where it cannot.
 std::optional<std::string> keep_notifications(const std::string& path, const std::vector<SpooledNotification>& pending);
 
-// What `path` holds, the file then removed; a notification over a day old is dropped (logged),
-// and a file that is not one of keep_notifications' is set aside whole, with a message.
-std::vector<SpooledNotification> take_kept_notifications(const std::string& path, WallTime now);
+// What `path` holds (none where it does not exist); a notification over a day old is dropped
+// (logged), and a file that is not one of keep_notifications' is set aside whole, with a message.
+// The file stays until what it held is delivered: a crash before then sends it again.
+std::vector<SpooledNotification> read_kept_notifications(const std::string& path, WallTime now);
+
+// Removes `path` (where it exists), saying why what it held is not sent: `why`.
+void forget_kept_notifications(const std::string& path, std::string_view why);
 
 }  // namespace gpurun

@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 
 #include "gpurun/util/json_output.hpp"
@@ -19,22 +22,29 @@ constexpr std::chrono::seconds kShutdownLimit{5};  // a stopping service deliver
 }  // namespace
 
 Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept)
-    : policy_(std::move(policy)),
-      backoff_(backoff),
-      kept_(std::move(kept)),
-      queue_(taken_up(kept_)),  // before the worker starts: nothing after it may throw
-      worker_([this] { work(); }) {}
+    : policy_(std::move(policy)), backoff_(backoff), kept_(std::move(kept)), worker_([this] { work(); }) {}
 
-std::deque<Notifier::Pending> Notifier::taken_up(const std::string& kept) const {
-  std::deque<Pending> queue;
-  if (kept.empty()) return queue;
-  for (SpooledNotification& one : take_kept_notifications(kept, std::chrono::system_clock::now()))
-    queue.push_back({.notification = std::move(one.notification),  // as this start's policy has it:
-                     .mailed = one.mailed || !policy_.mail,        // a webhook since removed takes none
-                     .posted = one.posted || policy_.webhook.empty(),
-                     .attempts = 0,
-                     .due = std::chrono::steady_clock::now()});
-  return queue;
+void Notifier::take_up_kept() {
+  if (kept_.empty()) return;
+  std::vector<SpooledNotification> kept = read_kept_notifications(kept_, std::chrono::system_clock::now());
+  {
+    const std::lock_guard hold(mutex_);
+    for (SpooledNotification& one : kept)
+      queue_.push_back({.notification = std::move(one.notification),
+                        .mailed = one.mailed,
+                        .posted = one.posted,
+                        .attempts = 0,
+                        .due = std::chrono::steady_clock::now(),
+                        .from_kept = true});
+    kept_waiting_ += kept.size();
+    if (kept_waiting_ == 0) (void)std::remove(kept_.c_str());  // none left to send (too old)
+  }
+  wake_.notify_all();
+}
+
+void Notifier::done_with(const Pending& pending) {
+  if (pending.from_kept && kept_waiting_ > 0 && --kept_waiting_ == 0 && std::remove(kept_.c_str()) != 0)
+    spdlog::error("notify: cannot remove {}: {}; the next start sends it again", kept_, std::strerror(errno));
 }
 
 void Notifier::keep_for_next_start() {
@@ -70,6 +80,7 @@ void Notifier::send(Notification notification, bool asked) {
     if (queue_.size() >= kMostWaiting) {
       spdlog::error("notify: {} notifications wait already; dropping the oldest ({})", queue_.size(),
                     queue_.front().notification.event);
+      done_with(queue_.front());
       queue_.pop_front();
     }
     queue_.push_back({.notification = std::move(notification),
@@ -148,7 +159,10 @@ void Notifier::work() {
       pending.mailed = pending.posted = true;
     }
     lock.lock();
-    if (!pending.mailed || !pending.posted) queue_.push_back(std::move(pending));
+    if (!pending.mailed || !pending.posted)
+      queue_.push_back(std::move(pending));
+    else
+      done_with(pending);
   }
 }
 

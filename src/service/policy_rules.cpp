@@ -10,6 +10,7 @@
 #include "gpurun/history/run_json.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
+#include "notification_spool.hpp"
 #include "policy_acts.hpp"
 
 namespace gpurun {
@@ -34,7 +35,7 @@ Notification notification_of(std::string_view event, std::string text, const Run
 
 PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono::milliseconds interval,
                          const std::string& kept_notifications)
-    : host_(std::move(host)), limiter_(policy.max_runtime) {
+    : host_(std::move(host)), kept_notifications_(kept_notifications), limiter_(policy.max_runtime) {
   if (policy.idle_policy) idle_.emplace(*policy.idle_policy, 3 * interval + std::chrono::seconds(10));
   if (policy.notify) notifier_.emplace(*policy.notify, Notifier::Backoff{}, kept_notifications);
   const auto seconds = [](const std::optional<std::chrono::seconds>& s) { return s ? s->count() : -1; };
@@ -55,6 +56,13 @@ void PolicyRules::resume(const std::vector<RunRecord>& running, const std::vecto
     if (run.last_seen >= since) seen_since.push_back(run);
   limiter_.resume(seen_since);
   if (idle_) idle_->resume(running, samples);
+  // What the last stop could not tell, under these same rules (the same webhook, mail, events).
+  if (notifier_) notifier_->take_up_kept();
+}
+
+void PolicyRules::start_afresh() const {
+  if (!kept_notifications_.empty())
+    forget_kept_notifications(kept_notifications_, "the rules changed, and every warning starts afresh");
 }
 
 std::chrono::milliseconds PolicyRules::lookback() const {

@@ -44,7 +44,11 @@ class PolicyRules {
   // After a restart under the same rules, in force since `since`: the open runs, and the GPU
   // samples stored before the restart (oldest first; those since `since` and of the last
   // `lookback()`, none where it is 0). Idle streaks go on, and no warning is given twice.
+  // The notifications the last stop kept are sent then too.
   void resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples, WallTime since);
+  // After a restart under other rules: what the last stop kept to notify is dropped, as its
+  // warnings are (logged).
+  void start_afresh() const;
   std::chrono::milliseconds lookback() const;
 
  private:
@@ -61,6 +65,7 @@ class PolicyRules {
   void stop_failed(const PolicyAction& action, const SampleTime& now);
 
   std::string host_;
+  std::string kept_notifications_;
   std::string fingerprint_;
   TimeLimiter limiter_;
   std::optional<IdleEnforcer> idle_;

@@ -137,6 +137,8 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           tracker.running(),
           rules.lookback() > std::chrono::milliseconds(0) ? store.gpu_samples(from) : std::vector<GpuSampleRow>{},
           *since);
+    } else {
+      rules.start_afresh();
     }
   } catch (const std::exception& e) {  // a full disk: the rules start afresh
     spdlog::warn("the store: {}; the idle policy and time limits start afresh", e.what());

@@ -48,8 +48,8 @@ class Notifier {
     std::chrono::milliseconds first{2000};  // doubled after each failure
     int attempts = 5;
   };
-  // `kept`: a file in gpurund's state directory where what a stop leaves undelivered is kept, and
-  // from which it is sent at the next start ("": none kept).
+  // `kept`: a file in gpurund's state directory where what a stop leaves undelivered is kept, to
+  // be sent at the next start under the same rules (take_up_kept; "": none kept).
   Notifier(NotifyPolicy policy, Backoff backoff, std::string kept = "");
   explicit Notifier(NotifyPolicy policy) : Notifier(std::move(policy), Backoff{}) {}
   Notifier(const Notifier&) = delete;
@@ -63,6 +63,10 @@ class Notifier {
   // never blocks on the network. Past 1000 waiting, the oldest is dropped (logged).
   void send(Notification notification, bool asked = false);
 
+  // Sends what the last stop kept (the same rules are in force again: PolicyRules::resume); the
+  // file goes once all of it is delivered or given up.
+  void take_up_kept();
+
  private:
   struct Pending {
     Notification notification;
@@ -70,10 +74,12 @@ class Notifier {
     bool posted = false;  // the webhook took it
     int attempts = 0;     // webhook attempts made
     std::chrono::steady_clock::time_point due;
+    bool from_kept = false;  // taken up from `kept_`
   };
   void work();
-  // What `kept` held from the last stop, as this policy delivers it (the file removed).
-  std::deque<Pending> taken_up(const std::string& kept) const;
+  // One queued notification done with (delivered or given up): the kept file goes with the last
+  // of those it held.
+  void done_with(const Pending& pending);
   // Writes what is still queued to `kept_` (under the lock, as the worker ends).
   void keep_for_next_start();
   // One attempt at what `pending` still lacks, none past `deadline` (each within kAttemptLimit).
@@ -85,6 +91,7 @@ class Notifier {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;
+  std::size_t kept_waiting_ = 0;  // of those taken up from `kept_`
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -175,10 +175,14 @@ TEST(Notifier, WhatAStopLeavesUndeliveredIsSentAtTheNextStart) {
   policy.webhook = up.url();
   {
     Notifier notifier(policy, {.first = 10ms, .attempts = 5}, kept);
+    std::this_thread::sleep_for(100ms);
+    EXPECT_TRUE(up.bodies().empty());  // sent only once the same rules are known to be in force
+    notifier.take_up_kept();
     ASSERT_TRUE(eventually([&] { return up.bodies().size() == 1; }));
+    ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(kept); }));  // sent once, not at the next start
   }
   EXPECT_EQ(up.bodies().front(), webhook_body(warning).dump());
-  EXPECT_FALSE(std::filesystem::exists(kept));  // sent once, not again at the start after
+  EXPECT_FALSE(std::filesystem::exists(kept));
 }
 
 // What already went is not sent again (sendmail took the mail), and what is over a day old, or a
@@ -201,16 +205,33 @@ TEST(Notifier, WhatWentAlreadyOrIsADayOldIsNotSentAgain) {
   policy.sendmail = sendmail;
   {
     Notifier notifier(policy, {.first = 10ms, .attempts = 5}, kept);
+    notifier.take_up_kept();
     ASSERT_TRUE(eventually([&] { return receiver.bodies().size() == 1; }));
     std::this_thread::sleep_for(100ms);
   }
+  EXPECT_EQ(receiver.bodies().size(), 1U);
   EXPECT_THAT(receiver.bodies().front(), HasSubstr("a recent one"));
   EXPECT_FALSE(std::filesystem::exists(dir / "mail"));  // carol's mail had gone; bob's is a day late
-
-  test::write_file(kept, R"({"not": "a list"})");
-  EXPECT_TRUE(take_kept_notifications(kept, std::chrono::system_clock::now()).empty());
-  EXPECT_TRUE(std::filesystem::exists(kept + ".unreadable"));
   EXPECT_FALSE(std::filesystem::exists(kept));
+
+  for (const char* bad : {R"({"not": "a list"})", R"([{"event": "x", "time_ms": 1e300}])"}) {
+    test::write_file(kept, bad);
+    EXPECT_TRUE(read_kept_notifications(kept, std::chrono::system_clock::now()).empty()) << bad;
+    EXPECT_TRUE(std::filesystem::exists(kept + ".unreadable")) << bad;
+    EXPECT_FALSE(std::filesystem::exists(kept)) << bad;
+  }
+}
+
+// Under other rules (a restart that changed them) every warning starts afresh: what the last stop
+// kept is not sent.
+TEST(Notifier, WhatAStopKeptIsDroppedWhenTheRulesChanged) {
+  const test::TempDir dir;
+  const std::string kept = dir / "kept.json";
+  ASSERT_EQ(keep_notifications(kept, {{.notification = notification(), .mailed = false, .posted = false}}),
+            std::nullopt);
+  forget_kept_notifications(kept, "the rules changed");
+  EXPECT_FALSE(std::filesystem::exists(kept));
+  forget_kept_notifications(kept, "the rules changed");  // none: nothing to say
 }
 
 TEST(Delivery, AWebhookNobodyAnswersIsAnErrorToRetry) {

@@ -5,10 +5,15 @@
 
 #include <gmock/gmock.h>
 
+#include "notification_spool.hpp"
 #include "policy_acts.hpp"
+#include "support/test_support.hpp"
+#include "support/webhook_receiver.hpp"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <thread>
 #include <vector>
 
 namespace gpurun {
@@ -143,6 +148,39 @@ TEST(PolicyRules, NothingIsBegunOnceTheServiceIsStopping) {
   going_on.observe({.when = kStart + 60s, .gpus = {}, .holders = {timed.holder}}, {timed.run}, &engine,
                    [] { return false; });
   EXPECT_EQ(engine.stops, 1);
+}
+
+// What the last stop could not deliver is sent when the same rules resume, and dropped where a
+// restart brought other rules (their warnings start afresh).
+TEST(PolicyRules, TheLastStopsUndeliveredNotificationsGoOutOnlyUnderTheSameRules) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  const test::WebhookReceiver receiver;
+  SitePolicy policy;
+  policy.notify = NotifyPolicy{};
+  policy.notify->webhook = receiver.url();
+  const Notification warning{.event = "idle_warning",
+                             .time = std::chrono::system_clock::now(),
+                             .host = "dgx1",
+                             .text = "run 3 idle",
+                             .run = {{"id", 3}},
+                             .user = "alice"};
+  ASSERT_EQ(keep_notifications(kept, {{.notification = warning, .mailed = true, .posted = false}}), std::nullopt);
+  {
+    PolicyRules other_rules(policy, "dgx1", 10s, kept);
+    other_rules.start_afresh();
+  }
+  EXPECT_FALSE(std::filesystem::exists(kept));
+  EXPECT_TRUE(receiver.bodies().empty());
+
+  ASSERT_EQ(keep_notifications(kept, {{.notification = warning, .mailed = true, .posted = false}}), std::nullopt);
+  {
+    PolicyRules same_rules(policy, "dgx1", 10s, kept);
+    same_rules.resume({}, {}, kStart);
+    for (int i = 0; i < 100 && receiver.bodies().empty(); ++i) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(receiver.bodies().size(), 1U);
+  EXPECT_THAT(receiver.bodies().front(), ::testing::HasSubstr("run 3 idle"));
 }
 
 TEST(PolicyActs, AStopThatDidNotHappenIsAWarningNotAStop) {
