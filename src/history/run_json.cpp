@@ -83,13 +83,10 @@ RunRecord run_from_json(const nlohmann::ordered_json& json) {
 nlohmann::json runs_table_json(const std::vector<RunRecord>& runs) {
   nlohmann::json rows = nlohmann::json::array();
   rows.get_ref<nlohmann::json::array_t&>().reserve(runs.size());
-  const auto ms = [](WallTime t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  };
   for (const RunRecord& run : runs)
-    rows.push_back(nlohmann::json::array({run.id, run.name, run.user, run.gpus, ms(run.start),
-                                          run.end ? nlohmann::json(ms(*run.end)) : nlohmann::json(), run.gpu_seconds,
-                                          run.busy_gpu_seconds, run.idle_seconds, run.ended_by}));
+    rows.push_back(nlohmann::json::array({run.id, run.name, run.user, run.gpus, unix_ms(run.start),
+                                          run.end ? nlohmann::json(unix_ms(*run.end)) : nlohmann::json(),
+                                          run.gpu_seconds, run.busy_gpu_seconds, run.idle_seconds, run.ended_by}));
   return {{"columns", kTableColumns}, {"rows", std::move(rows)}};
 }
 

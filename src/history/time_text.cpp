@@ -9,6 +9,16 @@
 
 namespace gpurun {
 
+std::int64_t unix_ms(WallTime when) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
+}
+
+std::optional<WallTime> from_unix_ms(long long ms) {
+  constexpr long long kReach = 9'000'000'000'000LL;
+  if (ms < -kReach || ms > kReach) return std::nullopt;
+  return WallTime{} + std::chrono::milliseconds(ms);
+}
+
 std::string rfc3339(WallTime when) {
   const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
   std::tm utc{};

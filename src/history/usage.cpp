@@ -46,12 +46,6 @@ std::vector<UsageRow> UsageTally::rows() const {
   return sorted;
 }
 
-std::vector<UsageRow> usage(const std::vector<RunRecord>& runs, UsageKey by) {
-  UsageTally tally(by);
-  for (const RunRecord& run : runs) tally.add(run);
-  return tally.rows();
-}
-
 nlohmann::ordered_json usage_json(const std::vector<UsageRow>& rows) {
   nlohmann::ordered_json array = nlohmann::ordered_json::array();
   for (const UsageRow& row : rows) {

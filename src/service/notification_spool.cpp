@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "gpurun/history/time_text.hpp"
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/whole_file.hpp"
 
@@ -17,16 +18,11 @@ using json = nlohmann::ordered_json;
 
 constexpr std::chrono::hours kOldest{24};  // a warning a day late tells nobody anything
 
-std::int64_t to_ms(WallTime when) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
-}
-
 // A time as keep_notifications writes it: whole milliseconds a clock of nanoseconds can hold.
-std::int64_t time_ms(const json& value) {
-  constexpr std::int64_t kReach = 9'000'000'000'000;  // year 1678 to 2262
-  if (!value.is_number_integer() || value.get<std::int64_t>() < -kReach || value.get<std::int64_t>() > kReach)
-    throw json::type_error::create(302, "time_ms: expected whole milliseconds", &value);
-  return value.get<std::int64_t>();
+WallTime time_of(const json& value) {
+  const auto when = value.is_number_integer() ? from_unix_ms(value.get<std::int64_t>()) : std::nullopt;
+  if (!when) throw json::type_error::create(302, "time_ms: expected whole milliseconds", &value);
+  return *when;
 }
 
 }  // namespace
@@ -37,7 +33,7 @@ std::optional<std::string> keep_notifications(const std::string& path,
   for (const SpooledNotification& kept : pending) {
     const Notification& n = kept.notification;
     items.push_back({{"event", n.event},
-                     {"time_ms", to_ms(n.time)},
+                     {"time_ms", unix_ms(n.time)},
                      {"host", n.host},
                      {"text", n.text},
                      {"run", n.run},
@@ -76,7 +72,7 @@ std::vector<SpooledNotification> read_kept_notifications(const std::string& path
     for (const json& item : items) {
       SpooledNotification one;
       one.notification = {.event = item.at("event").get<std::string>(),
-                          .time = WallTime{} + std::chrono::milliseconds(time_ms(item.at("time_ms"))),
+                          .time = time_of(item.at("time_ms")),
                           .host = item.at("host").get<std::string>(),
                           .text = item.at("text").get<std::string>(),
                           .run = item.at("run"),

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "gpurun/history/time_text.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
 
@@ -65,9 +66,6 @@ CREATE TABLE IF NOT EXISTS gpu_minutes (
 
 std::int64_t permille(double percent) { return std::llround(percent * 10); }
 
-std::int64_t to_ms(WallTime t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
 WallTime from_ms(std::int64_t ms) { return WallTime{} + std::chrono::milliseconds(ms); }
 
 std::vector<int> gpu_list(const std::string& text) {
@@ -151,7 +149,7 @@ RunStore::RunStore(const std::string& path, std::string* moved_aside) {
                       path, e.what()));
     // Not a database, or a damaged one: kept for a look (with its log, where SQLite left one), and
     // recording starts afresh.
-    const std::string aside = fmt::format("{}.unusable-{}", path, to_ms(std::chrono::system_clock::now()));
+    const std::string aside = fmt::format("{}.unusable-{}", path, unix_ms(std::chrono::system_clock::now()));
     std::filesystem::rename(path, aside, error);
     if (error) throw Error(fmt::format("{} cannot be used ({}) nor moved aside: {}", path, e.what(), error.message()));
     for (const char* suffix : {"-wal", "-shm"})
@@ -199,10 +197,10 @@ void RunStore::save(const std::vector<RunRecord>& running, const std::vector<Run
     upsert.bind(6, run.image);
     upsert.bind(7, run.command);
     upsert.bind(8, fmt::format("{}", fmt::join(run.gpus, ",")));
-    upsert.bind(9, to_ms(run.start));
-    upsert.bind(10, to_ms(run.last_seen));
+    upsert.bind(9, unix_ms(run.start));
+    upsert.bind(10, unix_ms(run.last_seen));
     if (run.end)
-      upsert.bind(11, to_ms(*run.end));
+      upsert.bind(11, unix_ms(*run.end));
     else
       upsert.bind(11);  // NULL
     upsert.bind(12, run.gpu_seconds);
@@ -218,7 +216,7 @@ void RunStore::save(const std::vector<RunRecord>& running, const std::vector<Run
 
   SQLite::Statement sample(*db_, "INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?)");
   for (const GpuSampleRow& row : samples) {
-    sample.bind(1, to_ms(row.when));
+    sample.bind(1, unix_ms(row.when));
     sample.bind(2, row.gpu);
     if (row.utilization_percent)
       sample.bind(3, permille(*row.utilization_percent));
@@ -254,7 +252,7 @@ std::size_t RunStore::prune(WallTime samples_before, WallTime minutes_before, in
   // The oldest `batch` distinct times (or minutes) before the cut: their rows, all GPUs.
   SQLite::Statement samples(*db_, R"(
     DELETE FROM samples WHERE t_ms IN (SELECT DISTINCT t_ms FROM samples WHERE t_ms < ? ORDER BY t_ms LIMIT ?))");
-  samples.bind(1, to_ms(samples_before));
+  samples.bind(1, unix_ms(samples_before));
   samples.bind(2, batch);
   std::size_t deleted = static_cast<std::size_t>(samples.exec());
   SQLite::Statement minutes(*db_, R"(
@@ -270,7 +268,7 @@ std::size_t RunStore::prune(WallTime samples_before, WallTime minutes_before, in
 
 std::vector<GpuSampleRow> RunStore::gpu_samples(WallTime since) const {
   SQLite::Statement select(*db_, "SELECT * FROM samples WHERE t_ms >= ? ORDER BY t_ms, gpu");
-  select.bind(1, to_ms(since));
+  select.bind(1, unix_ms(since));
   std::vector<GpuSampleRow> rows;
   while (select.executeStep()) {
     GpuSampleRow row;
@@ -313,7 +311,7 @@ std::optional<WallTime> RunStore::rules_in_force(const std::string& fingerprint,
   if (kept.executeStep() && kept.getColumn(0).getString() == fingerprint) return from_ms(kept.getColumn(1).getInt64());
   SQLite::Statement write(*db_, "INSERT OR REPLACE INTO rules_in_force VALUES ('site', ?, ?)");
   write.bind(1, fingerprint);
-  write.bind(2, to_ms(now));
+  write.bind(2, unix_ms(now));
   write.exec();
   return std::nullopt;
 }
@@ -339,7 +337,7 @@ void RunStore::each_run(const RunQuery& query, const std::function<void(const Ru
     WHERE (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1) AND (?2 = '' OR user = ?2)
     ORDER BY start_ms DESC, id DESC LIMIT ?3)");
   if (query.since)
-    select.bind(1, to_ms(*query.since));
+    select.bind(1, unix_ms(*query.since));
   else
     select.bind(1);
   select.bind(2, query.user);

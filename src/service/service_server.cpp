@@ -132,12 +132,9 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
     return it == target->query.end() ? std::nullopt : std::optional(it->second);
   };
   if (const auto since = param("since")) {
-    // Within a nanosecond clock's reach (year 1678 to 2262): a wider one would overflow it.
-    constexpr long long kReach = 9'000'000'000'000LL;
     const auto ms = text::parse_integer(*since);
-    if (!ms || *ms < -kReach || *ms > kReach)
-      return failure(400, "since: expected Unix time in milliseconds, between -9e12 and 9e12");
-    query.since = WallTime{} + std::chrono::milliseconds(*ms);
+    query.since = ms ? from_unix_ms(*ms) : std::nullopt;
+    if (!query.since) return failure(400, "since: expected Unix time in milliseconds, between -9e12 and 9e12");
   }
   query.user = param("user").value_or("");
   if (!sees_all) {

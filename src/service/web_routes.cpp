@@ -38,9 +38,7 @@ HttpReply error_reply(int status, const std::string& message) {
   return json_reply(status, json_line(json{{"message", message}}));
 }
 
-std::string milliseconds(WallTime when) {
-  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count());
-}
+std::string milliseconds(WallTime when) { return std::to_string(unix_ms(when)); }
 
 // Asks what the socket answers for `path` with `query` (the last 30 days unless `since` is given),
 // as a viewer who sees everything: only called under history_visibility "all".

@@ -32,9 +32,7 @@ std::string query(const Options& options, std::optional<WallTime> since,
   const auto add = [&](std::string_view key, const std::string& value) {
     q += fmt::format("{}{}={}", q.empty() ? "?" : "&", key, text::percent_encode(value));
   };
-  if (since)
-    add("since",
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(since->time_since_epoch()).count()));
+  if (since) add("since", std::to_string(unix_ms(*since)));
   if (!options.history_user.empty()) add("user", options.history_user);
   for (const auto& [key, value] : more) add(key, value);
   return q;

@@ -1,6 +1,7 @@
 #pragma once
 // Times as the service and `gpurun history` write and read them: RFC 3339 in UTC, and the
 // --since of history and usage (a duration back from now, or a date).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -8,6 +9,12 @@
 #include "gpurun/history/run_tracker.hpp"
 
 namespace gpurun {
+
+// Unix time in milliseconds, as the service's queries, store and files carry a time.
+std::int64_t unix_ms(WallTime when);
+// The time `ms` stands for; nullopt beyond a nanosecond clock's reach (years 1678 to 2262; within
+// ±9e12 ms), which a wider one would overflow.
+std::optional<WallTime> from_unix_ms(long long ms);
 
 // RFC 3339 in UTC, to the second: "2026-11-24T13:05:01Z".
 std::string rfc3339(WallTime when);

@@ -37,9 +37,6 @@ class UsageTally {
   std::map<std::string, UsageRow> rows_;
 };
 
-// One row per key, the most GPU-hours first.
-std::vector<UsageRow> usage(const std::vector<RunRecord>& runs, UsageKey by);
-
 nlohmann::ordered_json usage_json(const std::vector<UsageRow>& rows);
 std::vector<UsageRow> usage_from_json(const nlohmann::ordered_json& json);  // throws Error on anything else
 

@@ -17,6 +17,15 @@ using ::testing::HasSubstr;
 
 const WallTime kNoon = WallTime{} + std::chrono::seconds(1'795'953'600);  // 2026-11-29T12:00:00Z
 
+TEST(UnixMs, ReadsBackAndRefusesWhatAClockOfNanosecondsCannotHold) {
+  const WallTime when = WallTime{} + std::chrono::milliseconds(1'795'953'600'123);
+  EXPECT_EQ(unix_ms(when), 1'795'953'600'123);
+  EXPECT_EQ(from_unix_ms(unix_ms(when)), when);
+  EXPECT_TRUE(from_unix_ms(-9'000'000'000'000LL));
+  EXPECT_FALSE(from_unix_ms(9'000'000'000'001LL));
+  EXPECT_FALSE(from_unix_ms(-9'000'000'000'001LL));
+}
+
 TEST(TimeTextTest, Rfc3339ReadsWhatItWritesAndOffsets) {
   EXPECT_EQ(rfc3339(kNoon), "2026-11-29T12:00:00Z");
   EXPECT_EQ(parse_rfc3339("2026-11-29T12:00:00Z"), kNoon);

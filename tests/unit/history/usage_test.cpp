@@ -14,6 +14,13 @@ using namespace std::chrono_literals;
 
 const WallTime kT0 = WallTime{} + std::chrono::seconds(1'795'953'600);
 
+// `runs` summed per `by`, as the service sums them.
+std::vector<UsageRow> usage(const std::vector<RunRecord>& runs, UsageKey by) {
+  UsageTally tally(by);
+  for (const RunRecord& run : runs) tally.add(run);
+  return tally.rows();
+}
+
 RunRecord run_of(std::int64_t id, const std::string& user, const std::string& image, std::vector<int> gpus,
                  double gpu_seconds, double busy, double idle) {
   RunRecord run;
