@@ -1,7 +1,6 @@
 #include "gpurun/service/idle_enforcer.hpp"
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <utility>
 
@@ -12,30 +11,46 @@ IdleEnforcer::IdleEnforcer(IdlePolicy policy, std::chrono::milliseconds max_gap)
 
 void IdleEnforcer::stop_failed(const std::string& key) { done_[key] = Done::warned; }
 
-void IdleEnforcer::resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples) {
-  // Each sample time's idle GPUs: known, and at or below `below` (one not read is not idle).
-  std::map<WallTime, std::set<int>> idle_at;
-  for (const GpuSampleRow& row : samples) {
-    if (row.utilization_percent && *row.utilization_percent <= policy_.below_percent)
-      idle_at[row.when].insert(row.gpu);
-    else
-      idle_at.try_emplace(row.when);  // a sample time with no idle GPU is one too
-  }
-  for (const RunRecord& run : running) {
-    std::optional<WallTime> first;  // of its streak
+void IdleEnforcer::resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples) {
+  // Each run's streak so far, carried from one sample time to the next.
+  struct StoredStreak {
+    std::optional<WallTime> first;
     WallTime last{};
-    for (const auto& [when, idle_gpus] : idle_at) {
+  };
+  std::vector<StoredStreak> streaks(running.size());
+  const auto take_sample_time = [&](WallTime when, const std::set<int>& idle_gpus) {
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      const RunRecord& run = running[i];
       if (when < run.start || run.gpus.empty()) continue;
-      const bool idle = std::all_of(run.gpus.begin(), run.gpus.end(),
-                                    [&idle_gpus = idle_gpus](int gpu) { return idle_gpus.contains(gpu); });
-      if (first && when - last > max_gap_) first.reset();  // time nobody measured
+      StoredStreak& streak = streaks[i];
+      const bool idle = std::all_of(run.gpus.begin(), run.gpus.end(), [&](int gpu) { return idle_gpus.contains(gpu); });
+      if (streak.first && when - streak.last > max_gap_) streak.first.reset();  // time nobody measured
       if (!idle) {
-        first.reset();
-      } else if (!first) {
-        first = when;
+        streak.first.reset();
+      } else if (!streak.first) {
+        streak.first = when;
       }
-      last = when;
+      streak.last = when;
     }
+  };
+  // The rows of one sample time come together: its idle GPUs (known, and at or below `below`; one
+  // not read is not idle) are gathered, and a time with none is a sample too.
+  std::optional<WallTime> at;
+  std::set<int> idle_gpus;
+  if (samples)
+    samples([&](const GpuSampleRow& row) {
+      if (at && row.when != *at) {
+        take_sample_time(*at, idle_gpus);
+        idle_gpus.clear();
+      }
+      at = row.when;
+      if (row.utilization_percent && *row.utilization_percent <= policy_.below_percent) idle_gpus.insert(row.gpu);
+    });
+  if (at) take_sample_time(*at, idle_gpus);
+
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const RunRecord& run = running[i];
+    const auto& [first, last] = streaks[i];
     if (!first) continue;
     const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(last - *first);
     streaks_[run.key] = Streak{.idle = idle, .last = SampleTime{.when = last, .monotonic = std::nullopt}};

@@ -49,8 +49,7 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
                                 notify->sendmail, fmt::join(notify->events, ","));
 }
 
-void PolicyRules::resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples,
-                         WallTime since) {
+void PolicyRules::resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples, WallTime since) {
   std::vector<RunRecord> seen_since;  // only what the service saw under these rules was warned under them
   for (const RunRecord& run : running)
     if (run.last_seen >= since) seen_since.push_back(run);

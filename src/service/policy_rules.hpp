@@ -42,10 +42,10 @@ class PolicyRules {
   const std::string& fingerprint() const { return fingerprint_; }
 
   // After a restart under the same rules, in force since `since`: the open runs, and the GPU
-  // samples stored before the restart (oldest first; those since `since` and of the last
-  // `lookback()`, none where it is 0). Idle streaks go on, and no warning is given twice.
+  // samples stored before the restart (oldest first, one at a time; those since `since` and of
+  // the last `lookback()`, none where it is 0). Idle streaks go on, and no warning is given twice.
   // The notifications the last stop kept are sent then too.
-  void resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples, WallTime since);
+  void resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples, WallTime since);
   // After a restart under other rules: what the last stop kept to notify is dropped, as its
   // warnings are (logged).
   void start_afresh() const;

@@ -133,9 +133,12 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     const WallTime now = std::chrono::system_clock::now();
     if (const std::optional<WallTime> since = store.rules_in_force(rules.fingerprint(), now)) {
       const WallTime from = std::max(*since, now - rules.lookback());
+      const bool looks_back = rules.lookback() > std::chrono::milliseconds(0);
       rules.resume(
           tracker.running(),
-          rules.lookback() > std::chrono::milliseconds(0) ? store.gpu_samples(from) : std::vector<GpuSampleRow>{},
+          [&](const GpuSampleVisit& visit) {
+            if (looks_back) store.each_gpu_sample(from, visit);
+          },
           *since);
     } else {
       rules.start_afresh();

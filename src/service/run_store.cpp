@@ -267,9 +267,14 @@ std::size_t RunStore::prune(WallTime samples_before, WallTime minutes_before, in
 }
 
 std::vector<GpuSampleRow> RunStore::gpu_samples(WallTime since) const {
+  std::vector<GpuSampleRow> rows;
+  each_gpu_sample(since, [&rows](const GpuSampleRow& row) { rows.push_back(row); });
+  return rows;
+}
+
+void RunStore::each_gpu_sample(WallTime since, const GpuSampleVisit& visit) const {
   SQLite::Statement select(*db_, "SELECT * FROM samples WHERE t_ms >= ? ORDER BY t_ms, gpu");
   select.bind(1, unix_ms(since));
-  std::vector<GpuSampleRow> rows;
   while (select.executeStep()) {
     GpuSampleRow row;
     row.when = from_ms(select.getColumn(0).getInt64());
@@ -277,9 +282,8 @@ std::vector<GpuSampleRow> RunStore::gpu_samples(WallTime since) const {
     if (!select.getColumn(2).isNull()) row.utilization_percent = select.getColumn(2).getDouble() / 10;
     if (!select.getColumn(3).isNull()) row.memory_used_mib = static_cast<double>(select.getColumn(3).getInt64());
     row.holders = select.getColumn(4).getInt();
-    rows.push_back(row);
+    visit(row);
   }
-  return rows;
 }
 
 std::vector<GpuMinute> RunStore::gpu_minutes(WallTime since) const {

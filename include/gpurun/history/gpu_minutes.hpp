@@ -22,6 +22,11 @@ struct GpuSampleRow {
   int holders = 0;  // runs holding it
 };
 
+// Stored rows handed over one at a time, oldest first (a sample time's rows together): a walk
+// over days of samples holds one row, not all of them (the idle policy's look back after a restart).
+using GpuSampleVisit = std::function<void(const GpuSampleRow&)>;
+using GpuSampleWalk = std::function<void(const GpuSampleVisit&)>;
+
 // One GPU over one minute.
 struct GpuMinute {
   std::int64_t minute = 0;  // Unix time / 60

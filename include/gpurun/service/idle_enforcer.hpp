@@ -37,7 +37,8 @@ class IdleEnforcer {
   // After a restart: each open run's idle streak as the stored samples before it show them (every
   // GPU's rows, oldest first), so that a restart neither starts the wait to stop an idle job again
   // nor warns its owner a second time. A gap between samples over max_gap ends a streak, as here.
-  void resume(const std::vector<RunRecord>& running, const std::vector<GpuSampleRow>& samples);
+  // The rows are taken one at a time: days of samples at a second's interval are millions of rows.
+  void resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples);
 
   const IdlePolicy& policy() const { return policy_; }
 

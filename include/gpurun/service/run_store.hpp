@@ -52,6 +52,7 @@ class RunStore {
   std::size_t prune(WallTime samples_before, WallTime minutes_before, int batch = 500);
 
   std::vector<GpuSampleRow> gpu_samples(WallTime since) const;              // oldest first
+  void each_gpu_sample(WallTime since, const GpuSampleVisit& visit) const;  // the same, one at a time
   std::vector<GpuMinute> gpu_minutes(WallTime since) const;                 // oldest first
   std::optional<GpuMinute> gpu_minute(std::int64_t minute, int gpu) const;  // one row, for a minute reopened
 
