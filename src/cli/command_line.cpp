@@ -16,14 +16,18 @@ bool is_negative_number(std::string_view word) {
 
 bool is_option(std::string_view word) { return word.size() > 1 && word[0] == '-' && !is_negative_number(word); }
 
+// The longest word matched against a pattern: no duration or MIG profile is longer.
+constexpr std::size_t kLongestPatternWord = 64;
+
 bool is_whole_number(std::string_view word) {
   return !word.empty() && word.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
 // "30s", "5m", "2h", "1d": a duration no one could read as a number of GPUs.
 bool is_duration_with_unit(std::string_view word) {
+  // libstdc++'s matcher recurses once a character: a word of 100 000 would overflow the stack.
   static const std::regex duration(R"(\d+(\.\d+)?[smhd])");
-  return std::regex_match(word.begin(), word.end(), duration);
+  return word.size() <= kLongestPatternWord && std::regex_match(word.begin(), word.end(), duration);
 }
 
 // How many of the following words an option word consumes (0 or 1).
@@ -126,7 +130,7 @@ CommandLine split_command_line(const std::vector<std::string>& args,
 
 bool is_mig_profile(std::string_view word) {
   static const std::regex profile(R"((\d+c\.)?\d+g\.\d+gb(\+[a-z0-9]+)*)");
-  return std::regex_match(word.begin(), word.end(), profile);
+  return word.size() <= kLongestPatternWord && std::regex_match(word.begin(), word.end(), profile);
 }
 
 int parse_gpu_count(const std::string& word) {

@@ -24,15 +24,29 @@ bool label_ok(const Value& v) { return v && !v->starts_with("gpurun."); }  // gp
 bool security_ok(const Value& v) {
   return one_of(v, {"no-new-privileges", "no-new-privileges=true", "no-new-privileges:true"});
 }
-bool mount_ok(const Value& v) {  // bind mounts are checked as the caller (job/caller_mounts.hpp); tmpfs is private
+// Bind mounts are checked as the caller (job/caller_mounts.hpp), a tmpfs is private. Only the keys
+// below, in any case (docker lowercases them): any other (volume-*, bind-propagation, podman's
+// U/chown/idmap/relabel) would have root do more than mount what the caller may reach.
+bool mount_ok(const Value& v) {
   if (!v || v->find('"') != std::string::npos) return false;
-  bool typed = false;
+  std::optional<std::string> type;
+  bool source = false;
+  bool tmpfs_option = false;
   for (std::string_view field : text::split(*v, ',')) {
-    if (field.starts_with("type=") && field != "type=bind" && field != "type=tmpfs") return false;
-    if (field.starts_with("volume-")) return false;
-    typed = typed || field.starts_with("type=");
+    const std::size_t eq = field.find('=');
+    const std::string key = text::to_lower(field.substr(0, eq));
+    if (key == "type") {
+      if (type || eq == std::string_view::npos) return false;  // docker keeps the last: one only
+      type = text::to_lower(field.substr(eq + 1));
+    } else if (key == "source" || key == "src") {
+      source = true;
+    } else if (key == "tmpfs-size" || key == "tmpfs-mode") {
+      tmpfs_option = true;
+    } else if (key != "target" && key != "dst" && key != "destination" && key != "readonly" && key != "ro") {
+      return false;
+    }
   }
-  return typed;
+  return (type == "bind" && !tmpfs_option) || (type == "tmpfs" && !source);
 }
 bool not_false(const Value& v) { return docker_bool(v).value_or(true); }  // --rm=false would leave it behind
 
@@ -45,7 +59,10 @@ const std::vector<DockerOptionRule>& sudo_docker_rules() {
       // What a training job needs.
       {"env", true, "environment variables (not NVIDIA_*_DEVICES, refused everywhere)"},
       {"volume", true, "bind mounts of paths the caller may reach, checked as the caller; no named volumes"},
-      {"mount", true, "type=bind (checked as the caller) or type=tmpfs, given; no named volumes, no quotes", mount_ok},
+      {"mount", true,
+       "type=bind (checked as the caller) or type=tmpfs, given once, with only source, target, readonly and "
+       "tmpfs-size/-mode; no named volumes, no quotes",
+       mount_ok},
       {"tmpfs", true, "a private tmpfs"},
       {"publish", true, "ports; host ports below 1024 are refused"},
       {"expose", true, "ports"},

@@ -18,6 +18,7 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
   if (parsed.empty() || !parsed[0].is_object()) return std::nullopt;
   ContainerOwner owner;
   owner.id = parsed[0].value("Id", "");
+  owner.image = parsed[0].value("Image", "");
   const json labels = parsed[0].contains("Config") && parsed[0]["Config"].is_object()
                           ? parsed[0]["Config"].value("Labels", json::object())
                           : json::object();
@@ -46,6 +47,29 @@ std::optional<ContainerOwner> container_owner(const std::vector<std::string>& in
     throw Error(fmt::format("cannot ask {} about container {}: {}", docker, text::printable(name),
                             describe_end(result, timeout)));
   return parse_container_owner(result.out);
+}
+
+bool image_sets_owner_labels(std::string_view image_inspect_json) {
+  using json = nlohmann::json;
+  const json parsed = json::parse(image_inspect_json, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_array() || parsed.empty() || !parsed[0].is_object())
+    throw Error("the engine's inspect of an image did not answer with a JSON array of one image");
+  // docker keeps them in Config.Labels; podman in Labels too.
+  for (const json* labels :
+       {parsed[0].contains("Config") && parsed[0]["Config"].is_object() ? &parsed[0]["Config"] : nullptr, &parsed[0]}) {
+    if (labels == nullptr || !labels->contains("Labels") || !(*labels)["Labels"].is_object()) continue;
+    for (std::string_view key : {kLabelUser, kLabelUid, kLabelGpus})
+      if ((*labels)["Labels"].contains(std::string(key))) return true;
+  }
+  return false;
+}
+
+bool image_sets_owner_labels(const std::vector<std::string>& image_inspect_argv, std::chrono::milliseconds timeout) {
+  const ProcessResult result = run_process({image_inspect_argv, {}}, timeout);
+  if (!result.succeeded())
+    throw Error(fmt::format("cannot ask {} about image {}: {}", image_inspect_argv.front(),
+                            text::printable(image_inspect_argv.back()), describe_end(result, timeout)));
+  return image_sets_owner_labels(result.out);
 }
 
 }  // namespace gpurun

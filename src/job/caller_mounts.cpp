@@ -20,7 +20,17 @@
 namespace gpurun {
 namespace {
 
-[[noreturn]] void refuse(const std::string& what) { throw Error("not allowed under sudo: " + what); }
+[[noreturn]] void refuse(const std::string& what) { throw Refusal("not allowed under sudo: " + what); }
+
+// The modes a caller's -v may give: read-only or not, propagation into the container, macOS's
+// consistency. Others have root do more than mount: :z/:Z relabel the tree for SELinux, podman's
+// :U gives it to the container's user, :O and idmap overlay or remap it.
+bool volume_mode_ok(std::string_view mode) {
+  for (std::string_view word :
+       {"ro", "rw", "private", "rprivate", "slave", "rslave", "cached", "delegated", "consistent"})
+    if (mode == word) return true;
+  return false;
+}
 
 // "/a:/b:ro" with its host side replaced.
 std::string with_volume_source(const std::string& value, const std::string& what, MountPins* pins) {
@@ -29,22 +39,38 @@ std::string with_volume_source(const std::string& value, const std::string& what
   if (!source.starts_with("/"))
     refuse(fmt::format("{} \"{}\": named volumes are shared by every user of the engine; mount a directory of yours",
                        what, text::printable(value)));
-  return resolve_as_caller(source, what, pins) + value.substr(source.size());
+  const std::string rest = value.substr(source.size());  // ":/b" or ":/b:ro"
+  const std::vector<std::string_view> parts = text::split(std::string_view(rest).substr(1), ':');
+  if (parts.size() > 2)
+    refuse(fmt::format("{} \"{}\": give SOURCE:TARGET or SOURCE:TARGET:MODE", what, text::printable(value)));
+  if (parts.size() == 2)
+    for (std::string_view mode : text::split(parts[1], ','))
+      if (!volume_mode_ok(mode))
+        refuse(fmt::format("{} \"{}\": the mode \"{}\" (ro, rw and the propagation modes are allowed)", what,
+                           text::printable(value), text::printable(mode)));
+  return resolve_as_caller(source, what, pins) + rest;
 }
 
-// "type=bind,src=/a,dst=/b" with its source replaced (a tmpfs has none).
+// "type=bind,src=/a,dst=/b" with its source replaced (a tmpfs has none), its keys and type in
+// lower case: what docker reads is what sudo_rules checked, in any case it was typed.
 std::string with_mount_source(const std::string& value, const std::string& what, MountPins* pins) {
+  if (value.find('"') != std::string::npos)
+    refuse(fmt::format("{} \"{}\": quoted fields", what, text::printable(value)));
   std::string out;
   for (std::string_view field : text::split(value, ',')) {
-    std::string f(field);
-    for (std::string_view key : {"source=", "src="})
-      if (f.starts_with(key)) {
-        const std::string path = f.substr(key.size());
-        if (path.find('"') != std::string::npos)
-          refuse(fmt::format("{} \"{}\": quoted fields", what, text::printable(value)));
-        f = std::string(key) + resolve_as_caller(path, what, pins);
-      }
-    out += (out.empty() ? "" : ",") + f;
+    const std::size_t eq = field.find('=');
+    const std::string key = text::to_lower(field.substr(0, eq));
+    if (!out.empty()) out += ',';
+    out += key;
+    if (eq == std::string_view::npos) continue;
+    const std::string field_value(field.substr(eq + 1));
+    out += '=';
+    if (key == "source" || key == "src")
+      out += resolve_as_caller(field_value, what, pins);
+    else if (key == "type")
+      out += text::to_lower(field_value);
+    else
+      out += field_value;
   }
   return out;
 }

@@ -95,8 +95,12 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
     holders = ask_holders(*engine, timeout);
     snapshot = gpus();  // GPUs in index order
   } else {
+    // Under sudo, one after the other: the engine's client raises to root for its socket
+    // (AsRoot), which changes every thread's ids, this one's reading the GPUs among them.
     std::future<Holders> asked;
-    if (ask_engine) asked = std::async(std::launch::async, [engine, timeout] { return ask_holders(*engine, timeout); });
+    if (ask_engine)
+      asked = std::async(options.caller ? std::launch::deferred : std::launch::async,
+                         [engine, timeout] { return ask_holders(*engine, timeout); });
     snapshot = source.read(timeout);
     if (asked.valid()) holders = asked.get();
   }

@@ -11,9 +11,10 @@ namespace {
 // "1g.10gb" -> {1, 10}; "1c.3g.40gb" -> {3, 40} (a compute slice of a 3g.40gb instance); {0, 0}
 // for a name that is not a profile.
 std::pair<int, int> size_of(const std::string& profile) {
-  static const std::regex pattern(R"((?:\d+c\.)?(\d+)g\.(\d+)gb.*)");
+  // No profile is longer (libstdc++'s matcher recurses once a character), nor its numbers wider.
+  static const std::regex pattern(R"((?:\d{1,4}c\.)?(\d{1,4})g\.(\d{1,6})gb.*)");
   std::smatch match;
-  if (!std::regex_match(profile, match, pattern)) return {0, 0};
+  if (profile.size() > 64 || !std::regex_match(profile, match, pattern)) return {0, 0};
   return {std::stoi(match[1].str()), std::stoi(match[2].str())};
 }
 

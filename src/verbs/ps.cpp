@@ -72,7 +72,10 @@ int run_ps(const Options& options, std::ostream& out) {
   // GPU indices and UUIDs come from nvidia-smi (asked while the engine answers); without it, the
   // devices as docker was told.
   const Machine machine = open_machine(options);
-  auto gpus_read = std::async(std::launch::async, [&] { return machine.source->read(timeout); });
+  // Under sudo, one thing at a time: the engine's client raises to root for its socket (AsRoot),
+  // which changes every thread's ids, and a file read beside it (--from-csv) would be read as root.
+  auto gpus_read = std::async(options.caller ? std::launch::deferred : std::launch::async,
+                              [&] { return machine.source->read(timeout); });
   std::vector<GpuContainer> containers =
       machine.engine->gpu_holders(timeout, options.ps_all ? Listing::all : Listing::running);
   std::vector<Gpu> gpus;

@@ -139,6 +139,19 @@ rc=$?
   fail "$A stop: rc $rc, out '$(cat "$tmp/out")', $(cat "$tmp/err")"
 for ((i = 0; i < 100; i++)); do [[ -z $(dk ps -aq) ]] && break; sleep 0.1; done  # --rm: gone soon after
 
+# 2b. A container shows its image's labels as its own: one whose image sets gpurun's labels is
+# nobody's to manage under sudo, however they read (root started it, from an image that names $A).
+base=$(dk create "$IMAGE" true)
+dk commit --change "LABEL gpurun.user=$A gpurun.uid=$uid_a gpurun.gpus=0" "$base" gpurun-e2e-forged:1 >/dev/null
+dk rm "$base" >/dev/null
+dk run -d --name not-$A-s gpurun-e2e-forged:1 sleep 60 >/dev/null
+as $A "$home_a/work" stop not-$A-s
+rc=$?
+((rc == 125)) && grep -q "sets gpurun's own labels" "$tmp/err" && dk inspect not-$A-s >/dev/null 2>&1 &&
+  pass "$A cannot stop a container whose image carries labels naming $A" || fail "forged labels: rc $rc $(cat "$tmp/err")"
+dk rm -f not-$A-s >/dev/null
+for ((i = 0; i < 100; i++)); do [[ -z $(dk ps -aq) ]] && break; sleep 0.1; done
+
 # 4 first (it needs no container left from 2): a mount source swapped after the check.
 # The target is open itself but under a directory only root may search: the caller cannot reach
 # it, a container given it as its mount root could.
@@ -178,6 +191,9 @@ refused "--docker-opt=--cidfile=/etc/x" "cidfile" --docker-opt=--cidfile=/etc/x 
 refused "--docker-opt -itv /root:/host" "not allowed under sudo: -v" --docker-opt -itv --docker-opt /root:/host "${img[@]}"
 refused "-v of another user's home" "not allowed under sudo" -v "$home_b:/b" "${img[@]}"
 refused "--mount dst first" "not allowed under sudo" --docker-opt --mount --docker-opt "dst=/b,src=$home_b,type=bind" "${img[@]}"
+refused "--mount Source= (docker reads keys in any case)" "not allowed under sudo" \
+  --docker-opt "--mount=type=bind,Source=$home_b,target=/b" "${img[@]}"
+refused "-v with :U (chown by the engine)" "not allowed under sudo" -v "$home_a/work:/w:U" "${img[@]}"
 refused "-e NVIDIA_VISIBLE_DEVICES" "outside its reservation" -e NVIDIA_VISIBLE_DEVICES=all "${img[@]}"
 refused "--docker-opt --user 0" "user" --docker-opt --user=0 "${img[@]}"
 refused "--docker-opt image word" "not a docker option" --docker-opt "$IMAGE" "${img[@]}"

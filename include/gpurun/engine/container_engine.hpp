@@ -51,6 +51,8 @@ class ContainerEngine {
   virtual std::vector<std::string> attach_argv(const std::string& container) const = 0;
   // The argv that prints a container's inspect JSON (`docker|podman inspect --type container`).
   virtual std::vector<std::string> inspect_argv(const std::string& container) const = 0;
+  // The same of an image (`--type image`): its own labels, which every container of it shows too.
+  virtual std::vector<std::string> image_inspect_argv(const std::string& image) const = 0;
 };
 
 // The docker engine that `client` (--docker) talks to: the Engine API over its socket where it

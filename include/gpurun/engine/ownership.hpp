@@ -14,6 +14,7 @@ struct ContainerOwner {
   bool started_by_gpurun = false;  // has gpurun's labels
   std::string user;                // gpurun.user
   std::optional<unsigned> uid;     // gpurun.uid (launches under sudo)
+  std::string image;               // its image's id
 };
 
 // Parses `docker inspect --type container` JSON of one container; nullopt when it lists none.
@@ -24,5 +25,14 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
 // has this name or id.
 std::optional<ContainerOwner> container_owner(const std::vector<std::string>& inspect_argv,
                                               std::chrono::milliseconds timeout);
+
+// Whether an image's inspect JSON (`--type image`) sets any of the labels that say who owns a
+// container: a container shows its image's labels as its own, so an image that sets them could
+// make anyone's container look like someone else's. Throws Error on text that is not such JSON.
+bool image_sets_owner_labels(std::string_view image_inspect_json);
+
+// Runs `image_inspect_argv` (ContainerEngine::image_inspect_argv) and answers as above; throws
+// Error where the engine cannot tell (then nobody can tell whose the container is).
+bool image_sets_owner_labels(const std::vector<std::string>& image_inspect_argv, std::chrono::milliseconds timeout);
 
 }  // namespace gpurun

@@ -111,6 +111,9 @@ class DockerApiEngine final : public ContainerEngine {
   std::vector<std::string> inspect_argv(const std::string& container) const override {
     return {docker_, "inspect", "--type", "container", "--", container};
   }
+  std::vector<std::string> image_inspect_argv(const std::string& image) const override {
+    return {docker_, "inspect", "--type", "image", "--", image};
+  }
 
  private:
   std::string docker_;

@@ -91,4 +91,8 @@ std::vector<std::string> DockerCliEngine::inspect_argv(const std::string& contai
   return {client_, "inspect", "--type", "container", "--", container};
 }
 
+std::vector<std::string> DockerCliEngine::image_inspect_argv(const std::string& image) const {
+  return {client_, "inspect", "--type", "image", "--", image};
+}
+
 }  // namespace gpurun

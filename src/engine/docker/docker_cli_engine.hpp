@@ -35,6 +35,7 @@ class DockerCliEngine final : public ContainerEngine {
   std::vector<std::string> logs_argv(const std::string& container, const LogsRequest& request) const override;
   std::vector<std::string> attach_argv(const std::string& container) const override;
   std::vector<std::string> inspect_argv(const std::string& container) const override;
+  std::vector<std::string> image_inspect_argv(const std::string& image) const override;
 
  private:
   std::string client_;

@@ -95,6 +95,15 @@ TEST(SplitCommandLine, LongOptionWithEqualsNeverConsumesTheNextWord) {
   EXPECT_THAT(line.command, ElementsAre("cmd"));
 }
 
+// libstdc++'s regex matcher recurses once a character: a word of 100 000 after --wait or --mig
+// (one argument may be 128 KiB) overflowed the stack, and gpurun died of SIGSEGV.
+TEST(SplitCommandLine, ALongWordAfterWaitOrMigIsAWordNotACrash) {
+  const std::string long_duration = std::string(100'000, '1') + "s";
+  EXPECT_THAT(split({"--wait", long_duration, "1", "true"}).options, ElementsAre("--wait"));
+  const std::string long_profile = "1g.10gb+" + std::string(100'000, 'a');
+  EXPECT_THAT(split({"--mig", long_profile, "1", "true"}).options, ElementsAre("--mig"));
+}
+
 TEST(SplitCommandLine, VerbWithACommandIsAnError) {
   const auto e = test::caught_error([] { split({"pick", "2", "extra"}); });
   EXPECT_EQ(e.exit_code, exit_code::failure);

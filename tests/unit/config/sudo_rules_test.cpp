@@ -236,7 +236,16 @@ TEST(SudoRules, MountKeyOrderAndSpellingDoNotChangeTheVerdict) {
            {{"type=tmpfs", "dst=/t", "tmpfs-size=1g"}, true},
            {{"type=volume", "src=shared", "dst=/d"}, false},
            {{"src=/data", "dst=/d", "readonly"}, false},  // no type: a named volume to docker
-           {{"type=bind", "src=/data", "dst=/d", "volume-nocopy"}, false}}) {
+           {{"type=bind", "src=/data", "dst=/d", "volume-nocopy"}, false},
+           // docker reads the keys in any case: a key in capitals is the same key
+           {{"TYPE=BIND", "SRC=/data", "Target=/d", "RO"}, true},
+           {{"type=bind", "Type=volume", "Src=othervol", "dst=/x"}, false},  // docker keeps the last type
+           {{"type=bind", "src=/data", "dst=/d", "Volume-opt=device=/x"}, false},
+           {{"type=tmpfs", "dst=/t", "Source=/data"}, false},
+           // what has root do more than mount: propagation back to the host, podman's chown and idmap
+           {{"type=bind", "src=/data", "dst=/d", "bind-propagation=rshared"}, false},
+           {{"type=bind", "src=/data", "dst=/d", "U=true"}, false},
+           {{"type=bind", "src=/data", "dst=/d", "idmap"}, false}}) {
     std::vector<std::string> order = fields;
     std::sort(order.begin(), order.end());
     do {

@@ -42,6 +42,7 @@ class FakeEngine final : public ContainerEngine {
   }
   std::vector<std::string> attach_argv(const std::string& c) const override { return {"fake", "attach", c}; }
   std::vector<std::string> inspect_argv(const std::string& c) const override { return {"fake", "inspect", c}; }
+  std::vector<std::string> image_inspect_argv(const std::string& i) const override { return {"fake", "inspect", i}; }
 };
 
 class TakeInventoryFromEngine : public ::testing::Test {

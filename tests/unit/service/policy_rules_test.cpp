@@ -45,6 +45,7 @@ class StoppingEngine final : public ContainerEngine {
   }
   std::vector<std::string> attach_argv(const std::string& /*c*/) const override { return {"/bin/true"}; }
   std::vector<std::string> inspect_argv(const std::string& /*c*/) const override { return {"/bin/true"}; }
+  std::vector<std::string> image_inspect_argv(const std::string& /*i*/) const override { return {"/bin/true"}; }
 };
 
 // A container gpurun started, with a one-minute time limit, running since kStart.
