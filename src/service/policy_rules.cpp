@@ -88,11 +88,14 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
                         [&entry](const HolderSample& h) { return h.key == entry.first; });
   });
   const auto acting_from = std::chrono::steady_clock::now();
+  std::size_t stops_left = 0;
   for (const PolicyAction& action : due) {
-    if (stopping && stopping()) {
-      spdlog::info("gpurund is stopping: {} action(s) of the site's rules left for its next start",
-                   due.size() - static_cast<std::size_t>(&action - due.data()));
-      break;
+    // Once gpurund is stopping, no stop is begun (each may take 20 s, and systemd waits 30); the
+    // next start stops what is still due. A warning still goes out: the rules count it given, and
+    // the notifier keeps what it cannot deliver before it ends.
+    if (action.kind == PolicyAction::Kind::stop && stopping && stopping()) {
+      ++stops_left;
+      continue;
     }
     const bool idle = action.rule == PolicyAction::Rule::idle;
     if (ended_by_.contains(action.key)) continue;  // stopped by the other rule already
@@ -117,6 +120,8 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
                                       run != running.end() ? &*run : nullptr, &action, host_));
     }
   }
+  if (stops_left != 0)
+    spdlog::info("gpurund is stopping: {} stop(s) of the site's rules left for its next start", stops_left);
   // The stops ran one after another (docker stop waits up to 10 s for each): the next sample is
   // that much late, which must end no other holder's idle streak.
   if (idle_)

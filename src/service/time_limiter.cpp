@@ -49,9 +49,17 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
     const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
     PolicyAction action = warning_about(PolicyAction::Rule::time_limit, holder, running, elapsed, *limit);
     if (elapsed >= *limit && step < static_cast<int>(Done::stopped)) {
-      action.kind = PolicyAction::Kind::stop;
-      done_[holder.key] = Done::stopped;
-      due.push_back(std::move(action));
+      // Never a stop without its notice: one first seen past its limit (the limit set or lowered
+      // since it started, gpurund down across its warning) is warned now and stopped that much later.
+      if (step < static_cast<int>(Done::warned)) {
+        done_[holder.key] = Done::warned;
+        age->second.stop_not_before = elapsed + (*limit - warn_at(*limit));
+        due.push_back(std::move(action));
+      } else if (elapsed >= age->second.stop_not_before) {
+        action.kind = PolicyAction::Kind::stop;
+        done_[holder.key] = Done::stopped;
+        due.push_back(std::move(action));
+      }
     } else if (elapsed >= warn_at(*limit) && step < static_cast<int>(Done::warned)) {
       done_[holder.key] = Done::warned;
       due.push_back(std::move(action));

@@ -2,9 +2,9 @@
 // Time limits (issue 23): a launch's --time-limit (the gpurun.time-limit label on its container)
 // and the site's max_runtime, the smaller of the two, for the containers gpurun started. A run is
 // warned ten minutes before its limit (at half the limit when that is under 20 minutes) and its
-// container stopped at the limit. Time counts from the run's start as the service saw it: the
-// container's start while the service runs, and kept across its restarts by the store; between
-// samples on the sampler's steady clock, so that a wall clock stepped either way moves no limit.
+// container stopped at the limit; one first seen past it is warned then, and stopped as long after. Time counts from
+// the run's start as the service saw it: the container's start while the service runs, and kept across its restarts by
+// the store; between samples on the sampler's steady clock, so that a wall clock stepped either way moves no limit.
 // Pure logic, as the idle policy is; the recorder carries out the answers.
 #include <chrono>
 #include <map>
@@ -39,8 +39,9 @@ class TimeLimiter {
   std::optional<std::chrono::seconds> max_runtime_;
   std::map<std::string, WallTime> seen_before_;  // per holder key: when the service last saw it before a restart
   struct Age {
-    std::chrono::milliseconds elapsed{0};  // since its run started
-    SampleTime last;                       // when it was last measured
+    std::chrono::milliseconds elapsed{0};     // since its run started
+    SampleTime last;                          // when it was last measured
+    std::chrono::seconds stop_not_before{0};  // warned only at or past its limit: its notice runs out then
   };
   std::map<std::string, Done> done_;  // per holder key
   std::map<std::string, Age> ages_;   // per holder key

@@ -105,6 +105,7 @@ TEST(PolicyRules, AWallClockSteppedBackDoesNotPutARetryOff) {
                   {timed.run}, &engine);
   };
   observe(0s, 0s);
+  observe(30s, 30s);  // warned
   observe(60s, 60s);  // due: refused
   ASSERT_EQ(engine.stops, 1);
   observe(60s - 3600s, 130s);  // 70 s later by the steady clock, the wall clock an hour back
@@ -132,7 +133,9 @@ TEST(PolicyRules, AHolderGoneAndBackStartsItsRetriesAfresh) {
   const TimedRun timed;
   EXPECT_EQ(stops_asked(rules, engine, timed, 130s), (std::vector<int>{60, 120}));  // next try at 240
   rules.observe({.when = kStart + 140s, .gpus = {}, .holders = {}}, {}, &engine);   // gone from a sample
-  timed.observe(rules, 150s, engine);
+  timed.observe(rules, 150s, engine);  // back, and past its limit: warned again first
+  EXPECT_EQ(engine.stops, 2);
+  timed.observe(rules, 180s, engine);  // its notice (30 s) run out: tried at once, no retry's wait
   EXPECT_EQ(engine.stops, 3);
 }
 
@@ -142,13 +145,35 @@ TEST(PolicyRules, NothingIsBegunOnceTheServiceIsStopping) {
   StoppingEngine engine;
   engine.refuses = false;
   const TimedRun timed;
+  timed.observe(rules, 30s, engine);  // warned
   rules.observe({.when = kStart + 60s, .gpus = {}, .holders = {timed.holder}}, {timed.run}, &engine,
                 [] { return true; });
   EXPECT_EQ(engine.stops, 0);
   PolicyRules going_on(SitePolicy{}, "gpu-host");
+  timed.observe(going_on, 30s, engine);
   going_on.observe({.when = kStart + 60s, .gpus = {}, .holders = {timed.holder}}, {timed.run}, &engine,
                    [] { return false; });
   EXPECT_EQ(engine.stops, 1);
+}
+
+// A warning due as gpurund stops still goes out: the rules count it given, and after the restart
+// the stop comes on time. It was dropped with the stops, and the job stopped without a word.
+TEST(PolicyRules, AWarningDueAsTheServiceStopsStillGoesOut) {
+  const test::WebhookReceiver receiver;
+  SitePolicy policy;
+  policy.notify = NotifyPolicy{};
+  policy.notify->webhook = receiver.url();
+  StoppingEngine engine;
+  const TimedRun timed;
+  {
+    PolicyRules rules(policy, "dgx1");
+    rules.observe({.when = kStart + 30s, .gpus = {}, .holders = {timed.holder}}, {timed.run}, &engine,
+                  [] { return true; });
+    for (int i = 0; i < 100 && receiver.bodies().empty(); ++i) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(engine.stops, 0);
+  ASSERT_EQ(receiver.bodies().size(), 1U);
+  EXPECT_THAT(receiver.bodies().front(), ::testing::HasSubstr("time limit"));
 }
 
 // What the last stop could not deliver is sent when the same rules resume, and dropped where a

@@ -81,6 +81,15 @@ TEST(TimeLimiter, WarnsOnceThenStopsOnceAtTheLabelsLimit) {
             (std::vector<std::vector<Kind>>{{}, {}, {Kind::warn}, {}, {Kind::stop}, {}}));
 }
 
+// A limit set or lowered while a job runs (max_runtime added, gpurund restarted), or gpurund down
+// across its warning: the job is warned when first seen past its limit, and stopped only once the
+// warning's notice (here 30 s, half of a 60 s limit) has run out. It was stopped without a word.
+TEST(TimeLimiter, ARunFirstSeenPastItsLimitIsWarnedAndStoppedOnlyAfterTheNotice) {
+  TimeLimiter limiter(std::nullopt);
+  EXPECT_EQ(kinds_over(limiter, holder("container:c1", 60s), {100s, 110s, 129s, 130s, 140s}),
+            (std::vector<std::vector<Kind>>{{Kind::warn}, {}, {}, {Kind::stop}, {}}));
+}
+
 TEST(TimeLimiter, TheSmallerOfTheLabelAndMaxRuntimeWins) {
   TimeLimiter strict(100s);
   EXPECT_EQ(kinds_over(strict, holder("container:c1", 1h), {50s, 100s}),
@@ -89,8 +98,8 @@ TEST(TimeLimiter, TheSmallerOfTheLabelAndMaxRuntimeWins) {
   EXPECT_EQ(kinds_over(loose, holder("container:c1", 100s), {50s, 100s}),
             (std::vector<std::vector<Kind>>{{Kind::warn}, {Kind::stop}}));
   TimeLimiter policy_only(100s);  // a launch without --time-limit gets max_runtime
-  EXPECT_EQ(kinds_over(policy_only, holder("container:c1", std::nullopt), {100s}),
-            (std::vector<std::vector<Kind>>{{Kind::stop}}));
+  EXPECT_EQ(kinds_over(policy_only, holder("container:c1", std::nullopt), {50s, 100s}),
+            (std::vector<std::vector<Kind>>{{Kind::warn}, {Kind::stop}}));
 }
 
 TEST(TimeLimiter, LeavesWhatGpurunDidNotStartAndRunsWithoutALimit) {
@@ -106,7 +115,7 @@ TEST(TimeLimiter, LeavesWhatGpurunDidNotStartAndRunsWithoutALimit) {
 TEST(TimeLimiter, AFailedStopIsAskedForAgainAtTheNextSample) {
   TimeLimiter limiter(std::nullopt);
   const HolderSample held = holder("container:c1", 60s);
-  EXPECT_EQ(kinds_over(limiter, held, {60s}), (std::vector<std::vector<Kind>>{{Kind::stop}}));
+  EXPECT_EQ(kinds_over(limiter, held, {30s, 60s}), (std::vector<std::vector<Kind>>{{Kind::warn}, {Kind::stop}}));
   limiter.stop_failed(held.key);
   EXPECT_EQ(kinds_over(limiter, held, {70s, 80s}), (std::vector<std::vector<Kind>>{{Kind::stop}, {}}));
 }
