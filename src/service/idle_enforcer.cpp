@@ -11,6 +11,12 @@ IdleEnforcer::IdleEnforcer(IdlePolicy policy, std::chrono::milliseconds max_gap)
 
 void IdleEnforcer::stop_failed(const std::string& key) { done_[key] = Done::warned; }
 
+void IdleEnforcer::forget(const std::string& key) {
+  streaks_.erase(key);
+  done_.erase(key);
+  resumed_past_stop_.erase(key);
+}
+
 void IdleEnforcer::resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples) {
   // Each run's streak so far, carried from one sample time to the next.
   struct StoredStreak {

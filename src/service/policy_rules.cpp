@@ -77,6 +77,24 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
                           const std::function<bool()>& stopping) {
   for (const HolderSample& holder : sample.holders)
     if (holder.notify_end) notify_end_.insert(holder.key);
+  // A container a rule stopped, missing from a sample since, that the engine lists running again
+  // (its restart policy, `docker start`) before its run ended: the rules start afresh with it.
+  // Kept as stopped, no rule would ever have looked at it again, and its run would have ended
+  // "stopped" whenever it ended.
+  const auto listed = [&sample](const std::string& key) {
+    return std::any_of(sample.holders.begin(), sample.holders.end(),
+                       [&key](const HolderSample& h) { return h.key == key && h.listed_by_engine; });
+  };
+  for (const auto& [key, why] : ended_by_)
+    if (!listed(key)) stopped_and_gone_.insert(key);
+  for (const HolderSample& holder : sample.holders)
+    if (holder.listed_by_engine && stopped_and_gone_.erase(holder.key) != 0 && ended_by_.erase(holder.key) != 0) {
+      spdlog::info("container {} runs again after its stop: the site's rules start afresh with it",
+                   text::printable(holder.name));
+      limiter_.forget(holder.key);
+      if (idle_) idle_->forget(holder.key);
+      retries_.erase(holder.key);
+    }
   std::vector<PolicyAction> due = limiter_.observe(sample, running);
   if (idle_) {
     std::vector<PolicyAction> idle = idle_->observe(sample, running);
@@ -165,6 +183,7 @@ void PolicyRules::ended(std::vector<RunRecord>& runs) {
     if (const auto why = ended_by_.find(run.key); why != ended_by_.end()) {
       run.ended_by = why->second;
       ended_by_.erase(why);
+      stopped_and_gone_.erase(run.key);
     }
     const bool asked = notify_end_.erase(run.key) > 0;
     if (notifier_) notifier_->send(notification_of("run_ended", ended_text(run), &run, nullptr, host_), asked);

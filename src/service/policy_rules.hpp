@@ -71,6 +71,7 @@ class PolicyRules {
   std::optional<IdleEnforcer> idle_;
   std::optional<Notifier> notifier_;
   std::map<std::string, std::string> ended_by_;  // holder key -> why its run will end
+  std::set<std::string> stopped_and_gone_;       // of those, the ones a sample has missed since
   std::set<std::string> notify_end_;             // holder keys whose launch asked for run_ended (--notify)
   std::map<std::string, Retry> retries_;         // holder key -> its failed stops
 };

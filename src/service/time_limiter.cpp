@@ -12,6 +12,12 @@ std::chrono::seconds TimeLimiter::warn_at(std::chrono::seconds limit) {
 
 void TimeLimiter::stop_failed(const std::string& key) { done_[key] = Done::warned; }
 
+void TimeLimiter::forget(const std::string& key) {
+  done_.erase(key);
+  ages_.erase(key);
+  seen_before_.erase(key);
+}
+
 void TimeLimiter::resume(const std::vector<RunRecord>& running) {
   for (const RunRecord& run : running) seen_before_[run.key] = run.last_seen;
 }

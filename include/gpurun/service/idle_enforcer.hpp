@@ -30,6 +30,9 @@ class IdleEnforcer {
   // The stop of `key` failed: the next sample asks for it again.
   void stop_failed(const std::string& key);
 
+  // `key` starts afresh: a container it stopped runs again (its restart policy, `docker start`).
+  void forget(const std::string& key);
+
   // The service spent `spent` acting (stopping containers) after the last sample: the next one
   // comes that much later, a gap the service made, which ends nobody's streak.
   void acted_for(std::chrono::milliseconds spent) { allowance_ += spent; }

@@ -27,6 +27,10 @@ class TimeLimiter {
   // The stop of `key` failed: the next sample asks for it again.
   void stop_failed(const std::string& key);
 
+  // `key` starts afresh: a container it stopped runs again (its restart policy, `docker start`);
+  // its run goes on, so its limit still counts from the run's start, with a warning before the stop.
+  void forget(const std::string& key);
+
   // When a run with this limit is warned: ten minutes before it, or halfway for a short one.
   static std::chrono::seconds warn_at(std::chrono::seconds limit);
 

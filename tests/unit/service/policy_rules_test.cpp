@@ -127,6 +127,28 @@ TEST(PolicyRules, AStopThatWorksEndsTheRetriesAndMarksTheRunsEnd) {
   EXPECT_EQ(ended.front().ended_by, "time_limit");
 }
 
+// A container stopped by a rule that the engine runs again (--restart always, `docker start`)
+// under the same id before its run ended: the rules start afresh with it. It was left alone for
+// the rest of its life, and its run marked as stopped.
+TEST(PolicyRules, AStoppedContainerThatRunsAgainIsWatchedAgain) {
+  PolicyRules rules(SitePolicy{}, "gpu-host");
+  StoppingEngine engine;
+  engine.refuses = false;
+  const TimedRun timed;
+  timed.observe(rules, 30s, engine);  // warned
+  timed.observe(rules, 60s, engine);  // stopped
+  ASSERT_EQ(engine.stops, 1);
+  timed.observe(rules, 65s, engine);  // a sample that still shows it changes nothing
+  rules.observe({.when = kStart + 70s, .gpus = {}, .holders = {}}, {timed.run}, &engine);  // gone
+  timed.observe(rules, 80s, engine);  // running again: past its limit, so warned first
+  EXPECT_EQ(engine.stops, 1);
+  timed.observe(rules, 110s, engine);  // its notice run out
+  EXPECT_EQ(engine.stops, 2);
+  std::vector<RunRecord> ended{timed.run};
+  rules.ended(ended);
+  EXPECT_EQ(ended.front().ended_by, "time_limit");
+}
+
 TEST(PolicyRules, AHolderGoneAndBackStartsItsRetriesAfresh) {
   PolicyRules rules(SitePolicy{}, "gpu-host");
   StoppingEngine engine;
