@@ -174,6 +174,19 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
   }
 }
 
+void check_mounted_sources(const SitePolicy& policy, const std::vector<std::string>& real_sources) {
+  for (const std::string& rule_text : policy.refused_docker_options) {
+    const std::optional<DockerArg> rule = parse_rule(rule_text);
+    if (!rule || rule->name != "volume" || !rule->value || rule->value->find(':') != std::string::npos) continue;
+    for (const std::string& real : real_sources)
+      if (paths_overlap_as_mounted(*rule->value, real))
+        throw Refusal(fmt::format(
+            "a mount whose real path is {} is refused by the site policy \"refused_docker_options\" (rule \"{}\") "
+            "in {}",
+            text::printable(real), rule_text, location(policy, "refused_docker_options")));
+  }
+}
+
 void check_sharing(const SitePolicy& policy, const Options& options) {
   if (policy.allow_sharing || (!options.allow_busy && !options.min_free_memory_mib)) return;
   throw Refusal(

@@ -33,7 +33,8 @@ bool volume_mode_ok(std::string_view mode) {
 }
 
 // "/a:/b:ro" with its host side replaced.
-std::string with_volume_source(const std::string& value, const std::string& what, MountPins* pins) {
+std::string with_volume_source(const std::string& value, const std::string& what, MountPins* pins,
+                               std::vector<std::string>& reals) {
   if (value.find(':') == std::string::npos) return value;  // an anonymous volume: the container's own
   const std::string source = volume_source(value);
   if (!source.starts_with("/"))
@@ -48,12 +49,13 @@ std::string with_volume_source(const std::string& value, const std::string& what
       if (!volume_mode_ok(mode))
         refuse(fmt::format("{} \"{}\": the mode \"{}\" (ro, rw and the propagation modes are allowed)", what,
                            text::printable(value), text::printable(mode)));
-  return resolve_as_caller(source, what, pins) + rest;
+  return resolve_as_caller(source, what, pins, &reals.emplace_back()) + rest;
 }
 
 // "type=bind,src=/a,dst=/b" with its source replaced (a tmpfs has none), its keys and type in
 // lower case: what docker reads is what sudo_rules checked, in any case it was typed.
-std::string with_mount_source(const std::string& value, const std::string& what, MountPins* pins) {
+std::string with_mount_source(const std::string& value, const std::string& what, MountPins* pins,
+                              std::vector<std::string>& reals) {
   if (value.find('"') != std::string::npos)
     refuse(fmt::format("{} \"{}\": quoted fields", what, text::printable(value)));
   std::string out;
@@ -66,7 +68,7 @@ std::string with_mount_source(const std::string& value, const std::string& what,
     const std::string field_value(field.substr(eq + 1));
     out += '=';
     if (key == "source" || key == "src")
-      out += resolve_as_caller(field_value, what, pins);
+      out += resolve_as_caller(field_value, what, pins, &reals.emplace_back());
     else if (key == "type")
       out += text::to_lower(field_value);
     else
@@ -77,7 +79,8 @@ std::string with_mount_source(const std::string& value, const std::string& what,
 
 }  // namespace
 
-std::string resolve_as_caller(const std::string& path, const std::string& what, MountPins* pins) {
+std::string resolve_as_caller(const std::string& path, const std::string& what, MountPins* pins,
+                              std::string* real_path) {
   if (!path.starts_with("/")) refuse(fmt::format("{} \"{}\": give an absolute path", what, text::printable(path)));
   // O_PATH: search permission on every directory to it, as the caller; the file's own mode is
   // left to the kernel inside the container, which runs with the caller's ids.
@@ -101,17 +104,20 @@ std::string resolve_as_caller(const std::string& path, const std::string& what, 
   if (real.find(':') != std::string::npos || real.find(',') != std::string::npos)
     refuse(fmt::format("{} \"{}\": its real path {} holds ':' or ','", what, text::printable(path),
                        text::printable(real)));
+  if (real_path != nullptr) *real_path = real;
   // Pinned, docker mounts the object opened here, not whatever the path names by then.
   return pins != nullptr ? pins->pin(fd.get()) : real;
 }
 
 CallerMounts check_caller_mounts(const Options& options, const std::string& workdir, MountPins* pins) {
   CallerMounts mounts;
-  for (const std::string& v : options.volumes) mounts.volumes.push_back(with_volume_source(v, "--volume", pins));
+  for (const std::string& v : options.volumes)
+    mounts.volumes.push_back(with_volume_source(v, "--volume", pins, mounts.real_sources));
   // docker_opts: rewritten in docker's long spelling, so that what docker reads is what was checked.
   for (DockerArg arg : caller_docker_args(options.docker_opts)) {
-    if (arg.name == "volume" && arg.value) arg.value = with_volume_source(*arg.value, "-v", pins);
-    if (arg.name == "mount" && arg.value) arg.value = with_mount_source(*arg.value, "--mount", pins);
+    if (arg.name == "volume" && arg.value) arg.value = with_volume_source(*arg.value, "-v", pins, mounts.real_sources);
+    if (arg.name == "mount" && arg.value)
+      arg.value = with_mount_source(*arg.value, "--mount", pins, mounts.real_sources);
     mounts.docker_opts.push_back(canonical(arg));
   }
   mounts.workdir_source = resolve_as_caller(workdir, "the working directory", pins);

@@ -17,9 +17,10 @@ struct Options;
 class MountPins;
 
 struct CallerMounts {
-  std::vector<std::string> volumes;      // Options::volumes, each with its real host path
-  std::vector<std::string> docker_opts;  // Options::docker_opts, -v and --mount sources likewise
-  std::string workdir_source;            // the working directory's real path
+  std::vector<std::string> volumes;       // Options::volumes, each with its real host path
+  std::vector<std::string> docker_opts;   // Options::docker_opts, -v and --mount sources likewise
+  std::string workdir_source;             // the working directory's real path
+  std::vector<std::string> real_sources;  // the -v and --mount sources' real paths (what a pin holds)
 };
 
 // Checks and resolves every mount of `options` and the working directory `workdir`. Throws
@@ -29,6 +30,8 @@ CallerMounts check_caller_mounts(const Options& options, const std::string& work
 
 // The real path of `path` as its caller resolves it, or Error; `what` names it in the message.
 // With `pins`: the pin of the object opened (a root-only path) instead.
-std::string resolve_as_caller(const std::string& path, const std::string& what, MountPins* pins = nullptr);
+// `real_path`: receives the real path, pinned or not.
+std::string resolve_as_caller(const std::string& path, const std::string& what, MountPins* pins = nullptr,
+                              std::string* real_path = nullptr);
 
 }  // namespace gpurun

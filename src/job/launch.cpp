@@ -66,10 +66,10 @@ void act_for_caller(const Options& options, const CallerMounts& mounts, DockerRu
   request.for_caller = true;
 }
 
-// Under sudo the mounts are the caller's, checked as the caller; with `pins` (a real launch, not
-// a dry run) docker gets pins of what was checked, never a path the caller could swap.
+// Under sudo the mounts are the caller's, checked as the caller (run_launch); in a real launch, not
+// a dry run, docker gets pins of what was checked, never a path the caller could swap.
 DockerRunRequest make_request(const Options& options, const std::vector<GpuAssessment>& chosen, int cpus,
-                              MountPins* pins) {
+                              const std::optional<CallerMounts>& caller_mounts) {
   DockerRunRequest request;
   request.docker = options.docker;
   request.image = options.image;
@@ -97,7 +97,7 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   request.command = options.command;
   request.time_limit = launch_time_limit(options.policy, options);
   request.notify = options.notify;
-  if (options.caller) act_for_caller(options, check_caller_mounts(options, request.identity.workdir, pins), request);
+  if (caller_mounts) act_for_caller(options, *caller_mounts, request);
   return request;
 }
 
@@ -315,7 +315,16 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 int run_launch(const Options& options, std::ostream& out) {
   enforce_policy(options);                         // whoever calls the library: the site policy holds
   enforce_caller_rules(options, options.dry_run);  // under sudo: gpurun/config/sudo_rules.hpp
-  if (options.caller) check_caller_mounts(options, current_identity().workdir);  // fail before taking GPUs
+  // Under sudo the mounts are checked as the caller and pinned (a real launch) before anything
+  // else: a refusal costs no GPU query, and a path the caller stalls (a FUSE or hung NFS mount)
+  // holds up no other launch, as it would under the selection lock. The site's refused paths are
+  // checked again against what was pinned.
+  MountPins pins;
+  std::optional<CallerMounts> caller_mounts;
+  if (options.caller) {
+    caller_mounts = check_caller_mounts(options, current_identity().workdir, options.dry_run ? nullptr : &pins);
+    check_mounted_sources(options.policy, caller_mounts->real_sources);
+  }
   check_image(options.image);          // before asking nvidia-smi anything: fail fast
   const bool report = options.report;  // --report-json set it too (settle_options)
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
@@ -350,8 +359,7 @@ int run_launch(const Options& options, std::ostream& out) {
   spdlog::log(ranking_level, "picked GPU{} {} of {}; --cpus {} ({} per GPU)", chosen.size() == 1 ? "" : "s",
               index_list(chosen), inventory.assessed.size(), cpus.total, cpus.per_gpu);
 
-  MountPins pins;
-  DockerRunRequest request = make_request(options, chosen, cpus.total, options.dry_run ? nullptr : &pins);
+  DockerRunRequest request = make_request(options, chosen, cpus.total, caller_mounts);
   request.gpu_request = gpu_request_form(options, *engine, request, ranking_level);
   const std::vector<std::string> argv = engine->run_argv(request);
   if (options.dry_run) {

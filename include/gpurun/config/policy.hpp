@@ -60,6 +60,9 @@ std::string gpu_not_allowed_reason(const SitePolicy& policy);
 // Each refusal is an Error naming the rule, its value and the file:line that sets it.
 void check_gpu_count(const SitePolicy& policy, int gpus);  // max_gpus_per_launch, allowed_gpus
 void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, const Options& options);
+// The refused host paths ("-v /srv/licensed") against the real paths a sudo caller's mounts were
+// pinned at: what docker will mount, not the path as typed, which a symlink may change meanwhile.
+void check_mounted_sources(const SitePolicy& policy, const std::vector<std::string>& real_sources);
 
 // allow_sharing: --allow-busy and --min-free-memory are refused when the policy forbids sharing.
 void check_sharing(const SitePolicy& policy, const Options& options);

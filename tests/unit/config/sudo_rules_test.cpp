@@ -265,6 +265,18 @@ TEST(SudoRules, MountKeyOrderAndSpellingDoNotChangeTheVerdict) {
   }
 }
 
+// A refused host path is checked again against the real paths the caller's mounts were pinned
+// at: a symlink swapped after the check of the typed path reached it.
+TEST(Policy, ARefusedHostPathIsCheckedAgainstWhatWasPinned) {
+  SitePolicy policy;
+  policy.refused_docker_options = {"-v /srv/licensed"};
+  check_mounted_sources(policy, {"/home/alice/data", "/srv/licensed-not"});
+  const auto e = test::caught_error([&] { check_mounted_sources(policy, {"/home/alice", "/srv/licensed/set"}); });
+  EXPECT_EQ(e.exit_code, 125);
+  EXPECT_THAT(e.message, HasSubstr("real path is /srv/licensed/set"));
+  EXPECT_THAT(e.message, HasSubstr("-v /srv/licensed"));
+}
+
 TEST(Policy, GpuSelectingVariablesAreRefusedEverywhere) {
   for (const char* item : {"NVIDIA_VISIBLE_DEVICES=all", "nvidia_visible_devices=0", "NVIDIA_VISIBLE_DEVICES",
                            "NVIDIA_MIG_CONFIG_DEVICES=all", "NVIDIA_IMEX_CHANNELS=0"})
