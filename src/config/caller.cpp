@@ -26,22 +26,29 @@ unsigned id_of(const std::map<std::string, std::string>& vars, const std::string
   return static_cast<unsigned>(*value);
 }
 
-// What root's children see under sudo. sudo's env_reset usually drops the rest, but a site's
-// env_keep or SETENV must not let a caller choose what root runs: PATH finds the programs
-// (a fixed system path, as sudo's secure_path), DOCKER_* and HOME decide which engine, which
-// client config.json (credential helpers, CLI plugins: programs) and which TLS files docker
-// uses, XDG_RUNTIME_DIR a rootless engine's socket, GPURUN_SYSFS_ROOT the topology read,
-// GPURUN_SYSTEM_CONFIG the system file (ignored under sudo already), GPURUN_SYSLOG_SOCKET the log.
+// What root's children see under sudo: a list of what is kept, not of what goes. sudo's env_reset
+// usually drops the rest, but a site's env_keep or SETENV must not let a caller choose what root
+// runs or how: DOCKER_* and HOME decide which engine, which client config.json (credential
+// helpers, CLI plugins: programs) and which TLS files docker uses; proxies where its API traffic
+// goes; BASH_ENV and SHELLOPTS run code in an admin's wrapper script; LD_*, GCONV_PATH and the
+// like load it; XDG_RUNTIME_DIR names a rootless engine's socket; GPURUN_SYSFS_ROOT the topology
+// read, GPURUN_SYSTEM_CONFIG the system file (ignored under sudo already), GPURUN_SYSLOG_SOCKET
+// the log. Kept: the terminal, the language (no path in it), sudo's own, gpurun's settings.
+bool kept_for_root(std::string_view name, std::string_view value) {
+  if (name == "TERM" || name == "COLORTERM" || name == "NO_COLOR" || name.starts_with("SUDO_")) return true;
+  if (name == "LANG" || name == "LANGUAGE" || name.starts_with("LC_"))
+    return value.find_first_of("/%") == std::string_view::npos;
+  return name.starts_with("GPURUN_") && name != "GPURUN_SYSFS_ROOT" && name != "GPURUN_SYSTEM_CONFIG" &&
+         name != "GPURUN_SYSLOG_SOCKET";
+}
+
 void scrub_environment_for_root() {
   std::vector<std::string> names;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
-    const std::string_view name = text.substr(0, text.find('='));
-    if (name.starts_with("DOCKER_") || name.starts_with("LD_") || name == "XDG_RUNTIME_DIR" ||
-        name == "XDG_CONFIG_HOME" || name == "CONTAINERS_CONF" || name == "CONTAINER_HOST" ||
-        name == "GPURUN_SYSFS_ROOT" || name == "GPURUN_SYSTEM_CONFIG" || name == "GPURUN_SYSLOG_SOCKET" ||
-        name == "BUILDKIT_HOST")
-      names.emplace_back(name);
+    const std::size_t equals = text.find('=');
+    const std::string_view name = text.substr(0, equals);
+    if (!kept_for_root(name, equals == std::string_view::npos ? "" : text.substr(equals + 1))) names.emplace_back(name);
   }
   for (const std::string& name : names) ::unsetenv(name.c_str());
   ::setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);

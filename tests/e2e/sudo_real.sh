@@ -78,13 +78,18 @@ cat >"$tmp/scenario.json" <<'EOF'
  {"index": 1, "uuid": "GPU-s1", "name": "NVIDIA A100", "memory.used": 0, "memory.total": 81920, "utilization.gpu": 0, "mig.mode.current": "Disabled"}],
  "processes": []}
 EOF
-install -m 755 "$2" "$tmp/nvidia-smi"
+# The stand-in's scenario is the admin's wrapper's to give: under sudo gpurun hands root's
+# children none of the caller's environment but the terminal's and the language's.
+install -m 755 "$2" "$tmp/nvidia-smi-stand-in"
+printf '#!/bin/sh\nFAKE_SMI_SCENARIO=%s exec %s "$@"\n' "$tmp/scenario.json" "$tmp/nvidia-smi-stand-in" >"$tmp/nvidia-smi"
+chmod 755 "$tmp/nvidia-smi"
 # The admin names the engine in the program they configure: under sudo gpurun drops the caller's
 # DOCKER_* variables (the rule below keeps them, as a careless site might, to prove it).
 # When $tmp/swap names "SOURCE TARGET", it also swaps SOURCE for a symlink to TARGET right before
 # `docker run`: the worst moment a caller racing gpurun could hit (test 4).
 cat >"$tmp/docker-for-root" <<EOF
 #!/bin/sh
+env >$tmp/root-env
 if [ "\$1" = run ] && [ -f $tmp/swap ]; then
   read -r src dst <$tmp/swap && rm -f $tmp/swap && mv "\$src" "\$src.old" && ln -s "\$dst" "\$src"
 fi
@@ -94,7 +99,7 @@ chmod 755 "$tmp/docker-for-root"
 printf '{"docker": "%s", "nvidia_smi": "%s", "lock_dir": "%s/locks", "lock_group": "%s", "ignore_containers": false}\n' \
   "$tmp/docker-for-root" "$tmp/nvidia-smi" "$tmp" "$G" >/etc/gpurun/config.json
 cat >"$tmp/sudoers" <<EOF
-Defaults!$gpurun env_keep += "DOCKER_HOST DOCKER_CONFIG FAKE_SMI_SCENARIO ASAN_OPTIONS"
+Defaults!$gpurun env_keep += "DOCKER_HOST DOCKER_CONFIG FAKE_SMI_SCENARIO ASAN_OPTIONS HTTPS_PROXY BASH_ENV"
 $A, $B ALL=(root) NOPASSWD: $gpurun
 EOF
 visudo -cf "$tmp/sudoers" >/dev/null || { say "FAIL: sudoers rule does not parse"; exit 1; }
@@ -106,7 +111,8 @@ as() { # as USER DIR ARGS...: run `sudo gpurun ARGS` as USER in DIR; output in $
   # A sanitized build (scripts/coverage): LeakSanitizer cannot stop a process that changed its
   # effective ids (not dumpable), and would end each such gpurun with its own exit status.
   (cd "$dir" && runuser -u "$user" -- env DOCKER_HOST=unix:///nonexistent/caller.sock DOCKER_CONFIG="$dir" \
-     FAKE_SMI_SCENARIO="$tmp/scenario.json" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+     FAKE_SMI_SCENARIO="$tmp/scenario.json" HTTPS_PROXY=http://caller.example:3128 BASH_ENV="$dir/.bashenv" \
+     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
      timeout 60 sudo -n "$gpurun" "$@") >"$tmp/out" 2>"$tmp/err" </dev/null
 }
 home_a=$(getent passwd $A | cut -d: -f6)
@@ -119,6 +125,10 @@ as $A "$home_a/work" --image $IMAGE 1 -- sh -c 'echo "UID=$(id -u):$(id -g)"; ec
 rc=$?
 if ((rc == 0)) && grep -qx "UID=$uid_a:$(id -g $A)" "$tmp/out"; then pass "container runs as $A ($uid_a)"
 else fail "container as the caller: rc $rc, $(cat "$tmp/out" "$tmp/err")"; fi
+# sudo kept the caller's proxy, BASH_ENV and the rest (env_keep): root's docker got none of them.
+if [[ -s $tmp/root-env ]] && ! grep -Eq '^(HTTPS_PROXY|BASH_ENV|FAKE_SMI_SCENARIO|DOCKER_HOST|DOCKER_CONFIG)=' "$tmp/root-env"; then
+  pass "root's docker got none of the caller's environment sudo kept"
+else fail "root's docker's environment: $(grep -E '^(HTTPS_PROXY|BASH_ENV|FAKE_|DOCKER_)' "$tmp/root-env" 2>&1)"; fi
 owner=$(stat -c %U "$home_a/work/written.txt" 2>/dev/null)
 [[ $owner == "$A" ]] && pass "file written in the mounted directory belongs to $A" || fail "written.txt owned by '$owner'"
 
