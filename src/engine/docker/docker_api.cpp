@@ -3,6 +3,7 @@
 #include "docker/cdi_cache.hpp"
 #include "docker/docker_cli_engine.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <iterator>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "access_hint.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
 #include "gpurun/util/json_kept.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/unix_http.hpp"
@@ -39,20 +42,21 @@ std::optional<std::string> env_value(const char* name) {
   return value != nullptr && *value != '\0' ? std::optional<std::string>(value) : std::nullopt;
 }
 
-// config.json's currentContext ("" when there is none, or no readable file).
-std::string current_context(const DockerClientEnvironment& env) {
+// config.json's currentContext: "" when there is none, or no file; nullopt where the file may not
+// be read (under sudo, root's as the caller): its context is then unknown, not the default.
+std::optional<std::string> current_context(const DockerClientEnvironment& env) {
   std::string dir;
   if (env.docker_config)
     dir = *env.docker_config;
   else if (env.home)
     dir = *env.home + "/.docker";
   else
-    return {};
+    return std::string{};
   // Regular files only: a FIFO there would hang every launch. Docker's own file is a few KB.
   const BoundedRead file = read_bounded(dir + "/config.json", std::size_t{16} << 20, FileKinds::regular_only);
-  if (!file.text) return {};
+  if (!file.text) return file.error == EACCES || file.error == EPERM ? std::nullopt : std::optional<std::string>("");
   const json config = json::parse(*file.text, nullptr, false);
-  if (!config.is_object()) return {};
+  if (!config.is_object()) return std::string{};
   const auto it = config.find("currentContext");
   return it != config.end() && it->is_string() ? it->get<std::string>() : std::string{};
 }
@@ -138,7 +142,12 @@ std::optional<std::string> docker_socket_path(const DockerClientEnvironment& env
     why_not = fmt::format("DOCKER_HOST is {}, not a unix socket", text::printable(*env.docker_host, 100));
     return std::nullopt;
   }
-  const std::string context = env.docker_context ? *env.docker_context : current_context(env);
+  const std::optional<std::string> read = env.docker_context ? env.docker_context : current_context(env);
+  if (!read) {
+    why_not = "docker's config.json cannot be read here, so its current context is not known";
+    return std::nullopt;
+  }
+  const std::string& context = *read;
   if (!context.empty() && context != "default") {
     why_not = fmt::format("the docker context \"{}\" is in use", text::printable(context, 100));
     return std::nullopt;
@@ -227,6 +236,17 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
   }
 }
 
+namespace {
+
+// Whether `program` starts with "#!": a wrapper, not docker's client itself.
+bool is_script(const std::string& program) {
+  const Fd fd(::open(program.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  char start[2] = {};
+  return fd.valid() && ::read(fd.get(), start, sizeof start) == 2 && start[0] == '#' && start[1] == '!';
+}
+
+}  // namespace
+
 std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& docker_cli,
                                                            const std::string& socket_path, const std::string& name) {
   return std::make_unique<DockerApiEngine>(docker_cli, socket_path, name);
@@ -241,6 +261,9 @@ std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docke
   // podman's CLI talks to podman, not to docker's socket (podman has an engine of its own).
   const std::string_view base = std::string_view(docker_cli).substr(docker_cli.rfind('/') + 1);
   if (base.starts_with("podman")) return decline(fmt::format("{} is not docker's client", docker_cli));
+  // An admin's wrapper script may name another engine (DOCKER_HOST set inside it): its engine is
+  // the one it runs the job on, so it is asked through it.
+  if (is_script(docker_cli)) return decline(fmt::format("{} is a script, which chooses its own engine", docker_cli));
   std::string reason;
   const auto socket = docker_socket_path(DockerClientEnvironment::from_process(), reason);
   if (!socket) return decline(reason);

@@ -2,8 +2,10 @@
 // in, and the queries against a stand-in engine on a unix socket of the test's own.
 #include "docker/docker_api.hpp"
 
+#include <grp.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -32,6 +34,46 @@ TEST(DockerSocketPath, TheDefaultSocketWithoutDockerHostOrContext) {
   std::string why;
   EXPECT_EQ(docker_socket_path({}, why), "/var/run/docker.sock");
   EXPECT_EQ(docker_socket_path({std::nullopt, "default", std::nullopt, std::nullopt}, why), "/var/run/docker.sock");
+}
+
+// Under sudo, root's config.json read as the caller: its context is not known, so the engine is
+// asked through the CLI (which runs as root), not on the default socket, which may be another engine.
+TEST(DockerSocketPath, AConfigJsonThatMayNotBeReadLeavesTheEngineToTheCli) {
+  std::string pattern = (fs::path(::testing::TempDir()) / "gpurun-dockercfg-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path dir = pattern;
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::others_exec);
+  std::ofstream(dir / "config.json") << R"({"currentContext": "remote"})";
+  fs::permissions(dir / "config.json", fs::perms::owner_read | fs::perms::owner_write);
+  // Asked as nobody (root reads any file), in a child: the ids are the whole process's.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+                             ::setresuid(65534, 65534, 65534) != 0))
+      ::_exit(3);
+    std::string why;
+    const bool unknown = !docker_socket_path({std::nullopt, std::nullopt, dir.string(), std::nullopt}, why) &&
+                         why == "docker's config.json cannot be read here, so its current context is not known";
+    ::_exit(unknown ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  fs::remove_all(dir);
+}
+
+// An admin's wrapper (a script that sets DOCKER_HOST, as docs/sudo.md suggests) runs the job on
+// its own engine: asked on the default socket, another engine's containers were the GPU holders.
+TEST(DockerApiEngine, AWrapperScriptIsAskedThroughNotAroundOnTheDefaultSocket) {
+  std::string pattern = (fs::path(::testing::TempDir()) / "gpurun-wrapper-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path wrapper = fs::path(pattern) / "docker";
+  std::ofstream(wrapper) << "#!/bin/sh\nDOCKER_HOST=unix:///run/other.sock exec /usr/bin/docker \"$@\"\n";
+  std::string why;
+  EXPECT_EQ(make_docker_api_engine(wrapper.string(), why), nullptr);
+  EXPECT_EQ(why, wrapper.string() + " is a script, which chooses its own engine");
+  fs::remove_all(pattern);
 }
 
 TEST(DockerSocketPath, AUnixDockerHostIsFollowed) {
