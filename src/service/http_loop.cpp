@@ -1,5 +1,6 @@
 #include "http_loop.hpp"
 
+#include "gpurun/util/text.hpp"
 #include "loopback_owner.hpp"
 #include "turn_away.hpp"
 
@@ -99,7 +100,7 @@ HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::s
                         .caller = std::string(request["X-Gpurun-Caller"]),
                         .host = std::string(request[http::field::host])});
   } catch (const std::exception& e) {  // never out of the listener's thread: that would end gpurund
-    spdlog::error("answering {}: {}", std::string(request.target()).substr(0, 200), e.what());
+    spdlog::error("answering {}: {}", text::printable(std::string_view(request.target()), 200), e.what());
     return {
         .status = 500, .body = "{\"message\": \"the service failed to answer\"}", .content_type = "application/json"};
   }
@@ -116,10 +117,14 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
     ::close(fd);
     return;
   }
-  boost::beast::flat_buffer buffer;
+  // Bounded: a chunked body's chunk extensions and trailer have no limit of the parser's own, and a
+  // client sending them without end grew the root service's memory by gigabytes in its 5 s.
+  constexpr std::size_t kMostHeaderBytes = 8 * 1024;  // the parser's own header limit
+  constexpr std::size_t kMostBodyBytes = 64 * 1024;
+  boost::beast::flat_buffer buffer(kMostHeaderBytes + kMostBodyBytes + 8 * 1024);
   while (!stopping) {  // the requests of one keep-alive connection
     http::request_parser<http::string_body> parser;
-    parser.body_limit(std::uint64_t{64} * 1024);
+    parser.body_limit(kMostBodyBytes);
     bool done = false;
     http::async_read(socket, buffer, parser, [&](boost::system::error_code e, std::size_t) {
       error = e;

@@ -332,6 +332,16 @@ TEST_F(ServiceServerTest, ARequestThatCannotBeReadIsToldWhyAndAnAbsoluteTargetIs
       ::testing::StartsWith("HTTP/1.1 200 OK"));
 }
 
+// A chunked body's chunk extension (or trailer) sent without end: the parser sets no limit of its
+// own there, and the request's buffer grew with it for the whole 5 s the read may take.
+TEST_F(ServiceServerTest, AChunkExtensionWithoutEndIsRefusedNotBuffered) {
+  settings_.socket_path = dir_ + "/s.sock";
+  const ServiceServer server(settings_, served_);
+  const std::string request =
+      "GET /v1/gpus HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked\r\n\r\n1;a=" + std::string(100'000, 'b');
+  EXPECT_THAT(answer_to(settings_.socket_path, request), ::testing::StartsWith("HTTP/1.1 400 Bad Request"));
+}
+
 TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGetsFourConnections) {
   settings_.socket_path = dir_ + "/s.sock";
   const ServiceServer server(settings_, served_);
