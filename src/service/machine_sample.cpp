@@ -29,14 +29,27 @@ std::string start_ticks(long pid, const std::string& proc_root) {
   return "";
 }
 
+// A command as the service keeps it: 4 KiB at most (cut where a character starts, and "…" said).
+// A process's arguments may be megabytes, and each is stored, and copied into every answer.
+constexpr std::size_t kMostCommandBytes = 4096;
+std::string kept_command(std::string text) {
+  if (text.size() <= kMostCommandBytes) return text;
+  std::size_t cut = kMostCommandBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) --cut;  // not inside a character
+  text.resize(cut);
+  return text + "\u2026";
+}
+
 // The process's command line, its arguments joined by spaces; its comm where that is empty.
 std::string command_line(long pid, const std::string& proc_root) {
   std::ifstream in(fmt::format("{}/{}/cmdline", proc_root, pid));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text(kMostCommandBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
   while (!text.empty() && text.back() == '\0') text.pop_back();
   for (char& c : text)
     if (c == '\0') c = ' ';
-  if (!text.empty()) return text;
+  if (!text.empty()) return kept_command(std::move(text));
   std::ifstream comm(fmt::format("{}/{}/comm", proc_root, pid));
   std::getline(comm, text);
   return text;
@@ -122,7 +135,7 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
          .user = c.user,
          .container_id = c.id,
          .image = c.image,
-         .command = c.command,
+         .command = kept_command(c.command),
          .gpus = std::move(gpus),
          .mig_share = shares,
          .memory_used_mib = std::nullopt,

@@ -64,6 +64,28 @@ TEST_F(MachineSampleTest, ABareProcessIsAHolderKeyedByPidAndStartTime) {
   EXPECT_EQ(h.memory_used_mib, 1900.0);
 }
 
+// Arguments may be megabytes: the service keeps 4 KiB of them, stored and copied into every answer.
+TEST_F(MachineSampleTest, ALongCommandIsKeptShortened) {
+  add(4242, "0::/user.slice\n", "1", "python3\0"s + std::string(100'000, 'x') + "\0"s);
+  Snapshot s = two_gpus();
+  s.gpus[0].processes.push_back({.gpu_uuid = s.gpus[0].uuid, .pid = 4242, .used_memory_mib = 10.0, .user = ""});
+  GpuContainer c;
+  c.id = kId;
+  c.name = "job";
+  c.command = std::string(4095, 'y') + "\u00e9" + std::string(10, 'z');  // cut inside the é: before it
+  c.devices = {"1"};
+  const MachineSample sample = machine_sample(WallTime{}, s, {c}, root_);
+  ASSERT_EQ(sample.holders.size(), 2u);
+  for (const HolderSample& h : sample.holders) {
+    EXPECT_LE(h.command.size(), 4096U + 3) << h.key;
+    EXPECT_TRUE(h.command.ends_with("\u2026")) << h.key;
+  }
+  const auto container = std::find_if(sample.holders.begin(), sample.holders.end(),
+                                      [](const HolderSample& h) { return !h.container_id.empty(); });
+  ASSERT_NE(container, sample.holders.end());
+  EXPECT_EQ(container->command, std::string(4095, 'y') + "\u2026");
+}
+
 TEST_F(MachineSampleTest, AContainersProcessIsCountedAsTheContainerOnlyOnce) {
   add(5000, "0::/system.slice/docker-" + kId + ".scope\n", "1", "python3\0"s);
   Snapshot s = two_gpus();
