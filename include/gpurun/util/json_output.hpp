@@ -1,6 +1,7 @@
 #pragma once
 // The one way gpurun prints JSON for people and programs: indented by two, invalid UTF-8 (a
-// container name, a command) replaced rather than thrown on, one newline at the end.
+// container name, a command) replaced rather than thrown on, what a terminal would act on or hide
+// (C1 controls, bidirectional overrides) escaped, one newline at the end.
 #include <nlohmann/json.hpp>
 #include <string>
 
