@@ -11,6 +11,18 @@ std::optional<double> UsageRow::efficiency() const {
   return 100.0 * busy_gpu_hours / gpu_hours;
 }
 
+namespace {
+
+// The part of `run`'s life inside a window that starts at `since`: 1 for a run that began in it.
+double share_inside(const RunRecord& run, std::optional<WallTime> since) {
+  if (!since || run.start >= *since) return 1;
+  const WallTime until = run.end.value_or(run.last_seen);
+  if (until <= *since || until <= run.start) return 0;
+  return std::chrono::duration<double>(until - *since) / std::chrono::duration<double>(until - run.start);
+}
+
+}  // namespace
+
 void UsageTally::add_to(const std::string& key, const RunRecord& run, double share, double idle_gpus) {
   UsageRow& row = rows_[key];
   row.key = key;
@@ -18,21 +30,22 @@ void UsageTally::add_to(const std::string& key, const RunRecord& run, double sha
   row.gpu_hours += run.gpu_seconds * share / 3600;
   row.busy_gpu_hours += run.busy_gpu_seconds * share / 3600;
   // The run's idle time on every GPU it ever held, never more than its GPU-hours: a run that
-  // touched a second GPU briefly was not idle on it all along.
+  // touched a second GPU briefly was not idle on it all along. Both carry the window's part.
   row.idle_gpu_hours += std::min(run.idle_seconds * idle_gpus, run.gpu_seconds * share) / 3600;
 }
 
 void UsageTally::add(const RunRecord& run) {
   const double gpus = static_cast<double>(std::max<std::size_t>(run.gpus.size(), 1));
+  const double inside = share_inside(run, since_);
   switch (by_) {
     case UsageKey::user:
-      add_to(run.user, run, 1, gpus);
+      add_to(run.user, run, inside, gpus * inside);
       break;
     case UsageKey::image:
-      add_to(run.image, run, 1, gpus);
+      add_to(run.image, run, inside, gpus * inside);
       break;
     case UsageKey::gpu:
-      for (const int gpu : run.gpus) add_to(std::to_string(gpu), run, 1 / gpus, 1);
+      for (const int gpu : run.gpus) add_to(std::to_string(gpu), run, inside / gpus, inside);
       break;
   }
 }

@@ -79,7 +79,7 @@ std::vector<RunRecord> current_runs(ServedRuns& served, const RunQuery& query) {
 // runs is never held at once (a root service's memory is not the size of anyone's question).
 std::vector<UsageRow> current_usage(ServedRuns& served, const RunQuery& query, UsageKey by) {
   const std::vector<RunRecord> fresh = fresh_runs(served);  // first, as current_runs says
-  UsageTally tally(by);
+  UsageTally tally(by, query.since);
   std::set<std::int64_t> fresher;  // stored runs the fresh ones stand for (or drop, when out of the window)
   for (const RunRecord& live : fresh) {
     if (!query.user.empty() && live.user != query.user) continue;

@@ -1,8 +1,9 @@
 #pragma once
 // `gpurun usage`: the runs' sums per user, image or GPU, the columns Princeton's jobstats reports
-// use. A run counts whole in the window it was going in (the service keeps per-run sums, not
-// per-minute ones). Per GPU, a run's GPU-hours and busy GPU-hours are shared evenly between its
-// GPUs (the run keeps no per-GPU split); its idle time counts on each of them, since a run is idle
+// use. A run that began before the window counts the share of its time inside it, its sums taken
+// as spread evenly over its life (the service keeps per-run sums, not per-minute ones): a
+// two-month run is not two months of "the last 30 days". Per GPU, a run's GPU-hours and busy GPU-hours are shared
+// evenly between its GPUs (the run keeps no per-GPU split); its idle time counts on each of them, since a run is idle
 // only while every one of its GPUs is.
 #include <map>
 #include <nlohmann/json.hpp>
@@ -27,13 +28,15 @@ struct UsageRow {
 // The sums, run by run: what a year of runs adds up to without holding them all.
 class UsageTally {
  public:
-  explicit UsageTally(UsageKey by) : by_(by) {}
+  // `since`: where the window starts (none: every run counts whole).
+  explicit UsageTally(UsageKey by, std::optional<WallTime> since = std::nullopt) : by_(by), since_(since) {}
   void add(const RunRecord& run);
   std::vector<UsageRow> rows() const;  // one per key, the most GPU-hours first
 
  private:
   void add_to(const std::string& key, const RunRecord& run, double share, double idle_gpus);
   UsageKey by_;
+  std::optional<WallTime> since_;
   std::map<std::string, UsageRow> rows_;
 };
 

@@ -119,6 +119,33 @@ TEST(UsageTest, IdleGpuHoursNeverExceedGpuHours) {
   EXPECT_DOUBLE_EQ(usage(runs, UsageKey::user)[0].idle_gpu_hours, 61.5 / 3600);
 }
 
+// A run that began before the window counts its part inside it: a two-month run was more
+// GPU-hours than "the last 30 days" could hold.
+TEST(UsageTest, ARunThatBeganBeforeTheWindowCountsItsPartInsideIt) {
+  const RunRecord before = run_of(1, "alice", "a", {0, 1}, 7200, 3600, 1800);  // kT0 to kT0 + 1h
+  RunRecord within = run_of(2, "alice", "a", {2}, 3600, 3600, 0);
+  within.start = kT0 + 50min;
+  for (const UsageKey by : {UsageKey::user, UsageKey::gpu}) {
+    UsageTally tally(by, kT0 + 45min);
+    tally.add(before);  // a quarter of its hour inside
+    tally.add(within);  // whole
+    double gpu_hours = 0;
+    double busy = 0;
+    double idle = 0;
+    for (const UsageRow& row : tally.rows()) {
+      gpu_hours += row.gpu_hours;
+      busy += row.busy_gpu_hours;
+      idle += row.idle_gpu_hours;
+    }
+    EXPECT_DOUBLE_EQ(gpu_hours, 0.5 + 1.0) << static_cast<int>(by);
+    EXPECT_DOUBLE_EQ(busy, 0.25 + 1.0) << static_cast<int>(by);
+    EXPECT_DOUBLE_EQ(idle, 0.25) << static_cast<int>(by);
+  }
+  UsageTally whole(UsageKey::user);
+  whole.add(before);
+  EXPECT_DOUBLE_EQ(whole.rows()[0].gpu_hours, 2.0);
+}
+
 TEST(UsageTest, PerGpuSharesARunsHoursAndPerImageGroupsThem) {
   const std::vector<RunRecord> runs{run_of(1, "alice", "a", {0, 1}, 7200, 3600, 1800),
                                     run_of(2, "bob", "a", {1}, 3600, 0, 0)};
