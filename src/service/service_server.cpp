@@ -187,6 +187,8 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       if (!run) return failure(404, fmt::format("no run named {} in the service's history", text::printable(name)));
       return {200, json_line(run_json(request.programs_only ? with_programs_only(*run) : *run))};
     }
+  } catch (const StoreBusy& e) {
+    return failure(503, fmt::format("the service is busy: {}", e.what()));
   } catch (const std::exception& e) {  // the store failing: a message, and the service goes on
     spdlog::error("answering {}: {}", text::printable(request.target), e.what());
     return failure(500, fmt::format("the service could not read its history: {}", e.what()));

@@ -160,6 +160,17 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
             .body = prometheus_text(runs.metrics, now, settings.visibility),
             .content_type = "text/plain; version=0.0.4; charset=utf-8"};
   }
+  // What reads the store takes one of the web's two readers (ServedRuns::web_queries).
+  const bool reads_store =
+      path == "/" || path == "/index.html" || path == "/api/minutes" || path == "/api/runs" || path == "/api/usage";
+  if (reads_store && !runs.web_queries.try_acquire_for(std::chrono::seconds(5)))
+    return error_reply(503, "busy: other page and API requests are reading the history; try again in a minute");
+  struct Release {
+    std::counting_semaphore<2>* queries;
+    ~Release() {
+      if (queries != nullptr) queries->release();
+    }
+  } const release{reads_store ? &runs.web_queries : nullptr};
   if (path == "/" || path == "/index.html") return page_reply(*target, runs, settings, now);
   const std::vector<std::pair<std::string, std::string>> asset_headers{
       {"Content-Security-Policy", std::string(kLabPagePolicy)}, {"Cache-Control", "no-cache"}};

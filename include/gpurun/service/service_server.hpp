@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,8 +26,16 @@
 #include "gpurun/service/metrics.hpp"
 #include "gpurun/service/run_store.hpp"
 #include "gpurun/util/choices.hpp"
+#include "gpurun/util/error.hpp"
 
 namespace gpurun {
+
+// Every reader of the store busy for as long as a query may wait: the answer is 503, not a wait
+// without end behind a client that keeps them all.
+class StoreBusy : public Error {
+ public:
+  using Error::Error;
+};
 
 // What the socket answers from, shared with the recorder under one lock.
 struct ServedRuns {
@@ -38,11 +47,16 @@ struct ServedRuns {
   // Queries reading the store at once, at most: each holds a connection, and while any reads,
   // the write-ahead log cannot be reset.
   std::counting_semaphore<4> readers{4};
+  // Of the readers, the web's page and API take two at most: the socket's users (gpurun history,
+  // usage, report) always find the other two, whatever anyone on the network asks.
+  std::counting_semaphore<2> web_queries{2};
 
-  // `query` run on a read-only connection of its own, once one of the `readers` is free.
+  // `query` run on a read-only connection of its own, once one of the `readers` is free; throws
+  // StoreBusy where none is within 20 s.
   template <typename Query>
   auto read_store(Query&& query) {
-    readers.acquire();
+    if (!readers.try_acquire_for(std::chrono::seconds(20)))
+      throw StoreBusy("every reader of the store is busy with other queries; try again in a minute");
     struct Release {
       std::counting_semaphore<4>& readers;
       ~Release() { readers.release(); }

@@ -167,6 +167,24 @@ TEST_F(WebRoutesTest, ThePageAndItsAssetsCarryTheirTypesAndTheContentSecurityPol
   EXPECT_EQ(answer_web({.method = "POST", .target = "/", .caller = ""}, runs, settings).status, 405);
 }
 
+// Anyone on the network could keep every reader of the store busy, and `gpurun history` on the
+// machine waited without end: the web reads with two of them at most, and says when it is busy.
+TEST_F(WebRoutesTest, TheWebReadsTheStoreWithTwoReadersAtMostAndSaysWhenItIsBusy) {
+  ASSERT_TRUE(runs.web_queries.try_acquire());
+  ASSERT_TRUE(runs.web_queries.try_acquire());  // two page or API requests in the middle of a query
+  EXPECT_EQ(get("/api/gpus").status, 200);      // the board reads no store
+  const HttpReply busy = get("/api/usage");
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_THAT(busy.body, HasSubstr("busy"));
+  EXPECT_TRUE(runs.readers.try_acquire());  // the socket's users still find a reader
+  runs.readers.release();
+  runs.web_queries.release(2);
+  EXPECT_EQ(get("/api/usage").status, 200);
+  EXPECT_TRUE(runs.web_queries.try_acquire());  // and every reader the web took is given back
+  EXPECT_TRUE(runs.web_queries.try_acquire());
+  runs.web_queries.release(2);
+}
+
 TEST_F(WebRoutesTest, TheApiAnswersInJsonAndRefusesBadInput) {
   const HttpReply gpus = get("/api/gpus");
   EXPECT_EQ(gpus.status, 200);
