@@ -37,17 +37,6 @@ using Socket = boost::asio::generic::stream_protocol::socket;
 
 // A connection left idle (or stalled mid-request) this long is closed.
 constexpr std::chrono::seconds kClientLimit{5};
-// Connections served at once, in all and from one peer (a uid on the unix socket, an address).
-constexpr int kMaxConnections = 32;
-constexpr int kPerPeer = 4;
-
-// Peers that share the whole: root (under sudo every caller's gpurun asks as root, naming the
-// caller) and, from this machine (loopback or its own address), root and the system's accounts: a
-// proxy in front of the page (nginx), a Prometheus on the same host, everyone's browsers through
-// them. A person's own program here is held to a share by its user, as on the unix socket:
-// otherwise one user's idle connections to 127.0.0.1 would keep the page and the scrapes out.
-bool shares_the_whole(const std::string& peer) { return peer == "uid 0" || peer == "this host"; }
-
 // Runs `io` until the operation started on `socket` completes (`done`), `limit` passes or
 // `stopping` is set (seen within 0.1 s); a late operation is cancelled. Blocking reads with
 // SO_RCVTIMEO would not do: Asio waits again when the timeout fires.
@@ -184,6 +173,32 @@ std::string peer_of(int fd, int family) {
 
 }  // namespace
 
+// Peers that share the whole: root (under sudo every caller's gpurun asks as root, naming the
+// caller) and, from this machine (loopback or its own address), root and the system's accounts: a
+// proxy in front of the page (nginx), a Prometheus on the same host, everyone's browsers through
+// them. A person's own program here is held to a share by its user, as on the unix socket:
+// otherwise one user's idle connections to 127.0.0.1 would keep the page and the scrapes out.
+bool shares_the_whole(const std::string& peer) { return peer == "uid 0" || peer == "this host"; }
+
+bool ConnectionShares::admit(const std::string& peer) {
+  if (open_ >= kMost) return false;
+  const bool whole = shares_the_whole(peer);
+  if (!whole) {
+    const auto it = by_peer_.find(peer);  // found, not made: a peer turned away leaves no entry
+    if (open_by_others_ >= kMost - kKeptForTheWhole || (it != by_peer_.end() && it->second >= kPerPeer)) return false;
+    ++open_by_others_;
+  }
+  ++open_;
+  ++by_peer_[peer];
+  return true;
+}
+
+void ConnectionShares::release(const std::string& peer) {
+  --open_;
+  if (!shares_the_whole(peer)) --open_by_others_;
+  if (--by_peer_[peer] == 0) by_peer_.erase(peer);
+}
+
 std::string peer_of_address(const sockaddr_storage& address) {
   char text[INET6_ADDRSTRLEN] = {};
   if (address.ss_family == AF_INET) {
@@ -203,11 +218,10 @@ std::string peer_of_address(const sockaddr_storage& address) {
 
 void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive) {
   // Connections are served side by side, each on its thread: one that stalls (or many a user
-  // opens) costs the others nothing, up to kMaxConnections in all and kPerPeer from one peer.
+  // opens) costs the others nothing, as far as ConnectionShares lets them in.
   std::mutex mutex;
   std::condition_variable ended;
-  std::map<std::string, int> open_by_peer;
-  int open = 0;
+  ConnectionShares shares;
   TurnAway turned_away;
   sockaddr_storage local{};
   socklen_t size = sizeof local;
@@ -223,22 +237,15 @@ void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandl
     bool served = false;
     {
       const std::lock_guard hold(mutex);
-      const auto by_peer = open_by_peer.find(peer);  // found, not made: a peer turned away leaves no entry
-      if (open < kMaxConnections &&
-          (shares_the_whole(peer) || by_peer == open_by_peer.end() || by_peer->second < kPerPeer)) {
-        ++open;
-        ++open_by_peer[peer];
-        served = true;
-      }
+      served = shares.admit(peer);
     }
     if (!served) {
       turned_away.hand_over(fd);
       continue;
     }
-    const auto release = [&mutex, &ended, &open, &open_by_peer](const std::string& who) {
+    const auto release = [&mutex, &ended, &shares](const std::string& who) {
       const std::lock_guard hold(mutex);
-      --open;
-      if (--open_by_peer[who] == 0) open_by_peer.erase(who);
+      shares.release(who);
       ended.notify_all();
     };
     try {
@@ -254,7 +261,7 @@ void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandl
   }
   // Every connection sees `stopping` within 0.1 s; none outlives this frame, which they use.
   std::unique_lock hold(mutex);
-  ended.wait(hold, [&] { return open == 0; });
+  ended.wait(hold, [&] { return shares.open() == 0; });
 }
 
 }  // namespace gpurun

@@ -2,13 +2,15 @@
 // The accept-and-answer loop the service's two listeners share: the unix socket gpurun asks
 // (service_server.cpp) and the TCP listener of /metrics (web_server.cpp). HTTP/1.1 with keep-alive
 // through Boost.Beast; each connection on a thread of its own (32 at most, 4 from one peer: a uid
-// but root's on the unix socket; on TCP an address, or from this machine a person's uid), each read
+// but root's on the unix socket; on TCP an address, or from this machine a person's uid; 8 kept
+// for root and the machine's own services: ConnectionShares), each read
 // and write within 5 s (a connection left idle longer is closed), so that a client that stalls, or
 // a user who opens many, costs the others nothing.
 #include <sys/socket.h>
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +38,30 @@ using HttpHandler = std::function<HttpReply(int connection, const HttpRequest& r
 // within 0.1 s, mid-connection too). An exception from `handler` is a 500 answer. Without
 // `keep_alive` each connection takes one request (Connection: close).
 void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive);
+
+// The listener's connections by peer: 32 at most, 4 from one peer, and 8 of the 32 kept for the
+// peers that share the whole (root, and this machine's system accounts: a proxy in front of the
+// page, a Prometheus on the same host). Without them, eight peers (eight addresses, eight
+// containers on the bridge) took every connection, and the scrapes and the proxy got none.
+class ConnectionShares {
+ public:
+  static constexpr int kMost = 32;
+  static constexpr int kPerPeer = 4;
+  static constexpr int kKeptForTheWhole = 8;
+  // Counts a connection of `peer` in, where its share allows it.
+  bool admit(const std::string& peer);
+  void release(const std::string& peer);
+  int open() const { return open_; }
+
+ private:
+  int open_ = 0;
+  int open_by_others_ = 0;              // of peers that do not share the whole
+  std::map<std::string, int> by_peer_;  // open connections per peer (none: no entry)
+};
+
+// Whether `peer` (as serve_http names it: "uid 0", "this host", "uid 1000 on this host", an
+// address) shares the whole listener rather than a peer's part.
+bool shares_the_whole(const std::string& peer);
 
 // A TCP peer as the per-peer share counts it: its address; an IPv6 one by its /64 (one host holds
 // a /64 whole, and could take every connection one address at a time), loopback, link-local and

@@ -25,6 +25,7 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/unix_http.hpp"
+#include "http_loop.hpp"
 
 namespace gpurun {
 namespace {
@@ -340,6 +341,28 @@ TEST_F(ServiceServerTest, AChunkExtensionWithoutEndIsRefusedNotBuffered) {
   const std::string request =
       "GET /v1/gpus HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked\r\n\r\n1;a=" + std::string(100'000, 'b');
   EXPECT_THAT(answer_to(settings_.socket_path, request), ::testing::StartsWith("HTTP/1.1 400 Bad Request"));
+}
+
+// Eight peers of four connections each took the listener's 32, and the proxy in front of the
+// page, a Prometheus on the host and root's gpurun got none: 8 are kept for those.
+TEST(ConnectionShares, EightOfTheThirtyTwoAreKeptForThePeersThatShareTheWhole) {
+  ConnectionShares shares;
+  int others = 0;
+  for (int peer = 0; peer < 8; ++peer)
+    for (int i = 0; i < ConnectionShares::kPerPeer; ++i)
+      others += shares.admit("10.0.0." + std::to_string(peer)) ? 1 : 0;
+  EXPECT_EQ(others, 24);
+  EXPECT_FALSE(shares.admit("10.0.0.99"));
+  EXPECT_FALSE(shares.admit("uid 1000 on this host"));
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(shares.admit(i % 2 == 0 ? "this host" : "uid 0")) << i;
+  EXPECT_FALSE(shares.admit("this host"));  // 32 in all
+  shares.release("10.0.0.0");
+  EXPECT_TRUE(shares.admit("10.0.0.0"));
+  EXPECT_FALSE(shares.admit("10.0.0.0"));  // four of its own again
+  shares.release("uid 0");
+  EXPECT_FALSE(shares.admit("10.0.0.50"));  // a slot of the 8 kept is not a new peer's
+  EXPECT_TRUE(shares.admit("uid 0"));
+  EXPECT_EQ(shares.open(), 32);
 }
 
 TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGetsFourConnections) {
