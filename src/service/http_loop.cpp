@@ -108,9 +108,9 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
   }
   // Bounded: a chunked body's chunk extensions and trailer have no limit of the parser's own, and a
   // client sending them without end grew the root service's memory by gigabytes in its 5 s.
-  constexpr std::size_t kMostHeaderBytes = 8 * 1024;  // the parser's own header limit
-  constexpr std::size_t kMostBodyBytes = 64 * 1024;
-  boost::beast::flat_buffer buffer(kMostHeaderBytes + kMostBodyBytes + 8 * 1024);
+  constexpr std::size_t kMostHeaderBytes = std::size_t{8} * 1024;  // the parser's own header limit
+  constexpr std::size_t kMostBodyBytes = std::size_t{64} * 1024;
+  boost::beast::flat_buffer buffer(kMostHeaderBytes + kMostBodyBytes + std::size_t{8} * 1024);
   while (!stopping) {  // the requests of one keep-alive connection
     http::request_parser<http::string_body> parser;
     parser.body_limit(kMostBodyBytes);

@@ -78,10 +78,14 @@ void Notifier::send(Notification notification, bool asked) {
   {
     const std::lock_guard hold(mutex_);
     if (queue_.size() >= kMostWaiting) {
-      spdlog::error("notify: {} notifications wait already; dropping the oldest ({})", queue_.size(),
-                    queue_.front().notification.event);
-      done_with(queue_.front());
-      queue_.pop_front();
+      // The oldest news of a run's end goes first: a warning the rules count as given is kept.
+      auto dropped = std::find_if(queue_.begin(), queue_.end(),
+                                  [](const Pending& p) { return p.notification.event == "run_ended"; });
+      if (dropped == queue_.end()) dropped = queue_.begin();
+      spdlog::error("notify: {} notifications wait already; dropping the oldest {}", queue_.size(),
+                    dropped->notification.event);
+      done_with(*dropped);
+      queue_.erase(dropped);
     }
     queue_.push_back({.notification = std::move(notification),
                       .mailed = !policy_.mail,

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <thread>
@@ -183,6 +185,35 @@ TEST(Notifier, WhatAStopLeavesUndeliveredIsSentAtTheNextStart) {
   }
   EXPECT_EQ(up.bodies().front(), webhook_body(warning).dump());
   EXPECT_FALSE(std::filesystem::exists(kept));
+}
+
+// A thousand notifications waiting (the webhook down): the oldest news of a run's end goes, not a
+// warning the rules count as given, whose stop would then come unwarned.
+TEST(Notifier, AFullQueueDropsARunsEndBeforeAWarning) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  const test::WebhookReceiver down(std::deque<int>(1001, 503));
+  NotifyPolicy policy;
+  policy.webhook = down.url();
+  policy.events.push_back("run_ended");
+  {
+    Notifier notifier(policy, {.first = 600s, .attempts = 5}, kept);
+    Notification warning = notification("alice", "the warning");
+    warning.event = "idle_warning";
+    warning.time = std::chrono::system_clock::now();
+    notifier.send(warning);
+    ASSERT_TRUE(eventually([&] { return down.bodies().size() == 1; }));  // tried; waits first in line
+    Notification ended = warning;
+    ended.event = "run_ended";
+    ended.text = "a run ended";
+    for (int i = 0; i < 999; ++i) notifier.send(ended);
+    ASSERT_TRUE(eventually([&] { return down.bodies().size() == 1000; }));  // each tried once: 1000 wait
+    notifier.send(ended);
+  }
+  const std::vector<SpooledNotification> left = read_kept_notifications(kept, std::chrono::system_clock::now());
+  EXPECT_EQ(left.size(), 1000U);
+  EXPECT_TRUE(std::any_of(left.begin(), left.end(),
+                          [](const SpooledNotification& n) { return n.notification.text == "the warning"; }));
 }
 
 // What already went is not sent again (sendmail took the mail), and what is over a day old, or a
