@@ -33,10 +33,11 @@ unsigned id_of(const std::map<std::string, std::string>& vars, const std::string
 // goes; BASH_ENV and SHELLOPTS run code in an admin's wrapper script; LD_*, GCONV_PATH and the
 // like load it; XDG_RUNTIME_DIR names a rootless engine's socket; GPURUN_SYSFS_ROOT the topology
 // read, GPURUN_SYSTEM_CONFIG the system file (ignored under sudo already), GPURUN_SYSLOG_SOCKET
-// the log. Kept: the terminal, the language (no path in it), sudo's own, gpurun's settings.
+// the log. Kept: the terminal, the language and time zone (no path in them), sudo's own, gpurun's
+// settings.
 bool kept_for_root(std::string_view name, std::string_view value) {
   if (name == "TERM" || name == "COLORTERM" || name == "NO_COLOR" || name.starts_with("SUDO_")) return true;
-  if (name == "LANG" || name == "LANGUAGE" || name.starts_with("LC_"))
+  if (name == "LANG" || name == "LANGUAGE" || name.starts_with("LC_") || name == "TZ")
     return value.find_first_of("/%") == std::string_view::npos;
   return name.starts_with("GPURUN_") && name != "GPURUN_SYSFS_ROOT" && name != "GPURUN_SYSTEM_CONFIG" &&
          name != "GPURUN_SYSLOG_SOCKET";

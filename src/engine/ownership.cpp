@@ -49,27 +49,38 @@ std::optional<ContainerOwner> container_owner(const std::vector<std::string>& in
   return parse_container_owner(result.out);
 }
 
-bool image_sets_owner_labels(std::string_view image_inspect_json) {
+bool owner_from_image(const ContainerOwner& owner, std::string_view image_inspect_json) {
   using json = nlohmann::json;
   const json parsed = json::parse(image_inspect_json, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_array() || parsed.empty() || !parsed[0].is_object())
     throw Error("the engine's inspect of an image did not answer with a JSON array of one image");
-  // docker keeps them in Config.Labels; podman in Labels too.
-  for (const json* labels :
-       {parsed[0].contains("Config") && parsed[0]["Config"].is_object() ? &parsed[0]["Config"] : nullptr, &parsed[0]}) {
-    if (labels == nullptr || !labels->contains("Labels") || !(*labels)["Labels"].is_object()) continue;
-    for (std::string_view key : {kLabelUser, kLabelUid, kLabelGpus})
-      if ((*labels)["Labels"].contains(std::string(key))) return true;
+  // The image's value of `key`: docker keeps labels in Config.Labels, podman in Labels too.
+  const auto image_label = [&parsed](std::string_view key) -> std::optional<std::string> {
+    for (const json* where : {parsed[0].contains("Config") ? &parsed[0]["Config"] : nullptr, &parsed[0]}) {
+      if (where == nullptr || !where->is_object() || !where->contains("Labels")) continue;
+      const json& labels = (*where)["Labels"];
+      if (!labels.is_object() || !labels.contains(std::string(key))) continue;
+      const json& value = labels[std::string(key)];
+      return value.is_string() ? value.get<std::string>() : std::string();
+    }
+    return std::nullopt;
+  };
+  if (owner.uid) {
+    const auto uid = image_label(kLabelUid);
+    const auto n = uid ? text::parse_integer(*uid) : std::nullopt;
+    return uid && (!n || *n == static_cast<long long>(*owner.uid));
   }
-  return false;
+  const auto user = image_label(kLabelUser);
+  return user && *user == owner.user;
 }
 
-bool image_sets_owner_labels(const std::vector<std::string>& image_inspect_argv, std::chrono::milliseconds timeout) {
+bool owner_from_image(const ContainerOwner& owner, const std::vector<std::string>& image_inspect_argv,
+                      std::chrono::milliseconds timeout) {
   const ProcessResult result = run_process({image_inspect_argv, {}}, timeout);
   if (!result.succeeded())
     throw Error(fmt::format("cannot ask {} about image {}: {}", image_inspect_argv.front(),
                             text::printable(image_inspect_argv.back()), describe_end(result, timeout)));
-  return image_sets_owner_labels(result.out);
+  return owner_from_image(owner, result.out);
 }
 
 }  // namespace gpurun

@@ -47,7 +47,7 @@ std::string with_volume_source(const std::string& value, const std::string& what
   if (parts.size() == 2)
     for (std::string_view mode : text::split(parts[1], ','))
       if (!volume_mode_ok(mode))
-        refuse(fmt::format("{} \"{}\": the mode \"{}\" (ro, rw and the propagation modes are allowed)", what,
+        refuse(fmt::format("{} \"{}\": the mode \"{}\" (ro, rw, private, rprivate, slave and rslave are allowed)", what,
                            text::printable(value), text::printable(mode)));
   return resolve_as_caller(source, what, pins, &reals.emplace_back()) + rest;
 }
@@ -120,7 +120,8 @@ CallerMounts check_caller_mounts(const Options& options, const std::string& work
       arg.value = with_mount_source(*arg.value, "--mount", pins, mounts.real_sources);
     mounts.docker_opts.push_back(canonical(arg));
   }
-  mounts.workdir_source = resolve_as_caller(workdir, "the working directory", pins);
+  mounts.workdir_source =
+      resolve_as_caller(workdir, "the working directory", pins, &mounts.real_sources.emplace_back());  // mounted too
   return mounts;
 }
 

@@ -20,7 +20,7 @@ struct CallerMounts {
   std::vector<std::string> volumes;       // Options::volumes, each with its real host path
   std::vector<std::string> docker_opts;   // Options::docker_opts, -v and --mount sources likewise
   std::string workdir_source;             // the working directory's real path
-  std::vector<std::string> real_sources;  // the -v and --mount sources' real paths (what a pin holds)
+  std::vector<std::string> real_sources;  // the -v, --mount and working directory's real paths (what pins hold)
 };
 
 // Checks and resolves every mount of `options` and the working directory `workdir`. Throws

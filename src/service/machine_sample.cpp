@@ -32,8 +32,9 @@ std::string start_ticks(long pid, const std::string& proc_root) {
 // A command as the service keeps it: 4 KiB at most (cut where a character starts, and "…" said).
 // A process's arguments may be megabytes, and each is stored, and copied into every answer.
 constexpr std::size_t kMostCommandBytes = 4096;
-std::string kept_command(std::string text) {
-  if (text.size() <= kMostCommandBytes) return text;
+std::string kept_command(std::string text, bool cut_already = false) {
+  if (text.size() <= kMostCommandBytes && !cut_already) return text;
+  if (text.size() <= kMostCommandBytes) return text + "\u2026";
   std::size_t cut = kMostCommandBytes;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) --cut;  // not inside a character
   text.resize(cut);
@@ -46,10 +47,12 @@ std::string command_line(long pid, const std::string& proc_root) {
   std::string text(kMostCommandBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(in.gcount()));
+  const bool longer = text.size() > kMostCommandBytes;  // whatever its last bytes: arguments went
+  if (longer) text.resize(kMostCommandBytes);
   while (!text.empty() && text.back() == '\0') text.pop_back();
   for (char& c : text)
     if (c == '\0') c = ' ';
-  if (!text.empty()) return kept_command(std::move(text));
+  if (!text.empty()) return kept_command(std::move(text), longer);
   std::ifstream comm(fmt::format("{}/{}/comm", proc_root, pid));
   std::getline(comm, text);
   return text;

@@ -26,7 +26,8 @@ PolicyAction warning_about(PolicyAction::Rule rule, const HolderSample& holder, 
           .gpus = holder.gpus,
           .elapsed = elapsed,
           .limit = limit,
-          .listed_by_engine = holder.listed_by_engine};
+          .listed_by_engine = holder.listed_by_engine,
+          .stops_in = std::chrono::seconds(0)};
 }
 
 std::set<std::string> kept_holders(std::set<std::string> present, const std::vector<RunRecord>& running) {

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "gpurun/service/time_limiter.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
@@ -20,10 +19,10 @@ std::string measured(const PolicyAction& action) {
 }
 
 std::string warning(const PolicyAction& action, const std::string& who, bool dry_run) {
-  if (action.rule == PolicyAction::Rule::time_limit && action.elapsed >= action.limit)
-    return fmt::format("{} has been running for {}, past its time limit of {}; it is stopped in {}", who,
-                       brief(action.elapsed), brief(action.limit),
-                       brief(action.limit - TimeLimiter::warn_at(action.limit)));
+  if (action.rule == PolicyAction::Rule::time_limit && action.stops_in.count() != 0)
+    return fmt::format("{} has been running for {}, {} its time limit of {}; it is stopped in {}", who,
+                       brief(action.elapsed), action.elapsed >= action.limit ? "past" : "near", brief(action.limit),
+                       brief(action.stops_in));
   if (action.rule == PolicyAction::Rule::time_limit)
     return fmt::format("{} has been running for {}; its time limit of {} stops it in {}", who, brief(action.elapsed),
                        brief(action.limit), brief(action.limit - action.elapsed));

@@ -54,21 +54,29 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
     const auto done = done_.find(holder.key);
     const int step = done == done_.end() ? 0 : static_cast<int>(done->second);
     PolicyAction action = warning_about(PolicyAction::Rule::time_limit, holder, running, elapsed, *limit);
+    // Never a stop without its notice: one first seen past its limit, or warned with less than half
+    // its notice left (the limit set or lowered since it started, gpurund down across its warning),
+    // is warned now and stopped the whole notice later.
+    const std::chrono::seconds notice = *limit - warn_at(*limit);
+    Age& measured = age->second;  // (a structured binding: clang 14 captures none)
+    const auto warn_now = [&] {
+      done_[holder.key] = Done::warned;
+      if (*limit - elapsed < notice / 2) {
+        measured.stop_not_before = elapsed + notice;
+        action.stops_in = notice;
+      }
+      due.push_back(std::move(action));
+    };
     if (elapsed >= *limit && step < static_cast<int>(Done::stopped)) {
-      // Never a stop without its notice: one first seen past its limit (the limit set or lowered
-      // since it started, gpurund down across its warning) is warned now and stopped that much later.
       if (step < static_cast<int>(Done::warned)) {
-        done_[holder.key] = Done::warned;
-        age->second.stop_not_before = elapsed + (*limit - warn_at(*limit));
-        due.push_back(std::move(action));
-      } else if (elapsed >= age->second.stop_not_before) {
+        warn_now();
+      } else if (elapsed >= measured.stop_not_before) {
         action.kind = PolicyAction::Kind::stop;
         done_[holder.key] = Done::stopped;
         due.push_back(std::move(action));
       }
     } else if (elapsed >= warn_at(*limit) && step < static_cast<int>(Done::warned)) {
-      done_[holder.key] = Done::warned;
-      due.push_back(std::move(action));
+      warn_now();
     }
   }
   const std::set<std::string> kept = kept_holders(std::move(present), running);

@@ -196,7 +196,11 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
         return error_reply(400, fmt::format("hours: expected a whole number from 1 to {}", kMostHours));
       hours = static_cast<int>(*value);
     }
-    return json_reply(200, json_line(minutes_json(runs, hours, now)));
+    try {
+      return json_reply(200, json_line(minutes_json(runs, hours, now)));
+    } catch (const StoreBusy& e) {
+      return error_reply(503, fmt::format("busy: {}", e.what()));
+    }
   }
   if (path == "/api/runs" || path == "/api/usage") {
     if (settings.visibility != HistoryVisibility::all) return error_reply(403, kHidden);

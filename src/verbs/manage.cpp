@@ -47,17 +47,19 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   const auto owner = container_owner(engine->inspect_argv(name), options.smi_timeout);
   if (!owner || !owner->started_by_gpurun)
     throw Error(fmt::format("no container \"{}\" that gpurun started (gpurun ps lists them)", shown));
-  // Under sudo, labels its image sets would say anyone's container is the caller's.
-  if (options.caller && !owner->image.empty() &&
-      image_sets_owner_labels(engine->image_inspect_argv(owner->image), options.smi_timeout))
-    throw Refusal(
-        fmt::format("not allowed under sudo: container \"{}\" has an image that sets gpurun's own labels "
-                    "(gpurun.user, gpurun.uid, gpurun.gpus), so whose it is cannot be told; ask an admin",
-                    shown));
-  if (options.caller && !owns(*options.caller, *owner) && !in_admin_group(*options.caller, options.policy.admin_group))
-    throw Refusal(fmt::format("not allowed under sudo: container \"{}\" belongs to {}, not to you ({})", shown,
-                              owner->user.empty() ? "someone else" : text::printable(owner->user),
-                              options.caller->login));
+  if (options.caller && !in_admin_group(*options.caller, options.policy.admin_group)) {
+    if (!owns(*options.caller, *owner))
+      throw Refusal(fmt::format("not allowed under sudo: container \"{}\" belongs to {}, not to you ({})", shown,
+                                owner->user.empty() ? "someone else" : text::printable(owner->user),
+                                options.caller->login));
+    // A label its image sets would say anyone's container is the caller's.
+    if (!owner->image.empty() &&
+        owner_from_image(*owner, engine->image_inspect_argv(owner->image), options.smi_timeout))
+      throw Refusal(fmt::format(
+          "not allowed under sudo: container \"{}\" is labelled yours by its image, not by a launch of yours, so "
+          "whose it is cannot be told; ask an admin (a member of the site's admin_group)",
+          shown));
+  }
   const std::string& id = owner->id.empty() ? name : owner->id;  // the id: the name may move meanwhile
   if (verb == "stop") {  // run, not exec'd: the engine's client would echo the id, not the name
     // The engine waits for the job (10 s, or -t), then kills it: our bound leaves it that time.

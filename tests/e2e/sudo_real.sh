@@ -157,9 +157,10 @@ dk rm "$base" >/dev/null
 dk run -d --name not-$A-s gpurun-e2e-forged:1 sleep 60 >/dev/null
 as $A "$home_a/work" stop not-$A-s
 rc=$?
-((rc == 125)) && grep -q "sets gpurun's own labels" "$tmp/err" && dk inspect not-$A-s >/dev/null 2>&1 &&
+((rc == 125)) && grep -q "labelled yours by its image" "$tmp/err" && dk inspect not-$A-s >/dev/null 2>&1 &&
   pass "$A cannot stop a container whose image carries labels naming $A" || fail "forged labels: rc $rc $(cat "$tmp/err")"
 dk rm -f not-$A-s >/dev/null
+dk rmi gpurun-e2e-forged:1 >/dev/null
 for ((i = 0; i < 100; i++)); do [[ -z $(dk ps -aq) ]] && break; sleep 0.1; done
 
 # 4 first (it needs no container left from 2): a mount source swapped after the check.

@@ -26,13 +26,16 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
 std::optional<ContainerOwner> container_owner(const std::vector<std::string>& inspect_argv,
                                               std::chrono::milliseconds timeout);
 
-// Whether an image's inspect JSON (`--type image`) sets any of the labels that say who owns a
-// container: a container shows its image's labels as its own, so an image that sets them could
-// make anyone's container look like someone else's. Throws Error on text that is not such JSON.
-bool image_sets_owner_labels(std::string_view image_inspect_json);
+// Whether `owner` may come from its image: the label that says whose the container is (gpurun.uid,
+// or gpurun.user without one) has the value the image's inspect JSON (`--type image`) sets. A
+// container shows its image's labels as its own, so such an image could make anyone's container
+// look like someone else's; a launch's own --label, which differs, is the launch's word. Throws
+// Error on text that is not such JSON.
+bool owner_from_image(const ContainerOwner& owner, std::string_view image_inspect_json);
 
 // Runs `image_inspect_argv` (ContainerEngine::image_inspect_argv) and answers as above; throws
 // Error where the engine cannot tell (then nobody can tell whose the container is).
-bool image_sets_owner_labels(const std::vector<std::string>& image_inspect_argv, std::chrono::milliseconds timeout);
+bool owner_from_image(const ContainerOwner& owner, const std::vector<std::string>& image_inspect_argv,
+                      std::chrono::milliseconds timeout);
 
 }  // namespace gpurun

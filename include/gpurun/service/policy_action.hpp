@@ -34,6 +34,9 @@ struct PolicyAction {
   std::chrono::seconds elapsed{0};  // idle: idle for this long; time_limit: running for this long
   std::chrono::seconds limit{0};    // when it is (or was) stopped: stop_after, or the time limit; 0: never
   bool listed_by_engine = true;     // HolderSample::listed_by_engine: false, never stopped
+  // A time limit's warning given late (gpurund down across it, a limit set meanwhile): the stop
+  // comes this long after it, not at the limit. 0: at the limit.
+  std::chrono::seconds stops_in{0};
 };
 
 // The notification event an action is ("idle_warning", "idle_stopped", "time_warning",

@@ -52,10 +52,10 @@ struct ServedRuns {
   std::counting_semaphore<2> web_queries{2};
 
   // `query` run on a read-only connection of its own, once one of the `readers` is free; throws
-  // StoreBusy where none is within 20 s.
+  // StoreBusy where none is within 5 s (gpurun's client waits 10 s for the whole answer).
   template <typename Query>
   auto read_store(Query&& query) {
-    if (!readers.try_acquire_for(std::chrono::seconds(20)))
+    if (!readers.try_acquire_for(std::chrono::seconds(5)))
       throw StoreBusy("every reader of the store is busy with other queries; try again in a minute");
     struct Release {
       std::counting_semaphore<4>& readers;

@@ -22,8 +22,10 @@
 #include "access_hint.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/exec.hpp"
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/json_kept.hpp"
+#include "gpurun/util/privileges.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/unix_http.hpp"
 #include "gpurun/util/whole_file.hpp"
@@ -238,9 +240,12 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
 
 namespace {
 
-// Whether `program` starts with "#!": a wrapper, not docker's client itself.
+// Whether `program` (found as exec finds it) starts with "#!": a wrapper, not docker's client itself.
 bool is_script(const std::string& program) {
-  const Fd fd(::open(program.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  int error = 0;
+  const std::string path = find_program(program, error);
+  if (path.empty()) return false;
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   char start[2] = {};
   return fd.valid() && ::read(fd.get(), start, sizeof start) == 2 && start[0] == '#' && start[1] == '!';
 }
@@ -261,6 +266,8 @@ std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docke
   // podman's CLI talks to podman, not to docker's socket (podman has an engine of its own).
   const std::string_view base = std::string_view(docker_cli).substr(docker_cli.rfind('/') + 1);
   if (base.starts_with("podman")) return decline(fmt::format("{} is not docker's client", docker_cli));
+  // Under sudo the client and its config.json are root's (admin's files), read as root sees them.
+  const AsRoot root;
   // An admin's wrapper script may name another engine (DOCKER_HOST set inside it): its engine is
   // the one it runs the job on, so it is asked through it.
   if (is_script(docker_cli)) return decline(fmt::format("{} is a script, which chooses its own engine", docker_cli));

@@ -44,7 +44,7 @@ TEST(DockerSocketPath, AConfigJsonThatMayNotBeReadLeavesTheEngineToTheCli) {
   const fs::path dir = pattern;
   fs::permissions(dir, fs::perms::owner_all | fs::perms::others_exec);
   std::ofstream(dir / "config.json") << R"({"currentContext": "remote"})";
-  fs::permissions(dir / "config.json", fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(dir / "config.json", fs::perms::none);  // nobody's to read, but root's
   // Asked as nobody (root reads any file), in a child: the ids are the whole process's.
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -70,6 +70,7 @@ TEST(DockerApiEngine, AWrapperScriptIsAskedThroughNotAroundOnTheDefaultSocket) {
   ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
   const fs::path wrapper = fs::path(pattern) / "docker";
   std::ofstream(wrapper) << "#!/bin/sh\nDOCKER_HOST=unix:///run/other.sock exec /usr/bin/docker \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
   std::string why;
   EXPECT_EQ(make_docker_api_engine(wrapper.string(), why), nullptr);
   EXPECT_EQ(why, wrapper.string() + " is a script, which chooses its own engine");

@@ -19,16 +19,26 @@ TEST(ContainerOwner, ReadsGpurunsLabelsAndTheImage) {
   EXPECT_EQ(owner->image, "sha256:1");
 }
 
-// An image's labels are every container's of it: an image that sets these could make anyone's
-// container look like the caller's.
-TEST(ContainerOwner, AnImageThatSetsTheOwnersLabelsIsToldApart) {
-  EXPECT_FALSE(image_sets_owner_labels(R"([{"Id":"sha256:1","Config":{"Labels":{"team":"ml"}}}])"));
-  EXPECT_FALSE(image_sets_owner_labels(R"([{"Id":"sha256:1","Config":{"Labels":null}}])"));
-  EXPECT_TRUE(image_sets_owner_labels(R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.uid":"1000"}}}])"));
-  EXPECT_TRUE(image_sets_owner_labels(R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.user":"alice"}}}])"));
-  EXPECT_TRUE(image_sets_owner_labels(R"([{"Id":"sha256:1","Labels":{"gpurun.gpus":"0"}}])"));  // podman
-  EXPECT_THROW(image_sets_owner_labels("[]"), Error);
-  EXPECT_THROW(image_sets_owner_labels("not json"), Error);
+// An image's labels are every container's of it: an image that sets the label that says whose a
+// container is could make anyone's container look like the caller's. A launch's own --label,
+// which differs from the image's, is the launch's word.
+TEST(ContainerOwner, AnOwnerTheImageCouldHaveSetIsToldApart) {
+  ContainerOwner by_uid;
+  by_uid.user = "alice";
+  by_uid.uid = 1000;
+  EXPECT_FALSE(owner_from_image(by_uid, R"([{"Id":"sha256:1","Config":{"Labels":{"team":"ml"}}}])"));
+  EXPECT_FALSE(owner_from_image(by_uid, R"([{"Id":"sha256:1","Config":{"Labels":null}}])"));
+  EXPECT_TRUE(owner_from_image(by_uid, R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.uid":"1000"}}}])"));
+  EXPECT_TRUE(owner_from_image(by_uid, R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.uid":"01000"}}}])"));
+  EXPECT_TRUE(owner_from_image(by_uid, R"([{"Id":"sha256:1","Labels":{"gpurun.uid":"1000"}}])"));  // podman
+  // An image committed from someone else's container, launched by alice: her launch's label holds.
+  EXPECT_FALSE(owner_from_image(by_uid, R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.uid":"1001"}}}])"));
+  ContainerOwner by_name;  // launched without sudo: no uid label, the login decides
+  by_name.user = "alice";
+  EXPECT_TRUE(owner_from_image(by_name, R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.user":"alice"}}}])"));
+  EXPECT_FALSE(owner_from_image(by_name, R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.user":"bob"}}}])"));
+  EXPECT_THROW(owner_from_image(by_uid, "[]"), Error);
+  EXPECT_THROW(owner_from_image(by_uid, "not json"), Error);
 }
 
 }  // namespace

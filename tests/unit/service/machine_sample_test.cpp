@@ -67,15 +67,17 @@ TEST_F(MachineSampleTest, ABareProcessIsAHolderKeyedByPidAndStartTime) {
 // Arguments may be megabytes: the service keeps 4 KiB of them, stored and copied into every answer.
 TEST_F(MachineSampleTest, ALongCommandIsKeptShortened) {
   add(4242, "0::/user.slice\n", "1", "python3\0"s + std::string(100'000, 'x') + "\0"s);
+  add(4243, "0::/user.slice\n", "2", std::string(4096, 'p') + "\0second\0"s);  // cut at the NUL after the first
   Snapshot s = two_gpus();
   s.gpus[0].processes.push_back({.gpu_uuid = s.gpus[0].uuid, .pid = 4242, .used_memory_mib = 10.0, .user = ""});
+  s.gpus[0].processes.push_back({.gpu_uuid = s.gpus[0].uuid, .pid = 4243, .used_memory_mib = 10.0, .user = ""});
   GpuContainer c;
   c.id = kId;
   c.name = "job";
   c.command = std::string(4095, 'y') + "\u00e9" + std::string(10, 'z');  // cut inside the é: before it
   c.devices = {"1"};
   const MachineSample sample = machine_sample(WallTime{}, s, {c}, root_);
-  ASSERT_EQ(sample.holders.size(), 2u);
+  ASSERT_EQ(sample.holders.size(), 3u);
   for (const HolderSample& h : sample.holders) {
     EXPECT_LE(h.command.size(), 4096U + 3) << h.key;
     EXPECT_TRUE(h.command.ends_with("\u2026")) << h.key;

@@ -88,6 +88,10 @@ TEST(TimeLimiter, ARunFirstSeenPastItsLimitIsWarnedAndStoppedOnlyAfterTheNotice)
   TimeLimiter limiter(std::nullopt);
   EXPECT_EQ(kinds_over(limiter, holder("container:c1", 60s), {100s, 110s, 129s, 130s, 140s}),
             (std::vector<std::vector<Kind>>{{Kind::warn}, {}, {}, {Kind::stop}, {}}));
+  // First seen with less than half its notice left (10 s of 30): the whole notice, not 10 s.
+  TimeLimiter late(std::nullopt);
+  EXPECT_EQ(kinds_over(late, holder("container:c1", 60s), {50s, 60s, 79s, 80s}),
+            (std::vector<std::vector<Kind>>{{Kind::warn}, {}, {}, {Kind::stop}}));
 }
 
 TEST(TimeLimiter, TheSmallerOfTheLabelAndMaxRuntimeWins) {

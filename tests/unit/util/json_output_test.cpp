@@ -10,11 +10,12 @@ namespace {
 // Another user's command in `gpurun history --json`: U+009B is CSI, which xterm acts on in UTF-8;
 // U+202E turns the rest of the line around.
 TEST(JsonText, WhatATerminalWouldActOnOrHideIsEscaped) {
-  const nlohmann::json value = {{"command", "a\u009b2Jb\u202eevil\u2066x\u2028y"}, {"name", "caf\u00e9 \u00a0ok"}};
+  const nlohmann::json value = {{"command", "a\u009b2Jb\u202eevil\u2066x\u2028y\u200f\u061c"},
+                                {"name", "caf\u00e9 \u00a0ok"}};
   const std::string text = json_text(value);
   EXPECT_EQ(text.find("\u009b"), std::string::npos);
   EXPECT_EQ(text.find("\u202e"), std::string::npos);
-  EXPECT_NE(text.find(R"(a\u009b2Jb\u202eevil\u2066x\u2028y)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(a\u009b2Jb\u202eevil\u2066x\u2028y\u200f\u061c)"), std::string::npos) << text;
   EXPECT_NE(text.find("caf\u00e9 \u00a0ok"), std::string::npos) << text;  // the rest as it was
   EXPECT_EQ(nlohmann::json::parse(text), value);
 }
