@@ -150,7 +150,9 @@ void Notifier::work() {
         keep_for_next_start();
         return;
       }
-      wake_.wait_until(lock, next->due);
+      // A copy: wait_until reads its time again once woken, and send() may have erased the entry.
+      const auto due = next->due;
+      wake_.wait_until(lock, due);
       continue;
     }
     Pending pending = std::move(*next);
