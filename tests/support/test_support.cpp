@@ -1,6 +1,11 @@
 #include "support/test_support.hpp"
 
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <fstream>
 #include <sstream>
@@ -81,6 +86,28 @@ Gpu make_gpu(int index, std::optional<double> used_mib, std::optional<double> to
   g.memory_total_mib = total_mib;
   g.utilization_percent = utilization_percent;
   return g;
+}
+
+bool passes_in_child(const std::function<bool()>& check) {
+  const pid_t child = ::fork();
+  if (child < 0) return false;
+  if (child == 0) try {
+      ::_exit(check() ? 0 : 1);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      ::_exit(2);
+    }
+  int status = 0;
+  return ::waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+long peak_growth_kib(const std::function<void()>& work) {
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  work();
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  return after.ru_maxrss - before.ru_maxrss;
 }
 
 }  // namespace gpurun::test

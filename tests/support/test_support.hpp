@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,5 +79,11 @@ CaughtError caught_error(F&& f) {
 // A GPU as nvidia-smi would show it: uuid "GPU-<index>", named "NVIDIA A100-SXM4-80GB".
 Gpu make_gpu(int index, std::optional<double> used_mib, std::optional<double> total_mib,
              std::optional<double> utilization_percent);
+
+// Runs `check` in a forked child, whose peak resident set is its own, and answers whether it
+// returned true (an exception is printed, and is false). `grown_kib` then tells the check how much
+// the child's peak resident set grew while `work` ran.
+bool passes_in_child(const std::function<bool()>& check);
+long peak_growth_kib(const std::function<void()>& work);
 
 }  // namespace gpurun::test

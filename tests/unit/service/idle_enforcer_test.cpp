@@ -5,9 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 
@@ -376,31 +373,20 @@ TEST(IdleEnforcer, AfterARestartTheStoredSamplesAreTakenUpOneRowAtATime) {
                         .holders = 1});
     store.save({}, {}, rows);
   }
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) try {
-      const RunStore store(dir / "gpurund.db");
-      const HolderSample c = holder("container:c", 0, "c", true);
-      const std::vector<RunRecord> running = run_on_gpu0(c);
-      IdleEnforcer enforcer(policy(), 40s);
-      rusage before{};
-      ::getrusage(RUSAGE_SELF, &before);
+  EXPECT_TRUE(test::passes_in_child([&] {
+    const RunStore store(dir / "gpurund.db");
+    const HolderSample c = holder("container:c", 0, "c", true);
+    const std::vector<RunRecord> running = run_on_gpu0(c);
+    IdleEnforcer enforcer(policy(), 40s);
+    const long grown_kib = test::peak_growth_kib([&] {
       enforcer.resume(running, [&store](const GpuSampleVisit& visit) { store.each_gpu_sample(kStart, visit); });
-      rusage after{};
-      ::getrusage(RUSAGE_SELF, &after);
-      // Idle all along: past stop_after, so the first sample after the restart stops it.
-      const std::vector<PolicyAction> due = enforcer.observe(sample(std::chrono::seconds(kTimes), 0, {c}), running);
-      const bool stopped = due.size() == 1 && due[0].kind == Kind::stop;
-      const long grown_kib = after.ru_maxrss - before.ru_maxrss;
-      std::fprintf(stderr, "resume over %d stored rows: peak resident set grew %ld KiB\n", kTimes * 8, grown_kib);
-      ::_exit(stopped && grown_kib < 8 * 1024 ? 0 : 1);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      ::_exit(2);
-    }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    });
+    // Idle all along: past stop_after, so the first sample after the restart stops it.
+    const std::vector<PolicyAction> due = enforcer.observe(sample(std::chrono::seconds(kTimes), 0, {c}), running);
+    const bool stopped = due.size() == 1 && due[0].kind == Kind::stop;
+    std::fprintf(stderr, "resume over %d stored rows: peak resident set grew %ld KiB\n", kTimes * 8, grown_kib);
+    return stopped && grown_kib < 8 * 1024;
+  }));
 }
 
 TEST(IdleEnforcer, AnIdleContainerTheEngineDoesNotShowForAWhileKeepsItsStreak) {

@@ -6,7 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -26,6 +25,7 @@
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/unix_http.hpp"
 #include "http_loop.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
@@ -145,38 +145,26 @@ TEST_F(ServiceServerTest, UsageOverManyStoredRunsHoldsOneRunAtATime) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer keeps freed memory aside (its quarantine): the peak grows either way";
 #endif
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) try {
-      std::int64_t id = 10;
-      for (int batch = 0; batch < 24; ++batch) {
-        std::vector<RunRecord> ended;
-        for (int i = 0; i < 500; ++i, ++id) {
-          RunRecord run = record(id, "carol", std::chrono::seconds(id));
-          run.command = std::string(4096, 'x');
-          run.end = run.last_seen;
-          run.ended_by = "gone";
-          ended.push_back(std::move(run));
-        }
-        store_->save({}, ended);
+  EXPECT_TRUE(test::passes_in_child([&] {
+    std::int64_t id = 10;
+    for (int batch = 0; batch < 24; ++batch) {
+      std::vector<RunRecord> ended;
+      for (int i = 0; i < 500; ++i, ++id) {
+        RunRecord run = record(id, "carol", std::chrono::seconds(id));
+        run.command = std::string(4096, 'x');
+        run.end = run.last_seen;
+        run.ended_by = "gone";
+        ended.push_back(std::move(run));
       }
-      rusage before{};
-      ::getrusage(RUSAGE_SELF, &before);
-      const ServiceAnswer answer = ask("/v1/usage");
-      rusage after{};
-      ::getrusage(RUSAGE_SELF, &after);
-      const json rows = json::parse(answer.body);
-      const bool counted = rows.size() == 3 && rows[0]["key"] == "carol" && rows[0]["runs"] == 12'000;
-      const long grown_kib = after.ru_maxrss - before.ru_maxrss;
-      std::fprintf(stderr, "usage over 12 000 runs: peak resident set grew %ld KiB\n", grown_kib);
-      ::_exit(counted && grown_kib < 16 * 1024 ? 0 : 1);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      ::_exit(2);
+      store_->save({}, ended);
     }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    ServiceAnswer answer;
+    const long grown_kib = test::peak_growth_kib([&] { answer = ask("/v1/usage"); });
+    const json rows = json::parse(answer.body);
+    const bool counted = rows.size() == 3 && rows[0]["key"] == "carol" && rows[0]["runs"] == 12'000;
+    std::fprintf(stderr, "usage over 12 000 runs: peak resident set grew %ld KiB\n", grown_kib);
+    return counted && grown_kib < 16 * 1024;
+  }));
 }
 
 TEST_F(ServiceServerTest, TheTablesFieldsLeaveOutWhatTheHistoryTableDoesNotShow) {
