@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -23,9 +24,16 @@ struct HeadersDeleter {
 // The answer's body is not wanted; reading it lets the connection end cleanly.
 std::size_t discard(char* /*data*/, std::size_t size, std::size_t count, void* /*user*/) { return size * count; }
 
+// libcurl's progress callback: non-zero ends the transfer (CURLE_ABORTED_BY_CALLBACK).
+int ask_given_up(void* given_up, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/, curl_off_t /*ultotal*/,
+                 curl_off_t /*ulnow*/) {
+  return (*static_cast<const std::function<bool()>*>(given_up))() ? 1 : 0;
+}
+
 }  // namespace
 
-Delivery post_webhook(const std::string& url, const std::string& body, std::chrono::seconds timeout) {
+Delivery post_webhook(const std::string& url, const std::string& body, std::chrono::seconds timeout,
+                      const std::function<bool()>& given_up) {
   static std::once_flag initialised;
   std::call_once(initialised, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   const std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
@@ -44,7 +52,14 @@ Delivery post_webhook(const std::string& url, const std::string& body, std::chro
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "gpurund");
+  if (given_up) {
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, ask_given_up);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &given_up);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  }
   const CURLcode rc = curl_easy_perform(c);
+  if (rc == CURLE_ABORTED_BY_CALLBACK)
+    return {.delivered = false, .retry = true, .error = "given up: gpurund is stopping"};
   if (rc != CURLE_OK)
     return {.delivered = false, .retry = true, .error = error[0] != '\0' ? error : curl_easy_strerror(rc)};
   long status = 0;

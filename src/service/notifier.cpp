@@ -21,8 +21,19 @@ constexpr std::chrono::seconds kShutdownLimit{5};  // a stopping service deliver
 
 }  // namespace
 
-Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept)
-    : policy_(std::move(policy)), backoff_(backoff), kept_(std::move(kept)), worker_([this] { work(); }) {}
+Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept, const StopRequest* stop)
+    : policy_(std::move(policy)), backoff_(backoff), kept_(std::move(kept)), stop_(stop), worker_([this] { work(); }) {}
+
+std::optional<std::chrono::steady_clock::time_point> Notifier::give_up_time() const {
+  std::optional<std::chrono::steady_clock::time_point> stopped =
+      stop_ != nullptr ? stop_->requested_at() : std::nullopt;
+  if (const std::int64_t ns = destroyed_ns_.load(); ns != 0) {
+    const std::chrono::steady_clock::time_point destroyed{std::chrono::steady_clock::duration(ns)};
+    stopped = stopped ? std::min(*stopped, destroyed) : destroyed;
+  }
+  if (!stopped) return std::nullopt;
+  return *stopped + kShutdownLimit;
+}
 
 void Notifier::take_up_kept() {
   if (kept_.empty()) return;
@@ -68,6 +79,7 @@ Notifier::~Notifier() {
   {
     const std::lock_guard hold(mutex_);
     stopping_ = true;
+    destroyed_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   wake_.notify_all();
   worker_.join();
@@ -96,10 +108,16 @@ void Notifier::send(Notification notification, bool asked) {
   wake_.notify_all();
 }
 
-void Notifier::deliver(Pending& pending, std::chrono::steady_clock::time_point deadline) const {
-  // Each attempt within kAttemptLimit, and none past the deadline (a stopping service's).
-  const auto limit = [deadline] {
-    const auto left = std::chrono::ceil<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
+void Notifier::deliver(Pending& pending) const {
+  // Each attempt within kAttemptLimit, and none past the give-up time (a stopping service's).
+  const auto past_give_up = [this] {
+    const auto give_up = give_up_time();
+    return give_up && std::chrono::steady_clock::now() >= *give_up;
+  };
+  const auto limit = [this] {
+    const auto give_up = give_up_time();
+    if (!give_up) return kAttemptLimit;
+    const auto left = std::chrono::ceil<std::chrono::seconds>(*give_up - std::chrono::steady_clock::now());
     return std::clamp(left, std::chrono::seconds(1), kAttemptLimit);
   };
   const Notification& n = pending.notification;
@@ -114,9 +132,9 @@ void Notifier::deliver(Pending& pending, std::chrono::steady_clock::time_point d
                    text::printable(n.user, 64));  // anyone's label: never a line of the log of its own
     }
   }
-  if (!pending.posted) {
+  if (!pending.posted && !past_give_up()) {  // past it: kept, for the next start
     ++pending.attempts;
-    const Delivery posted = post_webhook(policy_.webhook, json_line(webhook_body(n)), limit());
+    const Delivery posted = post_webhook(policy_.webhook, json_line(webhook_body(n)), limit(), past_give_up);
     pending.posted = posted.delivered;
     if (!posted.delivered) {
       const bool again = posted.retry && pending.attempts < backoff_.attempts;
@@ -130,14 +148,9 @@ void Notifier::deliver(Pending& pending, std::chrono::steady_clock::time_point d
 
 void Notifier::work() {
   std::unique_lock lock(mutex_);
-  std::optional<std::chrono::steady_clock::time_point> give_up;  // set once stopping: what is due then, briefly
   while (true) {
     const auto now = std::chrono::steady_clock::now();
-    if (stopping_ && !give_up) give_up = now + kShutdownLimit;
-    if (give_up && now >= *give_up && !queue_.empty()) {
-      keep_for_next_start();
-      return;
-    }
+    const auto give_up = give_up_time();  // set once a stop is asked for: what is due until then
     const auto next = std::min_element(queue_.begin(), queue_.end(),
                                        [](const Pending& a, const Pending& b) { return a.due < b.due; });
     if (next == queue_.end()) {
@@ -145,13 +158,20 @@ void Notifier::work() {
       wake_.wait(lock);
       continue;
     }
-    if (next->due > now) {
-      if (stopping_) {  // what waits for a retry gets it at the next start
+    // Past the give-up time, or once ending with only retries left: what is queued waits for the
+    // next start. gpurund asked to stop may still queue news (of a `docker stop` it finishes), so
+    // the worker ends only with the destructor.
+    if ((give_up && now >= *give_up) || (stopping_ && next->due > now)) {
+      if (stopping_) {
         keep_for_next_start();
         return;
       }
+      wake_.wait(lock);
+      continue;
+    }
+    if (next->due > now) {
       // A copy: wait_until reads its time again once woken, and send() may have erased the entry.
-      const auto due = next->due;
+      const auto due = give_up ? std::min(next->due, *give_up) : next->due;
       wake_.wait_until(lock, due);
       continue;
     }
@@ -159,7 +179,7 @@ void Notifier::work() {
     queue_.erase(next);
     lock.unlock();  // deliveries take seconds; send() must not wait for them
     try {
-      deliver(pending, give_up.value_or(std::chrono::steady_clock::time_point::max()));
+      deliver(pending);
     } catch (const std::exception& e) {  // no memory, no pipes: this one is dropped, the thread goes on
       spdlog::error("notify: {} could not be delivered: {}", pending.notification.event, e.what());
       pending.mailed = pending.posted = true;

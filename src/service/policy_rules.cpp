@@ -34,10 +34,10 @@ Notification notification_of(std::string_view event, std::string text, const Run
 }  // namespace
 
 PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono::milliseconds interval,
-                         const std::string& kept_notifications)
+                         const std::string& kept_notifications, const StopRequest* stop)
     : host_(std::move(host)), kept_notifications_(kept_notifications), limiter_(policy.max_runtime) {
   if (policy.idle_policy) idle_.emplace(*policy.idle_policy, 3 * interval + std::chrono::seconds(10));
-  if (policy.notify) notifier_.emplace(*policy.notify, Notifier::Backoff{}, kept_notifications);
+  if (policy.notify) notifier_.emplace(*policy.notify, Notifier::Backoff{}, kept_notifications, stop);
   const auto seconds = [](const std::optional<std::chrono::seconds>& s) { return s ? s->count() : -1; };
   fingerprint_ = fmt::format("max_runtime {}", seconds(policy.max_runtime));
   if (const auto& idle = policy.idle_policy)

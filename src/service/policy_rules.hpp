@@ -25,9 +25,10 @@ class PolicyRules {
  public:
   // `interval`: the sampling interval; a gap between samples over three of them and 10 s is
   // time nobody measured, which ends an idle streak.
-  // `kept_notifications`: where the notifier keeps what a stop leaves undelivered (Notifier).
+  // `kept_notifications`: where the notifier keeps what a stop leaves undelivered, and `stop`
+  // gpurund's stop request, which ends its deliveries (Notifier).
   PolicyRules(const SitePolicy& policy, std::string host, std::chrono::milliseconds interval = std::chrono::seconds(10),
-              const std::string& kept_notifications = "");
+              const std::string& kept_notifications = "", const StopRequest* stop = nullptr);
 
   // One sample, with the tracker's runs after it: warns, stops and notifies what is due.
   // Once `stopping` holds, nothing more is begun (a stop takes up to 20 s, and systemd waits 30).

@@ -126,7 +126,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   source_spec.stream_every = settings.interval;  // nvidia-smi's loop mode: no process per sample
   const Machine machine{make_gpu_source(source_spec), make_container_engine(engine_spec(options))};
   PolicyRules rules(options.policy, host_name(), settings.interval,
-                    settings.state_dir + "/notifications-undelivered.json");
+                    settings.state_dir + "/notifications-undelivered.json", &stop);
   // The rules' state from before a restart, where they are the same rules: a restart that changed
   // them (the way to change them) starts every streak and warning afresh, as their first start did.
   try {

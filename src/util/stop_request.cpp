@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -25,9 +26,21 @@ StopRequest::StopRequest() : event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
 void StopRequest::request(int signal) noexcept {
   const int saved_errno = errno;  // a handler leaves errno as it found it
   signal_.store(signal == 0 ? -1 : signal);
+  timespec now{};  // clock_gettime is async-signal-safe; steady_clock::now is not promised to be
+  if (::clock_gettime(CLOCK_MONOTONIC, &now) == 0) {
+    std::int64_t unset = 0;
+    (void)requested_ns_.compare_exchange_strong(unset, std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec);
+  }
   const std::uint64_t one = 1;
   (void)!::write(event_.get(), &one, sizeof one);  // a full counter is readable already
   errno = saved_errno;
+}
+
+std::optional<std::chrono::steady_clock::time_point> StopRequest::requested_at() const noexcept {
+  const std::int64_t ns = requested_ns_.load();
+  if (ns == 0) return std::nullopt;
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(ns)));
 }
 
 WaitsEndOnStop::WaitsEndOnStop(const StopRequest& request) noexcept : previous_(watched_fd) {

@@ -3,9 +3,11 @@
 // POST to the site's webhook (Slack and Mattermost incoming webhooks show its `text` as is) and a
 // mail to the run's user through `sendmail -t`. Deliveries run on a thread of their own, so a
 // slow or dead receiver never delays sampling; a failed webhook is tried again with backoff.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,6 +16,7 @@
 
 #include "gpurun/config/notify_policy.hpp"
 #include "gpurun/history/run_tracker.hpp"
+#include "gpurun/util/stop_request.hpp"
 
 namespace gpurun {
 
@@ -39,7 +42,10 @@ struct Delivery {
   bool retry = false;
   std::string error;
 };
-Delivery post_webhook(const std::string& url, const std::string& body, std::chrono::seconds timeout);
+// `given_up`: asked while the POST is under way (about once a second, and at each bit of progress);
+// true ends it at once, an error to retry.
+Delivery post_webhook(const std::string& url, const std::string& body, std::chrono::seconds timeout,
+                      const std::function<bool()>& given_up = {});
 Delivery send_mail(const std::string& sendmail, const std::string& message, std::chrono::seconds timeout);
 
 class Notifier {
@@ -50,11 +56,15 @@ class Notifier {
   };
   // `kept`: a file in gpurund's state directory where what a stop leaves undelivered is kept, to
   // be sent at the next start under the same rules (take_up_kept; "": none kept).
-  Notifier(NotifyPolicy policy, Backoff backoff, std::string kept = "");
+  // `stop`: gpurund's stop request. Once it is made, deliveries go on for 5 s at most (a webhook
+  // POST under way is cut then; a sendmail run gets at most its own 10 s), whatever else gpurund
+  // still finishes (a `docker stop` takes up to 20 s, and systemd waits 30 before its SIGKILL).
+  Notifier(NotifyPolicy policy, Backoff backoff, std::string kept = "", const StopRequest* stop = nullptr);
   explicit Notifier(NotifyPolicy policy) : Notifier(std::move(policy), Backoff{}) {}
   Notifier(const Notifier&) = delete;
   Notifier& operator=(const Notifier&) = delete;
-  // Delivers what is due now (for 5 s at most) and keeps the rest for the next start (logged).
+  // Delivers what is due until 5 s after the stop request (or now, where none was made) and keeps
+  // the rest for the next start (logged).
   ~Notifier();
 
   const NotifyPolicy& policy() const { return policy_; }
@@ -82,8 +92,10 @@ class Notifier {
   void done_with(const Pending& pending);
   // Writes what is still queued to `kept_` (under the lock, as the worker ends).
   void keep_for_next_start();
-  // One attempt at what `pending` still lacks, none past `deadline` (each within kAttemptLimit).
-  void deliver(Pending& pending, std::chrono::steady_clock::time_point deadline) const;
+  // One attempt at what `pending` still lacks, none past give_up_time() (each within kAttemptLimit).
+  void deliver(Pending& pending) const;
+  // 5 s after the stop request or the destructor, whichever came first; nullopt before either.
+  std::optional<std::chrono::steady_clock::time_point> give_up_time() const;
 
   NotifyPolicy policy_;
   Backoff backoff_;
@@ -91,8 +103,10 @@ class Notifier {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;
-  std::size_t kept_waiting_ = 0;  // of those taken up from `kept_`
-  bool stopping_ = false;
+  std::size_t kept_waiting_ = 0;               // of those taken up from `kept_`
+  bool stopping_ = false;                      // the destructor runs: the worker ends once it has kept what is left
+  std::atomic<std::int64_t> destroyed_ns_{0};  // when it began, on the steady clock; 0: not yet
+  const StopRequest* stop_;
   std::thread worker_;
 };
 

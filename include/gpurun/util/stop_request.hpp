@@ -4,6 +4,9 @@
 // (SIGTERM) gives up a hung nvidia-smi or engine at once, instead of after their timeouts (10 s
 // each, and a sample asks two or three, where systemd waits 30 s before its SIGKILL).
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
 
 #include "gpurun/util/fd.hpp"
 
@@ -18,10 +21,13 @@ class StopRequest {
   void request(int signal) noexcept;                      // async-signal-safe
   int signal() const noexcept { return signal_.load(); }  // 0 until requested
   bool requested() const noexcept { return signal() != 0; }
+  // When the first request was made, on the steady clock; nullopt until then.
+  std::optional<std::chrono::steady_clock::time_point> requested_at() const noexcept;
   int fd() const noexcept { return event_.get(); }  // readable once requested
 
  private:
   std::atomic<int> signal_{0};
+  std::atomic<std::int64_t> requested_ns_{0};  // CLOCK_MONOTONIC, steady_clock's clock; 0: not yet
   Fd event_;
 };
 

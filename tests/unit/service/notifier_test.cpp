@@ -3,16 +3,23 @@
 // retries after a 500) and to a sendmail stand-in, on a thread of its own.
 #include "gpurun/service/notifier.hpp"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <csignal>
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <thread>
 
+#include "gpurun/util/fd.hpp"
 #include "gpurun/util/json_output.hpp"
+#include "gpurun/util/stop_request.hpp"
 #include "notification_spool.hpp"
 #include "support/test_support.hpp"
 #include "support/webhook_receiver.hpp"
@@ -185,6 +192,41 @@ TEST(Notifier, WhatAStopLeavesUndeliveredIsSentAtTheNextStart) {
   }
   EXPECT_EQ(up.bodies().front(), webhook_body(warning).dump());
   EXPECT_FALSE(std::filesystem::exists(kept));
+}
+
+// A webhook that takes the POST and never answers: gpurund asked to stop (SIGTERM) while it waits,
+// and still finishing a `docker stop` for 6 s, must not be held by it past 5 s after the request
+// (systemd waits 30 s in all); the POST is cut, and its notification kept for the next start.
+TEST(Notifier, AStopRequestCutsAHungWebhookAfterFiveSecondsAndKeepsItsNotification) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  const Fd hung(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));  // listens, never accepts
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(hung.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(hung.get(), 8), 0);
+  ASSERT_EQ(::getsockname(hung.get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  NotifyPolicy policy;
+  policy.webhook = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hook";
+  Notification warning = notification();
+  warning.time = std::chrono::system_clock::now();
+  StopRequest stop;
+  std::optional<Notifier> notifier;
+  notifier.emplace(policy, Notifier::Backoff{.first = 10ms, .attempts = 5}, kept, &stop);
+  notifier->send(warning);
+  std::this_thread::sleep_for(500ms);  // the POST waits for its answer (10 s at most)
+  stop.request(SIGTERM);
+  std::this_thread::sleep_for(6s);  // gpurund finishes the stop of a container meanwhile
+  const auto destroying = std::chrono::steady_clock::now();
+  notifier.reset();
+  const auto destructor = std::chrono::steady_clock::now() - destroying;
+  EXPECT_LT(destructor, 1s);  // the POST was cut 5 s after the request, not at its 10 s
+  const std::vector<SpooledNotification> left = read_kept_notifications(kept, std::chrono::system_clock::now());
+  ASSERT_EQ(left.size(), 1U);
+  EXPECT_EQ(left.front().notification.text, warning.text);
+  EXPECT_FALSE(left.front().posted);
 }
 
 // A thousand notifications waiting (the webhook down): the oldest news of a run's end goes, not a
