@@ -102,7 +102,10 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
     auto [streak, fresh] = streaks_.try_emplace(holder.key, Streak{.idle = {}, .last = now});
     if (!fresh) {
       const auto gap = now.since(streak->second.last);
-      if (gap > max_gap) {
+      // A streak taken up from the store (no steady time) whose last sample is later than now: the
+      // wall clock went back across the restart, so how long nobody measured is not known.
+      const bool clock_went_back = !streak->second.last.monotonic && now.when < streak->second.last.when;
+      if (gap > max_gap || clock_went_back) {
         streak->second.idle = {};
         done_.erase(holder.key);
       } else {

@@ -352,6 +352,19 @@ TEST(IdleEnforcer, AfterARestartLongerThanTheGapAStreakStartsAfresh) {
   expect_one(enforcer.observe(sample(360s, 0, {c}), running), Kind::warn, 60s);
 }
 
+// The wall clock set back across the restart (a clock that ran ahead, mended while gpurund was
+// down): the stored streak ends later than the first sample after it, and how long nobody
+// measured is not known, so the streak starts afresh; it is neither stopped at once nor kept.
+TEST(IdleEnforcer, AfterARestartWithTheClockSetBackAStreakStartsAfresh) {
+  const HolderSample c = holder("container:c", 0, "c", true);
+  const std::vector<RunRecord> running = run_on_gpu0(c);
+  IdleEnforcer enforcer(policy(), 40s);
+  enforcer.resume(running, walk(stored(0s, 200s, 0)));  // idle 200 s by the clock that ran ahead
+  EXPECT_THAT(enforcer.observe(sample(150s, 0, {c}), running), ::testing::IsEmpty());
+  EXPECT_THAT(enforcer.observe(sample(180s, 0, {c}), running), ::testing::IsEmpty());
+  expect_one(enforcer.observe(sample(210s, 0, {c}), running), Kind::warn, 60s);
+}
+
 // A stop_after of days at a second's interval is millions of stored rows: gpurund, as root, takes
 // them up from the store one at a time after a restart. 30 000 sample times of 8 GPUs here (about
 // 30 MB if held at once). Measured in a child, whose peak resident set is its own.
