@@ -28,6 +28,7 @@
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
 #include "policy_rules.hpp"
+#include "prune_clock.hpp"
 
 namespace gpurun {
 namespace {
@@ -175,6 +176,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   };
   MinuteRollup rollup(settings.tracker.idle_threshold_percent, kept_minute);
   auto last_flush = std::chrono::steady_clock::now();
+  const PruneClock prune_clock;
   const auto flush = [&] {
     std::vector<GpuMinute> minutes = rollup.take_finished();
     unsaved_minutes.insert(unsaved_minutes.end(), minutes.begin(), minutes.end());
@@ -186,7 +188,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       unsaved.clear();
       unsaved_samples.clear();
       unsaved_minutes.clear();
-      const WallTime now = std::chrono::system_clock::now();
+      const WallTime now = prune_clock.now();
       store.prune(now - settings.keep_samples, now - settings.keep_minutes);
       store_trouble.fine();
     } catch (const std::exception& e) {  // a full disk, a read-only file system: keep them in memory
