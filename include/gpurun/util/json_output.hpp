@@ -10,7 +10,8 @@ namespace gpurun {
 std::string json_text(const nlohmann::ordered_json& value);
 std::string json_text(const nlohmann::json& value);
 
-// The same on one line, without the newline: what the service's HTTP answers carry.
+// The same on one line, without the newline: what the service's HTTP answers, the webhook's
+// body and the kept notifications carry (a chat shows the text, a browser the page's data).
 std::string json_line(const nlohmann::ordered_json& value);
 std::string json_line(const nlohmann::json& value);
 

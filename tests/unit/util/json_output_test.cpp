@@ -20,5 +20,15 @@ TEST(JsonText, WhatATerminalWouldActOnOrHideIsEscaped) {
   EXPECT_EQ(nlohmann::json::parse(text), value);
 }
 
+// One line (the service's answers, a webhook's body): the same escapes, so a chat or a page shows
+// another user's command as it is, not turned around.
+TEST(JsonLine, WhatATerminalWouldActOnOrHideIsEscapedToo) {
+  const nlohmann::ordered_json value = {{"text", "run 3 (\u202egnp.exe) \u009bstopped"}};
+  const std::string line = json_line(value);
+  EXPECT_EQ(line, R"({"text":"run 3 (\u202egnp.exe) \u009bstopped"})");
+  EXPECT_EQ(nlohmann::ordered_json::parse(line), value);
+  EXPECT_EQ(json_line(nlohmann::json(value)), line);
+}
+
 }  // namespace
 }  // namespace gpurun
