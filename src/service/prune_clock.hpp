@@ -14,10 +14,12 @@ namespace gpurun {
 class PruneClock {
  public:
   using Steady = std::chrono::steady_clock::time_point;
-  explicit PruneClock(WallTime wall = std::chrono::system_clock::now(), Steady steady = std::chrono::steady_clock::now())
+  explicit PruneClock(WallTime wall = std::chrono::system_clock::now(),
+                      Steady steady = std::chrono::steady_clock::now())
       : started_wall_(wall), started_steady_(steady) {}
 
-  WallTime now(WallTime wall = std::chrono::system_clock::now(), Steady steady = std::chrono::steady_clock::now()) const {
+  WallTime now(WallTime wall = std::chrono::system_clock::now(),
+               Steady steady = std::chrono::steady_clock::now()) const {
     return std::min(wall, started_wall_ + std::chrono::duration_cast<WallTime::duration>(steady - started_steady_));
   }
 
