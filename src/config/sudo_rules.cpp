@@ -20,7 +20,11 @@ bool one_of(const Value& v, std::initializer_list<std::string_view> words) {
 }
 bool ipc_ok(const Value& v) { return one_of(v, {"private", "shareable", "none"}); }
 bool network_ok(const Value& v) { return one_of(v, {"none", "bridge", "default"}); }
-bool label_ok(const Value& v) { return v && !v->starts_with("gpurun."); }  // gpurun's labels say who owns it
+// gpurun's labels say who owns the container (and its time limit): never the caller's to give,
+// with blanks before the key or not (an engine that trims them would read gpurun's own).
+bool label_ok(const Value& v) {
+  return v && !std::string_view(*v).substr(std::min(v->size(), v->find_first_not_of(" \t\n"))).starts_with("gpurun.");
+}
 bool security_ok(const Value& v) {
   return one_of(v, {"no-new-privileges", "no-new-privileges=true", "no-new-privileges:true"});
 }
@@ -167,6 +171,15 @@ const DockerOptionRule* find_docker_rule(std::string_view name) {
 }
 
 std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& admin_allowed) {
+  // Whose the container is: not a site's choice either (an admin's `--label` allows any value).
+  if (arg.name == "label" && !label_ok(arg.value))
+    return fmt::format("docker option \"{}\": labels gpurun.* say whose the container is, and only gpurun writes them",
+                       text::printable(arg.text));
+  if (arg.name == "label-file")
+    return fmt::format(
+        "docker option \"{}\": a file the docker client reads as root, whose labels gpurun cannot "
+        "check (use --label)",
+        text::printable(arg.text));
   for (const std::string& rule : admin_allowed)
     if (rule_matches(rule, arg)) return {};
   const DockerOptionRule* const known = find_docker_rule(arg.name);

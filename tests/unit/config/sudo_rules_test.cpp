@@ -163,6 +163,26 @@ TEST(SudoRules, TheAdminsAllowListExtendsTheBuiltInOne) {
   enforce_caller_rules(o, false);
 }
 
+// Whose the container is stays gpurun's to say, whatever the admin allows: a bare "--label" on
+// the site's list matches every value, and a label file is read by root unchecked.
+TEST(SudoRules, GpurunsOwnLabelsAreRefusedEvenWhereTheAdminAllowsLabels) {
+  for (const std::vector<std::string>& words :
+       std::vector<std::vector<std::string>>{{"--label", "gpurun.user=bob"},
+                                             {"--label=gpurun.uid=1001"},
+                                             {"-l", " gpurun.user=bob"},
+                                             {"--label", "\tgpurun.time-limit=1"},
+                                             {"--label-file", "/home/alice/labels"}}) {
+    Options o = caller_options(words);
+    o.policy.allowed_docker_options = {"--label", "--label-file", words.front() + "=" + words.back()};
+    const std::string message = test::caught_error([&] { enforce_caller_rules(o, false); }).message;
+    EXPECT_THAT(message, HasSubstr("not allowed under sudo: ")) << words.back();
+    EXPECT_THAT(message, Not(HasSubstr("the admin may allow it"))) << words.back();
+  }
+  Options team = caller_options({"--label", "team=ml"});
+  team.policy.allowed_docker_options = {"--label"};
+  enforce_caller_rules(team, false);
+}
+
 TEST(SudoRules, LowHostPortsAndSnapshotsForALaunchAreRefused) {
   Options o = caller_options({});
   o.publish = {"127.0.0.1:22:22"};
