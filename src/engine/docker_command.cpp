@@ -119,15 +119,19 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                            "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--log-opt",
                            "max-size=50m", "--label", fmt::format("{}={}", kLabelUser, request.identity.login),
                            "--label", fmt::format("{}={}", kLabelGpus, indices), "--label",
-                           fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ","))});
-  if (request.time_limit)
-    argv.insert(argv.end(), {"--label", fmt::format("{}={}", kLabelTimeLimit, request.time_limit->count())});
-  if (request.notify) argv.insert(argv.end(), {"--label", fmt::format("{}=run_ended", kLabelNotify)});
+                           fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ",")), "--label",
+                           fmt::format("{}={}", kLabelUid, request.identity.uid)});
+  // Written whether asked for or not (empty: none): a container shows its image's labels as its
+  // own, and an image committed from a gpurun container carries that launch's time limit and
+  // notification to everyone who runs it.
+  argv.insert(argv.end(), {"--label",
+                           fmt::format("{}={}", kLabelTimeLimit,
+                                       request.time_limit ? std::to_string(request.time_limit->count()) : ""),
+                           "--label", fmt::format("{}={}", kLabelNotify, request.notify ? "run_ended" : "")});
   for (unsigned group : request.identity.groups)
     if (group != request.identity.gid) argv.insert(argv.end(), {"--group-add", std::to_string(group)});
   if (request.for_caller) {
-    argv.insert(argv.end(), {"--security-opt", "no-new-privileges", "--label",
-                             fmt::format("{}={}", kLabelUid, request.identity.uid)});
+    argv.insert(argv.end(), {"--security-opt", "no-new-privileges"});
     // An image's own ENV cannot widen what the runtime hands out (the runtime form sets it already).
     if (request.gpu_request != GpuRequestForm::runtime)
       argv.insert(argv.end(),

@@ -642,6 +642,19 @@ if [[ -x $gpurund ]]; then
   [[ $(dk inspect --format '{{index .Config.Labels "gpurun.time-limit"}}' "$timed" 2>/dev/null) == 2 ]] &&
     pass "the container carries its time limit as the label gpurun.time-limit=2" ||
     fail "no gpurun.time-limit label on $timed"
+  # An image committed from it carries the launch's labels: a later launch of it writes its own,
+  # empty, so that neither the time limit nor the notification is the image's.
+  untimed=gpurun-e2e-untimed
+  dk commit "$timed" gpurun-e2e-limited:1 >/dev/null 2>&1 || fail "docker commit $timed failed"
+  (cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name "$untimed" \
+    --image gpurun-e2e-limited:1 1 -- sh -c "$forever") >/dev/null 2>"$tmp/untimed.err" </dev/null ||
+    fail "gpurun -d of the committed image failed: $(tail -2 "$tmp/untimed.err")"
+  labels=$(dk inspect --format '{{index .Config.Labels "gpurun.time-limit"}}|{{index .Config.Labels "gpurun.notify"}}' \
+    "$untimed" 2>&1)
+  [[ $labels == "|" ]] && pass "a launch of an image committed from a limited container has no time limit of its own" ||
+    fail "the committed image's labels reached the next launch: $labels"
+  dk rm -f "$untimed" >/dev/null 2>&1
+  dk rmi gpurun-e2e-limited:1 >/dev/null 2>&1
   printf '{"notify": %s}\n' "$(cat "$tmp/notify.json")" >"$tmp/notify-policy.json"
   GPURUN_SYSTEM_CONFIG=$tmp/notify-policy.json FAKE_SMI_SCENARIO=$scenario "$gpurund" --no-config \
     --state-dir "$tmp/timed-state" --socket "$tmp/timed.sock" --interval 0.2 --nvidia-smi "$fake_smi" \

@@ -54,12 +54,14 @@ std::string container_name(std::string_view login, const std::vector<int>& gpu_i
 // A short random hex string for container names.
 std::string random_suffix();
 
-// The labels gpurun puts on its containers (read back by later verbs).
+// The labels gpurun puts on every container it launches (read back by later verbs and gpurund),
+// each written even where empty, so that none is the image's.
 inline constexpr std::string_view kLabelUser = "gpurun.user";
 inline constexpr std::string_view kLabelGpus = "gpurun.gpus";
 inline constexpr std::string_view kLabelGpuUuids = "gpurun.gpu-uuids";
-inline constexpr std::string_view kLabelUid = "gpurun.uid";               // under sudo: the caller's uid
-inline constexpr std::string_view kLabelTimeLimit = "gpurun.time-limit";  // seconds from the container's start
-inline constexpr std::string_view kLabelNotify = "gpurun.notify";         // "run_ended": say when it ends
+inline constexpr std::string_view kLabelUid = "gpurun.uid";  // the launching user's uid
+inline constexpr std::string_view kLabelTimeLimit =
+    "gpurun.time-limit";                                           // seconds from the container's start; "": none
+inline constexpr std::string_view kLabelNotify = "gpurun.notify";  // "run_ended": say when it ends; "": don't
 
 }  // namespace gpurun

@@ -39,14 +39,34 @@ DockerRunRequest representative_request() {
   return r;
 }
 
-// Everything from --name to the last label, for a request like representative_request().
-Argv fixed_part(const std::string& name, const Argv& mount, const std::string& workdir) {
+// Everything from --name to the last label, for a request like representative_request(): the time
+// limit and notification labels are written empty where not asked for (none is the image's).
+Argv fixed_part(const std::string& name, const Argv& mount, const std::string& workdir,
+                const std::string& time_limit = "", const std::string& notify = "") {
   Argv argv{"--name", name, "--gpus", "\"device=3,6\"", "--cpus", "32", "--user", "1000:1000"};
   argv.insert(argv.end(), mount.begin(), mount.end());
   argv.insert(argv.end(),
-              {"--workdir", workdir, "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864",
-               "--log-opt", "max-size=50m", "--label", "gpurun.user=alice", "--label", "gpurun.gpus=3,6", "--label",
-               "gpurun.gpu-uuids=GPU-183e1898-729a-7413-4031-7428fade2c2f,GPU-5ed111c7-33e3-e3dc-484e-1a81a32f79de"});
+              {"--workdir",
+               workdir,
+               "--shm-size=1g",
+               "--ulimit",
+               "memlock=-1",
+               "--ulimit",
+               "stack=67108864",
+               "--log-opt",
+               "max-size=50m",
+               "--label",
+               "gpurun.user=alice",
+               "--label",
+               "gpurun.gpus=3,6",
+               "--label",
+               "gpurun.gpu-uuids=GPU-183e1898-729a-7413-4031-7428fade2c2f,GPU-5ed111c7-33e3-e3dc-484e-1a81a32f79de",
+               "--label",
+               "gpurun.uid=1000",
+               "--label",
+               "gpurun.time-limit=" + time_limit,
+               "--label",
+               "gpurun.notify=" + notify});
   return argv;
 }
 
@@ -101,11 +121,10 @@ TEST(BuildDockerArgv, ATimeLimitAndNotifyBecomeLabelsAfterGpurunsOwn) {
   r.time_limit = std::chrono::hours(8);
   r.notify = true;
   EXPECT_THAT(build_docker_argv(r),
-              ElementsAreArray(concat(
-                  {{"/usr/bin/docker", "run", "--rm", "--interactive"},
-                   fixed_part("alice_gpu3-6_0123abcd", {"--volume", "/home/a/proj:/home/a/proj"}, "/home/a/proj"),
-                   {"--label", "gpurun.time-limit=28800", "--label", "gpurun.notify=run_ended"},
-                   kUserPart})));
+              ElementsAreArray(concat({{"/usr/bin/docker", "run", "--rm", "--interactive"},
+                                       fixed_part("alice_gpu3-6_0123abcd", {"--volume", "/home/a/proj:/home/a/proj"},
+                                                  "/home/a/proj", "28800", "run_ended"),
+                                       kUserPart})));
 }
 
 TEST(BuildDockerArgv, GpusValueCarriesItsOwnDoubleQuotes) {
@@ -134,7 +153,8 @@ TEST(BuildDockerArgv, MinimalRequestEndsWithTheImage) {
       ElementsAre("docker", "run", "--rm", "--interactive", "--name", "root_gpu1_ffffffff", "--gpus", "\"device=1\"",
                   "--cpus", "8", "--user", "0:0", "--volume", "/root:/root", "--workdir", "/root", "--shm-size=1g",
                   "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--log-opt", "max-size=50m", "--label",
-                  "gpurun.user=root", "--label", "gpurun.gpus=1", "--label", "gpurun.gpu-uuids=GPU-1", "ubuntu:24.04"));
+                  "gpurun.user=root", "--label", "gpurun.gpus=1", "--label", "gpurun.gpu-uuids=GPU-1", "--label",
+                  "gpurun.uid=0", "--label", "gpurun.time-limit=", "--label", "gpurun.notify=", "ubuntu:24.04"));
 }
 
 TEST(BuildDockerArgv, ExplicitNameOverridesTheGeneratedOne) {
