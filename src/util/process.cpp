@@ -18,9 +18,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <thread>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX has the program declare it
 
@@ -202,6 +204,22 @@ pid_t wait_for(pid_t pid, int& status, int flags) {
   return rc;
 }
 
+// Reaps `pid`, just killed, within `limit`. A process in uninterruptible sleep (nvidia-smi in the
+// ioctl of a hung driver) does not end until the driver returns, and a blocking waitpid would hang
+// whoever waits with it: gpurund's sampling, and its stop. Past the limit it is left, a zombie
+// once it ends; false then.
+bool reap_killed(pid_t pid, int& status, std::chrono::milliseconds limit = std::chrono::seconds(2)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::chrono::microseconds pause{20};  // a killed process usually ends at once
+  while (true) {
+    const pid_t rc = wait_for(pid, status, WNOHANG);
+    if (rc != 0) return rc == pid;  // reaped, or not ours to reap (ECHILD)
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10'000));
+  }
+}
+
 // Reads what is available from `fd` into `sink`; closes it at end of file.
 void drain(Fd& fd, std::string& sink) {
   char buffer[65536];
@@ -231,7 +249,7 @@ StartedProcesses::~StartedProcesses() {
     if (child.pid < 0 || child.reaped) continue;
     int status = 0;
     kill_child(child.pid, child.own_group);
-    wait_for(child.pid, status, 0);
+    reap_killed(child.pid, status);
   }
 }
 
@@ -321,7 +339,7 @@ std::vector<ProcessResult> wait_processes(StartedProcesses& started, std::chrono
     const bool ended = has_ended(child.pid);  // then something it left holds the pipes
     if (!ended || child.own_group) kill_child(child.pid, child.own_group);
     int status = 0;
-    wait_for(child.pid, status, 0);
+    reap_killed(child.pid, status);  // at once where it had ended
     if (ended)
       record_status(status, results[i]);
     else
@@ -373,7 +391,7 @@ ChildStream::~ChildStream() {
   if (pid_ > 0) {
     kill_child(pid_, own_group_);
     int status = 0;
-    wait_for(pid_, status, 0);
+    reap_killed(pid_, status);
   }
 }
 

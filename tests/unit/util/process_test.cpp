@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -398,6 +401,44 @@ TEST(StopRequest, EndsAChildStreamsRead) {
   const auto start = Clock::now();
   EXPECT_FALSE(stream.read(out, 30s));
   EXPECT_LT(seconds_since(start), 10.0);
+}
+
+// A killed child that cannot be reaped at once (nvidia-smi in the ioctl of a hung driver does not
+// end until the driver returns) must not hang whoever ends it: gpurund's sampling, and its stop.
+// Here a tracer holds it: the parent cannot reap a traced child until its tracer has.
+TEST(ChildStream, ItsEndDoesNotWaitForAChildThatCannotBeReaped) {
+  std::optional<ChildStream> stream;
+  stream.emplace(ProcessSpec{{"/bin/sh", "-c", "echo $$; exec sleep 30"}, {}});
+  std::string out;
+  while (out.find('\n') == std::string::npos && stream->read(out, 5s)) {
+  }
+  const pid_t child = static_cast<pid_t>(std::stol(out));
+  int attached[2] = {-1, -1};
+  ASSERT_EQ(::pipe(attached), 0);
+  const pid_t tracer = ::fork();
+  ASSERT_GE(tracer, 0);
+  if (tracer == 0) {  // only what is async-signal-safe: the test runs threads
+    const char said = ::ptrace(PTRACE_SEIZE, child, nullptr, nullptr) == 0 ? 'y' : 'n';
+    (void)!::write(attached[1], &said, 1);
+    ::sleep(20);  // never reaps its tracee
+    ::_exit(0);
+  }
+  ::close(attached[1]);
+  char said = 0;
+  const bool read_one = ::read(attached[0], &said, 1) == 1;
+  ::close(attached[0]);
+  if (!read_one || said != 'y') {
+    ::kill(tracer, SIGKILL);
+    ::waitpid(tracer, nullptr, 0);
+    GTEST_SKIP() << "ptrace is not allowed here: nothing can hold the child";
+  }
+  const auto start = Clock::now();
+  stream.reset();
+  const double took = seconds_since(start);
+  ::kill(tracer, SIGKILL);  // the child, a zombie by now, is ours to reap again
+  ::waitpid(tracer, nullptr, 0);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_LT(took, 10.0);  // its reaping given up after 2 s, not waited for the tracer's 20
 }
 
 TEST(DescribeEnd, SaysHowTheProcessEnded) {
