@@ -49,6 +49,11 @@ Delivery post_webhook(const std::string& url, const std::string& body, std::chro
   curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(timeout.count()));
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(timeout.count()));
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // another thread samples; no SIGALRM for DNS timeouts
+#if LIBCURL_VERSION_NUM >= 0x075700
+  // A timed-out or cut POST returns without waiting for its name lookup's thread (a nameserver
+  // that does not answer holds getaddrinfo for 10 s or more): a stopping gpurund is not held by it.
+  curl_easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);
+#endif
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "gpurund");

@@ -276,7 +276,10 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       ++served.metrics.source_errors;
       served.metrics.last_sample_ok = false;
     }
-    if (started || !unsaved.empty() || std::chrono::steady_clock::now() - last_flush >= settings.flush_every) flush();
+    // (Asked to stop: the flush after the loop writes it, once.)
+    if (!stop.requested() &&
+        (started || !unsaved.empty() || std::chrono::steady_clock::now() - last_flush >= settings.flush_every))
+      flush();
     if (std::chrono::steady_clock::now() > next) next = std::chrono::steady_clock::now();  // never catch up
     sleep_until(next, stop);
   }

@@ -21,6 +21,7 @@
 
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/process.hpp"
+#include "gpurun/util/stop_request.hpp"
 #include "smi/nvidia_smi_source.hpp"
 #include "smi/smi_csv.hpp"
 #include "smi/smi_query.hpp"
@@ -152,6 +153,7 @@ class NvidiaSmiStreamSource final : public GpuSource {
     } catch (const Error& e) {
       gpus_.reset();
       apps_.reset();
+      if (stop_seen()) throw;  // gpurund asked to stop: no failure, and nothing started again
       if (++failures_ == kMaxFailures) {
         spdlog::warn("nvidia-smi's loop mode failed {} times in a row ({}): asking it once per sample for {} min",
                      failures_, e.what(), kPause.count());
