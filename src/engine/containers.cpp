@@ -120,7 +120,7 @@ void read_policy_labels(const json& labels, GpuContainer& container) {
 }
 
 // Every member read_container reads: the rest of an inspect answer is not built.
-constexpr std::array<std::string_view, 12> kMembersRead{"/Id",
+constexpr std::array<std::string_view, 13> kMembersRead{"/Id",
                                                         "/Name",
                                                         "/Path",
                                                         "/Args",
@@ -131,7 +131,8 @@ constexpr std::array<std::string_view, 12> kMembersRead{"/Id",
                                                         "/State/StartedAt",
                                                         "/HostConfig/DeviceRequests",
                                                         "/HostConfig/Devices",
-                                                        "/HostConfig/Privileged"};
+                                                        "/HostConfig/Privileged",
+                                                        "/HostConfig/Runtime"};
 
 // What one container holds, from `docker inspect` of it.
 GpuContainer read_container(const json& c) {
@@ -171,8 +172,12 @@ GpuContainer read_container(const json& c) {
   // NVIDIA_VISIBLE_DEVICES says which GPUs a container holds only without a GPU request (the
   // legacy --runtime=nvidia form): NVIDIA's images set it to "all" in their own environment, and
   // with --gpus docker hands the runtime the requested devices instead (CDI and device nodes
-  // ignore it), so "all" there would claim every GPU for nothing.
-  const json* env = requests_gpus ? nullptr : find_at(c, "/Config/Env"_json_pointer);
+  // ignore it), so "all" there would claim every GPU for nothing. Nor under docker's plain runc
+  // (its default), which never reads it: a CPU job of an NVIDIA image holds no GPU. The nvidia
+  // runtime does, and so may podman's (its NVIDIA hook, where installed, runs under any runtime).
+  const std::string runtime = string_at(c, json::json_pointer("/HostConfig/Runtime"));
+  const bool env_read = !requests_gpus && runtime != "runc" && runtime != "io.containerd.runc.v2";
+  const json* env = env_read ? find_at(c, "/Config/Env"_json_pointer) : nullptr;
   if (env != nullptr && env->is_array()) {
     for (const json& entry : *env) {
       if (!entry.is_string()) continue;

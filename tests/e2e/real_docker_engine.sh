@@ -401,6 +401,7 @@ if [[ -n $probe ]]; then
     "form-runtime|--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=4|4|"
     "form-privileged|--privileged|all|optional"
     "form-none|||"
+    "form-env-runc|-e NVIDIA_VISIBLE_DEVICES=all||"  # an NVIDIA image's CPU job: runc never reads it
   )
   want=""
   started=()

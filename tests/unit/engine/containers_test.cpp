@@ -56,6 +56,27 @@ TEST(ParseGpuContainers, WithoutARequestNvidiaVisibleDevicesSaysWhatIsHeld) {
   EXPECT_FALSE(containers[0].started_by_gpurun);
 }
 
+// A CPU job of an NVIDIA image under docker's default runtime (runc), `docker run
+// nvcr.io/nvidia/pytorch python prep.py`: its ENV says NVIDIA_VISIBLE_DEVICES=all, which runc never
+// reads, so it holds no GPU; under the nvidia runtime (or a daemon defaulting to it) the same
+// container holds them all.
+TEST(ParseGpuContainers, NvidiaVisibleDevicesCountsOnlyWhereARuntimeReadsIt) {
+  const auto containers = parse_gpu_containers(R"([
+    {"Name": "/prep", "Config": {"Image": "nvcr.io/nvidia/pytorch:24.05-py3", "Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+     "HostConfig": {"Runtime": "runc", "DeviceRequests": null}},
+    {"Name": "/containerd-runc", "Config": {"Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+     "HostConfig": {"Runtime": "io.containerd.runc.v2"}},
+    {"Name": "/by-default", "Config": {"Image": "nvcr.io/nvidia/pytorch:24.05-py3", "Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+     "HostConfig": {"Runtime": "nvidia", "DeviceRequests": null}},
+    {"Name": "/podman-hook", "Config": {"Env": ["NVIDIA_VISIBLE_DEVICES=1"]}, "HostConfig": {"Runtime": "oci"}}
+  ])");
+  ASSERT_EQ(containers.size(), 2U);
+  EXPECT_EQ(containers[0].name, "by-default");
+  EXPECT_TRUE(containers[0].all_gpus);
+  EXPECT_EQ(containers[1].name, "podman-hook");
+  EXPECT_THAT(containers[1].devices, ElementsAre("1"));
+}
+
 TEST(ParseGpuContainers, CountMinusOneIsAllGpusAndCountNIsTheFirstN) {
   const auto containers = parse_gpu_containers(R"([
     {"Name": "/all", "HostConfig": {"DeviceRequests": [{"Count": -1, "Capabilities": [["gpu"]]}]}},
