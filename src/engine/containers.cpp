@@ -108,6 +108,13 @@ bool add_device_mapping(GpuContainer& container, const json& mapping) {
   return true;
 }
 
+// Whether gpurun's labels in `labels` are the container's own (docker_command.hpp).
+bool labels_are_its_own(const json& labels, std::string_view name) {
+  const auto label = labels.find(std::string(kLabelName));
+  if (label == labels.end()) return labels_written_for(std::nullopt, name);
+  return labels_written_for(label->is_string() ? label->get<std::string>() : std::string(), name);
+}
+
 // The time limit and notification a launch asked for (docker_command.hpp's labels); a value
 // that is not one gpurun writes is ignored.
 void read_policy_labels(const json& labels, GpuContainer& container) {
@@ -149,7 +156,8 @@ GpuContainer read_container(const json& c) {
       if (arg.is_string()) container.command.append(" ").append(arg.get_ref<const std::string&>());
 
   const json* labels = find_at(c, "/Config/Labels"_json_pointer);
-  if (labels != nullptr && labels->is_object() && labels->contains(std::string(kLabelUser))) {
+  if (labels != nullptr && (!labels->is_object() || !labels_are_its_own(*labels, container.name))) labels = nullptr;
+  if (labels != nullptr && labels->contains(std::string(kLabelUser))) {
     container.started_by_gpurun = true;
     if (labels->at(std::string(kLabelUser)).is_string()) container.user = labels->at(std::string(kLabelUser));
   }
@@ -187,7 +195,7 @@ GpuContainer read_container(const json& c) {
   }
   // Podman resolves CDI names when it creates a container: its inspect shows the spec's device
   // nodes, not nvidia.com/gpu=UUID. A container gpurun started says in its label what it got.
-  if (!container.all_gpus && container.devices.empty() && labels != nullptr && labels->is_object()) {
+  if (!container.all_gpus && container.devices.empty() && labels != nullptr) {
     const auto uuids = labels->find(std::string(kLabelGpuUuids));
     if (uuids != labels->end() && uuids->is_string()) add_device_list(container, uuids->get_ref<const std::string&>());
   }

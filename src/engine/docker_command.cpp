@@ -97,9 +97,10 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
     argv.emplace_back("--interactive");
     if (request.tty) argv.emplace_back("--tty");
   }
-  argv.insert(argv.end(), {"--name", request.name.empty() ? container_name(request.identity.login, request.gpu_indices,
-                                                                           request.name_suffix)
-                                                          : request.name});
+  const std::string name = request.name.empty()
+                               ? container_name(request.identity.login, request.gpu_indices, request.name_suffix)
+                               : request.name;
+  argv.insert(argv.end(), {"--name", name});
   const auto gpus = gpu_request_args(request.gpu_request, request.gpu_indices, request.gpu_uuids);
   argv.insert(argv.end(), gpus.begin(), gpus.end());
   argv.insert(argv.end(), {"--cpus", std::to_string(request.cpus)});
@@ -114,13 +115,14 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   else
     argv.insert(argv.end(), {"--mount", "type=bind," + csv_field("source=" + workdir_source) + "," +
                                             csv_field("target=" + request.identity.workdir)});
-  argv.insert(argv.end(), {"--workdir", request.identity.workdir,
-                           // NVIDIA's recommended settings for deep-learning containers.
-                           "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--log-opt",
-                           "max-size=50m", "--label", fmt::format("{}={}", kLabelUser, request.identity.login),
-                           "--label", fmt::format("{}={}", kLabelGpus, indices), "--label",
-                           fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ",")), "--label",
-                           fmt::format("{}={}", kLabelUid, request.identity.uid)});
+  argv.insert(
+      argv.end(),
+      {"--workdir", request.identity.workdir,
+       // NVIDIA's recommended settings for deep-learning containers.
+       "--shm-size=1g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--log-opt", "max-size=50m", "--label",
+       fmt::format("{}={}", kLabelUser, request.identity.login), "--label", fmt::format("{}={}", kLabelGpus, indices),
+       "--label", fmt::format("{}={}", kLabelGpuUuids, fmt::join(request.gpu_uuids, ",")), "--label",
+       fmt::format("{}={}", kLabelUid, request.identity.uid), "--label", fmt::format("{}={}", kLabelName, name)});
   // Written whether asked for or not (empty: none): a container shows its image's labels as its
   // own, and an image committed from a gpurun container carries that launch's time limit and
   // notification to everyone who runs it.

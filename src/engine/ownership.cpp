@@ -27,6 +27,12 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
     const auto it = labels.find(std::string(key));
     return it != labels.end() && it->is_string() ? std::optional(it->get<std::string>()) : std::nullopt;
   };
+  // Labels of a container of another name than they say are its image's: nobody's.
+  const auto name_member = parsed[0].find("Name");
+  std::string name = name_member != parsed[0].end() && name_member->is_string() ? name_member->get<std::string>() : "";
+  if (name.starts_with('/')) name.erase(0, 1);
+  if (!labels_written_for(label(kLabelName), name)) return owner;
+  if (label(kLabelName)) owner.name = name;
   owner.started_by_gpurun = label(kLabelUser).has_value() && label(kLabelGpus).has_value();
   owner.user = label(kLabelUser).value_or("");
   if (const auto uid = label(kLabelUid))
@@ -65,6 +71,8 @@ bool owner_from_image(const ContainerOwner& owner, std::string_view image_inspec
     }
     return std::nullopt;
   };
+  // The name label, written at the launch with the others, is not the image's: nor are they.
+  if (!owner.name.empty() && image_label(kLabelName) != owner.name) return false;
   if (owner.uid) {
     const auto uid = image_label(kLabelUid);
     const auto n = uid ? text::parse_integer(*uid) : std::nullopt;

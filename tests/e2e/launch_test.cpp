@@ -51,6 +51,8 @@ std::vector<std::string> expected_busy_dgx_args() {
           "--label",
           fmt::format("gpurun.uid={}", ::getuid()),
           "--label",
+          "gpurun.name=job",
+          "--label",
           "gpurun.time-limit=",
           "--label",
           "gpurun.notify=",
@@ -84,14 +86,15 @@ TEST_F(GpurunTest, DryRunPrintsTheQuotedCommandOnStdoutAndRunsNothing) {
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_FALSE(docker_ran());
   const std::string cwd = current_directory();
-  EXPECT_EQ(run.out,
-            fmt::format("{} run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 16 --user {}:{} "
-                        "--volume {}:{} --workdir {} --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 "
-                        "--log-opt max-size=50m --label gpurun.user={} --label gpurun.gpus=2,5 "
-                        "--label gpurun.gpu-uuids={},{} --label gpurun.uid={} --label gpurun.time-limit= "
-                        "--label gpurun.notify= me/torch:24.05 python train.py --lr 0.1\n",
-                        fake("docker"), ::getuid(), ::getgid(), cwd, cwd, cwd, current_identity().login, kUuid2, kUuid5,
-                        ::getuid()));
+  EXPECT_EQ(
+      run.out,
+      fmt::format(
+          "{} run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 16 --user {}:{} "
+          "--volume {}:{} --workdir {} --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 "
+          "--log-opt max-size=50m --label gpurun.user={} --label gpurun.gpus=2,5 "
+          "--label gpurun.gpu-uuids={},{} --label gpurun.uid={} --label gpurun.name=job --label gpurun.time-limit= "
+          "--label gpurun.notify= me/torch:24.05 python train.py --lr 0.1\n",
+          fake("docker"), ::getuid(), ::getgid(), cwd, cwd, cwd, current_identity().login, kUuid2, kUuid5, ::getuid()));
   // The ranking and the reasons go to stderr.
   EXPECT_THAT(run.err, HasSubstr("busy: 1 compute process (pid 52771)"));
   EXPECT_THAT(run.err, HasSubstr("picked GPUs 2,5 of 8"));
@@ -175,7 +178,7 @@ TEST_F(GpurunTest, ExtraDockerOptionsComeInOrderBeforeTheImage) {
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("--label gpurun.gpus=5 --label gpurun.gpu-uuids=" + std::string(kUuid5) +
                                  " --label gpurun.uid=" + std::to_string(::getuid()) +
-                                 " --label gpurun.time-limit= --label gpurun.notify=" +
+                                 " --label gpurun.name=n --label gpurun.time-limit= --label gpurun.notify=" +
                                  " --env A=1 --env 'B=2 3' --volume /data:/data --publish 8888:8888 --ipc=host "
                                  "--network=none img\n"));
 }

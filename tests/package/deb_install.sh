@@ -93,7 +93,7 @@ installed=$(in_root sh -c 'cd / && exec gpurun "$@"' gpurun "${args[@]}") || fai
 expected="docker run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 32 --user 0:0 --volume /:/ --workdir / \
 --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 --log-opt max-size=50m --label gpurun.user=root \
 --label gpurun.gpus=2,5 --label gpurun.gpu-uuids=GPU-ce9da201-e0c0-d1a0-dc00-f0e71a714a16,GPU-171b2f3a-9f88-9eea-f77e-e09a4496e0ed \
---label gpurun.uid=0 --label gpurun.time-limit= --label gpurun.notify= me/pytorch:24.05 python train.py --lr 0.1"
+--label gpurun.uid=0 --label gpurun.name=job --label gpurun.time-limit= --label gpurun.notify= me/pytorch:24.05 python train.py --lr 0.1"
 [[ $installed == "$expected" ]] || fail "the installed gpurun printed
   $installed
 instead of

@@ -63,5 +63,14 @@ inline constexpr std::string_view kLabelUid = "gpurun.uid";  // the launching us
 inline constexpr std::string_view kLabelTimeLimit =
     "gpurun.time-limit";                                           // seconds from the container's start; "": none
 inline constexpr std::string_view kLabelNotify = "gpurun.notify";  // "run_ended": say when it ends; "": don't
+// The container's own name: gpurun's labels on a container of another name are its image's (one
+// committed from a gpurun container, run with plain `docker run`), and none of them holds.
+inline constexpr std::string_view kLabelName = "gpurun.name";
+
+// Whether the gpurun labels of the container named `name` were written at its launch: its
+// gpurun.name label (`name_label`; none on containers of gpurun before it wrote one) names it.
+inline bool labels_written_for(const std::optional<std::string>& name_label, std::string_view name) {
+  return !name_label || *name_label == name;
+}
 
 }  // namespace gpurun

@@ -13,8 +13,9 @@ struct ContainerOwner {
   std::string id;                  // the full id: later commands name it, not the name, which may move
   bool started_by_gpurun = false;  // has gpurun's labels
   std::string user;                // gpurun.user
-  std::optional<unsigned> uid;     // gpurun.uid (launches under sudo)
+  std::optional<unsigned> uid;     // gpurun.uid (every launch's since it was written)
   std::string image;               // its image's id
+  std::string name;                // the container's name, where its gpurun.name label names it
 };
 
 // Parses `docker inspect --type container` JSON of one container; nullopt when it lists none.
@@ -29,8 +30,9 @@ std::optional<ContainerOwner> container_owner(const std::vector<std::string>& in
 // Whether `owner` may come from its image: the label that says whose the container is (gpurun.uid,
 // or gpurun.user without one) has the value the image's inspect JSON (`--type image`) sets. A
 // container shows its image's labels as its own, so such an image could make anyone's container
-// look like someone else's; a launch's own --label, which differs, is the launch's word. Throws
-// Error on text that is not such JSON.
+// look like someone else's; a launch's own --label, which differs, is the launch's word, and so
+// are all of them where the container's gpurun.name (its own name) is not the image's, since a
+// launch writes them together. Throws Error on text that is not such JSON.
 bool owner_from_image(const ContainerOwner& owner, std::string_view image_inspect_json);
 
 // Runs `image_inspect_argv` (ContainerEngine::image_inspect_argv) and answers as above; throws

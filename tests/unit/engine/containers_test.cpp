@@ -77,6 +77,30 @@ TEST(ParseGpuContainers, NvidiaVisibleDevicesCountsOnlyWhereARuntimeReadsIt) {
   EXPECT_THAT(containers[1].devices, ElementsAre("1"));
 }
 
+// `docker commit` of a gpurun container, then a plain `docker run` of the image: the labels it
+// carries name the committed container, not this one, so none of them holds (its user, its time
+// limit, the GPUs its uuid label names).
+TEST(ParseGpuContainers, LabelsNamingAnotherContainerAreNotItsOwn) {
+  const auto containers = parse_gpu_containers(R"([
+    {"Name": "/quirky_turing", "Config": {"Labels": {"gpurun.user": "alice", "gpurun.gpus": "1",
+       "gpurun.gpu-uuids": "GPU-00000001", "gpurun.time-limit": "60", "gpurun.name": "alice_gpu1_1a2b3c4d"}},
+     "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 1, "Capabilities": [["gpu"]]}]}},
+    {"Name": "/cpu_only", "Config": {"Labels": {"gpurun.user": "alice", "gpurun.gpus": "1",
+       "gpurun.gpu-uuids": "GPU-00000001", "gpurun.name": "alice_gpu1_1a2b3c4d"}}},
+    {"Name": "/alice_gpu2_5e6f7a8b", "Config": {"Labels": {"gpurun.user": "alice", "gpurun.gpus": "2",
+       "gpurun.gpu-uuids": "GPU-00000002", "gpurun.time-limit": "60", "gpurun.name": "alice_gpu2_5e6f7a8b"}}}
+  ])");
+  ASSERT_EQ(containers.size(), 2U);
+  EXPECT_EQ(containers[0].name, "quirky_turing");
+  EXPECT_FALSE(containers[0].started_by_gpurun);
+  EXPECT_EQ(containers[0].user, "");
+  EXPECT_FALSE(containers[0].time_limit.has_value());
+  EXPECT_EQ(containers[1].name, "alice_gpu2_5e6f7a8b");  // its own labels: the uuid it was given
+  EXPECT_TRUE(containers[1].started_by_gpurun);
+  EXPECT_THAT(containers[1].devices, ElementsAre("GPU-00000002"));
+  EXPECT_EQ(containers[1].time_limit, std::chrono::seconds(60));
+}
+
 TEST(ParseGpuContainers, CountMinusOneIsAllGpusAndCountNIsTheFirstN) {
   const auto containers = parse_gpu_containers(R"([
     {"Name": "/all", "HostConfig": {"DeviceRequests": [{"Count": -1, "Capabilities": [["gpu"]]}]}},

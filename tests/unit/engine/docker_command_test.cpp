@@ -64,6 +64,8 @@ Argv fixed_part(const std::string& name, const Argv& mount, const std::string& w
                "--label",
                "gpurun.uid=1000",
                "--label",
+               "gpurun.name=" + name,
+               "--label",
                "gpurun.time-limit=" + time_limit,
                "--label",
                "gpurun.notify=" + notify});
@@ -154,7 +156,8 @@ TEST(BuildDockerArgv, MinimalRequestEndsWithTheImage) {
                   "--cpus", "8", "--user", "0:0", "--volume", "/root:/root", "--workdir", "/root", "--shm-size=1g",
                   "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--log-opt", "max-size=50m", "--label",
                   "gpurun.user=root", "--label", "gpurun.gpus=1", "--label", "gpurun.gpu-uuids=GPU-1", "--label",
-                  "gpurun.uid=0", "--label", "gpurun.time-limit=", "--label", "gpurun.notify=", "ubuntu:24.04"));
+                  "gpurun.uid=0", "--label", "gpurun.name=root_gpu1_ffffffff", "--label",
+                  "gpurun.time-limit=", "--label", "gpurun.notify=", "ubuntu:24.04"));
 }
 
 TEST(BuildDockerArgv, ExplicitNameOverridesTheGeneratedOne) {

@@ -19,6 +19,31 @@ TEST(ContainerOwner, ReadsGpurunsLabelsAndTheImage) {
   EXPECT_EQ(owner->image, "sha256:1");
 }
 
+// An image committed from a gpurun container carries that launch's labels, its gpurun.name with
+// them: a container of another name started from it (plain `docker run`) is nobody's.
+TEST(ContainerOwner, LabelsNamingAnotherContainerAreTheImagesAndNobodysWord) {
+  const auto plain = parse_container_owner(
+      R"([{"Id":"abc","Name":"/quirky_turing","Image":"sha256:1","Config":{"Labels":{"gpurun.user":"alice",
+          "gpurun.uid":"1000","gpurun.gpus":"0","gpurun.name":"alice_gpu0_1a2b3c4d"}}}])");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->started_by_gpurun);
+  EXPECT_EQ(plain->user, "");
+  EXPECT_FALSE(plain->uid.has_value());
+  const auto launched = parse_container_owner(
+      R"([{"Id":"abc","Name":"/alice_gpu0_1a2b3c4d","Image":"sha256:1","Config":{"Labels":{"gpurun.user":"alice",
+          "gpurun.uid":"1000","gpurun.gpus":"0","gpurun.name":"alice_gpu0_1a2b3c4d"}}}])");
+  ASSERT_TRUE(launched.has_value());
+  EXPECT_TRUE(launched->started_by_gpurun);
+  EXPECT_EQ(launched->uid, 1000U);
+  // Her own image, committed from her container: its uid is hers, but its name label is not this
+  // container's, so the launch wrote them all; hers to manage.
+  EXPECT_FALSE(owner_from_image(
+      *launched, R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.uid":"1000","gpurun.name":"alice_gpu0_old"}}}])"));
+  EXPECT_TRUE(owner_from_image(
+      *launched,
+      R"([{"Id":"sha256:1","Config":{"Labels":{"gpurun.uid":"1000","gpurun.name":"alice_gpu0_1a2b3c4d"}}}])"));
+}
+
 // An image's labels are every container's of it: an image that sets the label that says whose a
 // container is could make anyone's container look like the caller's. A launch's own --label,
 // which differs from the image's, is the launch's word.
