@@ -22,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX has the program declare it
@@ -123,10 +124,33 @@ Fd input_file(const std::string& text) {
 // Starts one child with stdin from `spec.input` (else /dev/null), stdout into a pipe, and stderr
 // into another (or /dev/null, where nobody will read it: a closed pipe would kill the child with
 // SIGPIPE at its first warning).
+// Children killed and given up on (reap_killed): reaped at later spawns once they end at last.
+// While kMostAbandoned of them have not, nothing more is started: a hung driver would otherwise
+// leave one more unkillable nvidia-smi behind at every sample of a long-running gpurund.
+std::mutex abandoned_mutex;
+std::vector<pid_t> abandoned;  // guarded by abandoned_mutex
+constexpr std::size_t kMostAbandoned = 8;
+
+void abandon(pid_t pid) {
+  const std::lock_guard hold(abandoned_mutex);
+  abandoned.push_back(pid);
+}
+
+// Reaps those that ended; how many still have not.
+std::size_t still_abandoned();
+
 Running spawn(const ProcessSpec& spec, ProcessResult& result, bool read_stderr = true) {
   Running running;
   if (spec.argv.empty()) {
     result.spawn_errno = EINVAL;
+    return running;
+  }
+  if (const std::size_t stuck = still_abandoned(); stuck >= kMostAbandoned) {
+    result.spawn_errno = EAGAIN;
+    result.err = fmt::format(
+        "{} programs this one started were killed and have not ended (in uninterruptible sleep: a hung "
+        "driver?); no more is started until they do",
+        stuck);
     return running;
   }
   Pipe out = make_pipe();
@@ -214,10 +238,22 @@ bool reap_killed(pid_t pid, int& status, std::chrono::milliseconds limit = std::
   while (true) {
     const pid_t rc = wait_for(pid, status, WNOHANG);
     if (rc != 0) return rc == pid;  // reaped, or not ours to reap (ECHILD)
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      abandon(pid);
+      return false;
+    }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(10'000));
   }
+}
+
+std::size_t still_abandoned() {
+  const std::lock_guard hold(abandoned_mutex);
+  std::erase_if(abandoned, [](pid_t pid) {
+    int status = 0;
+    return wait_for(pid, status, WNOHANG) != 0;  // reaped at last, or no longer ours
+  });
+  return abandoned.size();
 }
 
 // Reads what is available from `fd` into `sink`; closes it at end of file.

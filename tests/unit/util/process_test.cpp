@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gpurun/util/stop_request.hpp"
 #include "support/test_support.hpp"
@@ -403,42 +405,84 @@ TEST(StopRequest, EndsAChildStreamsRead) {
   EXPECT_LT(seconds_since(start), 10.0);
 }
 
-// A killed child that cannot be reaped at once (nvidia-smi in the ioctl of a hung driver does not
-// end until the driver returns) must not hang whoever ends it: gpurund's sampling, and its stop.
-// Here a tracer holds it: the parent cannot reap a traced child until its tracer has.
+// Child streams whose children a tracer holds once killed: the parent cannot reap a traced child
+// until its tracer has, as it cannot reap nvidia-smi in the ioctl of a hung driver until the
+// driver returns. held() is false where ptrace is not allowed.
+class HeldChildren {
+ public:
+  explicit HeldChildren(int count) {
+    for (int i = 0; i < count; ++i) {
+      ChildStream& stream =
+          streams_.emplace_back(std::in_place, ProcessSpec{{"/bin/sh", "-c", "echo $$; exec sleep 30"}, {}}).value();
+      std::string out;
+      while (out.find('\n') == std::string::npos && stream.read(out, 5s)) {
+      }
+      pids_.push_back(static_cast<pid_t>(std::stol(out)));
+    }
+    int attached[2] = {-1, -1};
+    if (::pipe(attached) != 0) return;
+    tracer_ = ::fork();
+    if (tracer_ == 0) {  // only what is async-signal-safe: the test runs threads
+      char said = 'y';
+      for (const pid_t pid : pids_)
+        if (::ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) != 0) said = 'n';
+      (void)!::write(attached[1], &said, 1);
+      ::sleep(30);  // never reaps its tracees
+      ::_exit(0);
+    }
+    ::close(attached[1]);
+    char said = 0;
+    held_ = tracer_ > 0 && ::read(attached[0], &said, 1) == 1 && said == 'y';
+    ::close(attached[0]);
+  }
+  HeldChildren(const HeldChildren&) = delete;
+  HeldChildren& operator=(const HeldChildren&) = delete;
+  ~HeldChildren() { release(); }
+
+  bool held() const { return held_; }
+  // Ends every stream at once, each on a thread of its own; how long that took, in seconds.
+  double end_streams() {
+    const auto start = Clock::now();
+    std::vector<std::thread> enders;
+    for (auto& stream : streams_) enders.emplace_back([&stream] { stream.reset(); });
+    for (std::thread& ender : enders) ender.join();
+    return seconds_since(start);
+  }
+  // The tracer goes: the killed children, zombies by now, are the parent's to reap again.
+  void release() {
+    if (tracer_ <= 0) return;
+    ::kill(tracer_, SIGKILL);
+    ::waitpid(tracer_, nullptr, 0);
+    tracer_ = -1;
+  }
+
+ private:
+  std::deque<std::optional<ChildStream>> streams_;
+  std::vector<pid_t> pids_;
+  pid_t tracer_ = -1;
+  bool held_ = false;
+};
+
+// A killed child that cannot be reaped at once must not hang whoever ends it: gpurund's sampling,
+// and its stop.
 TEST(ChildStream, ItsEndDoesNotWaitForAChildThatCannotBeReaped) {
-  std::optional<ChildStream> stream;
-  stream.emplace(ProcessSpec{{"/bin/sh", "-c", "echo $$; exec sleep 30"}, {}});
-  std::string out;
-  while (out.find('\n') == std::string::npos && stream->read(out, 5s)) {
-  }
-  const pid_t child = static_cast<pid_t>(std::stol(out));
-  int attached[2] = {-1, -1};
-  ASSERT_EQ(::pipe(attached), 0);
-  const pid_t tracer = ::fork();
-  ASSERT_GE(tracer, 0);
-  if (tracer == 0) {  // only what is async-signal-safe: the test runs threads
-    const char said = ::ptrace(PTRACE_SEIZE, child, nullptr, nullptr) == 0 ? 'y' : 'n';
-    (void)!::write(attached[1], &said, 1);
-    ::sleep(20);  // never reaps its tracee
-    ::_exit(0);
-  }
-  ::close(attached[1]);
-  char said = 0;
-  const bool read_one = ::read(attached[0], &said, 1) == 1;
-  ::close(attached[0]);
-  if (!read_one || said != 'y') {
-    ::kill(tracer, SIGKILL);
-    ::waitpid(tracer, nullptr, 0);
-    GTEST_SKIP() << "ptrace is not allowed here: nothing can hold the child";
-  }
-  const auto start = Clock::now();
-  stream.reset();
-  const double took = seconds_since(start);
-  ::kill(tracer, SIGKILL);  // the child, a zombie by now, is ours to reap again
-  ::waitpid(tracer, nullptr, 0);
-  ::waitpid(child, nullptr, 0);
-  EXPECT_LT(took, 10.0);  // its reaping given up after 2 s, not waited for the tracer's 20
+  HeldChildren children(1);
+  if (!children.held()) GTEST_SKIP() << "ptrace is not allowed here: nothing can hold the child";
+  EXPECT_LT(children.end_streams(), 10.0);  // its reaping given up after 2 s, not waited for the tracer's 30
+}
+
+// Each sample of a gpurund on a hung driver would leave one more unkillable nvidia-smi behind:
+// after eight, nothing more is started, and once they end (the driver back) they are reaped and
+// programs start again.
+TEST(RunProcess, NothingMoreStartsWhileEightKilledChildrenHaveNotEnded) {
+  HeldChildren children(8);
+  if (!children.held()) GTEST_SKIP() << "ptrace is not allowed here: nothing can hold the children";
+  children.end_streams();
+  const ProcessResult refused = run_process({{"/bin/true"}, {}}, 5s);
+  EXPECT_EQ(refused.end, End::not_started);
+  EXPECT_THAT(refused.err, HasSubstr("8 programs this one started were killed and have not ended"));
+  children.release();
+  EXPECT_TRUE(run_process({{"/bin/true"}, {}}, 5s).succeeded());
 }
 
 TEST(DescribeEnd, SaysHowTheProcessEnded) {
