@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "gpurun/config/options.hpp"
@@ -20,10 +21,11 @@ bool one_of(const Value& v, std::initializer_list<std::string_view> words) {
 }
 bool ipc_ok(const Value& v) { return one_of(v, {"private", "shareable", "none"}); }
 bool network_ok(const Value& v) { return one_of(v, {"none", "bridge", "default"}); }
-// gpurun's labels say who owns the container (and its time limit): never the caller's to give,
-// with blanks before the key or not (an engine that trims them would read gpurun's own).
+// gpurun's labels say who owns the container (and its time limit): never the caller's to give. A
+// key must begin with a letter or digit, so that no engine trimming blanks (of any kind) before it
+// reads gpurun's own.
 bool label_ok(const Value& v) {
-  return v && !std::string_view(*v).substr(std::min(v->size(), v->find_first_not_of(" \t\n"))).starts_with("gpurun.");
+  return v && !v->empty() && std::isalnum(static_cast<unsigned char>(v->front())) != 0 && !v->starts_with("gpurun.");
 }
 bool security_ok(const Value& v) {
   return one_of(v, {"no-new-privileges", "no-new-privileges=true", "no-new-privileges:true"});
@@ -173,8 +175,10 @@ const DockerOptionRule* find_docker_rule(std::string_view name) {
 std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& admin_allowed) {
   // Whose the container is: not a site's choice either (an admin's `--label` allows any value).
   if (arg.name == "label" && !label_ok(arg.value))
-    return fmt::format("docker option \"{}\": labels gpurun.* say whose the container is, and only gpurun writes them",
-                       text::printable(arg.text));
+    return fmt::format(
+        "docker option \"{}\": labels gpurun.* say whose the container is, and only gpurun writes them (a "
+        "label's key begins with a letter or digit)",
+        text::printable(arg.text));
   if (arg.name == "label-file")
     return fmt::format(
         "docker option \"{}\": a file the docker client reads as root, whose labels gpurun cannot "

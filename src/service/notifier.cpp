@@ -135,6 +135,11 @@ void Notifier::deliver(Pending& pending) const {
   if (!pending.posted && !past_give_up()) {  // past it: kept, for the next start
     ++pending.attempts;
     const Delivery posted = post_webhook(policy_.webhook, json_line(webhook_body(n)), limit(), past_give_up);
+    if (!posted.delivered && past_give_up()) {  // cut by the stop: not an attempt, and kept for the next start
+      --pending.attempts;
+      spdlog::warn("notify: webhook for {}: {}", n.event, posted.error);
+      return;
+    }
     pending.posted = posted.delivered;
     if (!posted.delivered) {
       const bool again = posted.retry && pending.attempts < backoff_.attempts;

@@ -11,7 +11,7 @@ std::string json_text(const nlohmann::ordered_json& value);
 std::string json_text(const nlohmann::json& value);
 
 // The same on one line, without the newline: what the service's HTTP answers, the webhook's
-// body and the kept notifications carry (a chat shows the text, a browser the page's data).
+// body and the kept notifications carry (read raw, in a terminal or a log, they hide nothing).
 std::string json_line(const nlohmann::ordered_json& value);
 std::string json_line(const nlohmann::json& value);
 

@@ -171,6 +171,8 @@ TEST(SudoRules, GpurunsOwnLabelsAreRefusedEvenWhereTheAdminAllowsLabels) {
                                              {"--label=gpurun.uid=1001"},
                                              {"-l", " gpurun.user=bob"},
                                              {"--label", "\tgpurun.time-limit=1"},
+                                             {"--label", "\vgpurun.notify=run_ended"},
+                                             {"--label", "\u00a0gpurun.user=bob"},
                                              {"--label-file", "/home/alice/labels"}}) {
     Options o = caller_options(words);
     o.policy.allowed_docker_options = {"--label", "--label-file", words.front() + "=" + words.back()};
