@@ -44,8 +44,14 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
       age->second.elapsed = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(sample.when - start),
                                      std::chrono::milliseconds(0));
       if (const auto before = seen_before_.find(holder.key);
-          before != seen_before_.end() && before->second - start >= warn_at(*limit))
+          before != seen_before_.end() && before->second - start >= warn_at(*limit)) {
         done_.try_emplace(holder.key, Done::warned);  // warned before the restart
+        // Last seen with under half its notice left: its warning may have been a late one, which
+        // promised the whole notice from when it went out (at the latest, that last sighting).
+        const auto seen = std::chrono::floor<std::chrono::seconds>(before->second - start);
+        const std::chrono::seconds notice = *limit - warn_at(*limit);
+        if (seen > *limit - notice / 2) age->second.stop_not_before = seen + notice;
+      }
     } else {
       age->second.elapsed += now.since(age->second.last);
       age->second.last = now;

@@ -75,6 +75,20 @@ TEST(TimeLimiter, AfterARestartARunPastItsWarningWhenLastSeenIsNotWarnedAgain) {
             (std::vector<std::vector<Kind>>{{Kind::warn}, {Kind::stop}}));
 }
 
+// Warned late (first seen at 50 s of a 60 s limit: stopped in 30 s, at 80 s), then gpurund
+// restarted at 55 s: what was promised is not known after it, so the whole notice counts from the
+// last sighting before it; the stop comes at 85 s, not at the limit (20 s before the promise).
+TEST(TimeLimiter, AfterARestartALateWarningsNoticeIsStillGiven) {
+  RunRecord before;
+  before.key = "container:c1";
+  before.start = kStart;
+  before.last_seen = kStart + 55s;
+  TimeLimiter limiter(std::nullopt);
+  limiter.resume({before});
+  EXPECT_EQ(kinds_over(limiter, holder("container:c1", 60s), {60s, 80s, 84s, 85s}),
+            (std::vector<std::vector<Kind>>{{}, {}, {}, {Kind::stop}}));
+}
+
 TEST(TimeLimiter, WarnsOnceThenStopsOnceAtTheLabelsLimit) {
   TimeLimiter limiter(std::nullopt);
   EXPECT_EQ(kinds_over(limiter, holder("container:c1", 60s), {0s, 20s, 30s, 40s, 60s, 70s}),
