@@ -37,12 +37,22 @@ using Socket = boost::asio::generic::stream_protocol::socket;
 
 // A connection left idle (or stalled mid-request) this long is closed.
 constexpr std::chrono::seconds kClientLimit{5};
+
+// How long an answer of `bytes` may take to write: kClientLimit, and a second more for each 64 KiB,
+// so that a large one (a year of history) reaches a client on a slow link instead of being cut
+// at 5 s, while a client that stops reading still ends its share.
+std::chrono::milliseconds write_limit(std::size_t bytes) {
+  constexpr std::size_t kSlowestBytesPerSecond = std::size_t{64} * 1024;
+  return kClientLimit + std::chrono::seconds(bytes / kSlowestBytesPerSecond);
+}
+
 // Runs `io` until the operation started on `socket` completes (`done`), `limit` passes or
 // `stopping` is set (seen within 0.1 s); a late operation is cancelled. Blocking reads with
 // SO_RCVTIMEO would not do: Asio waits again when the timeout fires.
-void finish(boost::asio::io_context& io, Socket& socket, const bool& done, const std::atomic<bool>& stopping) {
+void finish(boost::asio::io_context& io, Socket& socket, const bool& done, const std::atomic<bool>& stopping,
+            std::chrono::milliseconds limit = kClientLimit) {
   io.restart();
-  const auto deadline = std::chrono::steady_clock::now() + kClientLimit;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done && !stopping && std::chrono::steady_clock::now() < deadline) io.run_for(std::chrono::milliseconds(100));
   if (!done) {
     boost::system::error_code ignored;
@@ -140,7 +150,7 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
       error = e;
       done = true;
     });
-    finish(io, socket, done, stopping);
+    finish(io, socket, done, stopping, write_limit(response.body().size()));
     if (error || !done || !response.keep_alive()) break;
   }
   socket.close(error);

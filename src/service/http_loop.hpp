@@ -3,9 +3,9 @@
 // (service_server.cpp) and the TCP listener of /metrics (web_server.cpp). HTTP/1.1 with keep-alive
 // through Boost.Beast; each connection on a thread of its own (32 at most, 4 from one peer: a uid
 // but root's on the unix socket; on TCP an address, or from this machine a person's uid; 8 kept
-// for root and the machine's own services: ConnectionShares), each read
-// and write within 5 s (a connection left idle longer is closed), so that a client that stalls, or
-// a user who opens many, costs the others nothing.
+// for root and the machine's own services: ConnectionShares), each read within 5 s and each
+// answer's write within 5 s and a second per 64 KiB of it (a connection left idle longer is
+// closed), so that a client that stalls, or a user who opens many, costs the others nothing.
 #include <sys/socket.h>
 
 #include <atomic>
