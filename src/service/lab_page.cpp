@@ -79,6 +79,10 @@ void board_row(std::string& html, const json& gpu) {
   }
 }
 
+// Said after "as of" while the GPU source fails: the board is what it last gave (page.js says the same).
+constexpr std::string_view kNotSampled =
+    R"( · <strong class="stale">the last look at the GPUs failed: this is the one before</strong>)";
+
 // "3 of 8 GPUs free · 2 held idle · as of TIME", in the header.
 void summary(std::string& html, const json& gpus) {
   int free = 0;
@@ -91,8 +95,9 @@ void summary(std::string& html, const json& gpus) {
       if (number_at(gpu, "idle_s") && gpu.contains("held_by") && !gpu["held_by"].empty()) ++idle;
     }
   html += fmt::format(R"(<p id="summary"><strong>{} of {}</strong> GPUs free · <strong>{}</strong> held idle · as of )"
-                      R"(<time id="as-of">{}</time></p>)",
-                      free, count, idle, html_escape(text_at(gpus, "time")));
+                      R"(<time id="as-of">{}</time>{}</p>)",
+                      free, count, idle, html_escape(text_at(gpus, "time")),
+                      gpus.value("sample_ok", true) ? "" : kNotSampled);
 }
 
 void board(std::string& html, const json& gpus) {
@@ -108,6 +113,11 @@ std::string hours(double h) { return fmt::format("{:.1f}", h); }
 
 void usage_table(std::string& html, const LabPage& page) {
   html += R"(<section id="usage"><h2>Who used what: the last 30 days</h2>)";
+  if (!page.usage && !page.usage_why.empty()) {  // not read this time: the script draws the chart when it can
+    html += fmt::format(R"(<p class="note stale">{}</p><div id="usage-chart" class="chart"></div></section>)",
+                        html_escape(page.usage_why));
+    return;
+  }
   if (!page.usage) {
     html += fmt::format(R"(<p class="note">{}</p></section>)", html_escape(page.hidden_why));
     return;
@@ -131,6 +141,9 @@ void usage_table(std::string& html, const LabPage& page) {
 }
 
 void runs_table(std::string& html, const LabPage& page) {
+  if (!page.runs && !page.runs_why.empty())
+    html += fmt::format(R"(<section id="runs"><h2>Runs of {}</h2><p class="note stale">{}</p></section>)",
+                        html_escape(page.user), html_escape(page.runs_why));
   if (!page.runs) return;
   html += fmt::format(R"(<section id="runs"><h2>Runs of {}</h2><div class="scroll"><table class="runs"><thead><tr>)"
                       R"(<th>Run</th><th>Name</th><th>GPUs</th><th>Start</th><th>Duration</th><th>GPU-hours</th>)"
@@ -186,8 +199,9 @@ std::string html_escape(std::string_view text) {
 json board_json(const Inventory& inventory, const MetricsState& metrics, WallTime now) {
   json board = status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units);
   board["host"] = metrics.hostname;
-  board["time"] = rfc3339(now);
+  board["time"] = rfc3339(metrics.sampled_at.value_or(now));  // as of the last good sample
   board["sample_ok"] = metrics.last_sample_ok;
+  board["fresh"] = metrics.fresh(now);
   for (json& gpu : board["gpus"]) {
     const int index = gpu.value("index", -1);
     const auto idle = metrics.idle_since.find(index);
@@ -220,7 +234,8 @@ std::string lab_page_html(const LabPage& page) {
                   R"(<body data-refresh="{1}"><header><h1>GPUs on <span id="host">{0}</span></h1>)",
                   host, page.refresh_s);
   summary(html, page.board);
-  html += "</header><main>";
+  // What the script could not fetch, said where it is seen (page.js); empty until then.
+  html += R"(<p id="page-status" class="note stale" role="status"></p></header><main>)";
   board(html, page.board);
   html += R"(<section id="day"><h2>The last 24 hours</h2><p class="note">Utilization of each GPU, one point )"
           R"(a minute (its mean).</p><div id="day-charts" class="chart"></div><noscript><p class="note">The charts )"

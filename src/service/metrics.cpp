@@ -151,11 +151,16 @@ void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRec
 
 std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisibility visibility) {
   std::string out;
-  const std::vector<HolderSample> merged = merged_holders(state.holders);
+  // Readings the source has not renewed for a while (a hung driver) are not the GPUs' now: no
+  // series, rather than old figures an alert would take for today's; gpurun_up says why.
+  const bool fresh = state.fresh(now);
+  const std::vector<HolderSample> merged = fresh ? merged_holders(state.holders) : std::vector<HolderSample>{};
+  const std::vector<Gpu> no_gpus;
+  const std::vector<Gpu>& gpus = fresh ? state.gpus : no_gpus;
   // DCGM's per-GPU gauges: a GPU whose reading the source did not give has no series, never a zero.
   const auto per_gpu = [&](const char* name, const char* help, auto reading) {
     Family family(out, name, "gauge", help);
-    for (const Gpu& gpu : state.gpus)
+    for (const Gpu& gpu : gpus)
       if (const std::optional<double> value = reading(gpu)) family.add(dcgm_labels(state, merged, gpu), *value);
   };
   per_gpu("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", [](const Gpu& g) { return g.utilization_percent; });
@@ -173,7 +178,7 @@ std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisi
     Family held(out, "gpurun_gpu_held", "gauge", "1 for each holder of each GPU: a container or a process.");
     Family idle(idle_lines, "gpurun_gpu_idle_seconds", "gauge",
                 "Seconds a held GPU has been at or below the idle threshold without a break (0: busy).");
-    for (const Gpu& gpu : state.gpus) {
+    for (const Gpu& gpu : gpus) {
       const auto since = state.idle_since.find(gpu.index);
       const double idle_s = since == state.idle_since.end()
                                 ? 0.0

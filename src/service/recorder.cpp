@@ -111,6 +111,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   ServedRuns served;
   served.store_path = database;
   served.metrics.hostname = host_name();  // before the servers' threads read it
+  served.metrics.stale_after = 3 * settings.interval + std::chrono::seconds(10);
   served.fresh = tracker.running();
   const ServiceServer server(settings.server, served);
   std::optional<WebServer> web;
@@ -251,6 +252,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         served.metrics.running = tracker.running();
         served.metrics.idle_since = tracker.idle_since();
         served.metrics.last_sample_ok = true;
+        served.metrics.sampled_at = sample.when;
         served.inventory = std::move(inventory);
       }
       // A run that started is written at once too: a kill -9 then never loses one.

@@ -19,6 +19,9 @@
 namespace gpurun {
 namespace {
 
+// The answer while the web's two readers of the store are taken (ServedRuns::web_queries).
+constexpr std::string_view kBusy = "busy: other page and API requests are reading the history; try again in a minute";
+
 using json = nlohmann::ordered_json;
 
 constexpr std::chrono::hours kMonth{24 * 30};
@@ -68,7 +71,8 @@ json minutes_json(ServedRuns& runs, int hours, WallTime now) {
   return {{"time", rfc3339(now)}, {"hours", hours}, {"gpus", std::move(gpus)}};
 }
 
-HttpReply page_reply(const Target& target, ServedRuns& runs, const ServerSettings& settings, WallTime now) {
+HttpReply page_reply(const Target& target, ServedRuns& runs, const ServerSettings& settings, WallTime now,
+                     bool may_read_store) {
   LabPage page;
   page.now = now;
   {
@@ -79,12 +83,29 @@ HttpReply page_reply(const Target& target, ServedRuns& runs, const ServerSetting
     if (const auto seconds = text::parse_integer(refresh->second); seconds && *seconds >= 1 && *seconds <= 3600)
       page.refresh_s = static_cast<int>(*seconds);
   if (settings.visibility == HistoryVisibility::all) {
-    const ServiceAnswer by_user = from_service("/v1/usage", {{"by", "user"}}, runs, settings, now);
-    if (by_user.status == 200) page.usage = usage_from_json(json::parse(by_user.body));
+    // Said in the page where the table would be (a store busy past its wait: 503), never left out
+    // without a word.
+    const auto not_read = [](const ServiceAnswer& answer) {
+      const json body = json::parse(answer.body, nullptr, false);
+      const std::string why = body.is_object() ? body.value("message", "") : "";
+      return fmt::format("The history could not be read just now (HTTP {}{}{}): reload the page in a moment.",
+                         answer.status, why.empty() ? "" : ": ", why);
+    };
+    const ServiceAnswer busy{.status = 503, .body = json_line(json{{"message", kBusy}})};
+    const ServiceAnswer by_user =
+        may_read_store ? from_service("/v1/usage", {{"by", "user"}}, runs, settings, now) : busy;
+    if (by_user.status == 200)
+      page.usage = usage_from_json(json::parse(by_user.body));
+    else
+      page.usage_why = not_read(by_user);
     if (const auto user = target.query.find("user"); user != target.query.end()) {
       page.user = user->second;
-      const ServiceAnswer answer = from_service("/v1/runs", {{"user", page.user}}, runs, settings, now);
-      if (answer.status == 200) page.runs = runs_from_json(json::parse(answer.body));
+      const ServiceAnswer answer =
+          may_read_store ? from_service("/v1/runs", {{"user", page.user}}, runs, settings, now) : busy;
+      if (answer.status == 200)
+        page.runs = runs_from_json(json::parse(answer.body));
+      else
+        page.runs_why = not_read(answer);
     }
   } else {
     page.hidden_why = kHidden;
@@ -149,7 +170,10 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
             .content_type = "text/plain; charset=utf-8"};
   }
   if (request.method != "GET" && request.method != "HEAD")
-    return {.status = 405, .body = "only GET is answered\n", .content_type = "text/plain; charset=utf-8"};
+    return {.status = 405,
+            .body = "only GET (and HEAD) is answered\n",
+            .content_type = "text/plain; charset=utf-8",
+            .headers = {{"Allow", "GET, HEAD"}}};
   const auto target = parse_target(request.target);
   if (!target) return error_reply(400, "the request's target is not valid URL text");
   const WallTime now = std::chrono::system_clock::now();
@@ -161,17 +185,18 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
             .content_type = "text/plain; version=0.0.4; charset=utf-8"};
   }
   // What reads the store takes one of the web's two readers (ServedRuns::web_queries).
-  const bool reads_store =
-      path == "/" || path == "/index.html" || path == "/api/minutes" || path == "/api/runs" || path == "/api/usage";
-  if (reads_store && !runs.web_queries.try_acquire_for(std::chrono::seconds(5)))
-    return error_reply(503, "busy: other page and API requests are reading the history; try again in a minute");
+  // The page without one is made all the same, its board and no history (page_reply says why).
+  const bool page = path == "/" || path == "/index.html";
+  const bool reads_store = page || path == "/api/minutes" || path == "/api/runs" || path == "/api/usage";
+  const bool reader = reads_store && runs.web_queries.try_acquire_for(std::chrono::seconds(5));
+  if (reads_store && !reader && !page) return error_reply(503, std::string(kBusy));
   struct Release {
     std::counting_semaphore<2>* queries;
     ~Release() {
       if (queries != nullptr) queries->release();
     }
-  } const release{reads_store ? &runs.web_queries : nullptr};
-  if (path == "/" || path == "/index.html") return page_reply(*target, runs, settings, now);
+  } const release{reader ? &runs.web_queries : nullptr};
+  if (page) return page_reply(*target, runs, settings, now, reader);
   const std::vector<std::pair<std::string, std::string>> asset_headers{
       {"Content-Security-Policy", std::string(kLabPagePolicy)}, {"Cache-Control", "no-cache"}};
   if (path == "/page.css")

@@ -133,6 +133,8 @@ check "page.js drew each GPU's last 24 hours from its one-minute rollups" \
 check "the usage table lists the month's users and the holders now, each with a link to their runs" \
   'all(f"href=\"?user={u}#runs\"" in dom for u in ("alice", "dave", "erin", "frank", "bob", "carol"))'
 check "the usage chart is drawn" 're.search(r"<div id=\"usage-chart\"[^>]*><svg", dom) is not None'
+check "page.js fetched everything it asked: its status line is empty" \
+  're.search(r"<p id=\"page-status\"[^>]*></p>", dom) is not None'
 
 chrome --dump-dom "${url}?user=bob" >"$dir/runs.html" || fail "chromium could not load ${url}?user=bob"
 grep -q '<h2>Runs of bob</h2>' "$dir/runs.html" && grep -q '<td>bob_gpu3</td>' "$dir/runs.html" &&

@@ -28,6 +28,8 @@ struct LabPage {
   std::string user;                            // ?user=NAME: that user's runs below
   std::optional<std::vector<RunRecord>> runs;  // those runs (nullopt: none asked, or not shown)
   std::string hidden_why;                      // why usage and runs are not shown ("" when they are)
+  std::string usage_why;                       // why the usage could not be read ("" when it was)
+  std::string runs_why;                        // why the user's runs could not be read ("" when they were)
   int refresh_s = 5;
   WallTime now{};  // a running run's duration runs up to it
 };

@@ -5,7 +5,9 @@
 // has been idle, GPU-seconds and busy GPU-seconds per user. Made from the last sample alone: a
 // scrape never waits on the GPU source.
 #include <cstdint>
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +33,13 @@ struct MetricsState {
   std::map<std::string, UserSeconds> user_seconds;  // counted since the service started
   std::uint64_t source_errors = 0;                  // samples the GPU source failed
   bool last_sample_ok = false;                      // the last look at the GPUs succeeded
+  std::optional<WallTime> sampled_at;               // when the last good sample was taken
+  // Readings older than this are not shown as the GPUs' (the source fails: a hung driver): three
+  // sampling intervals and 10 s, as a gap in a run's record.
+  std::chrono::milliseconds stale_after{std::chrono::seconds(40)};
+
+  // Whether the last good sample's readings still stand for the GPUs at `now`.
+  bool fresh(WallTime now) const { return sampled_at && now - *sampled_at <= stale_after; }
 };
 
 // Adds to `totals` what one sample credited each user: the runs' time now (`running` and the runs

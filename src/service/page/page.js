@@ -100,6 +100,9 @@ async function refreshBoard() {
   summary.replaceChildren(element("strong", {}, free + " of " + board.gpus.length), " GPUs free · ",
                           element("strong", {}, String(idle)), " held idle · as of ",
                           element("time", { id: "as-of" }, board.time));
+  if (board.sample_ok === false)  // the source fails (a hung driver): this is what it gave last
+    summary.append(" · ", element("strong", { class: "stale" },
+                                  "the last look at the GPUs failed: this is the one before"));
 }
 
 // Each GPU's last 24 hours: one polyline of its per-minute mean utilization.
@@ -158,10 +161,27 @@ async function drawUsage() {
   chart.replaceChildren(svg);
 }
 
+// What could not be fetched, by task, said under the header until that task succeeds again.
+const failures = new Map();
+
+function showFailures() {
+  document.getElementById("page-status").textContent = [...failures.values()].join("; ");
+}
+
+// Runs `task` now and `seconds` after each run ends: never two at once (a slow server would pile
+// them up, and an older answer could replace a newer one).
 function every(seconds, task) {
-  const run = () => task().catch((error) => console.warn(error.message));
+  const run = async () => {
+    try {
+      await task();
+      failures.delete(task);
+    } catch (error) {
+      failures.set(task, "could not refresh (" + error.message + "); trying again in " + seconds + " s");
+    }
+    showFailures();
+    setTimeout(run, seconds * 1000);
+  };
   run();
-  setInterval(run, seconds * 1000);
 }
 
 every(refreshSeconds, refreshBoard);

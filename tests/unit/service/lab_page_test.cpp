@@ -2,6 +2,7 @@
 // (src/service/web_routes.hpp): the board's JSON, escaping of every name a user chose, the
 // idle mark, what history_visibility "own" hides, and the answers' types and headers.
 #include "gpurun/service/lab_page.hpp"
+#include "gpurun/history/time_text.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -164,7 +165,9 @@ TEST_F(WebRoutesTest, ThePageAndItsAssetsCarryTheirTypesAndTheContentSecurityPol
   EXPECT_THAT(get("/?refresh=30").body, HasSubstr(R"(<body data-refresh="30">)"));
   EXPECT_THAT(get("/?refresh=0").body, HasSubstr(R"(<body data-refresh="5">)"));
   EXPECT_EQ(get("/nothing").status, 404);
-  EXPECT_EQ(answer_web({.method = "POST", .target = "/", .caller = ""}, runs, settings).status, 405);
+  const HttpReply post = answer_web({.method = "POST", .target = "/", .caller = ""}, runs, settings);
+  EXPECT_EQ(post.status, 405);
+  EXPECT_EQ(header(post, "Allow"), "GET, HEAD");  // RFC 9110: a 405 says what is allowed
 }
 
 // Anyone on the network could keep every reader of the store busy, and `gpurun history` on the
@@ -181,6 +184,33 @@ TEST_F(WebRoutesTest, TheWebReadsTheStoreWithTwoReadersAtMostAndSaysWhenItIsBusy
   EXPECT_TRUE(runs.web_queries.try_acquire());  // and every reader the web took is given back
   EXPECT_TRUE(runs.web_queries.try_acquire());
   runs.web_queries.release(2);
+}
+
+// The store busy as the page is made: the usage and the user's runs say they could not be read
+// (and the usage chart's place is kept, for the script to fill when it can), never just missing.
+TEST_F(WebRoutesTest, APageMadeWhileTheStoreIsBusySaysWhatItCouldNotRead) {
+  ASSERT_TRUE(runs.web_queries.try_acquire());
+  ASSERT_TRUE(runs.web_queries.try_acquire());
+  const HttpReply page = get("/?user=bob");
+  runs.web_queries.release(2);
+  EXPECT_EQ(page.status, 200);
+  EXPECT_THAT(page.body,
+              HasSubstr(R"(<section id="usage"><h2>Who used what: the last 30 days</h2><p class="note stale">)"
+                        "The history could not be read just now (HTTP 503: "));
+  EXPECT_THAT(page.body, HasSubstr(R"(<div id="usage-chart" class="chart"></div>)"));
+  EXPECT_THAT(page.body, HasSubstr(R"(<section id="runs"><h2>Runs of bob</h2><p class="note stale">)"));
+}
+
+// While the GPU source fails, the board is what it last gave, as of then, and says so.
+TEST(LabPageHtml, ABoardTheSourceDidNotRenewSaysSoAndIsAsOfItsSample) {
+  Sample sample;
+  sample.metrics.last_sample_ok = false;
+  sample.metrics.sampled_at = kNow - 90s;
+  LabPage page;
+  page.board = board_json(sample.inventory, sample.metrics, kNow);
+  EXPECT_EQ(page.board["time"], rfc3339(kNow - 90s));
+  EXPECT_EQ(page.board["fresh"], false);
+  EXPECT_THAT(lab_page_html(page), HasSubstr("the last look at the GPUs failed: this is the one before"));
 }
 
 TEST_F(WebRoutesTest, TheApiAnswersInJsonAndRefusesBadInput) {

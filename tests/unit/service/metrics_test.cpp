@@ -55,6 +55,7 @@ MetricsState two_gpus() {
   state.idle_since = {{0, kNow - 90s}};
   state.user_seconds = {{"alice", {.gpu = 3600, .busy = 1800}}};
   state.last_sample_ok = true;
+  state.sampled_at = kNow - 5s;
   return state;
 }
 
@@ -199,6 +200,27 @@ TEST(PrometheusText, EachHolderIsOneSeriesUnderTheRunTheTrackerGaveIt) {
     ++held_gpu0;
   EXPECT_EQ(held_gpu0, 1U) << text;
   EXPECT_THAT(text, HasSubstr("gpurun_gpu_held{gpu=\"1\",UUID=\"GPU-bbb\",user=\"bob\",container=\"\",run=\"8\"} 1\n"));
+}
+
+// The source failing (a hung driver): the readings it gave last are not the GPUs' once three
+// intervals and 10 s have passed: no GPU or holder series (an alert on idle time would fire on
+// figures nobody measured), gpurun_up 0 and the errors counted say why.
+TEST(PrometheusText, ReadingsTheSourceHasNotRenewedAreNotShownAsTheGpus) {
+  MetricsState state = two_gpus();
+  state.last_sample_ok = false;
+  state.source_errors = 4;
+  state.stale_after = 40s;
+  state.sampled_at = kNow - 39s;  // one failed sample: still the GPUs' readings
+  EXPECT_THAT(prometheus_text(state, kNow), HasSubstr("DCGM_FI_DEV_GPU_UTIL{"));
+  state.sampled_at = kNow - 41s;
+  const std::string text = prometheus_text(state, kNow);
+  EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_GPU_UTIL{")));
+  EXPECT_THAT(text, Not(HasSubstr("gpurun_gpu_held{")));
+  EXPECT_THAT(text, Not(HasSubstr("gpurun_gpu_idle_seconds{")));
+  EXPECT_THAT(text, HasSubstr("gpurun_up{Hostname=\"dgx1\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_source_errors_total{Hostname=\"dgx1\"} 4\n"));
+  state.sampled_at.reset();  // none yet since the start
+  EXPECT_THAT(prometheus_text(state, kNow), Not(HasSubstr("DCGM_FI_DEV_GPU_UTIL{")));
 }
 
 TEST(PrometheusText, EachFamilysLinesStayTogether) {
