@@ -4,8 +4,8 @@
 // labelled with its holder while held, and gpurun's own series: who holds which GPU, how long it
 // has been idle, GPU-seconds and busy GPU-seconds per user. Made from the last sample alone: a
 // scrape never waits on the GPU source.
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
