@@ -4,7 +4,10 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <string_view>
 
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
@@ -20,21 +23,34 @@ Error not_running(const std::string& why) {
                   why));
 }
 
+// A socket (or its directory) whose mode keeps this user out: the service runs, the admin decides.
+std::string socket_access_hint(std::string_view error) {
+  return error.find("ermission denied") == std::string_view::npos
+             ? ""
+             : " (your user may not open the socket or its directory: gpurund makes it 0666 in a 0755 "
+               "directory; ask the admin, who changed that)";
+}
+
 // The body of a 200 answer to GET `target`; anything else an Error with the service's message.
 std::string answer_body(const Options& options, const std::string& target) {
   const std::string& path = options.service_socket;
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw not_running(fmt::format("nothing at {}", path));
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw not_running(fmt::format("nothing at {}", path));
+    throw Error(fmt::format("cannot look at the gpurun service's socket {}: {}{}", path, std::strerror(errno),
+                            socket_access_hint(std::strerror(errno))));
+  }
   if (!S_ISSOCK(st.st_mode)) throw not_running(fmt::format("{} is not a socket", path));
-  HttpPeer peer{.name = "the gpurun service", .access_hint = nullptr, .headers = {}};
+  HttpPeer peer{.name = "the gpurun service", .access_hint = socket_access_hint, .headers = {}};
   if (options.caller) peer.headers.emplace_back("X-Gpurun-Caller", options.caller->login);
   UnixHttpClient client(path, std::chrono::steady_clock::now() + options.smi_timeout, peer);
   HttpResponse response;
   try {
     response = client.get(target);
   } catch (const Error& e) {
-    // A socket left behind by a service that is gone refuses the connection.
-    if (std::string_view(e.what()).find("cannot be reached") != std::string_view::npos)
+    // A socket left behind by a service that is gone refuses the connection (one this user may not
+    // open says so, with the access hint above).
+    if (std::string_view(e.what()).find("cannot be reached: Connection refused") != std::string_view::npos)
       throw not_running(fmt::format("{} refuses connections", path));
     throw;
   }

@@ -497,6 +497,27 @@ TEST_F(GpurundTest, UnderOwnVisibilityAnotherUserSeesNoneOfTheRuns) {
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
+// A socket the admin made 0600: the service runs, and a user it keeps out is told that, not that
+// it is not running (with the command to start it).
+TEST_F(GpurundTest, ASocketThisUserMayNotOpenIsNotAServiceThatIsNotRunning) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to ask as another user";
+  std::filesystem::permissions(dir(), std::filesystem::perms::others_exec, std::filesystem::perm_options::add);
+  const pid_t pid = start();
+  ASSERT_TRUE(eventually([&] { return ask({"history", "--json"}).exit_code == 0; }));
+  std::filesystem::permissions(socket(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const Outcome as_nobody = shell(fmt::format("/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups {} "
+                                              "history --service-socket {}",
+                                              GPURUN_BINARY, socket()),
+                                  {{"GPURUN_SYSTEM_CONFIG", system_config()},
+                                   {"HOME", "/nonexistent"},
+                                   {"XDG_CONFIG_HOME", "/nonexistent/.config"}});
+  EXPECT_EQ(as_nobody.exit_code, 125);
+  EXPECT_THAT(as_nobody.err, HasSubstr("Permission denied"));
+  EXPECT_THAT(as_nobody.err, HasSubstr("your user may not open the socket or its directory"));
+  EXPECT_THAT(as_nobody.err, Not(HasSubstr("not running")));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
 TEST_F(GpurundTest, ServesMetricsForPrometheusWithEachGpusHolderAndPromtoolAcceptsThem) {
   const std::string job_map = dir() + "/dcgm-job-map";
   const pid_t pid =
