@@ -33,12 +33,18 @@ unsigned id_of(const std::map<std::string, std::string>& vars, const std::string
 // goes; BASH_ENV and SHELLOPTS run code in an admin's wrapper script; LD_*, GCONV_PATH and the
 // like load it; XDG_RUNTIME_DIR names a rootless engine's socket; GPURUN_SYSFS_ROOT the topology
 // read, GPURUN_SYSTEM_CONFIG the system file (ignored under sudo already), GPURUN_SYSLOG_SOCKET
-// the log. Kept: the terminal, the language and time zone (no path in them), sudo's own, gpurun's
-// settings.
+// the log. Kept: the terminal, the language (no path in it), the time zone (a zone's name, no path
+// of the caller's), sudo's own, gpurun's settings.
 bool kept_for_root(std::string_view name, std::string_view value) {
   if (name == "TERM" || name == "COLORTERM" || name == "NO_COLOR" || name.starts_with("SUDO_")) return true;
-  if (name == "LANG" || name == "LANGUAGE" || name.starts_with("LC_") || name == "TZ")
+  if (name == "LANG" || name == "LANGUAGE" || name.starts_with("LC_"))
     return value.find_first_of("/%") == std::string_view::npos;
+  // A zone's name (Europe/Berlin) or a POSIX rule (CET-1CEST,M3.5.0,M10.5.0/3), read under
+  // /usr/share/zoneinfo: never a path of the caller's choosing (absolute, ':', or '..').
+  if (name == "TZ")
+    return !value.starts_with('/') && !value.starts_with(':') && value.find("..") == std::string_view::npos &&
+           value.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-/,.<>") ==
+               std::string_view::npos;
   return name.starts_with("GPURUN_") && name != "GPURUN_SYSFS_ROOT" && name != "GPURUN_SYSTEM_CONFIG" &&
          name != "GPURUN_SYSLOG_SOCKET";
 }

@@ -99,7 +99,7 @@ chmod 755 "$tmp/docker-for-root"
 printf '{"docker": "%s", "nvidia_smi": "%s", "lock_dir": "%s/locks", "lock_group": "%s", "ignore_containers": false}\n' \
   "$tmp/docker-for-root" "$tmp/nvidia-smi" "$tmp" "$G" >/etc/gpurun/config.json
 cat >"$tmp/sudoers" <<EOF
-Defaults!$gpurun env_keep += "DOCKER_HOST DOCKER_CONFIG FAKE_SMI_SCENARIO ASAN_OPTIONS HTTPS_PROXY BASH_ENV"
+Defaults!$gpurun env_keep += "DOCKER_HOST DOCKER_CONFIG FAKE_SMI_SCENARIO ASAN_OPTIONS HTTPS_PROXY BASH_ENV TZ"
 $A, $B ALL=(root) NOPASSWD: $gpurun
 EOF
 visudo -cf "$tmp/sudoers" >/dev/null || { say "FAIL: sudoers rule does not parse"; exit 1; }
@@ -112,6 +112,7 @@ as() { # as USER DIR ARGS...: run `sudo gpurun ARGS` as USER in DIR; output in $
   # effective ids (not dumpable), and would end each such gpurun with its own exit status.
   (cd "$dir" && runuser -u "$user" -- env DOCKER_HOST=unix:///nonexistent/caller.sock DOCKER_CONFIG="$dir" \
      FAKE_SMI_SCENARIO="$tmp/scenario.json" HTTPS_PROXY=http://caller.example:3128 BASH_ENV="$dir/.bashenv" \
+     TZ="${CALLER_TZ:-Europe/Berlin}" \
      ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
      timeout 60 sudo -n "$gpurun" "$@") >"$tmp/out" 2>"$tmp/err" </dev/null
 }
@@ -129,6 +130,12 @@ else fail "container as the caller: rc $rc, $(cat "$tmp/out" "$tmp/err")"; fi
 if [[ -s $tmp/root-env ]] && ! grep -Eq '^(HTTPS_PROXY|BASH_ENV|FAKE_SMI_SCENARIO|DOCKER_HOST|DOCKER_CONFIG)=' "$tmp/root-env"; then
   pass "root's docker got none of the caller's environment sudo kept"
 else fail "root's docker's environment: $(grep -E '^(HTTPS_PROXY|BASH_ENV|FAKE_|DOCKER_)' "$tmp/root-env" 2>&1)"; fi
+# The caller's time zone is theirs to keep (history's times), as a zone's name; never a path.
+grep -qx 'TZ=Europe/Berlin' "$tmp/root-env" 2>/dev/null && pass "the caller's TZ=Europe/Berlin is kept" ||
+  fail "TZ=Europe/Berlin was not kept: $(grep '^TZ=' "$tmp/root-env" 2>&1)"
+CALLER_TZ=../../../etc/shadow as $A "$home_a/work" --image $IMAGE 1 -- true
+! grep -q '^TZ=' "$tmp/root-env" 2>/dev/null && pass "a TZ that is a path is not kept for root" ||
+  fail "root's docker got $(grep '^TZ=' "$tmp/root-env")"
 owner=$(stat -c %U "$home_a/work/written.txt" 2>/dev/null)
 [[ $owner == "$A" ]] && pass "file written in the mounted directory belongs to $A" || fail "written.txt owned by '$owner'"
 
