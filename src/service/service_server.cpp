@@ -123,8 +123,14 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
   // Who asks: root may name the user it asks for (sudo gpurun); anyone else is who the socket says.
   const bool on_behalf = request.peer_uid == 0 && !request.claimed_caller.empty();
   const std::string viewer = on_behalf ? request.claimed_caller : user_name(request.peer_uid);
-  const bool sees_all = settings.visibility == HistoryVisibility::all || (request.peer_uid == 0 && !on_behalf) ||
-                        member_of(viewer, settings.admin_group);
+  const bool admin = (request.peer_uid == 0 && !on_behalf) || member_of(viewer, settings.admin_group);
+  const bool sees_all = settings.visibility == HistoryVisibility::all || admin;
+  // A run as this viewer may read it: another user's command by its program alone (its arguments
+  // may carry tokens, and the history keeps them long after `ps` would have shown them), whole to
+  // its user, root and the admin group; by its program alone to everyone where the web asks.
+  const auto as_seen = [&](RunRecord run) {
+    return request.programs_only || (!admin && run.user != viewer) ? with_programs_only(std::move(run)) : run;
+  };
 
   RunQuery query;
   const auto param = [&](const char* key) -> std::optional<std::string> {
@@ -155,7 +161,7 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
         query.limit = static_cast<std::size_t>(*value);
       }
       std::vector<RunRecord> found = current_runs(runs, query);
-      if (request.programs_only) std::transform(found.begin(), found.end(), found.begin(), with_programs_only);
+      std::transform(found.begin(), found.end(), found.begin(), as_seen);
       if (param("fields").value_or("") == "table") return {200, json_line(runs_table_json(found))};
       json array = json::array();
       for (const RunRecord& run : found) array.push_back(run_json(run));
@@ -185,7 +191,7 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       std::optional<RunRecord> run = viewer.empty() ? std::nullopt : find_run(runs, name, viewer);
       if (!run && sees_all) run = find_run(runs, name, "");
       if (!run) return failure(404, fmt::format("no run named {} in the service's history", text::printable(name)));
-      return {200, json_line(run_json(request.programs_only ? with_programs_only(*run) : *run))};
+      return {200, json_line(run_json(as_seen(std::move(*run))))};
     }
   } catch (const StoreBusy& e) {
     return failure(503, fmt::format("the service is busy: {}", e.what()));

@@ -248,6 +248,27 @@ TEST_F(ServiceServerTest, UnderOwnVisibilityAUserSeesOnlyTheirRunsAndRootMayName
   EXPECT_THAT(ids(json::parse(ask("/v1/runs", nobody).body)), ::testing::ElementsAre(3, 2, 1));
 }
 
+// Under "all" everyone sees every run, but another user's command by its program alone: its
+// arguments may carry tokens, kept in the history long after the run. Its user, root and the
+// admin group see it whole.
+TEST_F(ServiceServerTest, AnotherUsersCommandIsShownByItsProgramAlone) {
+  served_.fresh[0].command = "python train.py --hf-token hf_secret";  // bob's run 2
+  served_.fresh[1].command = "python eval.py --key k";                // alice's run 3
+  settings_.visibility = HistoryVisibility::all;
+  const auto commands = [&](uid_t uid, const std::string& caller) {
+    std::map<std::int64_t, std::string> out;
+    for (const auto& r : json::parse(ask("/v1/runs", uid, caller).body))
+      out[r["id"].get<std::int64_t>()] = r["command"].get<std::string>();
+    return out;
+  };
+  const auto as_alice = commands(0, "alice");
+  EXPECT_EQ(as_alice.at(2), "python");  // bob's
+  EXPECT_EQ(as_alice.at(3), "python eval.py --key k");
+  EXPECT_EQ(commands(0, "").at(2), "python train.py --hf-token hf_secret");  // root
+  EXPECT_EQ(json::parse(ask("/v1/runs/job-2", 0, "alice").body)["command"], "python");
+  EXPECT_EQ(json::parse(ask("/v1/runs/job-2", 0, "bob").body)["command"], "python train.py --hf-token hf_secret");
+}
+
 TEST_F(ServiceServerTest, AnswersGpurunsClientOverARealSocketAndRemovesItWhenDone) {
   settings_.socket_path = dir_ + "/run/gpurund.sock";  // its folder is created
   {
