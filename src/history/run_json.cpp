@@ -24,8 +24,18 @@ WallTime time_of(const nlohmann::ordered_json& value, const char* key) {
   return *when;
 }
 
-const std::vector<std::string> kTableColumns{
-    "id", "name", "user", "gpus", "start_ms", "end_ms", "gpu_seconds", "busy_gpu_seconds", "idle_seconds", "ended_by"};
+// The last is newer than the rest: a table without it (an older service) is read too.
+const std::vector<std::string> kTableColumns{"id",
+                                             "name",
+                                             "user",
+                                             "gpus",
+                                             "start_ms",
+                                             "end_ms",
+                                             "gpu_seconds",
+                                             "busy_gpu_seconds",
+                                             "idle_seconds",
+                                             "ended_by",
+                                             "unmeasured_gpu_seconds"};
 
 }  // namespace
 
@@ -46,6 +56,7 @@ nlohmann::ordered_json run_json(const RunRecord& run) {
   json["end"] = run.end ? nlohmann::ordered_json(rfc3339(*run.end)) : nlohmann::ordered_json();
   json["gpu_seconds"] = run.gpu_seconds;
   json["busy_gpu_seconds"] = run.busy_gpu_seconds;
+  json["unmeasured_gpu_seconds"] = run.unmeasured_gpu_seconds;
   json["efficiency"] = efficiency ? nlohmann::ordered_json(*efficiency) : nlohmann::ordered_json();
   json["idle_seconds"] = run.idle_seconds;
   json["max_memory_mib"] = run.max_memory_mib;
@@ -74,6 +85,7 @@ RunRecord run_from_json(const nlohmann::ordered_json& json) {
   };
   run.gpu_seconds = number("gpu_seconds");
   run.busy_gpu_seconds = number("busy_gpu_seconds");
+  run.unmeasured_gpu_seconds = number("unmeasured_gpu_seconds");  // none from an older service
   run.idle_seconds = number("idle_seconds");
   run.max_memory_mib = number("max_memory_mib");
   run.ended_by = text_of(json.value("ended_by", nlohmann::ordered_json()));
@@ -84,17 +96,21 @@ nlohmann::json runs_table_json(const std::vector<RunRecord>& runs) {
   nlohmann::json rows = nlohmann::json::array();
   rows.get_ref<nlohmann::json::array_t&>().reserve(runs.size());
   for (const RunRecord& run : runs)
-    rows.push_back(nlohmann::json::array({run.id, run.name, run.user, run.gpus, unix_ms(run.start),
-                                          run.end ? nlohmann::json(unix_ms(*run.end)) : nlohmann::json(),
-                                          run.gpu_seconds, run.busy_gpu_seconds, run.idle_seconds, run.ended_by}));
+    rows.push_back(
+        nlohmann::json::array({run.id, run.name, run.user, run.gpus, unix_ms(run.start),
+                               run.end ? nlohmann::json(unix_ms(*run.end)) : nlohmann::json(), run.gpu_seconds,
+                               run.busy_gpu_seconds, run.idle_seconds, run.ended_by, run.unmeasured_gpu_seconds}));
   return {{"columns", kTableColumns}, {"rows", std::move(rows)}};
 }
 
 std::vector<RunRecord> runs_from_table_json(const nlohmann::json& json) {
   const auto other = [] { return Error("the service answered the history table in another shape (another version?)"); };
-  if (!json.is_object() || json.value("columns", nlohmann::json()) != nlohmann::json(kTableColumns) ||
-      !json.contains("rows") || !json["rows"].is_array())
-    throw other();
+  if (!json.is_object() || !json.contains("rows") || !json["rows"].is_array()) throw other();
+  const nlohmann::json columns = json.value("columns", nlohmann::json());
+  const std::vector<std::string> older(kTableColumns.begin(), kTableColumns.end() - 1);
+  const bool with_unmeasured = columns == nlohmann::json(kTableColumns);
+  if (!with_unmeasured && columns != nlohmann::json(older)) throw other();
+  const std::size_t width = with_unmeasured ? kTableColumns.size() : older.size();
   std::vector<RunRecord> runs;
   runs.reserve(json["rows"].size());
   const auto time_at = [&other](const nlohmann::json& value) {
@@ -103,10 +119,10 @@ std::vector<RunRecord> runs_from_table_json(const nlohmann::json& json) {
     return WallTime(std::chrono::milliseconds(ms));
   };
   for (const nlohmann::json& row : json["rows"]) {
-    if (!row.is_array() || row.size() != kTableColumns.size() || !row[0].is_number_integer() || !row[1].is_string() ||
+    if (!row.is_array() || row.size() != width || !row[0].is_number_integer() || !row[1].is_string() ||
         !row[2].is_string() || !row[3].is_array() || !row[4].is_number_integer() ||
         !(row[5].is_null() || row[5].is_number_integer()) || !row[6].is_number() || !row[7].is_number() ||
-        !row[8].is_number() || !row[9].is_string())
+        !row[8].is_number() || !row[9].is_string() || (with_unmeasured && !row[10].is_number()))
       throw other();
     RunRecord run;
     run.id = row[0].get<std::int64_t>();
@@ -120,6 +136,7 @@ std::vector<RunRecord> runs_from_table_json(const nlohmann::json& json) {
     run.busy_gpu_seconds = row[7].get<double>();
     run.idle_seconds = row[8].get<double>();
     run.ended_by = row[9].get<std::string>();
+    if (with_unmeasured) run.unmeasured_gpu_seconds = row[10].get<double>();
     runs.push_back(std::move(run));
   }
   return runs;

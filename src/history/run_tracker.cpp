@@ -33,8 +33,9 @@ RunRecord started(const HolderSample& holder, WallTime when, std::int64_t id) {
 }  // namespace
 
 std::optional<double> RunRecord::efficiency() const {
-  if (gpu_seconds <= 0) return std::nullopt;
-  return 100.0 * busy_gpu_seconds / gpu_seconds;
+  const double measured = gpu_seconds - unmeasured_gpu_seconds;
+  if (measured <= 0) return std::nullopt;
+  return 100.0 * busy_gpu_seconds / measured;
 }
 
 std::vector<HolderSample> merged_holders(const std::vector<HolderSample>& holders) {
@@ -126,7 +127,10 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
       run->gpu_seconds += held_s;
       const auto found = utilization.find(gpu);
       const std::optional<double> util = found == utilization.end() ? std::nullopt : found->second;
-      if (util) run->busy_gpu_seconds += held_s * std::clamp(*util, 0.0, 100.0) / 100.0;
+      if (util)
+        run->busy_gpu_seconds += held_s * std::clamp(*util, 0.0, 100.0) / 100.0;
+      else
+        run->unmeasured_gpu_seconds += held_s;
       if (!util || *util > settings_.idle_threshold_percent) all_idle = false;
     }
     if (all_idle) run->idle_seconds += credit_s;

@@ -7,8 +7,9 @@
 namespace gpurun {
 
 std::optional<double> UsageRow::efficiency() const {
-  if (gpu_hours <= 0) return std::nullopt;
-  return 100.0 * busy_gpu_hours / gpu_hours;
+  const double measured = gpu_hours - unmeasured_gpu_hours;
+  if (measured <= 0) return std::nullopt;
+  return 100.0 * busy_gpu_hours / measured;
 }
 
 namespace {
@@ -29,6 +30,7 @@ void UsageTally::add_to(const std::string& key, const RunRecord& run, double sha
   ++row.runs;
   row.gpu_hours += run.gpu_seconds * share / 3600;
   row.busy_gpu_hours += run.busy_gpu_seconds * share / 3600;
+  row.unmeasured_gpu_hours += run.unmeasured_gpu_seconds * share / 3600;
   // The run's idle time on every GPU it ever held, never more than its GPU-hours: a run that
   // touched a second GPU briefly was not idle on it all along. Both carry the window's part.
   row.idle_gpu_hours += std::min(run.idle_seconds * idle_gpus, run.gpu_seconds * share) / 3600;
@@ -67,6 +69,7 @@ nlohmann::ordered_json usage_json(const std::vector<UsageRow>& rows) {
                      {"runs", row.runs},
                      {"gpu_hours", row.gpu_hours},
                      {"busy_gpu_hours", row.busy_gpu_hours},
+                     {"unmeasured_gpu_hours", row.unmeasured_gpu_hours},
                      {"efficiency", efficiency ? nlohmann::ordered_json(*efficiency) : nlohmann::ordered_json()},
                      {"idle_gpu_hours", row.idle_gpu_hours}});
   }
@@ -86,6 +89,7 @@ std::vector<UsageRow> usage_from_json(const nlohmann::ordered_json& json) {
                     .runs = static_cast<int>(number("runs")),
                     .gpu_hours = number("gpu_hours"),
                     .busy_gpu_hours = number("busy_gpu_hours"),
+                    .unmeasured_gpu_hours = number("unmeasured_gpu_hours"),  // none from an older service
                     .idle_gpu_hours = number("idle_gpu_hours")});
   }
   return rows;

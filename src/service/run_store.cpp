@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS runs (
   busy_gpu_seconds REAL NOT NULL,
   idle_seconds REAL NOT NULL,
   max_memory_mib REAL NOT NULL,
-  ended_by TEXT NOT NULL
+  ended_by TEXT NOT NULL,
+  unmeasured_gpu_seconds REAL NOT NULL DEFAULT 0  -- added later: ensure_unmeasured_column()
 );
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs(end_ms);
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user, start_ms);
@@ -117,6 +118,8 @@ RunRecord run_from(const SQLite::Statement& row) {
   run.idle_seconds = row.getColumn(13).getDouble();
   run.max_memory_mib = row.getColumn(14).getDouble();
   run.ended_by = row.getColumn(15).getString();
+  // A store no newer gpurund has written yet lacks the column: none unmeasured, as before it.
+  if (row.getColumnCount() > 16) run.unmeasured_gpu_seconds = row.getColumn(16).getDouble();
   return run;
 }
 
@@ -179,15 +182,17 @@ RunStore::~RunStore() = default;
 
 void RunStore::save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended,
                     const std::vector<GpuSampleRow>& samples, const std::vector<GpuMinute>& minutes) {
+  ensure_unmeasured_column();
   SQLite::Transaction transaction(*db_);
   SQLite::Statement upsert(*db_, R"(
     INSERT INTO runs (id, key, name, user, container_id, image, command, gpus, start_ms, last_seen_ms, end_ms,
-                      gpu_seconds, busy_gpu_seconds, idle_seconds, max_memory_mib, ended_by)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      gpu_seconds, busy_gpu_seconds, idle_seconds, max_memory_mib, ended_by, unmeasured_gpu_seconds)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT(id) DO UPDATE SET
       name = excluded.name, user = excluded.user, gpus = excluded.gpus, last_seen_ms = excluded.last_seen_ms,
       end_ms = excluded.end_ms, gpu_seconds = excluded.gpu_seconds, busy_gpu_seconds = excluded.busy_gpu_seconds,
-      idle_seconds = excluded.idle_seconds, max_memory_mib = excluded.max_memory_mib, ended_by = excluded.ended_by)");
+      idle_seconds = excluded.idle_seconds, max_memory_mib = excluded.max_memory_mib, ended_by = excluded.ended_by,
+      unmeasured_gpu_seconds = excluded.unmeasured_gpu_seconds)");
   const auto write = [&](const RunRecord& run) {
     upsert.bind(1, run.id);
     upsert.bind(2, run.key);
@@ -208,6 +213,7 @@ void RunStore::save(const std::vector<RunRecord>& running, const std::vector<Run
     upsert.bind(14, run.idle_seconds);
     upsert.bind(15, run.max_memory_mib);
     upsert.bind(16, run.ended_by);
+    upsert.bind(17, run.unmeasured_gpu_seconds);
     upsert.exec();
     upsert.reset();
   };
@@ -301,6 +307,16 @@ std::optional<GpuMinute> RunStore::gpu_minute(std::int64_t minute, int gpu) cons
   select.bind(2, gpu);
   if (!select.executeStep()) return std::nullopt;
   return minute_from(select);
+}
+
+void RunStore::ensure_unmeasured_column() {
+  // A store an older gpurund made has no such column. Added at the first write, not at the open:
+  // a store opened on a full disk must still open (as rules_in_force's table).
+  if (has_unmeasured_column_) return;
+  if (db_->execAndGet("SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'unmeasured_gpu_seconds'")
+          .getInt() == 0)
+    db_->exec("ALTER TABLE runs ADD COLUMN unmeasured_gpu_seconds REAL NOT NULL DEFAULT 0");
+  has_unmeasured_column_ = true;
 }
 
 std::optional<WallTime> RunStore::rules_in_force(const std::string& fingerprint, WallTime now) {

@@ -96,12 +96,15 @@ struct RunRecord {
   std::optional<WallTime> end;  // nullopt while it runs
   double gpu_seconds = 0;
   double busy_gpu_seconds = 0;
+  // Of gpu_seconds, those whose utilization no sample knew (a MIG instance: NVML gives none):
+  // neither busy nor idle, so no part of the efficiency.
+  double unmeasured_gpu_seconds = 0;
   double idle_seconds = 0;
   double max_memory_mib = 0;
   std::string ended_by;  // "" while running; "gone"
   int missed = 0;        // samples in a row that did not see it
 
-  // 100 × busy / GPU-seconds; nullopt before any time was credited.
+  // 100 × busy / the GPU-seconds whose utilization was known; nullopt where none was.
   std::optional<double> efficiency() const;
 };
 

@@ -21,8 +21,9 @@ struct UsageRow {
   int runs = 0;
   double gpu_hours = 0;
   double busy_gpu_hours = 0;
+  double unmeasured_gpu_hours = 0;           // of gpu_hours, with no utilization known (MIG)
   double idle_gpu_hours = 0;                 // a run's idle time × the GPUs it held, at most its GPU-hours
-  std::optional<double> efficiency() const;  // 100 × busy / GPU-hours
+  std::optional<double> efficiency() const;  // 100 × busy / the GPU-hours whose utilization was known
 };
 
 // The sums, run by run: what a year of runs adds up to without holding them all.

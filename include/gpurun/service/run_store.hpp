@@ -73,7 +73,9 @@ class RunStore {
 
  private:
   RunStore() = default;
+  void ensure_unmeasured_column();  // adds runs.unmeasured_gpu_seconds to an older store
   std::unique_ptr<SQLite::Database> db_;
+  bool has_unmeasured_column_ = false;
 };
 
 }  // namespace gpurun

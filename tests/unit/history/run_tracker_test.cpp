@@ -134,7 +134,9 @@ TEST(RunTracker, UnknownUtilizationIsNeitherBusyNorIdle) {
   const RunRecord& run = tracker.running().front();
   EXPECT_DOUBLE_EQ(run.gpu_seconds, 10);
   EXPECT_DOUBLE_EQ(run.busy_gpu_seconds, 0);
+  EXPECT_DOUBLE_EQ(run.unmeasured_gpu_seconds, 10);  // no part of its efficiency
   EXPECT_DOUBLE_EQ(run.idle_seconds, 0);
+  EXPECT_EQ(run.efficiency(), std::nullopt);
 }
 
 TEST(RunTracker, AHolderListedPerGpuIsOneRunOnAllOfThem) {

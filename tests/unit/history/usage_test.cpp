@@ -46,8 +46,8 @@ TEST(RunJsonTest, HasTheIssuesFieldsAndReadsBack) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : json.items()) keys.push_back(key);
   EXPECT_THAT(keys, ::testing::ElementsAre("id", "name", "user", "container", "image", "command", "gpus", "start",
-                                           "end", "gpu_seconds", "busy_gpu_seconds", "efficiency", "idle_seconds",
-                                           "max_memory_mib", "ended_by"));
+                                           "end", "gpu_seconds", "busy_gpu_seconds", "unmeasured_gpu_seconds",
+                                           "efficiency", "idle_seconds", "max_memory_mib", "ended_by"));
   EXPECT_TRUE(json["container"].is_null());  // a process
   EXPECT_EQ(json["end"], "2026-11-29T13:00:00Z");
   EXPECT_DOUBLE_EQ(json["efficiency"].get<double>(), 25.0);
@@ -93,6 +93,34 @@ TEST(RunJsonTest, TheHistoryTablesRowsReadBackAndAnotherShapeIsAnError) {
   other["rows"][0][4] = "2026-11-29T12:00:00Z";
   EXPECT_THROW(runs_from_table_json(other), Error);
   EXPECT_THROW(runs_from_table_json(nlohmann::json::array()), Error);
+}
+
+// A run on a MIG instance (NVML gives no utilization there): its GPU-hours count, but no
+// efficiency is made of time nobody measured, rather than 0 % and advice to mend the job. The
+// history table carries it, and a table of an older service (without the column) still reads.
+TEST(RunJsonTest, TimeWithUnknownUtilizationIsNoPartOfTheEfficiency) {
+  RunRecord mig = run_of(9, "carol", "", {1}, 3600, 0, 0);
+  mig.unmeasured_gpu_seconds = 3600;
+  EXPECT_EQ(mig.efficiency(), std::nullopt);
+  RunRecord half = run_of(10, "carol", "", {1}, 3600, 900, 0);
+  half.unmeasured_gpu_seconds = 1800;
+  EXPECT_DOUBLE_EQ(*half.efficiency(), 50.0);  // 900 busy of the 1800 measured
+  EXPECT_TRUE(run_json(mig)["efficiency"].is_null());
+  EXPECT_DOUBLE_EQ(run_from_json(run_json(half)).unmeasured_gpu_seconds, 1800);
+  const nlohmann::json table = runs_table_json({half});
+  EXPECT_DOUBLE_EQ(runs_from_table_json(table)[0].unmeasured_gpu_seconds, 1800);
+  nlohmann::json older = table;  // an older service's table: ten columns
+  older["columns"].erase(older["columns"].size() - 1);
+  older["rows"][0].erase(older["rows"][0].size() - 1);
+  const std::vector<RunRecord> read = runs_from_table_json(older);
+  ASSERT_EQ(read.size(), 1U);
+  EXPECT_DOUBLE_EQ(read[0].unmeasured_gpu_seconds, 0);
+  EXPECT_DOUBLE_EQ(read[0].busy_gpu_seconds, 900);
+  const std::vector<UsageRow> rows = usage({mig, half}, UsageKey::user);
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_DOUBLE_EQ(rows[0].unmeasured_gpu_hours, 1.5);
+  EXPECT_DOUBLE_EQ(*rows[0].efficiency(), 100.0 * 0.25 / 0.5);  // 0.25 busy hours of the 0.5 measured
+  EXPECT_DOUBLE_EQ(usage_from_json(usage_json(rows))[0].unmeasured_gpu_hours, 1.5);
 }
 
 TEST(UsageTest, SumsPerUserWithIdleTimesTheGpus) {

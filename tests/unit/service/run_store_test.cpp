@@ -84,6 +84,35 @@ TEST_F(RunStoreTest, OpenRunsComeBackAsTheyWereSavedAfterAReopen) {
   EXPECT_DOUBLE_EQ(a.max_memory_mib, 4096);
 }
 
+// A store an older gpurund wrote has no unmeasured_gpu_seconds: its runs read with none, and the
+// first write adds the column (not the open: a store on a full disk must still open).
+TEST_F(RunStoreTest, AnOlderStoreReadsAndGainsTheUnmeasuredColumnAtItsFirstWrite) {
+  {
+    SQLite::Database old(path(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    old.exec(R"(CREATE TABLE runs (id INTEGER PRIMARY KEY, key TEXT NOT NULL, name TEXT NOT NULL,
+      user TEXT NOT NULL, container_id TEXT NOT NULL, image TEXT NOT NULL, command TEXT NOT NULL,
+      gpus TEXT NOT NULL, start_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, end_ms INTEGER,
+      gpu_seconds REAL NOT NULL, busy_gpu_seconds REAL NOT NULL, idle_seconds REAL NOT NULL,
+      max_memory_mib REAL NOT NULL, ended_by TEXT NOT NULL))");
+    old.exec("INSERT INTO runs VALUES (1, 'container:c1', 'job-1', 'alice', 'c1', 'img', 'python', '0', "
+             "1000, 2000, NULL, 20, 10, 0, 0, '')");
+  }
+  RunStore store(path());
+  ASSERT_EQ(store.open_runs().size(), 1U);
+  EXPECT_DOUBLE_EQ(store.open_runs()[0].unmeasured_gpu_seconds, 0);
+  EXPECT_DOUBLE_EQ(*store.open_runs()[0].efficiency(), 50.0);
+  RunRecord mig = record(2, "carol", 0s);
+  mig.unmeasured_gpu_seconds = 20;
+  store.save({mig}, {});
+  const std::vector<RunRecord> open = store.open_runs();
+  ASSERT_EQ(open.size(), 2U);
+  EXPECT_DOUBLE_EQ(open[0].unmeasured_gpu_seconds, 0);
+  EXPECT_DOUBLE_EQ(open[1].unmeasured_gpu_seconds, 20);
+  EXPECT_EQ(open[1].efficiency(), std::nullopt);
+  RunStore again(path());  // a fresh one, and a store made new, have it too
+  EXPECT_DOUBLE_EQ(again.open_runs()[1].unmeasured_gpu_seconds, 20);
+}
+
 TEST_F(RunStoreTest, TheRulesInForceAreKeptWithSinceWhenAcrossAReopen) {
   const WallTime t0 = WallTime{} + std::chrono::hours(500'000);
   {
