@@ -94,8 +94,9 @@ TEST_F(RunStoreTest, AnOlderStoreReadsAndGainsTheUnmeasuredColumnAtItsFirstWrite
       gpus TEXT NOT NULL, start_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, end_ms INTEGER,
       gpu_seconds REAL NOT NULL, busy_gpu_seconds REAL NOT NULL, idle_seconds REAL NOT NULL,
       max_memory_mib REAL NOT NULL, ended_by TEXT NOT NULL))");
-    old.exec("INSERT INTO runs VALUES (1, 'container:c1', 'job-1', 'alice', 'c1', 'img', 'python', '0', "
-             "1000, 2000, NULL, 20, 10, 0, 0, '')");
+    old.exec(
+        "INSERT INTO runs VALUES (1, 'container:c1', 'job-1', 'alice', 'c1', 'img', 'python', '0', "
+        "1000, 2000, NULL, 20, 10, 0, 0, '')");
   }
   RunStore store(path());
   ASSERT_EQ(store.open_runs().size(), 1U);
