@@ -80,8 +80,10 @@ tar -C "$root" -xf "$cache"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 step "dpkg -i"
+dpkg-deb --info "$deb" postinst >/dev/null 2>&1 || fail "the package has no postinst (an upgrade restarts gpurund)"
 cp "$deb" "$root/tmp/gpurun.deb"
 in_root dpkg -i /tmp/gpurun.deb || fail "dpkg -i failed"
+in_root dpkg -i /tmp/gpurun.deb || fail "dpkg -i over itself (an upgrade's postinst) failed"
 in_root dpkg -s gpurun | grep -qx 'Status: install ok installed' || fail "dpkg does not list gpurun as installed"
 
 step "gpurun runs"
