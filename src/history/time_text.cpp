@@ -99,7 +99,15 @@ WallTime parse_since(std::string_view text, WallTime now) {
       return now - std::chrono::seconds(*amount * seconds_per);
     }
   }
-  if (const auto when = parse_rfc3339(text)) return *when;
+  if (const auto when = parse_rfc3339(text)) {
+    // A window that starts later than now holds nothing: a typo (2062 for 2026), never a question.
+    if (*when > now)
+      throw Error(
+          fmt::format("--since \"{}\" is later than now ({}): give a time before it, such as 7d or a date "
+                      "that has passed",
+                      text::printable(std::string(text)), rfc3339(now)));
+    return *when;
+  }
   throw bad();
 }
 

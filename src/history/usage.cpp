@@ -25,6 +25,7 @@ double share_inside(const RunRecord& run, std::optional<WallTime> since) {
 }  // namespace
 
 void UsageTally::add_to(const std::string& key, const RunRecord& run, double share, double idle_gpus) {
+  if (share <= 0) return;  // none of it in the window: not one of its runs either
   UsageRow& row = rows_[key];
   row.key = key;
   ++row.runs;

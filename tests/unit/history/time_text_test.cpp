@@ -73,6 +73,13 @@ TEST(TimeTextTest, SinceTakesADurationBackOrADate) {
       EXPECT_THAT(e.what(), HasSubstr("expected a time back from now (30d, 12h, 90m, 2w) or a date")) << bad;
     }
   }
+  // A date later than now (2062 typed for 2026): a window that holds nothing, said so.
+  try {
+    parse_since("2062-11-01", kNoon);
+    ADD_FAILURE() << "a date to come was taken";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--since \"2062-11-01\" is later than now (2026-11-29T12:00:00Z)"));
+  }
 }
 
 }  // namespace

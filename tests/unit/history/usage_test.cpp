@@ -172,6 +172,11 @@ TEST(UsageTest, ARunThatBeganBeforeTheWindowCountsItsPartInsideIt) {
   UsageTally whole(UsageKey::user);
   whole.add(before);
   EXPECT_DOUBLE_EQ(whole.rows()[0].gpu_hours, 2.0);
+  // A run still open that was last seen before the window starts has none of it: not a run of
+  // anyone's in it (a row of 0.00 GPU-hours and one run).
+  UsageTally later(UsageKey::user, kT0 + 2h);
+  later.add(before);
+  EXPECT_TRUE(later.rows().empty());
 }
 
 TEST(UsageTest, PerGpuSharesARunsHoursAndPerImageGroupsThem) {
