@@ -29,6 +29,13 @@ std::size_t terminal_width(int fd) {
   return kNarrowest;
 }
 
+std::optional<std::size_t> width_to_fit(int fd) {
+  const char* columns = std::getenv("COLUMNS");
+  const bool given = columns != nullptr && text::parse_integer(columns).value_or(0) > 0;
+  if (!given && ::isatty(fd) == 0) return std::nullopt;
+  return terminal_width(fd);
+}
+
 std::string coloured(std::string_view text, Colour colour, bool on) {
   if (!on) return std::string(text);
   const char* code = "";

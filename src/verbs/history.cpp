@@ -96,16 +96,18 @@ int run_history(const Options& options, std::ostream& out) {
                  options.history_user.empty() ? "" : " of " + text::printable(options.history_user));
     return 0;
   }
-  Table table({Column::shrinkable("NAME", 12), Column::fixed("USER", Align::left, 10), Column::fitted("GPUS"),
-               Column::fitted("START"), Column::fitted("ELAPSED", Align::right), Column::fitted("GPU-H", Align::right),
-               Column::fitted("EFF%", Align::right), Column::fitted("IDLE", Align::right), Column::fitted("STATE")});
+  // The ID first: what `report` takes where a name is cut to fit, or several runs share it.
+  Table table({Column::fitted("ID", Align::right), Column::shrinkable("NAME", 12), Column::shrinkable("USER", 8),
+               Column::fitted("GPUS"), Column::fitted("START"), Column::fitted("ELAPSED", Align::right),
+               Column::fitted("GPU-H", Align::right), Column::fitted("EFF%", Align::right),
+               Column::fitted("IDLE", Align::right), Column::fitted("STATE")});
   for (const RunRecord& run : runs)
-    table.add_row({text::terminal_safe_cut(run.name, 60),
+    table.add_row({std::to_string(run.id), text::terminal_safe_cut(run.name, 60),
                    run.user.empty() ? "?" : text::terminal_safe_cut(run.user, 32), gpu_list(run.gpus),
                    local_time(run.start), format_duration(elapsed(run), DurationStyle::brief),
                    fmt::format("{:.2f}", run.gpu_seconds / 3600), percent_or_dash(run.efficiency()),
                    brief(run.idle_seconds), state(run)});
-  table.fit(terminal_width(STDOUT_FILENO));
+  if (const auto width = width_to_fit(STDOUT_FILENO)) table.fit(*width);
   out << table.str();
   note_if_cut(runs.size());
   return 0;
@@ -131,7 +133,7 @@ int run_usage(const Options& options, std::ostream& out) {
     table.add_row({row.key.empty() ? "-" : text::terminal_safe_cut(row.key, 60), std::to_string(row.runs),
                    fmt::format("{:.2f}", row.gpu_hours), fmt::format("{:.2f}", row.busy_gpu_hours),
                    percent_or_dash(row.efficiency()), fmt::format("{:.2f}", row.idle_gpu_hours)});
-  table.fit(terminal_width(STDOUT_FILENO));
+  if (const auto width = width_to_fit(STDOUT_FILENO)) table.fit(*width);
   out << table.str();
   return 0;
 }

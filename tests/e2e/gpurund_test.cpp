@@ -377,7 +377,8 @@ TEST_F(GpurundTest, HistoryUsageAndReportAnswerWithAnotherUsersProcessFiguresAft
 
   const Outcome table = ask({"history"});
   EXPECT_EQ(table.exit_code, 0) << table.err;
-  EXPECT_THAT(table.out, HasSubstr("NAME"));
+  EXPECT_THAT(table.out, ::testing::StartsWith("ID  NAME"));  // the ID, which report takes
+  EXPECT_THAT(table.out, ::testing::ContainsRegex("\n *" + std::to_string(run["id"].get<int>()) + "  "));
   EXPECT_THAT(table.out, HasSubstr("40%"));
   EXPECT_THAT(table.out, HasSubstr("gone"));
 

@@ -95,6 +95,23 @@ TEST(TerminalWidth, ColumnsFirstAndNeverFewerThanEighty) {
   ::close(ends[1]);
 }
 
+// Piped to a file or grep: no width to fit, so that history's names come whole; $COLUMNS still
+// asks for one.
+TEST(WidthToFit, NoneWhenPipedUnlessColumnsSaysSo) {
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  {
+    const ScopedEnv columns("COLUMNS", nullptr);
+    EXPECT_EQ(width_to_fit(ends[1]), std::nullopt);
+  }
+  {
+    const ScopedEnv columns("COLUMNS", "100");
+    EXPECT_EQ(width_to_fit(ends[1]), 100u);
+  }
+  ::close(ends[0]);
+  ::close(ends[1]);
+}
+
 TEST(Coloured, WrapsInAnSgrSequenceOnlyWhenOn) {
   EXPECT_EQ(coloured("free", Colour::green, true), "\033[32mfree\033[0m");
   EXPECT_EQ(coloured("free", Colour::green, false), "free");
