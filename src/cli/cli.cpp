@@ -233,8 +233,13 @@ Parsed parse(int argc, char** argv) {
     parsed.subverb = line.count.value_or("");
     line.count.reset();
   }
-  if (!verb.takes_count && line.count)
-    throw Error(fmt::format("gpurun {} takes no N, but got \"{}\"", line.verb, *line.count));
+  if (!verb.takes_count && line.count) {
+    // `gpurun history alice`: a user's runs, most likely.
+    const bool by_user = line.verb == "history" || line.verb == "usage";
+    throw Error(
+        fmt::format("gpurun {} takes no N, but got \"{}\"{}", line.verb, text::printable(*line.count),
+                    by_user ? fmt::format("; for a user's runs write --user {}", text::printable(*line.count)) : ""));
+  }
   parsed.verb = line.verb;
   parsed.verbosity = b.verbose - b.quiet;
 

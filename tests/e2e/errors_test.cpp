@@ -225,6 +225,8 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "--smi-timeout", "abc"}, "--smi-timeout"},
         UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout: expected a number of seconds above 0"},
         UsageCase{{"status", "2"}, "gpurun status takes no N"},
+        UsageCase{{"history", "alice"},
+                  "gpurun history takes no N, but got \"alice\"; for a user's runs write --user alice"},
         UsageCase{{"pick", "2", "python"}, "gpurun pick takes no command"},
         UsageCase{{"completion"}, "gpurun completion needs the shell"},
         UsageCase{{"--image", "-it"}, "starts with '-'"},
