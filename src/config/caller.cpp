@@ -43,8 +43,8 @@ bool kept_for_root(std::string_view name, std::string_view value) {
   // /usr/share/zoneinfo: never a path of the caller's choosing (absolute, ':', or '..').
   if (name == "TZ")
     return !value.starts_with('/') && !value.starts_with(':') && value.find("..") == std::string_view::npos &&
-           value.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-/,.<>") ==
-               std::string_view::npos;
+           value.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-/,.<>:") ==
+               std::string_view::npos;  // (':' but the first: IST-5:30, M10.5.0/2:00:00)
   return name.starts_with("GPURUN_") && name != "GPURUN_SYSFS_ROOT" && name != "GPURUN_SYSTEM_CONFIG" &&
          name != "GPURUN_SYSLOG_SOCKET";
 }

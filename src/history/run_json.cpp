@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -24,7 +26,8 @@ WallTime time_of(const nlohmann::ordered_json& value, const char* key) {
   return *when;
 }
 
-// The last is newer than the rest: a table without it (an older service) is read too.
+// The last is newer than the rest: a table without it (an older service) is read too, and one with
+// more columns than these (a newer one) too.
 const std::vector<std::string> kTableColumns{"id",
                                              "name",
                                              "user",
@@ -105,12 +108,19 @@ nlohmann::json runs_table_json(const std::vector<RunRecord>& runs) {
 
 std::vector<RunRecord> runs_from_table_json(const nlohmann::json& json) {
   const auto other = [] { return Error("the service answered the history table in another shape (another version?)"); };
-  if (!json.is_object() || !json.contains("rows") || !json["rows"].is_array()) throw other();
-  const nlohmann::json columns = json.value("columns", nlohmann::json());
-  const std::vector<std::string> older(kTableColumns.begin(), kTableColumns.end() - 1);
-  const bool with_unmeasured = columns == nlohmann::json(kTableColumns);
-  if (!with_unmeasured && columns != nlohmann::json(older)) throw other();
-  const std::size_t width = with_unmeasured ? kTableColumns.size() : older.size();
+  if (!json.is_object() || !json.contains("rows") || !json["rows"].is_array() || !json.contains("columns") ||
+      !json["columns"].is_array())
+    throw other();
+  // Columns by name: a service of another version may have more (ignored) or lack a newer one.
+  std::map<std::string, std::size_t> at;
+  for (std::size_t i = 0; i < json["columns"].size(); ++i)
+    if (json["columns"][i].is_string()) at.emplace(json["columns"][i].get<std::string>(), i);
+  for (std::size_t i = 0; i + 1 < kTableColumns.size(); ++i)  // all but the newest are needed
+    if (!at.contains(kTableColumns[i])) throw other();
+  const auto column = [&at](const char* name) { return at.at(name); };
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  const auto found = at.find("unmeasured_gpu_seconds");  // kNone: an older service's table
+  const std::size_t unmeasured = found == at.end() ? kNone : found->second;
   std::vector<RunRecord> runs;
   runs.reserve(json["rows"].size());
   const auto time_at = [&other](const nlohmann::json& value) {
@@ -119,24 +129,35 @@ std::vector<RunRecord> runs_from_table_json(const nlohmann::json& json) {
     return WallTime(std::chrono::milliseconds(ms));
   };
   for (const nlohmann::json& row : json["rows"]) {
-    if (!row.is_array() || row.size() != width || !row[0].is_number_integer() || !row[1].is_string() ||
-        !row[2].is_string() || !row[3].is_array() || !row[4].is_number_integer() ||
-        !(row[5].is_null() || row[5].is_number_integer()) || !row[6].is_number() || !row[7].is_number() ||
-        !row[8].is_number() || !row[9].is_string() || (with_unmeasured && !row[10].is_number()))
+    if (!row.is_array() || row.size() != json["columns"].size()) throw other();
+    const auto& id = row[column("id")];
+    const auto& name = row[column("name")];
+    const auto& user = row[column("user")];
+    const auto& gpus = row[column("gpus")];
+    const auto& start = row[column("start_ms")];
+    const auto& end = row[column("end_ms")];
+    const auto& gpu_seconds = row[column("gpu_seconds")];
+    const auto& busy = row[column("busy_gpu_seconds")];
+    const auto& idle = row[column("idle_seconds")];
+    const auto& ended_by = row[column("ended_by")];
+    if (!id.is_number_integer() || !name.is_string() || !user.is_string() || !gpus.is_array() ||
+        !start.is_number_integer() || !(end.is_null() || end.is_number_integer()) || !gpu_seconds.is_number() ||
+        !busy.is_number() || !idle.is_number() || !ended_by.is_string() ||
+        (unmeasured != kNone && !row[unmeasured].is_number()))
       throw other();
     RunRecord run;
-    run.id = row[0].get<std::int64_t>();
-    run.name = row[1].get<std::string>();
-    run.user = row[2].get<std::string>();
-    for (const auto& gpu : row[3])
+    run.id = id.get<std::int64_t>();
+    run.name = name.get<std::string>();
+    run.user = user.get<std::string>();
+    for (const auto& gpu : gpus)
       if (gpu.is_number_integer()) run.gpus.push_back(gpu.get<int>());
-    run.start = run.last_seen = time_at(row[4]);
-    if (!row[5].is_null()) run.end = run.last_seen = time_at(row[5]);
-    run.gpu_seconds = row[6].get<double>();
-    run.busy_gpu_seconds = row[7].get<double>();
-    run.idle_seconds = row[8].get<double>();
-    run.ended_by = row[9].get<std::string>();
-    if (with_unmeasured) run.unmeasured_gpu_seconds = row[10].get<double>();
+    run.start = run.last_seen = time_at(start);
+    if (!end.is_null()) run.end = run.last_seen = time_at(end);
+    run.gpu_seconds = gpu_seconds.get<double>();
+    run.busy_gpu_seconds = busy.get<double>();
+    run.idle_seconds = idle.get<double>();
+    run.ended_by = ended_by.get<std::string>();
+    if (unmeasured != kNone) run.unmeasured_gpu_seconds = row[unmeasured].get<double>();
     runs.push_back(std::move(run));
   }
   return runs;

@@ -81,7 +81,7 @@ void board_row(std::string& html, const json& gpu) {
 
 // Said after "as of" while the GPU source fails: the board is what it last gave (page.js says the same).
 constexpr std::string_view kNotSampled =
-    R"( · <strong class="stale">the last look at the GPUs failed: this is the one before</strong>)";
+    R"( · <strong class="stale">the GPUs could not be looked at since: this is the last reading</strong>)";
 
 // "3 of 8 GPUs free · 2 held idle · as of TIME", in the header.
 void summary(std::string& html, const json& gpus) {
@@ -200,12 +200,15 @@ json board_json(const Inventory& inventory, const MetricsState& metrics, WallTim
   json board = status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units);
   board["host"] = metrics.hostname;
   board["time"] = rfc3339(metrics.sampled_at.value_or(now));  // as of the last good sample
-  board["sample_ok"] = metrics.last_sample_ok;
-  board["fresh"] = metrics.fresh(now);
+  // False once a look failed (not before the first: nothing failed yet) or none has succeeded
+  // for a while (the sampling held up): the board is then what was read last.
+  const bool fresh = metrics.fresh(now);
+  board["sample_ok"] = (metrics.last_sample_ok || metrics.source_errors == 0) && (fresh || !metrics.sampled_at);
+  board["fresh"] = fresh;
   for (json& gpu : board["gpus"]) {
     const int index = gpu.value("index", -1);
     const auto idle = metrics.idle_since.find(index);
-    gpu["idle_s"] = idle == metrics.idle_since.end()
+    gpu["idle_s"] = idle == metrics.idle_since.end() || !fresh  // not counted on from a stale reading
                         ? json()
                         : json(std::max<long long>(
                               0, std::chrono::duration_cast<std::chrono::seconds>(now - idle->second).count()));

@@ -177,11 +177,14 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       const std::lock_guard lock(runs.mutex);
       const WallTime now = std::chrono::system_clock::now();
       json gpus = json::array();
-      for (const auto& [index, since] : runs.metrics.idle_since)
+      // Idle times counted to now from readings nobody renewed would grow on their own: none then.
+      for (const auto& [index, since] : runs.metrics.idle_since) {
+        if (!runs.metrics.fresh(now)) break;
         gpus.push_back({{"index", index},
                         {"idle_since", rfc3339(since)},
                         {"idle_s", std::max<long long>(
                                        0, std::chrono::duration_cast<std::chrono::seconds>(now - since).count())}});
+      }
       return {200, json_line(json{{"gpus", gpus}})};
     }
     if (target->path.starts_with("/v1/runs/")) {
@@ -189,7 +192,14 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       // The caller's own run of that name first (another's may be newer); another's only where
       // they may see it, else it is "not found": its existence is not told.
       std::optional<RunRecord> run = viewer.empty() ? std::nullopt : find_run(runs, name, viewer);
-      if (!run && sees_all) run = find_run(runs, name, "");
+      if (!run && sees_all) {
+        run = find_run(runs, name, "");
+        // Another user's bare process is named by its command line: found by that name, the answer
+        // would confirm a guess of the arguments as_seen leaves out. By its id it is found.
+        if (run && !admin && run->user != viewer && run->container_id.empty() && std::to_string(run->id) != name &&
+            text::program_of(run->name) != run->name)
+          run.reset();
+      }
       if (!run) return failure(404, fmt::format("no run named {} in the service's history", text::printable(name)));
       return {200, json_line(run_json(as_seen(std::move(*run))))};
     }

@@ -164,7 +164,9 @@ int run_report(const std::string& name, const Options& options, std::ostream& ou
   line("GPU efficiency", efficiency ? fmt::format("{:.1f}%", *efficiency) : "n/a");
   line("idle", fmt::format("{} (every GPU of it at or below the idle threshold)", brief(run.idle_seconds)));
   line("memory peak", run.max_memory_mib > 0 ? fmt::format("{:.0f} MiB", run.max_memory_mib) : "n/a");
-  if (!efficiency) {
+  if (!efficiency && run.unmeasured_gpu_seconds > 0) {
+    out << "  (no utilization known: its GPUs are MIG instances, whose utilization NVML does not give)\n";
+  } else if (!efficiency) {
     out << "  (no utilization yet: the service has not sampled it over a whole interval)\n";
   } else if (*efficiency < options.report_threshold) {
     out << fmt::format("  Below {:g}%: the GPUs waited for work much of the time. What usually helps:\n",

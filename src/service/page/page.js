@@ -102,7 +102,7 @@ async function refreshBoard() {
                           element("time", { id: "as-of" }, board.time));
   if (board.sample_ok === false)  // the source fails (a hung driver): this is what it gave last
     summary.append(" · ", element("strong", { class: "stale" },
-                                  "the last look at the GPUs failed: this is the one before"));
+                                  "the GPUs could not be looked at since: this is the last reading"));
 }
 
 // Each GPU's last 24 hours: one polyline of its per-minute mean utilization.
@@ -165,7 +165,8 @@ async function drawUsage() {
 const failures = new Map();
 
 function showFailures() {
-  document.getElementById("page-status").textContent = [...failures.values()].join("; ");
+  const status = document.getElementById("page-status");  // (a page from before it had one: none)
+  if (status) status.textContent = [...failures.values()].join("; ");
 }
 
 // Runs `task` now and `seconds` after each run ends: never two at once (a slow server would pile
@@ -177,9 +178,9 @@ function every(seconds, task) {
       failures.delete(task);
     } catch (error) {
       failures.set(task, "could not refresh (" + error.message + "); trying again in " + seconds + " s");
+    } finally {
+      try { showFailures(); } finally { setTimeout(run, seconds * 1000); }
     }
-    showFailures();
-    setTimeout(run, seconds * 1000);
   };
   run();
 }

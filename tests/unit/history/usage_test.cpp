@@ -116,6 +116,12 @@ TEST(RunJsonTest, TimeWithUnknownUtilizationIsNoPartOfTheEfficiency) {
   ASSERT_EQ(read.size(), 1U);
   EXPECT_DOUBLE_EQ(read[0].unmeasured_gpu_seconds, 0);
   EXPECT_DOUBLE_EQ(read[0].busy_gpu_seconds, 900);
+  nlohmann::json newer = table;  // a newer service's: a column this one does not know, first
+  newer["columns"].insert(newer["columns"].begin(), "energy_joules");
+  newer["rows"][0].insert(newer["rows"][0].begin(), 1.5e6);
+  ASSERT_EQ(runs_from_table_json(newer).size(), 1U);
+  EXPECT_DOUBLE_EQ(runs_from_table_json(newer)[0].unmeasured_gpu_seconds, 1800);
+  EXPECT_EQ(runs_from_table_json(newer)[0].id, 10);
   const std::vector<UsageRow> rows = usage({mig, half}, UsageKey::user);
   ASSERT_EQ(rows.size(), 1U);
   EXPECT_DOUBLE_EQ(rows[0].unmeasured_gpu_hours, 1.5);

@@ -46,6 +46,8 @@ struct Sample {
     run.key = "container:c2";
     metrics.running = {run};
     metrics.idle_since = {{1, kNow - 90s}};
+    metrics.last_sample_ok = true;
+    metrics.sampled_at = kNow - 5s;
   }
 };
 
@@ -210,7 +212,14 @@ TEST(LabPageHtml, ABoardTheSourceDidNotRenewSaysSoAndIsAsOfItsSample) {
   page.board = board_json(sample.inventory, sample.metrics, kNow);
   EXPECT_EQ(page.board["time"], rfc3339(kNow - 90s));
   EXPECT_EQ(page.board["fresh"], false);
-  EXPECT_THAT(lab_page_html(page), HasSubstr("the last look at the GPUs failed: this is the one before"));
+  EXPECT_THAT(lab_page_html(page), HasSubstr("the GPUs could not be looked at since: this is the last reading"));
+  for (const auto& gpu : page.board["gpus"])
+    EXPECT_TRUE(gpu["idle_s"].is_null());  // not counted on from a stale reading
+  // Before the first sample nothing failed: no such word.
+  Sample first;
+  first.metrics.last_sample_ok = false;
+  first.metrics.sampled_at.reset();
+  EXPECT_EQ(board_json(first.inventory, first.metrics, kNow)["sample_ok"], true);
 }
 
 TEST_F(WebRoutesTest, TheApiAnswersInJsonAndRefusesBadInput) {

@@ -221,6 +221,7 @@ TEST_F(ServiceServerTest, ANameTwoUsersGaveIsTheCallersOwnRunFirst) {
 TEST_F(ServiceServerTest, IdleGpusSayHowLongAndSinceWhen) {
   const WallTime since = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now()) - 3600s;
   served_.metrics.idle_since = {{3, since}};
+  served_.metrics.sampled_at = std::chrono::system_clock::now();
   const ServiceAnswer answer = ask("/v1/gpus", 65534);  // anyone: status shows GPUs to everyone
   ASSERT_EQ(answer.status, 200) << answer.body;
   const json gpus = json::parse(answer.body)["gpus"];
@@ -230,6 +231,8 @@ TEST_F(ServiceServerTest, IdleGpusSayHowLongAndSinceWhen) {
   EXPECT_NEAR(gpus[0]["idle_s"].get<double>(), 3600, 5);
   served_.metrics.idle_since = {{0, std::chrono::system_clock::now() + 3600s}};  // the clock stepped back
   EXPECT_EQ(json::parse(ask("/v1/gpus").body)["gpus"][0]["idle_s"], 0);
+  served_.metrics.sampled_at = std::chrono::system_clock::now() - 3600s;  // no reading since: none counted on
+  EXPECT_TRUE(json::parse(ask("/v1/gpus").body)["gpus"].empty());
 }
 
 TEST_F(ServiceServerTest, UnderOwnVisibilityAUserSeesOnlyTheirRunsAndRootMayNameTheCaller) {
@@ -267,6 +270,12 @@ TEST_F(ServiceServerTest, AnotherUsersCommandIsShownByItsProgramAlone) {
   EXPECT_EQ(commands(0, "").at(2), "python train.py --hf-token hf_secret");  // root
   EXPECT_EQ(json::parse(ask("/v1/runs/job-2", 0, "alice").body)["command"], "python");
   EXPECT_EQ(json::parse(ask("/v1/runs/job-2", 0, "bob").body)["command"], "python train.py --hf-token hf_secret");
+  // A bare process is named by its command line: asking for it by that name would confirm a guess
+  // of its arguments. By its id it is found.
+  served_.fresh[0].name = served_.fresh[0].command;
+  EXPECT_EQ(ask("/v1/runs/python%20train.py%20--hf-token%20hf_secret", 0, "alice").status, 404);
+  EXPECT_EQ(ask("/v1/runs/2", 0, "alice").status, 200);
+  EXPECT_EQ(ask("/v1/runs/python%20train.py%20--hf-token%20hf_secret", 0, "bob").status, 200);  // his own
 }
 
 TEST_F(ServiceServerTest, AnswersGpurunsClientOverARealSocketAndRemovesItWhenDone) {
