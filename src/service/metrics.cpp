@@ -136,14 +136,17 @@ void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRec
   const auto credit = [&](const RunRecord& now) {
     double gpu = now.gpu_seconds;
     double busy = now.busy_gpu_seconds;
+    double unmeasured = now.unmeasured_gpu_seconds;
     const auto old = std::find_if(before.begin(), before.end(), [&now](const RunRecord& r) { return r.id == now.id; });
     if (old != before.end()) {
       gpu -= old->gpu_seconds;
       busy -= old->busy_gpu_seconds;
+      unmeasured -= old->unmeasured_gpu_seconds;
     }
     UserSeconds& total = totals[now.user];
     total.gpu += std::max(0.0, gpu);  // a counter never goes down
     total.busy += std::max(0.0, busy);
+    total.unmeasured += std::max(0.0, unmeasured);
   };
   for (const RunRecord& run : running) credit(run);
   for (const RunRecord& run : ended) credit(run);
@@ -203,8 +206,14 @@ std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisi
   if (visibility == HistoryVisibility::all) {
     Family busy_s(out, "gpurun_user_gpu_busy_seconds_total", "counter",
                   "Busy GPU-seconds per user (utilization / 100 of each held second); efficiency: the ratio "
-                  "of its rate to gpurun_user_gpu_seconds_total's.");
+                  "of its rate to gpurun_user_gpu_seconds_total's less gpurun_user_gpu_unmeasured_seconds_total's.");
     for (const auto& [user, seconds] : state.user_seconds) busy_s.add({{"user", user}}, seconds.busy);
+  }
+  if (visibility == HistoryVisibility::all) {
+    Family unmeasured_s(out, "gpurun_user_gpu_unmeasured_seconds_total", "counter",
+                        "Of the GPU-seconds per user, those whose utilization is not known (MIG instances): "
+                        "efficiency is busy over GPU-seconds less these.");
+    for (const auto& [user, seconds] : state.user_seconds) unmeasured_s.add({{"user", user}}, seconds.unmeasured);
   }
   {
     Family up(out, "gpurun_up", "gauge", "1 when the service's last look at the GPUs succeeded.");

@@ -19,8 +19,9 @@
 namespace gpurun {
 
 struct UserSeconds {
-  double gpu = 0;   // GPU-seconds held
-  double busy = 0;  // of them, busy (utilization / 100 of each)
+  double gpu = 0;         // GPU-seconds held
+  double busy = 0;        // of them, busy (utilization / 100 of each)
+  double unmeasured = 0;  // of them, with no utilization known (a MIG instance's): neither busy nor idle
 };
 
 // The recorder's view for /metrics, replaced at every sample.

@@ -53,7 +53,7 @@ MetricsState two_gpus() {
                                 .memory_used_mib = 1000}};
   state.running = {run(7, "container:abc", "alice", 900, 450)};
   state.idle_since = {{0, kNow - 90s}};
-  state.user_seconds = {{"alice", {.gpu = 3600, .busy = 1800}}};
+  state.user_seconds = {{"alice", {.gpu = 3600, .busy = 1800, .unmeasured = 600}}};
   state.last_sample_ok = true;
   state.sampled_at = kNow - 5s;
   return state;
@@ -81,6 +81,7 @@ TEST(PrometheusText, GpurunsSeriesNameTheHolderTheRunAndHowLongItHasBeenIdle) {
   EXPECT_THAT(text, HasSubstr("# TYPE gpurun_user_gpu_seconds_total counter\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_user_gpu_seconds_total{user=\"alice\"} 3600\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_user_gpu_busy_seconds_total{user=\"alice\"} 1800\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_user_gpu_unmeasured_seconds_total{user=\"alice\"} 600\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_up{Hostname=\"dgx1\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("gpurun_source_errors_total{Hostname=\"dgx1\"} 0\n"));
   EXPECT_THAT(text, Not(HasSubstr("pid")));
@@ -118,7 +119,7 @@ TEST(PrometheusText, EveryLineIsACommentOrOneSampleOfAKnownFamily) {
     EXPECT_TRUE(std::regex_match(line, sample) || std::regex_match(line, comment)) << line;
     samples += line.starts_with('#') ? 0 : 1;
   }
-  EXPECT_EQ(samples, 2 * 3 + 2 + 2 + 2);  // 2 GPUs × 3 DCGM families, held + idle, 2 per user, up + errors
+  EXPECT_EQ(samples, 2 * 3 + 2 + 3 + 2);  // 2 GPUs × 3 DCGM families, held + idle, 3 per user, up + errors
 }
 
 TEST(PrometheusText, UnderOwnVisibilityNoUsersGpuSecondsAreShown) {
@@ -128,6 +129,7 @@ TEST(PrometheusText, UnderOwnVisibilityNoUsersGpuSecondsAreShown) {
   const std::string own = prometheus_text(two_gpus(), kNow, HistoryVisibility::own);
   EXPECT_THAT(own, Not(HasSubstr("gpurun_user_gpu_seconds_total")));
   EXPECT_THAT(own, Not(HasSubstr("gpurun_user_gpu_busy_seconds_total")));
+  EXPECT_THAT(own, Not(HasSubstr("gpurun_user_gpu_unmeasured_seconds_total")));
   EXPECT_THAT(own, HasSubstr("gpurun_up{"));
 }
 
@@ -247,6 +249,19 @@ TEST(CreditUsers, AddsWhatEachSampleCreditedToTheRunsUsersEndedRunsIncluded) {
   EXPECT_DOUBLE_EQ(totals["bob"].gpu, 5);
   EXPECT_DOUBLE_EQ(totals["bob"].busy, 1);
   EXPECT_DOUBLE_EQ(totals["carol"].gpu, 10);  // new since the last sample: all of it
+}
+
+// A MIG instance's time (no utilization known) counted apart, so that the efficiency Prometheus
+// makes leaves it out as history does.
+TEST(CreditUsers, TimeWithUnknownUtilizationIsCountedApart) {
+  std::map<std::string, UserSeconds> totals;
+  RunRecord before = run(1, "a", "dave", 10, 0);
+  before.unmeasured_gpu_seconds = 10;
+  RunRecord now = run(1, "a", "dave", 40, 0);
+  now.unmeasured_gpu_seconds = 40;
+  credit_users({before}, {now}, {}, totals);
+  EXPECT_DOUBLE_EQ(totals["dave"].gpu, 30);
+  EXPECT_DOUBLE_EQ(totals["dave"].unmeasured, 30);
 }
 
 TEST(CreditUsers, ACounterNeverGoesDown) {
