@@ -121,9 +121,14 @@ Fd input_file(const std::string& text) {
   return fd;
 }
 
-// Starts one child with stdin from `spec.input` (else /dev/null), stdout into a pipe, and stderr
-// into another (or /dev/null, where nobody will read it: a closed pipe would kill the child with
-// SIGPIPE at its first warning).
+pid_t wait_for(pid_t pid, int& status, int flags) {
+  pid_t rc = -1;
+  do {
+    rc = ::waitpid(pid, &status, flags);
+  } while (rc < 0 && errno == EINTR);
+  return rc;
+}
+
 // Children killed and given up on (reap_killed): reaped at later spawns once they end at last.
 // While kMostAbandoned of them have not, nothing more is started: a hung driver would otherwise
 // leave one more unkillable nvidia-smi behind at every sample of a long-running gpurund.
@@ -137,8 +142,18 @@ void abandon(pid_t pid) {
 }
 
 // Reaps those that ended; how many still have not.
-std::size_t still_abandoned();
+std::size_t still_abandoned() {
+  const std::lock_guard hold(abandoned_mutex);
+  std::erase_if(abandoned, [](pid_t pid) {
+    int status = 0;
+    return wait_for(pid, status, WNOHANG) != 0;  // reaped at last, or no longer ours
+  });
+  return abandoned.size();
+}
 
+// Starts one child with stdin from `spec.input` (else /dev/null), stdout into a pipe, and stderr
+// into another (or /dev/null, where nobody will read it: a closed pipe would kill the child with
+// SIGPIPE at its first warning).
 Running spawn(const ProcessSpec& spec, ProcessResult& result, bool read_stderr = true) {
   Running running;
   if (spec.argv.empty()) {
@@ -220,14 +235,6 @@ bool has_ended(pid_t pid) {
   return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
 
-pid_t wait_for(pid_t pid, int& status, int flags) {
-  pid_t rc = -1;
-  do {
-    rc = ::waitpid(pid, &status, flags);
-  } while (rc < 0 && errno == EINTR);
-  return rc;
-}
-
 // Reaps `pid`, just killed, within `limit`. A process in uninterruptible sleep (nvidia-smi in the
 // ioctl of a hung driver) does not end until the driver returns, and a blocking waitpid would hang
 // whoever waits with it: gpurund's sampling, and its stop. Past the limit it is left, a zombie
@@ -245,15 +252,6 @@ bool reap_killed(pid_t pid, int& status, std::chrono::milliseconds limit = std::
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(10'000));
   }
-}
-
-std::size_t still_abandoned() {
-  const std::lock_guard hold(abandoned_mutex);
-  std::erase_if(abandoned, [](pid_t pid) {
-    int status = 0;
-    return wait_for(pid, status, WNOHANG) != 0;  // reaped at last, or no longer ours
-  });
-  return abandoned.size();
 }
 
 // Reads what is available from `fd` into `sink`; closes it at end of file.
