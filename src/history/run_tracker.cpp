@@ -85,12 +85,15 @@ void RunTracker::resume(std::vector<RunRecord> open_runs) {
 }
 
 std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
-  // The time since the last sample, credited to the runs it saw; none for a first sample, for a
-  // clock that stepped back, or for a gap longer than max_credit.
+  // The time since the last sample, credited to the runs it saw: on the steady clock, so that the
+  // wall clock stepped back (an hour's correction) or forward loses or adds nothing; none for a
+  // first sample or for a gap longer than max_credit.
   double credit_s = 0;
-  if (previous_ && sample.when > *previous_ && sample.when - *previous_ <= settings_.max_credit)
-    credit_s = std::chrono::duration<double>(sample.when - *previous_).count();
-  if (!previous_ || sample.when > *previous_) previous_ = sample.when;
+  if (previous_) {
+    const std::chrono::milliseconds gap = sample.time().since(*previous_);
+    if (gap <= settings_.max_credit) credit_s = std::chrono::duration<double>(gap).count();
+  }
+  previous_ = sample.time();
 
   std::map<int, std::optional<double>> utilization;
   for (const GpuReading& gpu : sample.gpus) utilization[gpu.index] = gpu.utilization_percent;
@@ -103,6 +106,16 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
     if (const RunRecord* same_pid = run_of_holder(running_, holder.key)) holder.key = same_pid->key;
   std::map<std::string, HolderSample> seen;  // by key: new runs are numbered in key order
   for (HolderSample& holder : merged_holders(holders)) seen.emplace(holder.key, std::move(holder));
+
+  // A whole GPU held by several (processes of two users, --allow-busy) is their time together:
+  // each run credited is given its part, so that the users' GPU-hours add up to the GPU's.
+  // MIG instances are parts of their own.
+  std::map<int, int> whole_holders;  // GPU → runs credited for the whole of it
+  for (const auto& [key, holder] : seen) {
+    if (run_of_holder(running_, key) == nullptr) continue;  // new: credited from the next sample
+    for (const int gpu : holder.gpus)
+      if (!holder.mig_share.contains(gpu)) ++whole_holders[gpu];
+  }
 
   for (auto& entry : seen) {
     HolderSample& holder = entry.second;
@@ -123,7 +136,8 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
     bool all_idle = !holder.gpus.empty();
     for (int gpu : holder.gpus) {
       const auto part = holder.mig_share.find(gpu);
-      const double held_s = credit_s * (part == holder.mig_share.end() ? 1.0 : std::clamp(part->second, 0.0, 1.0));
+      const double held_s = credit_s * (part == holder.mig_share.end() ? 1.0 / std::max(1, whole_holders[gpu])
+                                                                       : std::clamp(part->second, 0.0, 1.0));
       run->gpu_seconds += held_s;
       const auto found = utilization.find(gpu);
       const std::optional<double> util = found == utilization.end() ? std::nullopt : found->second;

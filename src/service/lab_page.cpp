@@ -31,9 +31,9 @@ std::string holders_text(const json& held_by) {
   std::string text;
   for (const json& h : held_by) {
     if (!text.empty()) text += ", ";
-    const std::string user = text_at(h, "user");
+    const std::string user = text_at(h, "user");  // board_json cleaned both names
     text += user.empty() ? "unknown" : user;
-    text += " · " + text::printable(text_at(h, "name"), 80);
+    text += " · " + text_at(h, "name");
     if (h.contains("run") && h["run"].is_number_integer()) text += fmt::format(" (run {})", h["run"].get<long long>());
   }
   return text;
@@ -218,8 +218,11 @@ json board_json(const Inventory& inventory, const MetricsState& metrics, WallTim
       const RunRecord* run = run_of_holder(metrics.running, h.key);
       // A process by its program alone, as /metrics names it: its arguments may carry tokens,
       // and the board is shown to whoever reaches the page, whatever history_visibility says.
-      held_by.push_back({{"user", h.user.empty() ? json() : json(h.user)},
-                         {"name", hpc_job_of(h)},
+      // Both names are cleaned here, once, for the server's rows and page.js's alike (readable in
+      // any script): JSON.parse turns an escaped right-to-left override back into one, which
+      // would reorder the cell.
+      held_by.push_back({{"user", h.user.empty() ? json() : json(text::terminal_safe_cut(h.user, 64))},
+                         {"name", text::terminal_safe_cut(hpc_job_of(h), 80)},
                          {"container", h.container_id.empty() ? json() : json(h.container_id.substr(0, 12))},
                          {"run", run == nullptr ? json() : json(run->id)}});
     }

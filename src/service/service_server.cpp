@@ -257,13 +257,17 @@ void ServiceServer::serve() {
         ucred peer{};
         socklen_t size = sizeof peer;
         const bool known = ::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0;
+        // HEAD is GET without the body (the loop leaves it out); a 405 says what is allowed (RFC 9110).
+        const bool readable = request.method == "GET" || request.method == "HEAD";
         const ServiceAnswer answer =
             !known ? failure(403, "the service cannot tell who is asking")
-            : request.method != "GET"
-                ? failure(405, "only GET is answered")
+            : !readable
+                ? failure(405, "only GET and HEAD are answered")
                 : answer_request({.target = request.target, .peer_uid = peer.uid, .claimed_caller = request.caller},
                                  runs_, settings_);
-        return HttpReply{.status = answer.status, .body = answer.body, .content_type = "application/json"};
+        HttpReply reply{.status = answer.status, .body = answer.body, .content_type = "application/json"};
+        if (answer.status == 405) reply.headers.emplace_back("Allow", "GET, HEAD");
+        return reply;
       },
       /*keep_alive=*/true);
 }

@@ -62,6 +62,11 @@ std::string brief(double seconds) {
   return format_duration(std::chrono::seconds(round_to_integer(std::max(seconds, 0.0))), DurationStyle::brief);
 }
 
+// " of alice" where --user names someone: an empty answer says whose runs it looked for.
+std::string of_user(const Options& options) {
+  return options.history_user.empty() ? "" : " of " + text::terminal_safe_cut(options.history_user, 32);
+}
+
 std::string percent_or_dash(std::optional<double> value) { return value ? fmt::format("{:.0f}%", *value) : "-"; }
 
 std::string state(const RunRecord& run) { return !run.end ? "running" : run.ended_by.empty() ? "ended" : run.ended_by; }
@@ -92,8 +97,7 @@ int run_history(const Options& options, std::ostream& out) {
   const std::vector<RunRecord> runs =
       runs_from_table_json(ask_service_plain(options, "/v1/runs" + query(options, since, {{"fields", "table"}})));
   if (runs.empty()) {
-    spdlog::info("the service has recorded no runs{}{}", since ? " since " + local_time(*since) : "",
-                 options.history_user.empty() ? "" : " of " + text::printable(options.history_user));
+    spdlog::info("the service has recorded no runs{}{}", of_user(options), since ? " since " + local_time(*since) : "");
     return 0;
   }
   // The ID first: what `report` takes where a name is cut to fit, or several runs share it.
@@ -123,7 +127,7 @@ int run_usage(const Options& options, std::ostream& out) {
   }
   const std::vector<UsageRow> rows = usage_from_json(answer);
   if (rows.empty()) {
-    spdlog::info("the service has recorded no runs since {}", local_time(*since));
+    spdlog::info("the service has recorded no runs{} since {}", of_user(options), local_time(*since));
     return 0;
   }
   Table table({Column::shrinkable(text::to_upper(by), 12), Column::fitted("RUNS", Align::right),

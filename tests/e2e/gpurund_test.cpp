@@ -389,6 +389,11 @@ TEST_F(GpurundTest, HistoryUsageAndReportAnswerWithAnotherUsersProcessFiguresAft
   EXPECT_EQ(rows[0]["key"], "2");
   EXPECT_NEAR(rows[0]["efficiency"].get<double>(), 40.0, 0.01);
   EXPECT_THAT(ask({"usage"}).out, HasSubstr(user));
+  for (const char* verb : {"history", "usage"}) {  // an empty answer says whose runs it looked for
+    const Outcome none = ask({verb, "--user", "nobody-here"});
+    EXPECT_EQ(none.exit_code, 0) << none.err;
+    EXPECT_THAT(none.err, HasSubstr("no runs of nobody-here")) << verb;
+  }
 
   const Outcome report = ask({"report", std::to_string(run["id"].get<int>())});
   EXPECT_EQ(report.exit_code, 0) << report.err;

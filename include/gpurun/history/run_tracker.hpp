@@ -151,7 +151,7 @@ class RunTracker {
  private:
   TrackerSettings settings_;
   std::int64_t last_id_;
-  std::optional<WallTime> previous_;  // the last sample's time
+  std::optional<SampleTime> previous_;  // the last sample's time
   std::vector<RunRecord> running_;
   std::map<int, WallTime> idle_since_;
 };

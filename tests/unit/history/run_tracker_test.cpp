@@ -174,15 +174,49 @@ TEST(RunTracker, MergedHoldersKeepTheWholeOfAGpuOverAShareAndAShareOfAnother) {
 }
 
 TEST(RunTracker, TheClockSteppingBackNeverGivesNegativeTimes) {
-  RunTracker tracker;
+  RunTracker tracker;  // samples without a steady time: the wall clock's gaps, never below 0
   tracker.observe(at(100s, {90}, {container("a", {0})}));
   tracker.observe(at(50s, {90}, {container("a", {0})}));
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 0);
   tracker.observe(at(60s, {90}, {container("a", {0})}));
-  const RunRecord& run = tracker.running().front();
-  EXPECT_GE(run.gpu_seconds, 0);
-  EXPECT_DOUBLE_EQ(run.gpu_seconds, 0);  // credited again only once time passes the last sample
-  tracker.observe(at(110s, {90}, {container("a", {0})}));
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 10);  // counted on from the new time
+}
+
+// The wall clock corrected by an hour either way (NTP, an admin's date): the runs are credited
+// the time that passed, read on the steady clock. An hour back once credited nothing for an hour.
+TEST(RunTracker, AWallClockSteppedBackOrForwardCreditsTheTimeThatPassed) {
+  RunTracker tracker;
+  const auto steady = std::chrono::steady_clock::time_point{} + 1000s;
+  const auto sample = [&](std::chrono::seconds wall, std::chrono::seconds passed) {
+    MachineSample s = at(wall, {90}, {container("a", {0})});
+    s.monotonic = steady + passed;
+    return s;
+  };
+  tracker.observe(sample(3600s, 0s));
+  tracker.observe(sample(10s, 10s));  // an hour back
   EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 10);
+  tracker.observe(sample(7220s, 20s));  // two hours forward
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 20);
+  EXPECT_DOUBLE_EQ(tracker.running().front().busy_gpu_seconds, 18);
+}
+
+// Two users' processes on one GPU (--allow-busy, a workstation): each is credited half of the
+// time, so that their GPU-hours add up to the GPU's, not to twice them. A holder that joins is
+// credited from its second sample, and takes its part from then on.
+TEST(RunTracker, AGpuHeldByTwoIsSplitBetweenThemAndTheirHoursAddUpToTheGpus) {
+  RunTracker tracker;
+  tracker.observe(at(0s, {60}, {container("a", {0})}));
+  tracker.observe(at(10s, {60}, {container("a", {0}), container("b", {0})}));
+  tracker.observe(at(20s, {60}, {container("a", {0}), container("b", {0})}));
+  tracker.observe(at(30s, {60, 60}, {container("a", {0, 1}), container("b", {0})}));
+  ASSERT_EQ(tracker.running().size(), 2u);
+  const RunRecord& a = tracker.running()[0];
+  const RunRecord& b = tracker.running()[1];
+  EXPECT_DOUBLE_EQ(a.gpu_seconds, 10 + 5 + 5 + 10);  // alone, two halves, a half of GPU 0 and GPU 1 whole
+  EXPECT_DOUBLE_EQ(b.gpu_seconds, 5 + 5);
+  EXPECT_DOUBLE_EQ(a.gpu_seconds + b.gpu_seconds, 30 + 10);  // GPU 0's 30 s and GPU 1's 10 s
+  EXPECT_DOUBLE_EQ(*a.efficiency(), 60);                     // the GPU's utilization, whatever the share
+  EXPECT_DOUBLE_EQ(b.busy_gpu_seconds, 6);
 }
 
 TEST(RunTracker, AGapLongerThanTheCreditLimitIsNotCounted) {
@@ -244,7 +278,7 @@ TEST(RunTracker, AnIdleContainerRunOutlivesAnEngineThatDoesNotAnswerAndEndsWhere
   EXPECT_EQ(ended[0].end, kT0 + 10s);
   ASSERT_EQ(tracker.running().size(), 1u);
   EXPECT_EQ(tracker.running().front().id, 1);
-  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 10 + 10 + 10);
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 5 + 10 + 10);  // GPU 0 was b's too at first
   EXPECT_DOUBLE_EQ(tracker.running().front().idle_seconds, 10 + 10 + 10);
 }
 

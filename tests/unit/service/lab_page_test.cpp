@@ -94,6 +94,18 @@ TEST(BoardJson, NamesABareProcessByItsProgramAlone) {
   EXPECT_THAT(board.dump(), Not(HasSubstr("SECRET123")));
 }
 
+TEST(BoardJson, CleansTheHoldersNamesForPageJsAsForTheServersRows) {
+  Sample sample;
+  sample.metrics.holders[0].name = "job\u202Egnp.exe" + std::string(200, 'x');  // a right-to-left override
+  sample.metrics.holders[0].user = "josé\u200B";                                // a zero-width space
+  const auto board = board_json(sample.inventory, sample.metrics, kNow);
+  const std::string name = board["gpus"][1]["held_by"][0]["name"];
+  EXPECT_THAT(name, Not(HasSubstr("\u202E")));
+  EXPECT_THAT(name, HasSubstr("job\\xe2\\x80\\xaegnp.exe"));
+  EXPECT_THAT(name, ::testing::EndsWith("..."));
+  EXPECT_EQ(board["gpus"][1]["held_by"][0]["user"], "josé\\xe2\\x80\\x8b");
+}
+
 TEST(LabPageHtml, ShowsEveryNameAsTextAndMarksTheIdleHolder) {
   const Sample s;
   LabPage page;

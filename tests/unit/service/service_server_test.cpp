@@ -351,6 +351,19 @@ TEST_F(ServiceServerTest, ARequestThatCannotBeReadIsToldWhyAndAnAbsoluteTargetIs
       ::testing::StartsWith("HTTP/1.1 200 OK"));
 }
 
+TEST_F(ServiceServerTest, HeadIsAnsweredAsGetWithoutItsBodyAndAnotherMethodIsToldWhatIsAllowed) {
+  settings_.socket_path = dir_ + "/s.sock";
+  const ServiceServer server(settings_, served_);
+  const std::string head =
+      answer_to(settings_.socket_path, "HEAD /v1/runs HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(head, ::testing::StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_THAT(head, ::testing::EndsWith("\r\n\r\n"));  // no body
+  const std::string post =
+      answer_to(settings_.socket_path, "POST /v1/runs HTTP/1.1\r\nHost: g\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_THAT(post, ::testing::StartsWith("HTTP/1.1 405 Method Not Allowed"));
+  EXPECT_THAT(post, ::testing::HasSubstr("Allow: GET, HEAD\r\n"));
+}
+
 // A chunked body's chunk extension (or trailer) sent without end: the parser sets no limit of its
 // own there, and the request's buffer grew with it for the whole 5 s the read may take.
 TEST_F(ServiceServerTest, AChunkExtensionWithoutEndIsRefusedNotBuffered) {
