@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "gpurun/config/values.hpp"
@@ -36,8 +37,9 @@ IdlePolicyRead read_idle_policy(const nlohmann::json& value) {
         } catch (const Error&) {  // said below, with the example
         }
       }
-      if (!percent || *percent < 0 || *percent > 100)
-        return fail(key, "expected a utilization from 0% to 100%, such as \"5%\"");
+      // At 100 % every GPU would be idle however hard it worked, and every job stopped.
+      if (!percent || *percent < 0 || *percent > kMostIdlePercent)
+        return fail(key, "expected a utilization from 0% to 99%, such as \"5%\" (at 100% every GPU would be idle)");
       read.policy.below_percent = *percent;
     } else if (key == "warn_after" || key == "stop_after") {
       const auto duration = duration_value(item);
@@ -51,8 +53,12 @@ IdlePolicyRead read_idle_policy(const nlohmann::json& value) {
     } else if (key == "exempt_users") {
       if (!item.is_array()) return fail(key, "expected a list of login names, such as [\"alice\"]");
       for (const nlohmann::json& user : item) {
-        if (!user.is_string() || user.get<std::string>().empty())
-          return fail(key, "expected a list of login names, such as [\"alice\"]");
+        // A name with a space or a control character ("alice ") matches no login, and exempts
+        // nobody without a word.
+        const auto bad = [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == ':'; };
+        if (!user.is_string() || user.get<std::string>().empty() ||
+            std::any_of(user.get_ref<const std::string&>().begin(), user.get_ref<const std::string&>().end(), bad))
+          return fail(key, "expected a list of login names (no spaces, no ':'), such as [\"alice\"]");
         read.policy.exempt_users.push_back(user.get<std::string>());
       }
     } else if (key == "dry_run") {

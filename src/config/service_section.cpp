@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 
+#include "gpurun/config/idle_policy.hpp"
 #include "gpurun/util/suggest.hpp"
 
 namespace gpurun {
@@ -22,7 +23,7 @@ struct NumberKey {
 constexpr std::array kNumbers{
     NumberKey{"interval", &ServiceSection::interval_s, 0.1, 3600, "seconds"},
     NumberKey{"write_every", &ServiceSection::write_every_s, 0.1, 3600, "seconds"},
-    NumberKey{"idle_threshold", &ServiceSection::idle_threshold_percent, 0, 100, "percent"},
+    NumberKey{"idle_threshold", &ServiceSection::idle_threshold_percent, 0, kMostIdlePercent, "percent"},
     NumberKey{"keep_samples_days", &ServiceSection::keep_samples_days, 1, 36500, "days"},
     NumberKey{"keep_minutes_days", &ServiceSection::keep_minutes_days, 1, 36500, "days"},
 };

@@ -119,8 +119,12 @@ bool labels_are_its_own(const json& labels, std::string_view name) {
 // that is not one gpurun writes is ignored.
 void read_policy_labels(const json& labels, GpuContainer& container) {
   const auto limit = labels.find(std::string(kLabelTimeLimit));
+  // gpurun writes a year at most (config/values.hpp, kLongestDuration); a label written by hand
+  // past that is not its, and 10^18 s would overflow the service's clock arithmetic.
+  constexpr long long kLongestTimeLimit = 366LL * 86400;
   if (limit != labels.end() && limit->is_string())
-    if (const auto seconds = text::parse_integer(limit->get<std::string>()); seconds && *seconds > 0)
+    if (const auto seconds = text::parse_integer(limit->get<std::string>());
+        seconds && *seconds > 0 && *seconds <= kLongestTimeLimit)
       container.time_limit = std::chrono::seconds(*seconds);
   const auto notify = labels.find(std::string(kLabelNotify));
   container.notify_end = notify != labels.end() && notify->is_string() && notify->get<std::string>() == "run_ended";

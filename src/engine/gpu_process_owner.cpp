@@ -180,7 +180,11 @@ void add_process_holders(std::vector<GpuContainer>& holders, const std::vector<G
         c.from_processes = true;
         c.rootless_uid = owner->container->rootless_uid;
         c.name = id.substr(0, 12);
-        c.user = owner->user;
+        // A rootless engine's container is its user's. A rootful one's processes run as the uid
+        // its image chose (a Jupyter image's 1000, most images' 0), an account inside it that
+        // names nobody on the host: its user stays unknown (no mail, no exemption, no history of
+        // someone who never ran it).
+        if (owner->container->rootless_uid) c.user = owner->user;
         c.image = owner->container->engine.empty() ? "container" : owner->container->engine + " container";
         if (owner->container->rootless_uid) c.image = "rootless " + c.image;
         c.status = "running";

@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "gpurun/config/config.hpp"
+#include "gpurun/config/idle_policy.hpp"
 #include "gpurun/config/service_section.hpp"
 #include "gpurun/service/recorder.hpp"
 #include "gpurun/util/error.hpp"
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
          "days to keep each GPU's raw samples (default 14)");
   number("--keep-minutes", &ServiceSection::keep_minutes_days, 1, 36500,
          "days to keep each GPU's one-minute rows (default 400)");
-  number("--idle-threshold", &ServiceSection::idle_threshold_percent, 0, 100,
+  number("--idle-threshold", &ServiceSection::idle_threshold_percent, 0, kMostIdlePercent,
          "utilization (percent) at or below which a GPU counts as idle (default 5)");
   app.add_option_function<std::string>(
       "--listen", [&flags](const std::string& v) { flags.listen = v; },

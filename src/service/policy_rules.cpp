@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 
 #include "gpurun/history/run_json.hpp"
@@ -38,6 +41,12 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
     : host_(std::move(host)), kept_notifications_(kept_notifications), limiter_(policy.max_runtime) {
   if (policy.idle_policy) idle_.emplace(*policy.idle_policy, 3 * interval + std::chrono::seconds(10));
   if (policy.notify) notifier_.emplace(*policy.notify, Notifier::Backoff{}, kept_notifications, stop);
+  // Said once at the start, not at every mail that then fails.
+  if (policy.notify && policy.notify->mail && ::access(policy.notify->sendmail.c_str(), X_OK) != 0)
+    spdlog::warn(
+        "notify.mail is on, but {} is not a program this service can run ({}): no mail will be sent until it "
+        "is (apt-get install a mail transfer agent, such as msmtp-mta or postfix, or set notify.sendmail)",
+        policy.notify->sendmail, std::strerror(errno));
   const auto seconds = [](const std::optional<std::chrono::seconds>& s) { return s ? s->count() : -1; };
   fingerprint_ = fmt::format("max_runtime {}", seconds(policy.max_runtime));
   if (const auto& idle = policy.idle_policy)

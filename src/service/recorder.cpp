@@ -148,6 +148,14 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   } catch (const std::exception& e) {  // a full disk: the rules start afresh
     spdlog::warn("the store: {}; the idle policy and time limits start afresh", e.what());
   }
+  // Raw samples outlive the idle policy's look-back: with keep_samples_days 1 and stop_after 3d,
+  // a restart saw a day of a three-day streak, and warned again and stopped days late.
+  const std::chrono::milliseconds keep_samples =
+      std::max<std::chrono::milliseconds>(settings.keep_samples, rules.lookback());
+  if (keep_samples > settings.keep_samples)
+    spdlog::info("raw samples are kept for {} rather than {} (keep_samples_days): the idle policy looks back that far",
+                 format_duration(std::chrono::duration_cast<std::chrono::seconds>(keep_samples), DurationStyle::brief),
+                 format_duration(settings.keep_samples, DurationStyle::brief));
   const std::string reservations = lock_dir_for_reading(options);
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");
@@ -190,7 +198,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       unsaved_samples.clear();
       unsaved_minutes.clear();
       const WallTime now = prune_clock.now();
-      store.prune(now - settings.keep_samples, now - settings.keep_minutes);
+      store.prune(now - keep_samples, now - settings.keep_minutes);
       store_trouble.fine();
     } catch (const std::exception& e) {  // a full disk, a read-only file system: keep them in memory
       store_trouble.failed(e.what());

@@ -797,6 +797,28 @@ TEST_F(NotifyTest, ARunPastItsTimeLimitIsWarnedStoppedAndItsEndToldByWebhookAndM
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
+// Raw samples kept 14 days (the default), an idle policy that stops after 20: a restart would see
+// 14 days of a 20-day streak. The samples are kept as long as the policy looks back, and the log
+// says so.
+TEST_F(IdlePolicyTest, RawSamplesAreKeptAsLongAsTheIdlePolicyLooksBack) {
+  const pid_t pid = start_with_containers(R"({"idle_policy": {"stop_after": "20d", "dry_run": true}})", "[]");
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] { return log().find("raw samples are kept") != std::string::npos; })) << log();
+  EXPECT_THAT(log(), HasSubstr("raw samples are kept for 20d 1h rather than 14d (keep_samples_days)"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
+// Mail on, and no sendmail where the file says: said once at the start, with what to install,
+// rather than in a failure at every mail.
+TEST_F(NotifyTest, MailWithoutASendmailProgramIsSaidAtTheStart) {
+  const pid_t pid = start_with_containers(R"({"notify": {"mail": true, "sendmail": "/nonexistent/sbin/sendmail"}})",
+                                          kTimedContainers);
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] { return log().find("no mail will be sent") != std::string::npos; })) << log();
+  EXPECT_THAT(log(), HasSubstr("/nonexistent/sbin/sendmail is not a program this service can run"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
 TEST_F(NotifyTest, TheIdlePolicyWarnsAndStopsByWebhookAndMailAndAUserNameIsDataInTheMail) {
   const pid_t pid = start_with_containers(
       R"({"idle_policy": {"warn_after": 1, "stop_after": 2}, )" + notify(R"(["idle_warning", "idle_stopped"])") + "}",

@@ -18,6 +18,10 @@
 
 namespace gpurun {
 
+// The highest idle threshold (`below`, the service's idle_threshold): at 100 % every GPU would be
+// idle however hard it worked.
+inline constexpr double kMostIdlePercent = 99;
+
 struct IdlePolicy {
   double below_percent = 5.0;
   std::optional<std::chrono::seconds> warn_after;  // unset: no warning

@@ -477,9 +477,9 @@ TEST_F(PolicyTest, TheServiceSectionIsReadFromTheSystemFileAloneAndCheckedKeyByK
   EXPECT_EQ(error_of([&] { load_config(inputs()); }),
             path("etc/config.json") +
                 ":3: key \"service.intervall\": not a setting of the service (did you mean \"interval\"?)");
-  write("etc/config.json", R"({"service": {"idle_threshold": 101}})");
+  write("etc/config.json", R"({"service": {"idle_threshold": 100}})");  // every GPU idle
   EXPECT_THAT(error_of([&] { load_config(inputs()); }),
-              HasSubstr("key \"service.idle_threshold\": expected a number of percent from 0 to 100"));
+              HasSubstr("key \"service.idle_threshold\": expected a number of percent from 0 to 99"));
   write("etc/config.json", R"({"service": {"state_dir": "var/lib"}})");
   EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("expected an absolute path"));
   write("etc/config.json", R"({"service": {"web_names": ["gpus.lab.example.org", "dgx-7"]}})");

@@ -39,7 +39,10 @@ TEST(ReadIdlePolicy, NamesTheKeyAndWhatToWriteForAnythingElse) {
   const std::vector<std::pair<const char*, const char*>> cases{
       {R"("2h")", "expected an object"},
       {R"({"below": "5%"})", "needs warn_after or stop_after"},
-      {R"({"below": "150%", "stop_after": "1h"})", "0% to 100%"},
+      {R"({"below": "150%", "stop_after": "1h"})", "0% to 99%"},
+      {R"({"below": "100%", "stop_after": "1h"})", "every GPU would be idle"},
+      {R"({"stop_after": "1h", "exempt_users": ["alice "]})", "no spaces"},
+      {R"({"stop_after": "1h", "exempt_users": ["root:x"]})", "no ':'"},
       {R"({"stop_after": "soon"})", "\"2h\""},
       {R"({"stop_after": 0})", "at least 1 s"},
       {R"({"warn_after": "2h", "stop_after": "1h"})", "before stop_after"},

@@ -228,8 +228,12 @@ TEST(ParseGpuContainers, ReadsTheTimeLimitAndNotifyLabelsOfGpurunsContainersOnly
      "gpurun.time-limit": "-5", "gpurun.notify": "yes"}},
      "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["1"], "Capabilities": [["gpu"]]}]}},
     {"Id": "c", "Name": "/c", "Config": {"Image": "img", "Labels": {"gpurun.time-limit": "60"}},
-     "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}}])");
-  ASSERT_EQ(containers.size(), 3U);
+     "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
+    {"Id": "d", "Name": "/d", "Config": {"Image": "img", "Labels": {"gpurun.user": "dan", "gpurun.gpus": "3",
+     "gpurun.time-limit": "9000000000000000000"}},
+     "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["3"], "Capabilities": [["gpu"]]}]}}])");
+  ASSERT_EQ(containers.size(), 4U);
+  EXPECT_FALSE(containers[3].time_limit);  // past a year: written by hand, and past the clock's range
   EXPECT_EQ(containers[0].time_limit, std::chrono::seconds(3600));
   EXPECT_TRUE(containers[0].notify_end);
   EXPECT_FALSE(containers[1].time_limit);  // not a value gpurun writes

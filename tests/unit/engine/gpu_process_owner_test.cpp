@@ -259,6 +259,24 @@ TEST_F(ProcessOwnerInFakeProc, ProcessHoldersAddContainersTheEngineCouldNotSee) 
   EXPECT_THAT(holders[1].devices, ElementsAre("GPU-00000003"));
 }
 
+// A plain `docker run` of an image whose user is uid 1000 (Jupyter's), seen through its process
+// alone (the engine did not answer): uid 1000 is an account inside the image, not the login of
+// that uid on the host, who would be mailed about it and shown its runs.
+TEST_F(ProcessOwnerInFakeProc, ARootfulContainerSeenThroughItsProcessesHasNoUserOfItsProcessesUid) {
+  add(200, "0", "0::/system.slice/docker-" + kId + ".scope\n");
+  std::vector<Gpu> gpus(1);
+  gpus[0].index = 0;
+  gpus[0].uuid = "GPU-00000000";
+  gpus[0].processes = {{"GPU-00000000", 200, 512.0, {}}};
+  std::vector<GpuContainer> holders;
+  add_process_holders(holders, gpus, root_);
+  ASSERT_EQ(holders.size(), 1U);
+  EXPECT_EQ(holders[0].id, kId);
+  EXPECT_EQ(holders[0].user, "");  // not root, whose uid the process had
+  ASSERT_TRUE(process_owner(200, root_));
+  EXPECT_EQ(process_owner(200, root_)->user, "root");  // the process's own owner, as a bare one shows
+}
+
 TEST_F(ProcessOwnerInFakeProc, UnderRootAUsersScopeNamedAfterRootsContainerClaimsNothingOfIt) {
   // A user's own cgroup (user@UID.service is delegated to them) holding a scope named after the
   // ID of a container of root's engine, with an idle GPU process in it.
