@@ -25,7 +25,9 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -62,42 +64,65 @@ void finish(boost::asio::io_context& io, Socket& socket, const bool& done, const
   }
 }
 
-// A request Beast could not parse: 431 for headers (a query string) over its 8 KB, 413 for a body
-// over 64 KB, else 400; then the connection closes.
-void refuse(boost::asio::io_context& io, Socket& socket, boost::system::error_code why,
+// A request that cannot be answered, said in `status` and `why`; then the connection closes.
+void refuse(boost::asio::io_context& io, Socket& socket, http::status status, std::string_view why,
             const std::atomic<bool>& stopping) {
-  const http::status status = why == http::error::header_limit ? http::status::request_header_fields_too_large
-                              : why == http::error::body_limit ? http::status::payload_too_large
-                                                               : http::status::bad_request;
   http::response<http::string_body> response{status, 11};
   response.set(http::field::content_type, "text/plain; charset=utf-8");
   response.set(http::field::server, "gpurund");
   response.keep_alive(false);
-  response.body() = fmt::format("gpurund: the request cannot be read: {}\n", why.message());
+  response.body() = fmt::format("gpurund: the request cannot be read: {}\n", why);
   response.prepare_payload();
   bool done = false;
   http::async_write(socket, response, [&](boost::system::error_code, std::size_t) { done = true; });
   finish(io, socket, done, stopping);
 }
 
-// The request's target as a path: an absolute-form one (http://host/metrics, as a proxy may
-// send) is its path, which every server must accept (RFC 9112, 3.2.2).
-std::string path_target(std::string_view target) {
-  if (!target.starts_with("http://") && !target.starts_with("https://")) return std::string(target);
+// A request Beast could not parse: 431 for headers (a query string) over its 8 KB, 413 for a body
+// over 64 KB, else 400.
+void refuse(boost::asio::io_context& io, Socket& socket, boost::system::error_code why,
+            const std::atomic<bool>& stopping) {
+  const http::status status = why == http::error::header_limit ? http::status::request_header_fields_too_large
+                              : why == http::error::body_limit ? http::status::payload_too_large
+                                                               : http::status::bad_request;
+  refuse(io, socket, status, why.message(), stopping);
+}
+
+// What is wrong with the Host of a parsed request (RFC 9112, 3.2): an HTTP/1.1 one must have one,
+// and none may have two (which would the page's check of names read?). "" where nothing is.
+std::string host_problem(const http::request<http::string_body>& request) {
+  const std::size_t hosts = request.count(http::field::host);
+  if (hosts > 1) return "more than one Host header";
+  if (hosts == 0 && request.version() >= 11) return "an HTTP/1.1 request without a Host header";
+  return "";
+}
+
+// The request's target as a path, and the host it names: an absolute-form one
+// (http://host/metrics, as a proxy may send) is its path, which every server must accept, and its
+// authority is the host, whatever the Host header says (RFC 9112, 3.2.2 and 7.2).
+struct Target {
+  std::string path;
+  std::optional<std::string> authority;  // absolute-form only
+};
+Target split_target(std::string_view target) {
+  if (!target.starts_with("http://") && !target.starts_with("https://")) return {std::string(target), std::nullopt};
   const std::size_t authority = target.find("//") + 2;
   const std::size_t path = target.find_first_of("/?", authority);
-  if (path == std::string_view::npos) return "/";
-  std::string out = target[path] == '?' ? "/" : "";
-  out += target.substr(path);
+  Target out{.path = "/", .authority = std::string(target.substr(authority, path - authority))};
+  if (out.authority->empty()) out.authority.reset();  // "http:///x": the Host header's name, then
+  if (path == std::string_view::npos) return out;
+  if (target[path] != '?') out.path.clear();
+  out.path += target.substr(path);
   return out;
 }
 
 HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::string_body>& request) {
   try {
+    Target target = split_target(request.target());
     return handler(fd, {.method = std::string(request.method_string()),
-                        .target = path_target(request.target()),
+                        .target = std::move(target.path),
                         .caller = std::string(request["X-Gpurun-Caller"]),
-                        .host = std::string(request[http::field::host])});
+                        .host = target.authority.value_or(std::string(request[http::field::host]))});
   } catch (const std::exception& e) {  // never out of the listener's thread: that would end gpurund
     spdlog::error("answering {}: {}", text::printable(std::string_view(request.target()), 200), e.what());
     return {
@@ -135,6 +160,10 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
       refuse(io, socket, error, stopping);  // told what was wrong, not just closed on
     if (error || !done) break;
     const auto& request = parser.get();
+    if (const std::string problem = host_problem(request); !problem.empty()) {
+      refuse(io, socket, http::status::bad_request, problem, stopping);
+      break;
+    }
     const HttpReply reply = answer(handler, fd, request);
     http::response<http::string_body> response{static_cast<http::status>(reply.status), request.version()};
     response.set(http::field::content_type, reply.content_type);

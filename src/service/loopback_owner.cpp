@@ -125,9 +125,14 @@ std::optional<LocalPeer> local_peer(int connection) {
   // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
   unmap(local);
   unmap(remote);
-  if (local.ss_family != remote.ss_family || !(is_loopback(remote) || same_address(remote, local))) return std::nullopt;
-  // The other end's socket: its source is our peer, its destination us.
-  return LocalPeer{.owner = owner_of(remote, local)};
+  if (local.ss_family != remote.ss_family) return std::nullopt;
+  // The other end's socket: its source is our peer, its destination us. Asked of every peer, not
+  // only of loopback's: a user who binds another of the machine's addresses (eth0's, docker0's) as
+  // the source is still on this machine, and was counted as a peer of its own, four connections for
+  // each address. A peer elsewhere (or in another network namespace) has no such socket here.
+  const std::optional<uid_t> owner = owner_of(remote, local);
+  if (owner || is_loopback(remote) || same_address(remote, local)) return LocalPeer{.owner = owner};
+  return std::nullopt;
 }
 
 uid_t first_user_uid(std::string_view login_defs) {

@@ -14,8 +14,9 @@ struct LocalPeer {
   std::optional<uid_t> owner;  // nullopt where the kernel did not tell (no sock_diag, a socket gone)
 };
 
-// For an accepted TCP socket whose other end is on this machine (a loopback address, or the very
-// address it connected to), that end's user; nullopt for a peer elsewhere.
+// For an accepted TCP socket whose other end is on this machine (the kernel has its socket, or it
+// is a loopback address or the very address it connected to), that end's user; nullopt for a peer
+// elsewhere.
 std::optional<LocalPeer> local_peer(int connection);
 
 // The first uid of a person's account (login.defs' UID_MIN, its last line as shadow reads it;

@@ -57,6 +57,26 @@ sockaddr_in loopback(int port) {
   return address;
 }
 
+// `request` sent whole to 127.0.0.1:port; the whole response.
+std::string exchange(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return "";
+  }
+  EXPECT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string response;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return response;
+}
+
 // GET `path` from 127.0.0.1:port, for `host`; the whole response.
 std::string get(int port, const std::string& path, const std::string& host = "127.0.0.1") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -105,6 +125,30 @@ TEST(WebServer, AnswersOnlyForItsOwnNamesAndAddresses) {
   EXPECT_THAT(refused, StartsWith("HTTP/1.1 421 Misdirected Request\r\n"));
   EXPECT_THAT(refused, HasSubstr("\"web_names\""));
   EXPECT_THAT(get(server.port(), "/", "gpus.lab.example.org.evil.example"), StartsWith("HTTP/1.1 421"));
+  // An absolute-form target names its host itself, whatever the Host header says (RFC 9112, 3.2.2).
+  EXPECT_THAT(exchange(server.port(),
+                       "GET http://attacker.example/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "Connection: close\r\n\r\n"),
+              StartsWith("HTTP/1.1 421"));
+  EXPECT_THAT(exchange(server.port(),
+                       "GET http://gpus.lab.example.org/metrics HTTP/1.1\r\nHost: x\r\n"
+                       "Connection: close\r\n\r\n"),
+              StartsWith("HTTP/1.1 200"));
+}
+
+// RFC 9112, 3.2: an HTTP/1.1 request needs one Host, and no request may carry two (the check of
+// names would read one of them). HTTP/1.0 may leave it out.
+TEST(WebServer, AnHttp11RequestWithoutAHostOrWithTwoIsRefused) {
+  ServedRuns runs;
+  const WebServer server("127.0.0.1:0", runs, {});
+  EXPECT_THAT(exchange(server.port(), "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n"),
+              StartsWith("HTTP/1.1 400 Bad Request"));
+  const std::string two = exchange(server.port(),
+                                   "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n"
+                                   "Connection: close\r\n\r\n");
+  EXPECT_THAT(two, StartsWith("HTTP/1.1 400 Bad Request"));
+  EXPECT_THAT(two, HasSubstr("more than one Host header"));
+  EXPECT_THAT(exchange(server.port(), "GET /metrics HTTP/1.0\r\n\r\n"), StartsWith("HTTP/1.0 200 OK"));
 }
 
 TEST(PeerOfAddress, AnIpv6PeerIsItsSlash64AndAnIpv4OneItsAddress) {
@@ -138,7 +182,9 @@ TEST(AnswersFor, IpAddressesLocalhostAndTheGivenNames) {
 // A proxy may send the absolute form (RFC 9112, 3.2.2): its path is what is asked, query kept.
 TEST(WebServer, AnAbsoluteFormTargetIsItsPathAndQuery) {
   ServedRuns runs;
-  const WebServer server("127.0.0.1:0", runs, {});
+  ServerSettings settings;
+  settings.web_names = {"lab.example"};  // the target's host, which is checked instead of Host's
+  const WebServer server("127.0.0.1:0", runs, settings);
   EXPECT_THAT(get(server.port(), "http://lab.example/metrics"), StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(get(server.port(), "http://lab.example?refresh=30"), HasSubstr(R"(<body data-refresh="30">)"));
   EXPECT_THAT(get(server.port(), "http://lab.example/?refresh=30"), HasSubstr(R"(<body data-refresh="30">)"));
@@ -241,15 +287,19 @@ int listen_on(int listener, const sockaddr_storage& bind_to, socklen_t size) {
 
 // Accepts, on `listener`, the connection a child makes to `target` as `user` (root: as nobody);
 // what local_peer says of it. Fails the test where no connection comes within 3 s.
-std::optional<LocalPeer> peer_seen(int listener, sockaddr_storage target, socklen_t size, uid_t user) {
+// `source`: the address the child binds first, where given (another of the machine's own).
+std::optional<LocalPeer> peer_seen(int listener, sockaddr_storage target, socklen_t size, uid_t user,
+                                   const std::optional<sockaddr_in>& source = std::nullopt) {
   int ready[2];
   if (::pipe(ready) != 0) return std::nullopt;
   const pid_t child = ::fork();
   if (child == 0) {
     if (user != ::geteuid() && (::setgid(user) != 0 || ::setuid(user) != 0)) ::_exit(2);
     const int fd = ::socket(target.ss_family, SOCK_STREAM, 0);
-    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    if (source && ::bind(fd, reinterpret_cast<const sockaddr*>(&*source), sizeof *source) != 0) ::_exit(4);
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&target), size) != 0) ::_exit(3);
+    // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
     (void)::write(ready[1], "r", 1);
     ::sleep(4);
     ::_exit(0);
@@ -276,7 +326,8 @@ std::optional<LocalPeer> peer_seen(int listener, sockaddr_storage target, sockle
 TEST(LocalPeer, IsTheUserWhoseSocketConnected) {
   const uid_t other = ::geteuid() == 0 ? 65534 : ::geteuid();
   const auto seen_over = [&](int family, const sockaddr_storage& bind_to, socklen_t bind_size, sockaddr_storage target,
-                             socklen_t target_size, bool dual_stack) {
+                             socklen_t target_size, bool dual_stack,
+                             const std::optional<sockaddr_in>& source = std::nullopt) {
     const int listener = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listener < 0) return std::optional<std::optional<LocalPeer>>();  // no such family here
     int v6only = dual_stack ? 0 : 1;
@@ -290,7 +341,7 @@ TEST(LocalPeer, IsTheUserWhoseSocketConnected) {
       else
         reinterpret_cast<sockaddr_in6&>(target).sin6_port = htons(static_cast<std::uint16_t>(port));
       // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
-      seen = peer_seen(listener, target, target_size, other);
+      seen = peer_seen(listener, target, target_size, other, source);
     }
     ::close(listener);
     return seen;
@@ -335,6 +386,13 @@ TEST(LocalPeer, IsTheUserWhoseSocketConnected) {
     const auto over_own = seen_over(AF_INET, storage(any4), sizeof any4, storage(*own), sizeof *own, false);
     ASSERT_TRUE(over_own && *over_own) << "the machine's own address";
     EXPECT_EQ((*over_own)->owner, std::optional<uid_t>(other));
+    // To loopback from that address (bound as the source): still this machine's user, not a peer
+    // of its own address with four connections more for each address the machine has.
+    sockaddr_in from = *own;
+    from.sin_port = 0;
+    const auto from_own = seen_over(AF_INET, storage(v4), sizeof v4, storage(v4), sizeof v4, false, from);
+    ASSERT_TRUE(from_own && *from_own) << "to loopback from the machine's own address";
+    EXPECT_EQ((*from_own)->owner, std::optional<uid_t>(other));
   }
 }
 
