@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gpurun/engine/gpu_process_owner.hpp"
+#include "gpurun/history/time_text.hpp"
 #include "gpurun/select/claims.hpp"
 
 namespace gpurun {
@@ -145,7 +146,8 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
          .started_by_gpurun = c.started_by_gpurun,
          .time_limit = c.time_limit,
          .notify_end = c.notify_end,
-         .listed_by_engine = !c.from_processes});
+         .listed_by_engine = !c.from_processes,
+         .started_at = parse_rfc3339(c.started_at)});
   }
 
   // A GPU process outside every container is a holder of its own.

@@ -84,6 +84,16 @@ std::chrono::milliseconds PolicyRules::lookback() const {
 
 void PolicyRules::observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine,
                           const std::function<bool()>& stopping) {
+  observe_with(sample, running, engine, stopping, true);
+}
+
+void PolicyRules::observe_containers_only(const MachineSample& sample, const std::vector<RunRecord>& running,
+                                          ContainerEngine* engine, const std::function<bool()>& stopping) {
+  observe_with(sample, running, engine, stopping, false);
+}
+
+void PolicyRules::observe_with(const MachineSample& sample, const std::vector<RunRecord>& running,
+                               ContainerEngine* engine, const std::function<bool()>& stopping, bool utilization_read) {
   for (const HolderSample& holder : sample.holders)
     if (holder.notify_end) notify_end_.insert(holder.key);
   // A container a rule stopped, missing from a sample since, that the engine lists running again
@@ -105,7 +115,7 @@ void PolicyRules::observe(const MachineSample& sample, const std::vector<RunReco
       retries_.erase(holder.key);
     }
   std::vector<PolicyAction> due = limiter_.observe(sample, running);
-  if (idle_) {
+  if (idle_ && utilization_read) {
     std::vector<PolicyAction> idle = idle_->observe(sample, running);
     due.insert(due.end(), idle.begin(), idle.end());
   }

@@ -34,6 +34,11 @@ class PolicyRules {
   // Once `stopping` holds, nothing more is begun (a stop takes up to 20 s, and systemd waits 30).
   void observe(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine,
                const std::function<bool()>& stopping = {});
+  // A sample of the engine's containers alone, the GPUs unread (the GPU source failing: a driver
+  // upgraded under a running system, nvidia-smi hung): time limits need only the containers, and
+  // hold; the idle policy, which needs the GPUs' utilization, waits.
+  void observe_containers_only(const MachineSample& sample, const std::vector<RunRecord>& running,
+                               ContainerEngine* engine, const std::function<bool()>& stopping = {});
 
   // The runs a sample ended: marks those a rule stopped (ended_by), and tells whoever asked.
   void ended(std::vector<RunRecord>& runs);
@@ -54,6 +59,8 @@ class PolicyRules {
 
  private:
   std::string ended_text(const RunRecord& run) const;
+  void observe_with(const MachineSample& sample, const std::vector<RunRecord>& running, ContainerEngine* engine,
+                    const std::function<bool()>& stopping, bool utilization_read);
 
   // A holder whose stop failed: how often in a row, and when it may be tried again.
   struct Retry {

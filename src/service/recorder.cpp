@@ -214,6 +214,29 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     last_flush = std::chrono::steady_clock::now();
   };
 
+  // The GPUs as last read, without their processes: which ones a container holds when the source
+  // fails and only the engine answers.
+  std::vector<Gpu> last_gpus;
+  // The GPU source failed: time limits need only the engine's containers, and hold (a driver
+  // upgraded under running jobs fails every read until a reboot, and no --time-limit held).
+  const auto enforce_time_limits = [&] {
+    if (!machine.engine || options.ignore_containers || last_gpus.empty()) return;
+    try {
+      std::vector<GpuContainer> containers = machine.engine->gpu_holders(timeout, Listing::running);
+      engine_trouble.fine();
+      if (stop.requested()) return;
+      Snapshot known;
+      known.gpus = last_gpus;
+      MachineSample sample =
+          machine_sample(std::chrono::system_clock::now(), known, std::move(containers), host_proc_root());
+      sample.monotonic = std::chrono::steady_clock::now();
+      const WaitsOutlastStop stops_finish;
+      rules.observe_containers_only(sample, tracker.running(), machine.engine.get(),
+                                    [&stop] { return stop.requested(); });
+    } catch (const Error& e) {
+      if (!stop.requested()) engine_trouble.failed(e.what());
+    }
+  };
   auto next = std::chrono::steady_clock::now();
   while (!stop.requested()) {
     next += settings.interval;
@@ -221,6 +244,8 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     try {
       const Snapshot snapshot = machine.source->read(timeout);
       source_trouble.fine();
+      last_gpus = snapshot.gpus;
+      for (Gpu& gpu : last_gpus) gpu.processes.clear();
       std::vector<GpuContainer> containers;
       bool containers_unknown = false;
       if (machine.engine && !options.ignore_containers) {
@@ -282,9 +307,12 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     } catch (const Error& e) {
       if (stop.requested()) break;  // given up for the stop: no trouble
       source_trouble.failed(e.what());
-      const std::lock_guard hold(served.mutex);
-      ++served.metrics.source_errors;
-      served.metrics.last_sample_ok = false;
+      {
+        const std::lock_guard hold(served.mutex);
+        ++served.metrics.source_errors;
+        served.metrics.last_sample_ok = false;
+      }
+      enforce_time_limits();
     }
     // (Asked to stop: the flush after the loop writes it, once.)
     if (!stop.requested() &&

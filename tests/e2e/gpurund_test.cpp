@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -31,6 +32,15 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// Now as the engine writes a container's State.StartedAt: "2026-11-27T10:00:00Z".
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char text[32];
+  return std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc) != 0 ? text : "";
+}
 
 class GpurundTest : public GpurunTest {
  protected:
@@ -595,11 +605,16 @@ class IdlePolicyTest : public GpurundTest {
   // gpurund under the system file `system`, the stand-in docker listing `inspect` (containers c1
   // and c2).
   // While dir()/engine-down exists, the stand-in's `ps` fails as an engine out of reach does.
-  pid_t start_with_containers(const std::string& system, const std::string& inspect) const {
+  // Their State.StartedAt, written 2026-01-01T00:00:00Z, is now: a time limit counts from it.
+  pid_t start_with_containers(const std::string& system, std::string inspect,
+                              const std::string& scenario_path = scenario("busy_dgx.json")) const {
     std::ofstream(system_config()) << system;
+    const std::string written = "2026-01-01T00:00:00Z";
+    for (std::size_t at; (at = inspect.find(written)) != std::string::npos;)
+      inspect.replace(at, written.size(), utc_now());
     std::ofstream(dir() + "/inspect.json") << inspect;
     std::filesystem::create_directory(dir() + "/argv");
-    return start(scenario("busy_dgx.json"), false, {},
+    return start(scenario_path, false, {},
                  {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + dir() + "/inspect.json",
                   "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv", "FAKE_DOCKER_PS_ERROR_FILE=" + dir() + "/engine-down"});
   }
@@ -805,6 +820,33 @@ TEST_F(IdlePolicyTest, RawSamplesAreKeptAsLongAsTheIdlePolicyLooksBack) {
   const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
   ASSERT_TRUE(eventually([&] { return log().find("raw samples are kept") != std::string::npos; })) << log();
   EXPECT_THAT(log(), HasSubstr("raw samples are kept for 20d 1h rather than 14d (keep_samples_days)"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
+// A driver upgraded under running jobs ("Driver/library version mismatch" until a reboot): the
+// GPU source fails at every sample, and the time limits, which need only the engine's containers,
+// hold all the same.
+TEST_F(NotifyTest, TimeLimitsHoldWhileTheGpuSourceFails) {
+  const std::string source = dir() + "/scenario.json";
+  std::filesystem::copy_file(scenario("busy_dgx.json"), source);
+  std::string timed(kTimedContainers);
+  timed.replace(timed.find(R"("gpurun.time-limit": "2")"), 24, R"("gpurun.time-limit": "4")");
+  const pid_t pid = start_with_containers("{}", timed, source);
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] {
+    return ask({"history", "--json"}).out.find("bob_gpu2") != std::string::npos;
+  })) << log();
+  std::ofstream(source) << R"({"gpus": [], "processes": [], "exit_code": 18,
+    "stdout": "Failed to initialize NVML: Driver/library version mismatch\n"})";
+  ASSERT_TRUE(eventually([&] { return log().find("time limit: stopped run") != std::string::npos; })) << log();
+  const std::string text = log();
+  EXPECT_LT(text.find("Driver/library version mismatch"), text.find("time limit: stopped run")) << text;
+  std::string c1_stop;
+  for (const char* arg : {"stop", "--time", "10", "--", "c1"}) c1_stop.append(arg).push_back('\0');
+  bool stopped = false;
+  for (const auto& file : std::filesystem::directory_iterator(dir() + "/argv"))
+    stopped = stopped || read_file(file.path()) == c1_stop;
+  EXPECT_TRUE(stopped);
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 

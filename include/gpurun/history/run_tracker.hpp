@@ -45,6 +45,10 @@ struct HolderSample {
   // A container the engine asked listed: only such a one is ever stopped through that engine
   // (one seen only through its processes may be another engine's, or a scope a user named).
   bool listed_by_engine = false;
+  // When the engine started the container (its State.StartedAt); nullopt where it does not say.
+  // A time limit counts from it: a run ended and begun again (the engine silent past its grace)
+  // is the same container, not a new limit.
+  std::optional<WallTime> started_at = std::nullopt;
 };
 
 // One GPU's readings in one sample.

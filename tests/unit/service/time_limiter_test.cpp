@@ -58,6 +58,24 @@ TEST(TimeLimiter, WarnsTenMinutesBeforeOrHalfwayForAShortLimit) {
   EXPECT_EQ(TimeLimiter::warn_at(60s), 30s);
 }
 
+// The engine silent past its grace ended the run, and a new one began when it answered again:
+// the limit counts from the container's start as the engine gives it, not from the new run's.
+TEST(TimeLimiter, CountsFromTheContainersStartAsTheEngineGivesIt) {
+  TimeLimiter limiter(std::nullopt);
+  HolderSample held = holder("container:c1", 60s);
+  held.started_at = kStart - 40s;  // the run began 40 s after the container
+  RunRecord run;
+  run.key = held.key;
+  run.start = kStart;
+  std::vector<std::pair<Kind, std::chrono::seconds>> due;
+  for (const auto at : {0s, 10s, 20s})
+    for (const PolicyAction& a : limiter.observe({.when = kStart + at, .gpus = {}, .holders = {held}}, {run}))
+      due.emplace_back(a.kind, a.elapsed);
+  ASSERT_EQ(due.size(), 2U);
+  EXPECT_EQ(due[0], std::pair(Kind::warn, 40s));  // past halfway at its first sighting
+  EXPECT_EQ(due[1], std::pair(Kind::stop, 60s));
+}
+
 TEST(TimeLimiter, AfterARestartARunPastItsWarningWhenLastSeenIsNotWarnedAgain) {
   RunRecord before;
   before.key = "container:c1";
