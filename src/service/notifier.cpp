@@ -16,7 +16,6 @@ namespace gpurun {
 namespace {
 
 constexpr std::size_t kMostWaiting = 1000;
-constexpr std::chrono::seconds kAttemptLimit{10};  // per webhook POST and per sendmail run
 constexpr std::chrono::seconds kShutdownLimit{5};  // a stopping service delivers what is due for this long
 
 }  // namespace
@@ -109,19 +108,19 @@ void Notifier::send(Notification notification, bool asked) {
 }
 
 void Notifier::deliver(Pending& pending) const {
-  // Each attempt within kAttemptLimit, and none past the give-up time (a stopping service's).
+  // Each attempt within the backoff's limit, and none past the give-up time (a stopping service's).
   const auto past_give_up = [this] {
     const auto give_up = give_up_time();
     return give_up && std::chrono::steady_clock::now() >= *give_up;
   };
   const auto limit = [this] {
     const auto give_up = give_up_time();
-    if (!give_up) return kAttemptLimit;
+    if (!give_up) return backoff_.attempt_limit;
     const auto left = std::chrono::ceil<std::chrono::seconds>(*give_up - std::chrono::steady_clock::now());
-    return std::clamp(left, std::chrono::seconds(1), kAttemptLimit);
+    return std::clamp(left, std::chrono::seconds(1), backoff_.attempt_limit);
   };
   const Notification& n = pending.notification;
-  if (!pending.mailed) {
+  if (!pending.mailed) {  // the mail alone: its webhook waits for the worker's next turn (work())
     pending.mailed = true;
     if (const auto message = mail_message(n, policy_.mail_domain)) {
       const Delivery sent = send_mail(policy_.sendmail, *message, limit());
@@ -131,6 +130,7 @@ void Notifier::deliver(Pending& pending) const {
       spdlog::warn("notify: no mail about {}: \"{}\" is not a user mail can go to", n.event,
                    text::printable(n.user, 64));  // anyone's label: never a line of the log of its own
     }
+    return;
   }
   if (!pending.posted && !past_give_up()) {  // past it: kept, for the next start
     ++pending.attempts;
@@ -156,8 +156,12 @@ void Notifier::work() {
   while (true) {
     const auto now = std::chrono::steady_clock::now();
     const auto give_up = give_up_time();  // set once a stop is asked for: what is due until then
-    const auto next = std::min_element(queue_.begin(), queue_.end(),
-                                       [](const Pending& a, const Pending& b) { return a.due < b.due; });
+    // Every mail before any webhook: a webhook that does not answer takes 10 s a try, and the
+    // mails queued behind it went out that much later each (a warning's after its stop).
+    auto next = std::find_if(queue_.begin(), queue_.end(), [](const Pending& p) { return !p.mailed; });
+    if (next == queue_.end())
+      next = std::min_element(queue_.begin(), queue_.end(),
+                              [](const Pending& a, const Pending& b) { return a.due < b.due; });
     if (next == queue_.end()) {
       if (stopping_) return;
       wake_.wait(lock);

@@ -53,6 +53,7 @@ class Notifier {
   struct Backoff {
     std::chrono::milliseconds first{2000};  // doubled after each failure
     int attempts = 5;
+    std::chrono::seconds attempt_limit{10};  // per webhook POST and per sendmail run
   };
   // `kept`: a file in gpurund's state directory where what a stop leaves undelivered is kept, to
   // be sent at the next start under the same rules (take_up_kept; "": none kept).

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -228,6 +229,46 @@ TEST(Notifier, AStopRequestCutsAHungWebhookAfterFiveSecondsAndKeepsItsNotificati
   ASSERT_EQ(left.size(), 1U);
   EXPECT_EQ(left.front().notification.text, warning.text);
   EXPECT_FALSE(left.front().posted);
+}
+
+// A webhook that takes the POST and never answers (10 s a try): the mails of the notifications
+// queued behind it went out 10 s later each (a warning's after its stop). Now every mail goes
+// before the next POST: when the second POST comes, carol's mail, queued third, is out.
+TEST(Notifier, EveryMailGoesBeforeTheNextWebhookPostSoAHungWebhookHoldsUpNoMail) {
+  const test::TempDir dir;
+  const std::string sendmail = test::write_script(dir / "sendmail", "cat >> " + (dir / "mail"));
+  const Fd hung(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));  // takes each POST, never answers
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(hung.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(hung.get(), 8), 0);
+  ASSERT_EQ(::getsockname(hung.get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  NotifyPolicy policy;
+  policy.webhook = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hook";
+  policy.mail = true;
+  policy.sendmail = sendmail;
+  const auto mailed = [&](const char* user) {
+    return std::filesystem::exists(dir / "mail") && test::read_file(dir / "mail").find(user) != std::string::npos;
+  };
+  std::vector<Fd> posts;
+  const auto next_post = [&] {  // waits up to 5 s for the next POST's connection
+    pollfd ready{.fd = hung.get(), .events = POLLIN, .revents = 0};
+    if (::poll(&ready, 1, 5000) != 1) return false;
+    posts.emplace_back(::accept(hung.get(), nullptr, nullptr));
+    return posts.back().valid();
+  };
+  {
+    Notifier notifier(policy, Notifier::Backoff{.first = 10ms, .attempts = 1, .attempt_limit = 1s});
+    notifier.send(notification("alice"));
+    ASSERT_TRUE(next_post());  // alice's, which waits its 1 s
+    notifier.send(notification("bob"));
+    notifier.send(notification("carol"));
+    ASSERT_TRUE(next_post());  // bob's
+    EXPECT_TRUE(mailed("To: bob"));
+    EXPECT_TRUE(mailed("To: carol"));  // before bob's POST, not after it
+  }
 }
 
 // A thousand notifications waiting (the webhook down): the oldest news of a run's end goes, not a
