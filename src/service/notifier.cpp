@@ -1,5 +1,6 @@
 #include "gpurun/service/notifier.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <optional>
 
+#include "gpurun/history/time_text.hpp"
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/text.hpp"
 #include "notification_spool.hpp"
@@ -34,20 +36,37 @@ std::optional<std::chrono::steady_clock::time_point> Notifier::give_up_time() co
   return *stopped + kShutdownLimit;
 }
 
-void Notifier::take_up_kept() {
+void Notifier::take_up_kept(const std::vector<RunRecord>& running) {
   if (kept_.empty()) return;
-  std::vector<SpooledNotification> kept = read_kept_notifications(kept_, std::chrono::system_clock::now());
+  const WallTime now = std::chrono::system_clock::now();
+  std::vector<SpooledNotification> kept = read_kept_notifications(kept_, now);
   {
     const std::lock_guard hold(mutex_);
-    for (SpooledNotification& one : kept)
-      queue_.push_back({.notification = std::move(one.notification),
+    for (SpooledNotification& one : kept) {
+      Notification& n = one.notification;
+      // A warning of a run that has ended since (stopped while gpurund was down, or gone) warns
+      // of nothing: "stops it in 10m", then at once "stopped", or of a run that is no more.
+      const auto id = n.run.is_object() && n.run.contains("id") && n.run["id"].is_number_integer()
+                          ? std::optional(n.run["id"].get<std::int64_t>())
+                          : std::nullopt;
+      const bool open =
+          id && std::any_of(running.begin(), running.end(), [&](const RunRecord& run) { return run.id == *id; });
+      if (n.event.ends_with("_warning") && !open) {
+        spdlog::info("notify: a kept {} is not sent: its run has ended since", n.event);
+        continue;
+      }
+      // What was kept over a stop says so: its "in 10m" counted from when it was written.
+      if (now - n.time > std::chrono::minutes(1))
+        n.text = fmt::format("(late: written {}, kept while gpurund was stopped) {}", rfc3339(n.time), n.text);
+      queue_.push_back({.notification = std::move(n),
                         .mailed = one.mailed,
                         .posted = one.posted,
                         .attempts = 0,
                         .due = std::chrono::steady_clock::now(),
                         .from_kept = true});
-    kept_waiting_ += kept.size();
-    if (kept_waiting_ == 0) (void)std::remove(kept_.c_str());  // none left to send (too old)
+      ++kept_waiting_;
+    }
+    if (kept_waiting_ == 0) (void)std::remove(kept_.c_str());  // none left to send (too old, or ended)
   }
   wake_.notify_all();
 }

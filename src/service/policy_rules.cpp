@@ -65,7 +65,7 @@ void PolicyRules::resume(const std::vector<RunRecord>& running, const GpuSampleW
   limiter_.resume(seen_since);
   if (idle_) idle_->resume(running, samples);
   // What the last stop could not tell, under these same rules (the same webhook, mail, events).
-  if (notifier_) notifier_->take_up_kept();
+  if (notifier_) notifier_->take_up_kept(running);
 }
 
 void PolicyRules::start_afresh() const {

@@ -74,9 +74,10 @@ class Notifier {
   // never blocks on the network. Past 1000 waiting, the oldest is dropped (logged).
   void send(Notification notification, bool asked = false);
 
-  // Sends what the last stop kept (the same rules are in force again: PolicyRules::resume); the
+  // Sends what the last stop kept (the same rules are in force again: PolicyRules::resume), but
+  // the warnings of runs no longer `running`, and marked late where written over a minute ago; the
   // file goes once all of it is delivered or given up.
-  void take_up_kept();
+  void take_up_kept(const std::vector<RunRecord>& running);
 
  private:
   struct Pending {

@@ -187,7 +187,7 @@ TEST(Notifier, WhatAStopLeavesUndeliveredIsSentAtTheNextStart) {
     Notifier notifier(policy, {.first = 10ms, .attempts = 5}, kept);
     std::this_thread::sleep_for(100ms);
     EXPECT_TRUE(up.bodies().empty());  // sent only once the same rules are known to be in force
-    notifier.take_up_kept();
+    notifier.take_up_kept({});
     ASSERT_TRUE(eventually([&] { return up.bodies().size() == 1; }));
     ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(kept); }));  // sent once, not at the next start
   }
@@ -303,6 +303,39 @@ TEST(Notifier, AFullQueueDropsARunsEndBeforeAWarning) {
                           [](const SpooledNotification& n) { return n.notification.text == "the warning"; }));
 }
 
+// Kept over a three-hour stop: a warning of a run that has ended since is not sent ("stops it in
+// 10m", then at once "stopped"), and one of a run still open says it is late.
+TEST(Notifier, AKeptWarningOfAnEndedRunIsDroppedAndALateOneSaysSo) {
+  const test::TempDir dir;
+  const std::string kept = dir / "kept.json";
+  Notification ended = notification("bob", "run 3 stops in 10m");
+  ended.event = "time_warning";
+  ended.time = std::chrono::system_clock::now() - 3h;
+  Notification open = notification("carol", "run 4 stops in 10m");
+  open.event = "idle_warning";
+  open.run = {{"id", 4}, {"name", "y"}};
+  open.time = ended.time;
+  ASSERT_EQ(keep_notifications(kept, {{.notification = ended, .mailed = false, .posted = false},
+                                      {.notification = open, .mailed = true, .posted = false}}),
+            std::nullopt);
+  const test::WebhookReceiver receiver;
+  NotifyPolicy policy;
+  policy.webhook = receiver.url();
+  RunRecord still;
+  still.id = 4;
+  {
+    Notifier notifier(policy, {.first = 10ms, .attempts = 5}, kept);
+    notifier.take_up_kept({still});
+    ASSERT_TRUE(eventually([&] { return receiver.bodies().size() == 1; }));
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(receiver.bodies().size(), 1U);
+  const auto body = nlohmann::json::parse(receiver.bodies().front());
+  EXPECT_THAT(body.at("text").get<std::string>(), ::testing::StartsWith("(late: written "));
+  EXPECT_THAT(body.at("text").get<std::string>(), HasSubstr("kept while gpurund was stopped) run 4 stops in 10m"));
+  EXPECT_FALSE(std::filesystem::exists(kept));
+}
+
 // What already went is not sent again (sendmail took the mail), and what is over a day old, or a
 // file that is not a list of them, is not sent at all.
 TEST(Notifier, WhatWentAlreadyOrIsADayOldIsNotSentAgain) {
@@ -323,7 +356,7 @@ TEST(Notifier, WhatWentAlreadyOrIsADayOldIsNotSentAgain) {
   policy.sendmail = sendmail;
   {
     Notifier notifier(policy, {.first = 10ms, .attempts = 5}, kept);
-    notifier.take_up_kept();
+    notifier.take_up_kept({});
     ASSERT_TRUE(eventually([&] { return receiver.bodies().size() == 1; }));
     std::this_thread::sleep_for(100ms);
   }

@@ -224,7 +224,11 @@ TEST(PolicyRules, TheLastStopsUndeliveredNotificationsGoOutOnlyUnderTheSameRules
   ASSERT_EQ(keep_notifications(kept, {{.notification = warning, .mailed = true, .posted = false}}), std::nullopt);
   {
     PolicyRules same_rules(policy, "dgx1", 10s, kept);
-    same_rules.resume({}, {}, kStart);
+    RunRecord open;  // run 3 is still open: its warning still means something
+    open.id = 3;
+    open.key = "container:c3";
+    open.start = open.last_seen = kStart;
+    same_rules.resume({open}, {}, kStart);
     for (int i = 0; i < 100 && receiver.bodies().empty(); ++i) std::this_thread::sleep_for(20ms);
   }
   ASSERT_EQ(receiver.bodies().size(), 1U);
