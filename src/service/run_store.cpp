@@ -40,6 +40,9 @@ CREATE INDEX IF NOT EXISTS runs_by_end ON runs(end_ms);
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user, start_ms);
 -- history is newest first: read in this order, no sort of a year's runs.
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs(start_ms);
+-- `gpurun report NAME`: a run by its name or the start of its container's ID.
+CREATE INDEX IF NOT EXISTS runs_by_name ON runs(name);
+CREATE INDEX IF NOT EXISTS runs_by_container ON runs(container_id);
 -- Each GPU at each sample (kept 14 days by default). Utilization in tenths of a percent and memory
 -- in whole MiB: integers take 1 to 3 bytes where a REAL takes 8.
 CREATE TABLE IF NOT EXISTS samples (
@@ -352,9 +355,15 @@ std::vector<RunRecord> RunStore::runs(const RunQuery& query) const {
 }
 
 void RunStore::each_run(const RunQuery& query, const std::function<void(const RunRecord&)>& visit) const {
-  SQLite::Statement select(*db_, R"(
+  // One text per case: "(?2 = '' OR user = ?2)" kept SQLite from runs_by_user, and a user's runs
+  // were found by reading everyone's. Newest first from an index either way: no sort.
+  SQLite::Statement select(*db_, query.user.empty() ? R"(
     SELECT * FROM runs
-    WHERE (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1) AND (?2 = '' OR user = ?2)
+    WHERE (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1) AND ?2 = ''
+    ORDER BY start_ms DESC, id DESC LIMIT ?3)"
+                                                    : R"(
+    SELECT * FROM runs
+    WHERE user = ?2 AND (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1)
     ORDER BY start_ms DESC, id DESC LIMIT ?3)");
   if (query.since)
     select.bind(1, unix_ms(*query.since));
@@ -366,15 +375,21 @@ void RunStore::each_run(const RunQuery& query, const std::function<void(const Ru
 }
 
 std::optional<RunRecord> RunStore::find(const std::string& name, const std::string& user) const {
+  // By id, name or the start of a container's ID, each through an index: a range of IDs from the
+  // prefix to the prefix followed by 'g' (after every hex digit) is the IDs it begins.
   SQLite::Statement select(*db_, R"(
     SELECT * FROM runs
-    WHERE (id = ?1 OR name = ?2 OR (length(?2) >= 4 AND container_id <> '' AND substr(container_id, 1, length(?2)) = ?2))
+    WHERE (id = ?1 OR name = ?2 OR (container_id >= ?4 AND container_id < ?5))
       AND (?3 = '' OR user = ?3)
     ORDER BY start_ms DESC, id DESC LIMIT 1)");
   const auto id = text::parse_integer(name);
+  const bool id_prefix =
+      name.size() >= 4 && name.size() <= 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
   select.bind(1, static_cast<std::int64_t>(id.value_or(-1)));
   select.bind(2, name);
   select.bind(3, user);
+  select.bind(4, id_prefix ? name : std::string());  // none: the empty range
+  select.bind(5, id_prefix ? name + "g" : std::string());
   if (!select.executeStep()) return std::nullopt;
   return run_from(select);
 }
