@@ -2,16 +2,58 @@
 
 #include <fmt/format.h>
 
+#include <locale.h>
+#include <wchar.h>
+
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 #include "gpurun/util/text.hpp"
 
 namespace gpurun {
 
+namespace {
+
+// The UTF-8 sequence at the start of `s`: its length (1 for a byte that starts none) and its code
+// point (0 where it is not one).
+std::pair<std::size_t, char32_t> next_code_point(std::string_view s) {
+  const auto u = static_cast<unsigned char>(s[0]);
+  const std::size_t length = u < 0x80 ? 1 : (u >> 5) == 0x6 ? 2 : (u >> 4) == 0xE ? 3 : (u >> 3) == 0x1E ? 4 : 1;
+  if (length == 1 || length > s.size()) return {1, u < 0x80 ? u : 0};
+  char32_t c = u & (0x7F >> length);
+  for (std::size_t i = 1; i < length; ++i) {
+    const auto next = static_cast<unsigned char>(s[i]);
+    if ((next & 0xC0) != 0x80) return {1, 0};
+    c = (c << 6) | (next & 0x3F);
+  }
+  return {length, c};
+}
+
+// The columns a code point takes on a terminal, as libc's wcwidth says under C.UTF-8 (Debian's
+// libc-bin has it): 2 for a wide East Asian character, 0 for a combining mark; 1 where it cannot
+// tell (the locale missing, a character it does not know).
+std::size_t columns_of(char32_t c) {
+  if (c < 0x80) return 1;
+  static const locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", locale_t{});
+  if (utf8 == locale_t{}) return 1;
+  const locale_t before = ::uselocale(utf8);
+  const int width = ::wcwidth(static_cast<wchar_t>(c));
+  ::uselocale(before);
+  return width < 0 ? 1 : static_cast<std::size_t>(width);
+}
+
+}  // namespace
+
 std::size_t display_width(std::string_view s) {
-  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  std::size_t width = 0;
+  while (!s.empty()) {
+    const auto [length, c] = next_code_point(s);
+    width += columns_of(c);
+    s.remove_prefix(length);
+  }
+  return width;
 }
 
 std::string cut_to_width(std::string_view s, std::size_t width) {
@@ -19,9 +61,13 @@ std::string cut_to_width(std::string_view s, std::size_t width) {
   if (width == 0) return {};
   std::string out;
   std::size_t used = 0;
-  for (char c : s) {
-    if ((c & 0xC0) != 0x80 && ++used > width - 1) break;  // a code point starts here
-    out += c;
+  while (!s.empty()) {
+    const auto [length, c] = next_code_point(s);
+    const std::size_t columns = columns_of(c);
+    if (used + columns > width - 1) break;  // the last column is the ellipsis's
+    used += columns;
+    out.append(s.substr(0, length));
+    s.remove_prefix(length);
   }
   return out + "…";
 }

@@ -35,10 +35,11 @@ struct Column {
   }
 };
 
-// Columns on screen: one per UTF-8 code point (names and users are not wide characters).
+// Columns on screen: two for a wide East Asian character (a command line's 训练.py, a
+// fullwidth ｗｉｄｅ), none for a combining mark, else one for each UTF-8 code point.
 std::size_t display_width(std::string_view s);
 
-// `s` cut to `width` columns, the last of them "…" when cut.
+// `s` cut to `width` columns (never inside a character), the last of them "…" when cut.
 std::string cut_to_width(std::string_view s, std::size_t width);
 
 class Table {

@@ -105,5 +105,19 @@ TEST(CutToWidth, CountsCodePointsAndEndsACutWithAnEllipsis) {
   EXPECT_EQ(cut_to_width("abc", 0), "");
 }
 
+// A bare process's name is its command line, in any script: a wide character takes two columns,
+// and the columns after it stayed one short of it each.
+TEST(CutToWidth, AWideCharacterTakesTwoColumnsAndACombiningMarkNone) {
+  EXPECT_EQ(display_width("训练.py"), 7u);
+  EXPECT_EQ(display_width("ｗｉｄｅ"), 8u);
+  EXPECT_EQ(display_width("e\u0301"), 1u);  // é as e and a combining acute
+  EXPECT_EQ(cut_to_width("训练模型", 5), "训练…");
+  EXPECT_EQ(cut_to_width("训练模型", 6), "训练…");  // never half of 模
+  Table table({Column::fitted("NAME"), Column::fitted("USER")});
+  table.add_row({"训练", "bob"});
+  table.add_row({"train", "carol"});
+  EXPECT_EQ(table.str(), "NAME   USER\n训练   bob\ntrain  carol\n");
+}
+
 }  // namespace
 }  // namespace gpurun
