@@ -148,6 +148,7 @@ json config_json(const Config& config) {
                          {"stop_after_s", seconds(idle.stop_after)},
                          {"scope", std::string(word_of(idle.scope))},
                          {"exempt_users", idle.exempt_users},
+                         {"exempt_containers", idle.exempt_containers},
                          {"dry_run", idle.dry_run}});
   }
   if (p.notify)

@@ -13,7 +13,8 @@
 namespace gpurun {
 namespace {
 
-constexpr std::array<const char*, 6> kKeys{"below", "warn_after", "stop_after", "scope", "exempt_users", "dry_run"};
+constexpr std::array<const char*, 7> kKeys{"below",        "warn_after",        "stop_after", "scope",
+                                           "exempt_users", "exempt_containers", "dry_run"};
 
 }  // namespace
 
@@ -61,6 +62,17 @@ IdlePolicyRead read_idle_policy(const nlohmann::json& value) {
           return fail(key, "expected a list of login names (no spaces, no ':'), such as [\"alice\"]");
         read.policy.exempt_users.push_back(user.get<std::string>());
       }
+    } else if (key == "exempt_containers") {
+      const auto pattern = [](const nlohmann::json& p) {
+        return p.is_string() && !p.get_ref<const std::string&>().empty() &&
+               std::none_of(p.get_ref<const std::string&>().begin(), p.get_ref<const std::string&>().end(),
+                            [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+      };
+      if (!item.is_array() || !std::all_of(item.begin(), item.end(), pattern))
+        return fail(key,
+                    "expected a list of container names or images, shell patterns allowed, such as "
+                    "[\"dcgm-exporter\", \"*/tritonserver:*\"]");
+      read.policy.exempt_containers = item.get<std::vector<std::string>>();
     } else if (key == "dry_run") {
       if (!item.is_boolean()) return fail(key, "expected true or false");
       read.policy.dry_run = item.get<bool>();

@@ -55,7 +55,7 @@ std::string starter_system_config() {
   }
   text += R"(  // What gpurund does about GPUs held idle (man gpurund): warn the owner, then stop the container.
   // "idle_policy": {"below": "5%", "warn_after": "1h", "stop_after": "2h", "scope": "gpurun",
-  //                 "exempt_users": [], "dry_run": false},
+  //                 "exempt_users": [], "exempt_containers": ["dcgm-exporter"], "dry_run": false},
   // How gpurund tells people about idle runs and time limits (man gpurund): a webhook, mail, or both.
   // "notify": {"webhook": "https://chat.example.org/hooks/abc", "mail": true,
   //            "mail_domain": "lab.example.org", "sendmail": "/usr/sbin/sendmail",

@@ -1,10 +1,19 @@
 #include "gpurun/service/idle_enforcer.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <set>
 #include <utility>
 
 namespace gpurun {
+
+bool IdleEnforcer::exempt_container(const HolderSample& holder) const {
+  if (holder.container_id.empty()) return false;
+  return std::any_of(policy_.exempt_containers.begin(), policy_.exempt_containers.end(), [&](const std::string& p) {
+    return ::fnmatch(p.c_str(), holder.name.c_str(), 0) == 0 || ::fnmatch(p.c_str(), holder.image.c_str(), 0) == 0;
+  });
+}
 
 IdleEnforcer::IdleEnforcer(IdlePolicy policy, std::chrono::milliseconds max_gap)
     : policy_(std::move(policy)), max_gap_(max_gap) {}
@@ -88,7 +97,9 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
   for (const HolderSample& holder : merged_holders(sample.holders)) {
     present.insert(holder.key);
     if (holder.gpus.empty() ||
-        std::find(policy_.exempt_users.begin(), policy_.exempt_users.end(), holder.user) != policy_.exempt_users.end())
+        std::find(policy_.exempt_users.begin(), policy_.exempt_users.end(), holder.user) !=
+            policy_.exempt_users.end() ||
+        exempt_container(holder))
       continue;
     const bool idle =
         std::all_of(holder.gpus.begin(), holder.gpus.end(), [&](int gpu) { return idle_gpus.contains(gpu); });

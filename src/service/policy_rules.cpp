@@ -50,9 +50,10 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
   const auto seconds = [](const std::optional<std::chrono::seconds>& s) { return s ? s->count() : -1; };
   fingerprint_ = fmt::format("max_runtime {}", seconds(policy.max_runtime));
   if (const auto& idle = policy.idle_policy)
-    fingerprint_ += fmt::format("; idle_policy {} {} {} {} {} [{}]; interval {}", idle->below_percent,
-                                seconds(idle->warn_after), seconds(idle->stop_after), static_cast<int>(idle->scope),
-                                idle->dry_run, fmt::join(idle->exempt_users, ","), interval.count());
+    fingerprint_ +=
+        fmt::format("; idle_policy {} {} {} {} {} [{}] [{}]; interval {}", idle->below_percent,
+                    seconds(idle->warn_after), seconds(idle->stop_after), static_cast<int>(idle->scope), idle->dry_run,
+                    fmt::join(idle->exempt_users, ","), fmt::join(idle->exempt_containers, ","), interval.count());
   if (const auto& notify = policy.notify)  // whom a warning went to, and which ones: a new one warns afresh
     fingerprint_ += fmt::format("; notify {} {} {} {} [{}]", notify->webhook, notify->mail, notify->mail_domain,
                                 notify->sendmail, fmt::join(notify->events, ","));

@@ -43,6 +43,8 @@ TEST(ReadIdlePolicy, NamesTheKeyAndWhatToWriteForAnythingElse) {
       {R"({"below": "100%", "stop_after": "1h"})", "every GPU would be idle"},
       {R"({"stop_after": "1h", "exempt_users": ["alice "]})", "no spaces"},
       {R"({"stop_after": "1h", "exempt_users": ["root:x"]})", "no ':'"},
+      {R"({"stop_after": "1h", "exempt_containers": "dcgm-exporter"})", "shell patterns allowed"},
+      {R"({"stop_after": "1h", "exempt_containers": [""]})", "shell patterns allowed"},
       {R"({"stop_after": "soon"})", "\"2h\""},
       {R"({"stop_after": 0})", "at least 1 s"},
       {R"({"warn_after": "2h", "stop_after": "1h"})", "before stop_after"},

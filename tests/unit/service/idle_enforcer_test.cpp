@@ -25,6 +25,7 @@ IdlePolicy policy(IdleScope scope = IdleScope::gpurun) {
           .stop_after = 120s,
           .scope = scope,
           .exempt_users = {"root"},
+          .exempt_containers = {"dcgm-exporter", "*/tritonserver:*"},
           .dry_run = false};
 }
 
@@ -106,6 +107,20 @@ TEST(IdleEnforcer, ScopeAllStopsAnyContainerButStillNoProcess) {
   IdleEnforcer enforcer(policy(IdleScope::all));
   const std::vector<HolderSample> held{holder("process:7:1", 0, "", false), holder("container:c2", 1, "c2", false)};
   EXPECT_EQ(kinds_over(enforcer, held, {0s, 60s, 120s}).back(), (std::vector<Kind>{Kind::report, Kind::stop}));
+}
+
+// dcgm-exporter (the page's own Prometheus feed) holds every GPU and never computes; an
+// inference server idles between requests: under scope all they are left alone by name or image.
+TEST(IdleEnforcer, ContainersTheSiteExemptsByNameOrImageAreLeftAloneUnderScopeAll) {
+  IdleEnforcer enforcer(policy(IdleScope::all));
+  HolderSample exporter = holder("container:c5", 0, "c5", false);
+  exporter.name = "dcgm-exporter";
+  HolderSample triton = holder("container:c6", 1, "c6", false);
+  triton.image = "nvcr.io/nvidia/tritonserver:24.05-py3";
+  HolderSample other = holder("container:c7", 1, "c7", false);
+  other.name = "dcgm-exporter-copy";  // a pattern names the whole name
+  EXPECT_EQ(kinds_over(enforcer, {exporter, triton, other}, {0s, 60s, 120s}),
+            (std::vector<std::vector<Kind>>{{}, {Kind::warn}, {Kind::stop}}));
 }
 
 TEST(IdleEnforcer, AContainerSeenOnlyThroughItsProcessesIsNeverStoppedEvenUnderScopeAll) {
