@@ -225,6 +225,18 @@ ServiceServer::ServiceServer(ServerSettings settings, ServedRuns& runs) : settin
     ::chmod(parent.c_str(), 0755);  // whatever gpurund's umask (077): every user reaches the socket
   else if (!parent.empty() && errno != EEXIST)
     throw Error(fmt::format("cannot create {} for the socket: {}", parent.string(), std::strerror(errno)));
+  // A directory someone else may write (and rename in: not sticky) could swap the socket for a
+  // link between its bind and its chmod, and have root make any file 0666.
+  struct stat directory {};
+  const std::string parent_dir = parent.empty() ? "." : parent.string();
+  if (::stat(parent_dir.c_str(), &directory) != 0)
+    throw Error(fmt::format("cannot use {} for the socket: {}", parent_dir, std::strerror(errno)));
+  const bool others_write = (directory.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (directory.st_mode & S_ISVTX) == 0;
+  if ((directory.st_uid != 0 && directory.st_uid != ::geteuid()) || others_write)
+    throw Error(
+        fmt::format("cannot put the socket in {}: another user may write that directory (owner uid {}, "
+                    "mode {:o}); give a --socket in a directory of root's alone, such as /run/gpurun",
+                    parent_dir, directory.st_uid, directory.st_mode & 07777));
   struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0) {
     if (!S_ISSOCK(existing.st_mode))

@@ -473,6 +473,25 @@ TEST_F(ServiceServerTest, AUserWhoFloodsTheSocketWithIdleConnectionsKeepsNobodyE
   ASSERT_EQ(::waitpid(child, &status, 0), child);
 }
 
+// A directory another user may write, and rename in (not sticky): they could swap the socket for
+// a link to any file between its bind and its chmod, which root would make 0666.
+TEST_F(ServiceServerTest, RefusesADirectoryAnotherUserMayWrite) {
+  const std::string shared = dir_ + "/shared";
+  std::filesystem::create_directory(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  settings_.socket_path = shared + "/gpurund.sock";
+  try {
+    const ServiceServer server(settings_, served_);
+    ADD_FAILURE() << "it listened in a directory anyone may write";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("another user may write that directory"));
+    EXPECT_THAT(e.what(), HasSubstr("mode 777"));
+  }
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);  // sticky, as /tmp: nobody renames another's file
+  const ServiceServer server(settings_, served_);
+  EXPECT_TRUE(std::filesystem::is_socket(settings_.socket_path));
+}
+
 TEST_F(ServiceServerTest, RefusesToReplaceAFileThatIsNotASocket) {
   settings_.socket_path = dir_ + "/not-a-socket";
   { std::ofstream(settings_.socket_path) << "data"; }
