@@ -60,6 +60,7 @@ std::vector<HolderSample> merged_holders(const std::vector<HolderSample>& holder
         mine->second = std::max(mine->second, theirs->second);
     }
     merge_gpus(same->gpus, holder.gpus);
+    merge_gpus(same->computing_gpus, holder.computing_gpus);
     if (holder.memory_used_mib) same->memory_used_mib = same->memory_used_mib.value_or(0) + *holder.memory_used_mib;
   }
   return merged;
@@ -105,21 +106,35 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   for (HolderSample& holder : holders)
     if (const RunRecord* same_pid = run_of_holder(running_, holder.key)) holder.key = same_pid->key;
   std::map<std::string, HolderSample> seen;  // by key: new runs are numbered in key order
-  for (HolderSample& holder : merged_holders(holders)) seen.emplace(holder.key, std::move(holder));
+  for (HolderSample& holder : merged_holders(holders)) {
+    std::sort(holder.gpus.begin(), holder.gpus.end());
+    std::sort(holder.computing_gpus.begin(), holder.computing_gpus.end());
+    seen.emplace(holder.key, std::move(holder));
+  }
 
-  // A whole GPU held by several (processes of two users, --allow-busy) is their time together:
-  // each run credited is given its part, so that the users' GPU-hours add up to the GPU's.
+  // A whole GPU held by several (processes of two users, --allow-busy; a container given every
+  // GPU beside the jobs) is the time of those computing on it, in equal parts; where none computes,
+  // of all who hold it, in equal parts: the users' GPU-hours add up to the GPU's, and a container
+  // that only holds a GPU others work on (dcgm-exporter's --gpus all) takes none of their time.
   // MIG instances are parts of their own.
   std::map<int, int> whole_holders;  // GPU → runs credited for the whole of it
+  std::map<int, int> computing;      // GPU → of those, the ones with a process on it
   for (const auto& [key, holder] : seen) {
     if (run_of_holder(running_, key) == nullptr) continue;  // new: credited from the next sample
-    for (const int gpu : holder.gpus)
-      if (!holder.mig_share.contains(gpu)) ++whole_holders[gpu];
+    for (const int gpu : holder.gpus) {
+      if (holder.mig_share.contains(gpu)) continue;
+      ++whole_holders[gpu];
+      if (std::binary_search(holder.computing_gpus.begin(), holder.computing_gpus.end(), gpu)) ++computing[gpu];
+    }
   }
+  const auto part_of = [&](const HolderSample& holder, int gpu) {
+    if (const int on = computing[gpu]; on > 0)
+      return std::binary_search(holder.computing_gpus.begin(), holder.computing_gpus.end(), gpu) ? 1.0 / on : 0.0;
+    return 1.0 / std::max(1, whole_holders[gpu]);
+  };
 
   for (auto& entry : seen) {
     HolderSample& holder = entry.second;
-    std::sort(holder.gpus.begin(), holder.gpus.end());
     auto run = std::find_if(running_.begin(), running_.end(), [&](const RunRecord& r) { return r.key == entry.first; });
     const bool is_new = run == running_.end();
     if (is_new) {
@@ -136,8 +151,8 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
     bool all_idle = !holder.gpus.empty();
     for (int gpu : holder.gpus) {
       const auto part = holder.mig_share.find(gpu);
-      const double held_s = credit_s * (part == holder.mig_share.end() ? 1.0 / std::max(1, whole_holders[gpu])
-                                                                       : std::clamp(part->second, 0.0, 1.0));
+      const double held_s =
+          credit_s * (part == holder.mig_share.end() ? part_of(holder, gpu) : std::clamp(part->second, 0.0, 1.0));
       run->gpu_seconds += held_s;
       const auto found = utilization.find(gpu);
       const std::optional<double> util = found == utilization.end() ? std::nullopt : found->second;

@@ -132,6 +132,15 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
       if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
     std::sort(gpus.begin(), gpus.end());
     if (gpus.empty()) continue;
+    std::vector<int> computing;  // the GPUs one of its processes is on
+    for (const Gpu& gpu : snapshot.gpus)
+      for (const GpuProcess& p : gpu.processes) {
+        const std::optional<ProcessOwner>& owner = owner_of(p.pid);
+        if (owner && owner->container && runs_in(*owner->container, c, asking_uid) &&
+            std::find(computing.begin(), computing.end(), gpu.index) == computing.end())
+          computing.push_back(gpu.index);
+      }
+    std::sort(computing.begin(), computing.end());
     // A rootless engine's container is keyed by its user too: its ID is only that engine's.
     sample.holders.push_back(
         {.key = c.rootless_uid ? fmt::format("container:{}:{}", *c.rootless_uid, c.id) : "container:" + c.id,
@@ -141,6 +150,7 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
          .image = c.image,
          .command = kept_command(c.command),
          .gpus = std::move(gpus),
+         .computing_gpus = std::move(computing),
          .mig_share = shares,
          .memory_used_mib = std::nullopt,
          .started_by_gpurun = c.started_by_gpurun,
@@ -169,6 +179,7 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                                 .image = "",
                                 .command = command,
                                 .gpus = {gpu.index},
+                                .computing_gpus = {gpu.index},
                                 .mig_share = std::move(shares),
                                 .memory_used_mib = p.used_memory_mib,
                                 .started_by_gpurun = false,

@@ -49,24 +49,30 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
         policy.notify->sendmail, std::strerror(errno));
   const auto seconds = [](const std::optional<std::chrono::seconds>& s) { return s ? s->count() : -1; };
   fingerprint_ = fmt::format("max_runtime {}", seconds(policy.max_runtime));
-  if (const auto& idle = policy.idle_policy)
-    fingerprint_ +=
-        fmt::format("; idle_policy {} {} {} {} {} [{}] [{}]; interval {}", idle->below_percent,
-                    seconds(idle->warn_after), seconds(idle->stop_after), static_cast<int>(idle->scope), idle->dry_run,
-                    fmt::join(idle->exempt_users, ","), fmt::join(idle->exempt_containers, ","), interval.count());
+  if (const auto& idle = policy.idle_policy) {
+    // exempt_containers only where set: a fingerprint that changed with the upgrade that brought
+    // the key would have started every streak and warning afresh once.
+    const std::string exempt_containers =
+        idle->exempt_containers.empty() ? "" : fmt::format(" [{}]", fmt::join(idle->exempt_containers, ","));
+    fingerprint_ += fmt::format("; idle_policy {} {} {} {} {} [{}]{}; interval {}", idle->below_percent,
+                                seconds(idle->warn_after), seconds(idle->stop_after), static_cast<int>(idle->scope),
+                                idle->dry_run, fmt::join(idle->exempt_users, ","), exempt_containers, interval.count());
+  }
   if (const auto& notify = policy.notify)  // whom a warning went to, and which ones: a new one warns afresh
     fingerprint_ += fmt::format("; notify {} {} {} {} [{}]", notify->webhook, notify->mail, notify->mail_domain,
                                 notify->sendmail, fmt::join(notify->events, ","));
 }
 
-void PolicyRules::resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples, WallTime since) {
+void PolicyRules::resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples, WallTime since,
+                         int samples_to_end) {
   std::vector<RunRecord> seen_since;  // only what the service saw under these rules was warned under them
   for (const RunRecord& run : running)
     if (run.last_seen >= since) seen_since.push_back(run);
   limiter_.resume(seen_since);
   if (idle_) idle_->resume(running, samples);
-  // What the last stop could not tell, under these same rules (the same webhook, mail, events).
-  if (notifier_) notifier_->take_up_kept(running);
+  // What the last stop could not tell, under these same rules (the same webhook, mail, events),
+  // once the samples have ended the runs that ended meanwhile (observe_with).
+  if (notifier_) kept_after_samples_ = samples_to_end;
 }
 
 void PolicyRules::start_afresh() const {
@@ -115,6 +121,10 @@ void PolicyRules::observe_with(const MachineSample& sample, const std::vector<Ru
       if (idle_) idle_->forget(holder.key);
       retries_.erase(holder.key);
     }
+  if (kept_after_samples_ && utilization_read && --*kept_after_samples_ <= 0) {
+    kept_after_samples_.reset();
+    notifier_->take_up_kept(running);
+  }
   std::vector<PolicyAction> due = limiter_.observe(sample, running);
   if (idle_ && utilization_read) {
     std::vector<PolicyAction> idle = idle_->observe(sample, running);
@@ -162,7 +172,7 @@ void PolicyRules::observe_with(const MachineSample& sample, const std::vector<Ru
     spdlog::info("gpurund is stopping: {} stop(s) of the site's rules left for its next start", stops_left);
   // The stops ran one after another (docker stop waits up to 10 s for each): the next sample is
   // that much late, which must end no other holder's idle streak.
-  if (idle_)
+  if (idle_ && utilization_read)  // an outage's gap ends the streaks; acting within it is no excuse
     idle_->acted_for(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - acting_from));
 }

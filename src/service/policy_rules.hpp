@@ -50,8 +50,11 @@ class PolicyRules {
   // After a restart under the same rules, in force since `since`: the open runs, and the GPU
   // samples stored before the restart (oldest first, one at a time; those since `since` and of
   // the last `lookback()`, none where it is 0). Idle streaks go on, and no warning is given twice.
-  // The notifications the last stop kept are sent then too.
-  void resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples, WallTime since);
+  // The notifications the last stop kept are sent after `samples_to_end` samples (the tracker's
+  // gone_after_samples): by then the runs that ended while the service was down have ended, and
+  // their warnings are dropped (Notifier::take_up_kept).
+  void resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples, WallTime since,
+              int samples_to_end = 2);
   // After a restart under other rules: what the last stop kept to notify is dropped, as its
   // warnings are (logged).
   void start_afresh() const;
@@ -82,6 +85,7 @@ class PolicyRules {
   std::set<std::string> stopped_and_gone_;       // of those, the ones a sample has missed since
   std::set<std::string> notify_end_;             // holder keys whose launch asked for run_ended (--notify)
   std::map<std::string, Retry> retries_;         // holder key -> its failed stops
+  std::optional<int> kept_after_samples_;        // resumed: samples left before the kept notifications go
 };
 
 }  // namespace gpurun

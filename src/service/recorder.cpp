@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <set>
 
 #include "dcgm_job_map.hpp"
 #include "gpurun/engine/gpu_process_owner.hpp"
@@ -141,7 +142,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           [&](const GpuSampleVisit& visit) {
             if (looks_back) store.each_gpu_sample(from, visit);
           },
-          *since);
+          *since, settings.tracker.gone_after_samples);
     } else {
       rules.start_afresh();
     }
@@ -220,13 +221,24 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   // The GPU source failed: time limits need only the engine's containers, and hold (a driver
   // upgraded under running jobs fails every read until a reboot, and no --time-limit held).
   const auto enforce_time_limits = [&] {
-    if (!machine.engine || options.ignore_containers || last_gpus.empty()) return;
+    if (!machine.engine || options.ignore_containers) return;
+    std::vector<Gpu> gpus = last_gpus;
+    if (gpus.empty()) {  // none read since the start (a restart during the outage): the open runs' GPUs
+      std::set<int> indices;
+      for (const RunRecord& run : tracker.running()) indices.insert(run.gpus.begin(), run.gpus.end());
+      for (const int index : indices) {
+        Gpu gpu;
+        gpu.index = index;
+        gpus.push_back(std::move(gpu));
+      }
+    }
+    if (gpus.empty()) return;
     try {
       std::vector<GpuContainer> containers = machine.engine->gpu_holders(timeout, Listing::running);
       engine_trouble.fine();
       if (stop.requested()) return;
       Snapshot known;
-      known.gpus = last_gpus;
+      known.gpus = std::move(gpus);
       MachineSample sample =
           machine_sample(std::chrono::system_clock::now(), known, std::move(containers), host_proc_root());
       sample.monotonic = std::chrono::steady_clock::now();

@@ -225,18 +225,21 @@ ServiceServer::ServiceServer(ServerSettings settings, ServedRuns& runs) : settin
     ::chmod(parent.c_str(), 0755);  // whatever gpurund's umask (077): every user reaches the socket
   else if (!parent.empty() && errno != EEXIST)
     throw Error(fmt::format("cannot create {} for the socket: {}", parent.string(), std::strerror(errno)));
-  // A directory someone else may write (and rename in: not sticky) could swap the socket for a
-  // link between its bind and its chmod, and have root make any file 0666.
-  struct stat directory {};
-  const std::string parent_dir = parent.empty() ? "." : parent.string();
-  if (::stat(parent_dir.c_str(), &directory) != 0)
-    throw Error(fmt::format("cannot use {} for the socket: {}", parent_dir, std::strerror(errno)));
-  const bool others_write = (directory.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (directory.st_mode & S_ISVTX) == 0;
-  if ((directory.st_uid != 0 && directory.st_uid != ::geteuid()) || others_write)
-    throw Error(
-        fmt::format("cannot put the socket in {}: another user may write that directory (owner uid {}, "
-                    "mode {:o}); give a --socket in a directory of root's alone, such as /run/gpurun",
-                    parent_dir, directory.st_uid, directory.st_mode & 07777));
+  // A directory someone else may write (and rename in: not sticky), or one such above it, could
+  // have the socket swapped for a link between its bind and its chmod, and root make any file 0666.
+  std::filesystem::path dir = std::filesystem::absolute(parent.empty() ? "." : parent);
+  for (;; dir = dir.parent_path()) {
+    struct stat info {};
+    if (::stat(dir.c_str(), &info) != 0)
+      throw Error(fmt::format("cannot use {} for the socket: {}", dir.string(), std::strerror(errno)));
+    const bool others_write = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (info.st_mode & S_ISVTX) == 0;
+    if ((info.st_uid != 0 && info.st_uid != ::geteuid()) || others_write)
+      throw Error(
+          fmt::format("cannot put the socket in {}: another user may write {} (owner uid {}, mode {:o}); "
+                      "give a --socket in a directory of root's alone, such as /run/gpurun",
+                      parent.empty() ? "." : parent.string(), dir.string(), info.st_uid, info.st_mode & 07777));
+    if (dir == dir.parent_path()) break;  // "/"
+  }
   struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0) {
     if (!S_ISSOCK(existing.st_mode))

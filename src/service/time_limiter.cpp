@@ -34,16 +34,17 @@ std::vector<PolicyAction> TimeLimiter::observe(const MachineSample& sample, cons
     if (!limit) continue;
     const auto run =
         std::find_if(running.begin(), running.end(), [&holder](const RunRecord& r) { return r.key == holder.key; });
-    // First seen (a launch, or gpurund restarted), its age by the wall clock from its start (the
-    // engine's, else its run's); from then on what the steady clock measured: a wall clock stepped
-    // forward 9 hours stopped every job at the next sample, one stepped back gave each the step's
-    // time again.
+    // First seen (a launch, or gpurund restarted), its age by the wall clock from its start: the
+    // earlier of its run's and the engine's (a run ended and begun again across an engine outage
+    // keeps its container's age; a `docker start` after its stop at the limit, which sets the
+    // engine's anew, does not get a new limit). From then on what the steady clock measured: a
+    // wall clock stepped forward 9 hours stopped every job at the next sample, one stepped back
+    // gave each the step's time again.
     const SampleTime now = sample.time();
     auto [age, fresh] = ages_.try_emplace(holder.key, Age{.elapsed = {}, .last = now});
     if (fresh) {
-      const WallTime start = holder.started_at && *holder.started_at <= sample.when ? *holder.started_at
-                             : run != running.end()                                 ? run->start
-                                                                                    : sample.when;
+      WallTime start = run != running.end() ? run->start : sample.when;
+      if (holder.started_at && *holder.started_at < start) start = *holder.started_at;
       age->second.elapsed = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(sample.when - start),
                                      std::chrono::milliseconds(0));
       if (const auto before = seen_before_.find(holder.key);

@@ -850,6 +850,29 @@ TEST_F(NotifyTest, TimeLimitsHoldWhileTheGpuSourceFails) {
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
+// The same outage with gpurund restarted in it (the package's try-restart, systemd's
+// Restart=on-failure): nothing read since its start, the open runs' GPUs stand in for the list.
+TEST_F(NotifyTest, TimeLimitsHoldAfterARestartDuringTheGpuSourcesOutage) {
+  const std::string source = dir() + "/scenario.json";
+  std::filesystem::copy_file(scenario("busy_dgx.json"), source);
+  std::string timed(kTimedContainers);
+  timed.replace(timed.find(R"("gpurun.time-limit": "2")"), 24, R"("gpurun.time-limit": "6")");
+  pid_t pid = start_with_containers("{}", timed, source);
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] {
+    return ask({"history", "--json"}).out.find("bob_gpu2") != std::string::npos;
+  })) << log();
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+  std::ofstream(source) << R"({"gpus": [], "processes": [], "exit_code": 18,
+    "stdout": "Failed to initialize NVML: Driver/library version mismatch\n"})";
+  pid = start(source, false, {},
+              {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + dir() + "/inspect.json",
+               "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv"});
+  ASSERT_TRUE(eventually([&] { return log().find("time limit: stopped run") != std::string::npos; })) << log();
+  EXPECT_THAT(log(), ::testing::ContainsRegex("time limit: stopped run [0-9]+ \\(bob_gpu2, user bob, GPU 2\\)"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
 // Mail on, and no sendmail where the file says: said once at the start, with what to install,
 // rather than in a failure at every mail.
 TEST_F(NotifyTest, MailWithoutASendmailProgramIsSaidAtTheStart) {

@@ -35,6 +35,9 @@ struct HolderSample {
   std::string image;
   std::string command;
   std::vector<int> gpus;  // indices of the GPUs it holds
+  // Of those, the ones a process of it computes on (nvidia-smi's compute apps): a GPU several hold
+  // is the time of those computing on it (RunTracker::observe).
+  std::vector<int> computing_gpus = {};
   // The part of a GPU it holds where that is a MIG instance's (its memory over the GPU's: a
   // 1g.10gb of an 80 GB GPU is 1/8), by index; a GPU absent here is held whole.
   std::map<int, double> mig_share = {};

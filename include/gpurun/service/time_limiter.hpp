@@ -3,8 +3,9 @@
 // and the site's max_runtime, the smaller of the two, for the containers gpurun started. A run is
 // warned ten minutes before its limit (at half the limit when that is under 20 minutes) and its
 // container stopped at the limit; one first seen past it is warned then, and stopped as long after. Time counts from
-// the run's start as the service saw it: the container's start while the service runs, and kept across its restarts by
-// the store; between samples on the sampler's steady clock, so that a wall clock stepped either way moves no limit.
+// the earlier of the run's start as the service saw it (kept across its restarts by the store) and the container's
+// start as the engine gives it (State.StartedAt); between samples on the sampler's steady clock, so that a wall
+// clock stepped either way moves no limit.
 // Pure logic, as the idle policy is; the recorder carries out the answers.
 #include <chrono>
 #include <map>

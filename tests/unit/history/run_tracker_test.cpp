@@ -219,6 +219,25 @@ TEST(RunTracker, AGpuHeldByTwoIsSplitBetweenThemAndTheirHoursAddUpToTheGpus) {
   EXPECT_DOUBLE_EQ(b.busy_gpu_seconds, 6);
 }
 
+// dcgm-exporter given every GPU (--gpus all) beside a job that computes on GPU 0: the job's time
+// is its own, and the exporter is credited only the GPU nobody computes on.
+TEST(RunTracker, AGpuIsTheTimeOfThoseComputingOnItAndOfAllWhereNoneDoes) {
+  RunTracker tracker;
+  HolderSample exporter = container("exporter", {0, 1});  // holds both, computes on neither
+  HolderSample job = container("job", {0});
+  job.computing_gpus = {0};
+  tracker.observe(at(0s, {90, 0}, {exporter, job}));
+  tracker.observe(at(10s, {90, 0}, {exporter, job}));
+  ASSERT_EQ(tracker.running().size(), 2u);
+  const auto run_of = [&](const std::string& id) {
+    return *std::find_if(tracker.running().begin(), tracker.running().end(),
+                         [&](const RunRecord& r) { return r.container_id == id; });
+  };
+  EXPECT_DOUBLE_EQ(run_of("job").gpu_seconds, 10);
+  EXPECT_DOUBLE_EQ(run_of("exporter").gpu_seconds, 10);  // GPU 1's, which it alone holds
+  EXPECT_DOUBLE_EQ(run_of("exporter").busy_gpu_seconds, 0);
+}
+
 TEST(RunTracker, AGapLongerThanTheCreditLimitIsNotCounted) {
   RunTracker tracker;
   tracker.observe(at(0s, {90}, {container("a", {0})}));

@@ -85,6 +85,24 @@ std::vector<int> stops_asked(PolicyRules& rules, StoppingEngine& engine, const T
   return at;
 }
 
+// The fingerprint is what a restart compares to take the rules' state up: an upgrade that changes
+// it for rules that did not change starts every idle streak and warning afresh. As written before
+// exempt_containers existed, and with it only where it is set.
+TEST(PolicyRules, TheFingerprintOfUnchangedRulesIsWhatOlderServicesStored) {
+  SitePolicy policy;
+  policy.idle_policy = IdlePolicy{.below_percent = 5,
+                                  .warn_after = 3600s,
+                                  .stop_after = 7200s,
+                                  .scope = IdleScope::gpurun,
+                                  .exempt_users = {"alice"},
+                                  .dry_run = false};
+  EXPECT_EQ(PolicyRules(policy, "dgx1").fingerprint(),
+            "max_runtime -1; idle_policy 5 3600 7200 0 false [alice]; interval 10000");
+  policy.idle_policy->exempt_containers = {"dcgm-exporter"};
+  EXPECT_EQ(PolicyRules(policy, "dgx1").fingerprint(),
+            "max_runtime -1; idle_policy 5 3600 7200 0 false [alice] [dcgm-exporter]; interval 10000");
+}
+
 TEST(PolicyRules, ARefusedStopIsTriedAgainAfterAMinuteThenTwiceAsLongUpToFifteenMinutes) {
   PolicyRules rules(SitePolicy{}, "gpu-host");
   StoppingEngine engine;
@@ -228,11 +246,34 @@ TEST(PolicyRules, TheLastStopsUndeliveredNotificationsGoOutOnlyUnderTheSameRules
     open.id = 3;
     open.key = "container:c3";
     open.start = open.last_seen = kStart;
-    same_rules.resume({open}, {}, kStart);
+    same_rules.resume({open}, {}, kStart, 2);
+    const MachineSample sample{.when = kStart + 10s, .gpus = {}, .holders = {}};
+    same_rules.observe(sample, {open}, nullptr);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(receiver.bodies().empty());  // not before the samples that end what ended meanwhile
+    same_rules.observe(sample, {open}, nullptr);
     for (int i = 0; i < 100 && receiver.bodies().empty(); ++i) std::this_thread::sleep_for(20ms);
   }
   ASSERT_EQ(receiver.bodies().size(), 1U);
   EXPECT_THAT(receiver.bodies().front(), ::testing::HasSubstr("run 3 idle"));
+
+  // Run 3 ended while the service was down: the samples after the restart end it, and its
+  // warning is not sent.
+  ASSERT_EQ(keep_notifications(kept, {{.notification = warning, .mailed = true, .posted = false}}), std::nullopt);
+  {
+    PolicyRules same_rules(policy, "dgx1", 10s, kept);
+    RunRecord open;
+    open.id = 3;
+    open.key = "container:c3";
+    open.start = open.last_seen = kStart;
+    same_rules.resume({open}, {}, kStart, 2);
+    const MachineSample sample{.when = kStart + 10s, .gpus = {}, .holders = {}};
+    same_rules.observe(sample, {open}, nullptr);  // missed once: still open
+    same_rules.observe(sample, {}, nullptr);      // missed twice: ended
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(receiver.bodies().size(), 1U);
+  EXPECT_FALSE(std::filesystem::exists(kept));
 }
 
 TEST(PolicyActs, AStopThatDidNotHappenIsAWarningNotAStop) {

@@ -484,8 +484,16 @@ TEST_F(ServiceServerTest, RefusesADirectoryAnotherUserMayWrite) {
     const ServiceServer server(settings_, served_);
     ADD_FAILURE() << "it listened in a directory anyone may write";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("another user may write that directory"));
-    EXPECT_THAT(e.what(), HasSubstr("mode 777"));
+    EXPECT_THAT(e.what(), HasSubstr("another user may write " + shared + " (owner uid 0, mode 777)"));
+  }
+  // A directory of root's inside it: the outer one may rename it away and put another in its place.
+  std::filesystem::create_directory(shared + "/inner");
+  settings_.socket_path = shared + "/inner/gpurund.sock";
+  try {
+    const ServiceServer server(settings_, served_);
+    ADD_FAILURE() << "it listened below a directory anyone may write";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("another user may write " + shared + " "));
   }
   ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);  // sticky, as /tmp: nobody renames another's file
   const ServiceServer server(settings_, served_);

@@ -74,6 +74,16 @@ TEST(TimeLimiter, CountsFromTheContainersStartAsTheEngineGivesIt) {
   ASSERT_EQ(due.size(), 2U);
   EXPECT_EQ(due[0], std::pair(Kind::warn, 40s));  // past halfway at its first sighting
   EXPECT_EQ(due[1], std::pair(Kind::stop, 60s));
+
+  // `docker start` (or a restart policy) after a stop at its limit sets the engine's start anew:
+  // the run's, earlier, still counts, and no new limit begins.
+  TimeLimiter again(std::nullopt);
+  held.started_at = kStart + 100s;
+  const std::vector<PolicyAction> restarted =
+      again.observe({.when = kStart + 110s, .gpus = {}, .holders = {held}}, {run});
+  ASSERT_EQ(restarted.size(), 1U);
+  EXPECT_EQ(restarted[0].kind, Kind::warn);  // first seen past its limit: warned, stopped a notice later
+  EXPECT_EQ(restarted[0].elapsed, 110s);
 }
 
 TEST(TimeLimiter, AfterARestartARunPastItsWarningWhenLastSeenIsNotWarnedAgain) {
