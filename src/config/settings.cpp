@@ -171,6 +171,7 @@ std::vector<Setting> make_settings() {
        .group = kSelection,
        .fallback = "false",
        .example = "false",
+       .root_only = true,  // a sudo launch that took what other users' containers hold
        .apply = [](const json& v, Options& o) { o.ignore_containers = v.get<bool>(); }},
       {.key = "lock_dir",
        .flag = "--lock-dir",
@@ -323,6 +324,7 @@ std::vector<Setting> make_settings() {
        .fallback = "null",
        .example = "16",
        .completion = H::word,
+       .root_only = true,  // the quota --cpus is refused for
        .apply = [](const json& v, Options& o) { o.cpus_per_gpu = optional_int(v); }},
       {.key = "host_cpus",
        .type = T::count,
@@ -332,6 +334,7 @@ std::vector<Setting> make_settings() {
        .fallback = "null",
        .example = "64",
        .completion = H::word,
+       .root_only = true,  // the quota --cpus is refused for
        .apply = [](const json& v, Options& o) { o.host_cpus = optional_int(v); }},
       {.key = "name",
        .flag = "--name",

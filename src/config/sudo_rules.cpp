@@ -279,6 +279,23 @@ void enforce_caller_rules(const Options& options, bool dry_run) {
     if (arg.name == "env" && arg.value && without_value(*arg.value))
       refuse(fmt::format("docker option \"{}\" without a value: sudo reset the environment; write {}=VALUE",
                          text::printable(arg.text), text::printable(arg.text)));
+  // The toolkit's switches hand the container host devices (InfiniBand, NVSwitch, GPUDirect),
+  // which --device is refused for; gpurun sets each "disabled" for the caller.
+  const auto device_switch = [](std::string_view item) {
+    const std::string name = text::to_upper(item.substr(0, item.find('=')));
+    return std::find(kToolkitDeviceSwitches.begin(), kToolkitDeviceSwitches.end(), name) !=
+           kToolkitDeviceSwitches.end();
+  };
+  for (const std::string& item : options.env)
+    if (device_switch(item))
+      refuse(fmt::format("-e \"{}\": it has the NVIDIA runtime hand the container host devices besides its GPUs",
+                         text::printable(item)));
+  for (const DockerArg& arg : args)
+    if (arg.name == "env" && arg.value && device_switch(*arg.value))
+      refuse(
+          fmt::format("docker option \"{}\": it has the NVIDIA runtime hand the container host devices besides "
+                      "its GPUs",
+                      text::printable(arg.text)));
   for (const std::string& p : options.publish)
     if (const long port = host_port(p); port > 0 && port < 1024)
       refuse(fmt::format("--publish \"{}\": host ports below 1024 belong to the host's services", text::printable(p)));

@@ -1,5 +1,7 @@
 #include "gpurun/engine/docker_command.hpp"
 
+#include "gpurun/util/docker_args.hpp"
+
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -139,6 +141,10 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
       argv.insert(argv.end(),
                   {"--env", "NVIDIA_VISIBLE_DEVICES=" +
                                 visible_devices(request.gpu_request, request.gpu_indices, request.gpu_uuids)});
+    // Nor an image's ENV the toolkit's switches that hand the container host devices besides
+    // its GPUs (InfiniBand, NVSwitch, GPUDirect Storage and RDMA), which --device is refused for.
+    for (const std::string_view device_switch : kToolkitDeviceSwitches)
+      argv.insert(argv.end(), {"--env", std::string(device_switch) + "=disabled"});
   }
   for (const auto& e : request.env) argv.insert(argv.end(), {"--env", e});
   for (const auto& v : request.volumes) argv.insert(argv.end(), {"--volume", v});

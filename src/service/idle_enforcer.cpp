@@ -9,7 +9,9 @@
 namespace gpurun {
 
 bool IdleEnforcer::exempt_container(const HolderSample& holder) const {
-  if (holder.container_id.empty()) return false;
+  // Never one gpurun started: its name and image are the caller's to choose (`sudo gpurun --name
+  // dcgm-exporter` would have escaped the policy).
+  if (holder.container_id.empty() || holder.started_by_gpurun) return false;
   return std::any_of(policy_.exempt_containers.begin(), policy_.exempt_containers.end(), [&](const std::string& p) {
     return ::fnmatch(p.c_str(), holder.name.c_str(), 0) == 0 || ::fnmatch(p.c_str(), holder.image.c_str(), 0) == 0;
   });

@@ -220,6 +220,10 @@ refused "--backend slurm" "would run as root" --backend slurm "${img[@]}"
 refused "--from-csv for a launch" "not allowed under sudo" --from-csv /dev/null "${img[@]}"
 refused "status --from-csv /etc/shadow" "Permission denied" status --from-csv /etc/shadow
 refused "-e NAME without a value" "write -e HOME=VALUE" -e HOME "${img[@]}"
+refused "--ignore-containers (other users' containers' GPUs)" "not allowed under sudo" --ignore-containers "${img[@]}"
+refused "--cpus-per-gpu (the quota --cpus is refused for)" "not allowed under sudo" --cpus-per-gpu 24 "${img[@]}"
+refused "-e NVIDIA_MOFED=enabled (host InfiniBand devices)" "host devices besides its GPUs" \
+  -e NVIDIA_MOFED=enabled "${img[@]}"
 refused "--docker-opt --ipc=host, naming what the admin may allow" 'the admin may allow it by adding "--ipc=host"' \
   --docker-opt --ipc=host "${img[@]}"
 # What to do is what the caller can do: not a flag that sudo refuses.
@@ -250,14 +254,17 @@ wait_reserved() { # wait_reserved INDEX: until /proc/locks shows an flock on GPU
 (cd /tmp && runuser -u $C -- "${direct[@]}" --docker "$tmp/holding-docker" --image $IMAGE 1 -- true) >/dev/null 2>"$tmp/c.err" </dev/null &
 c_hold=$!
 wait_reserved 0 && pass "$C (lock group) launched directly and holds GPU 0" || fail "$C's launch: $(cat "$tmp/c.err")"
-as $A "$home_a/work" --dry-run --ignore-containers --gpu-request gpus --image $IMAGE 1 -- true
+as $A "$home_a/work" --dry-run --gpu-request gpus --image $IMAGE 1 -- true
 rc=$?
 ((rc == 0)) && grep -q 'device=1' "$tmp/out" && pass "sudo caller $A is given GPU 1, not $C's GPU 0" ||
   fail "sudo dry run beside $C's launch: rc $rc $(cat "$tmp/out" "$tmp/err")"
+grep -q -- '--env NVIDIA_MOFED=disabled --env NVIDIA_NVSWITCH=disabled --env NVIDIA_GDS=disabled --env NVIDIA_GDRCOPY=disabled' "$tmp/out" &&
+  pass "a sudo caller's container gets the toolkit's host-device switches disabled, whatever its image says" ||
+  fail "no disabled NVIDIA_MOFED/NVSWITCH/GDS/GDRCOPY in: $(cat "$tmp/out")"
 (cd /tmp && "${direct[@]}" --docker "$tmp/holding-docker" --image $IMAGE 1 -- true) >/dev/null 2>"$tmp/root.err" </dev/null &
 root_hold=$!
 wait_reserved 1 && pass "root launched directly beside $C and holds GPU 1" || fail "root's launch: $(cat "$tmp/root.err")"
-as $A "$home_a/work" --dry-run --ignore-containers --gpu-request gpus --image $IMAGE 1 -- true
+as $A "$home_a/work" --dry-run --gpu-request gpus --image $IMAGE 1 -- true
 rc=$?
 ((rc == 125)) && pass "sudo caller $A finds no GPU free while $C and root hold both" || fail "sudo with both held: rc $rc $(cat "$tmp/out" "$tmp/err")"
 as_c status

@@ -46,7 +46,7 @@ class IdleEnforcer {
   const IdlePolicy& policy() const { return policy_; }
 
  private:
-  // A container the policy's exempt_containers names (its name or image).
+  // A container gpurun did not start that the policy's exempt_containers names (its name or image).
   bool exempt_container(const HolderSample& holder) const;
   enum class Done { warned = 1, reported = 2, stopped = 3 };
   struct Streak {

@@ -2,6 +2,7 @@
 // Reads `docker run` arguments the way docker's own flag parser does, so that a rule about an
 // option holds for every spelling of it: --name=value, --name value, -v value, -vvalue, -v=value,
 // and clusters of short booleans such as -it.
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,13 @@ std::vector<DockerArg> docker_args(const std::vector<std::string>& words);
 // A boolean option's value as strconv.ParseBool (which docker uses) reads it: no value is true;
 // nullopt when it is not a boolean word.
 std::optional<bool> docker_bool(const std::optional<std::string>& value);
+
+// The NVIDIA container toolkit's switches that give a container host devices beside its GPUs
+// (/dev/infiniband, /dev/nvidia-nvswitch*, /dev/nvidia-fs*, /dev/gdrdrv), which --device is
+// refused for under sudo: a sudo caller's are refused too (config/sudo_rules.cpp), and the
+// caller's container gets each "disabled" (engine/docker_command.cpp), whatever its image says.
+inline constexpr std::array<std::string_view, 4> kToolkitDeviceSwitches{"NVIDIA_MOFED", "NVIDIA_NVSWITCH", "NVIDIA_GDS",
+                                                                        "NVIDIA_GDRCOPY"};
 
 // Whether host path `a` is `b`, lies inside it, or contains it (named volumes: equal names).
 bool paths_overlap(const std::string& a, const std::string& b);

@@ -119,8 +119,10 @@ TEST(IdleEnforcer, ContainersTheSiteExemptsByNameOrImageAreLeftAloneUnderScopeAl
   triton.image = "nvcr.io/nvidia/tritonserver:24.05-py3";
   HolderSample other = holder("container:c7", 1, "c7", false);
   other.name = "dcgm-exporter-copy";  // a pattern names the whole name
-  EXPECT_EQ(kinds_over(enforcer, {exporter, triton, other}, {0s, 60s, 120s}),
-            (std::vector<std::vector<Kind>>{{}, {Kind::warn}, {Kind::stop}}));
+  HolderSample launched = holder("container:c8", 0, "c8", true);
+  launched.name = "dcgm-exporter";  // `sudo gpurun --name dcgm-exporter`: gpurun's, never exempt
+  EXPECT_EQ(kinds_over(enforcer, {exporter, triton, other, launched}, {0s, 60s, 120s}),
+            (std::vector<std::vector<Kind>>{{}, {Kind::warn, Kind::warn}, {Kind::stop, Kind::stop}}));
 }
 
 TEST(IdleEnforcer, AContainerSeenOnlyThroughItsProcessesIsNeverStoppedEvenUnderScopeAll) {
