@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 #include <set>
 
 #include "gpurun/config/options.hpp"
@@ -55,6 +56,21 @@ bool mount_ok(const Value& v) {
   return (type == "bind" && !tmpfs_option) || (type == "tmpfs" && !source);
 }
 bool not_false(const Value& v) { return docker_bool(v).value_or(true); }  // --rm=false would leave it behind
+
+// A registry reference, as docker's grammar has it (distribution/reference):
+// [HOST[:PORT]/]PATH[:TAG][@DIGEST]. Not an engine's transport: podman reads
+// "oci-archive:/home/bob/x.tar", "dir:/root/img" or "containers-storage:[…]" as a path, which root
+// would open and unpack into the caller's container.
+bool registry_reference(const std::string& image) {
+  constexpr std::size_t kLongestReference = 512;  // a name of 255 and a digest; bounds the matcher too
+  static const std::regex reference(
+      R"((?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*)"
+      R"((?::[0-9]+)?/)?)"
+      R"([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
+      R"((?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?)"
+      R"((?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?)");
+  return image.size() <= kLongestReference && std::regex_match(image, reference);
+}
 
 [[noreturn]] void refuse(const std::string& what) { throw Refusal("not allowed under sudo: " + what); }
 
@@ -264,6 +280,11 @@ void enforce_caller_rules(const Options& options, bool dry_run) {
     refuse(
         "--from-csv for a launch: under sudo a launch reads the GPUs from nvidia-smi (use --from-csv with "
         "status, pick or --dry-run)");
+  if (!options.image.empty() && !registry_reference(options.image))
+    refuse(
+        fmt::format("--image \"{}\": under sudo an image is a registry reference, [REGISTRY/]NAME[:TAG][@DIGEST] "
+                    "(an engine's transport, such as oci-archive: or dir:, would have root read a path)",
+                    text::printable(options.image)));
   const std::vector<DockerArg> args = caller_docker_args(options.docker_opts);
   for (const DockerArg& arg : args)
     if (const std::string why = sudo_refusal(arg, options.policy.allowed_docker_options); !why.empty()) refuse(why);
