@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/text.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 namespace gpurun {
 namespace {
@@ -63,13 +65,67 @@ void scrub_environment_for_root() {
   ::setenv("HOME", root != nullptr && root->pw_dir != nullptr ? root->pw_dir : "/root", 1);
 }
 
+// The first number of a /proc/PID/status line ("Uid:\t1000\t0\t0\t0": the real one).
+std::optional<long long> status_number(std::string_view status, std::string_view key) {
+  for (const auto& line : text::non_blank_lines(status))
+    if (line.text.starts_with(key)) {
+      const std::string_view rest = text::trim(line.text.substr(key.size()));
+      return text::parse_integer(rest.substr(0, rest.find_first_of(" \t")));
+    }
+  return std::nullopt;
+}
+
+// The session's login uid (pam_loginuid), which sudo does not change; nullopt where unset.
+std::optional<uid_t> login_uid(const std::string& proc_root) {
+  const auto text = read_bounded(proc_root + "/self/loginuid", 64, FileKinds::regular_only).text;
+  const auto uid = text ? text::parse_integer(text::trim(*text)) : std::nullopt;
+  if (!uid || *uid < 0 || *uid >= 0xFFFFFFFFLL) return std::nullopt;  // 4294967295: none
+  return static_cast<uid_t>(*uid);
+}
+
 }  // namespace
 
-std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp) {
+std::optional<uid_t> sudo_invoker(long pid, const std::string& proc_root) {
+  constexpr int kDeepest = 64;  // a process tree is shallow; never loop on a damaged one
+  for (int depth = 0; depth < kDeepest && pid > 0; ++depth) {
+    const auto status =
+        read_bounded(fmt::format("{}/{}/status", proc_root, pid), std::size_t{1} << 16, FileKinds::regular_only).text;
+    if (!status) return std::nullopt;
+    std::string_view name;
+    for (const auto& line : text::non_blank_lines(*status))
+      if (line.text.starts_with("Name:")) name = text::trim(line.text.substr(5));
+    if (name == "sudo") {
+      const auto uid = status_number(*status, "Uid:");
+      if (!uid || *uid < 0) return std::nullopt;
+      return static_cast<uid_t>(*uid);
+    }
+    const auto parent = status_number(*status, "PPid:");
+    if (!parent || *parent == pid) return std::nullopt;
+    pid = static_cast<long>(*parent);
+  }
+  return std::nullopt;
+}
+
+std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std::string& proc_root, long parent) {
   if (euid != 0) return std::nullopt;
   const auto vars = environment_with_prefix(envp, "SUDO_");
   if (!vars.contains("SUDO_UID")) return std::nullopt;
   const uid_t uid = id_of(vars, "SUDO_UID");
+  // SUDO_UID is believed only as the sudo that started gpurun knows its user (sudo keeps it as
+  // its real uid): a sudoers rule with SETENV lets a caller set it on the command line (sudo
+  // SUDO_UID=0 gpurun: root's launch, --privileged and all). Without a sudo above (a root shell of
+  // `sudo -i`, or `sudo -b`), the session's login uid must not name another user.
+  if (const auto invoker = sudo_invoker(parent, proc_root)) {
+    if (*invoker != uid)
+      throw Error(
+          fmt::format("SUDO_UID {} is not who ran sudo (uid {}): it was set on the command line, which a "
+                      "sudoers rule with SETENV allows; ask your admin to drop SETENV from gpurun's rule",
+                      uid, *invoker));
+  } else if (const auto login = login_uid(proc_root); login && *login != uid && *login != 0) {
+    throw Error(fmt::format(
+        "SUDO_UID {} is not this session's user (uid {}, who logged in): gpurun will not act for another user", uid,
+        *login));
+  }
   if (uid == 0) return std::nullopt;  // root using sudo is root
   Caller caller;
   caller.ids.uid = uid;
@@ -79,6 +135,14 @@ std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp) {
     throw Error(fmt::format("running under sudo for uid {}, which the password database does not know", uid));
   caller.login = entry->pw_name;
   caller.home = entry->pw_dir != nullptr ? entry->pw_dir : "";
+  // A group of the caller's (their primary one, or another after newgrp): SETENV would let them
+  // set SUDO_GID=0 too, and the container would run with root's group.
+  const std::vector<gid_t> theirs = group_list(caller.login, entry->pw_gid);
+  if (caller.ids.gid != entry->pw_gid && std::find(theirs.begin(), theirs.end(), caller.ids.gid) == theirs.end())
+    throw Error(
+        fmt::format("SUDO_GID {} is not a group of {}: it was set on the command line, which a sudoers rule "
+                    "with SETENV allows; ask your admin to drop SETENV from gpurun's rule",
+                    caller.ids.gid, caller.login));
   caller.ids.groups = group_list(caller.login, caller.ids.gid);
   return caller;
 }

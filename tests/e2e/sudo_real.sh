@@ -100,7 +100,8 @@ printf '{"docker": "%s", "nvidia_smi": "%s", "lock_dir": "%s/locks", "lock_group
   "$tmp/docker-for-root" "$tmp/nvidia-smi" "$tmp" "$G" >/etc/gpurun/config.json
 cat >"$tmp/sudoers" <<EOF
 Defaults!$gpurun env_keep += "DOCKER_HOST DOCKER_CONFIG FAKE_SMI_SCENARIO ASAN_OPTIONS HTTPS_PROXY BASH_ENV TZ"
-$A, $B ALL=(root) NOPASSWD: $gpurun
+$A ALL=(root) NOPASSWD: $gpurun
+$B ALL=(root) NOPASSWD:SETENV: $gpurun
 EOF
 visudo -cf "$tmp/sudoers" >/dev/null || { say "FAIL: sudoers rule does not parse"; exit 1; }
 install -m 440 "$tmp/sudoers" /etc/sudoers.d/gpurun-e2e
@@ -220,6 +221,15 @@ refused "--backend slurm" "would run as root" --backend slurm "${img[@]}"
 refused "--from-csv for a launch" "not allowed under sudo" --from-csv /dev/null "${img[@]}"
 refused "status --from-csv /etc/shadow" "Permission denied" status --from-csv /etc/shadow
 refused "-e NAME without a value" "write -e HOME=VALUE" -e HOME "${img[@]}"
+# SETENV (B's rule) lets a caller set SUDO_UID and SUDO_GID on sudo's command line: believed only
+# as the sudo that started gpurun knows its user.
+for forged in SUDO_UID=0 "SUDO_UID=$(id -u $A)" SUDO_GID=0; do
+  (cd /tmp && runuser -u $B -- timeout 60 sudo -n "$forged" "$gpurun" --dry-run --image $IMAGE 1 -- true) \
+    >"$tmp/out" 2>"$tmp/err" </dev/null
+  rc=$?
+  ((rc == 125)) && grep -q "set on the command line" "$tmp/err" && pass "sudo $forged gpurun (SETENV) is refused" ||
+    fail "sudo $forged gpurun: rc $rc $(cat "$tmp/out" "$tmp/err")"
+done
 refused "--ignore-containers (other users' containers' GPUs)" "not allowed under sudo" --ignore-containers "${img[@]}"
 refused "--cpus-per-gpu (the quota --cpus is refused for)" "not allowed under sudo" --cpus-per-gpu 24 "${img[@]}"
 refused "-e NVIDIA_MOFED=enabled (host InfiniBand devices)" "host devices besides its GPUs" \

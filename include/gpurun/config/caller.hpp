@@ -6,6 +6,7 @@
 // touched with their rights (gpurun/util/privileges.hpp). The rules that hold for such a caller are in
 // gpurun/config/sudo_rules.hpp.
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
@@ -22,8 +23,15 @@ struct Caller {
 
 // The caller gpurun runs for under sudo, or nullopt when it runs for whoever started it (not
 // root, or root with no SUDO_UID, or sudo from root). `envp` is the process environment.
-// Throws Error (125) when SUDO_UID/SUDO_GID are not numbers or name no user.
-std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp);
+// Throws Error (125) when SUDO_UID/SUDO_GID are not numbers or name no user, or when they are not
+// who ran the sudo that started gpurun (`proc_root`'s process tree from `parent` up, else the
+// session's login uid): a sudoers rule with SETENV lets a caller set SUDO_UID=0 on the command line.
+std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std::string& proc_root = "/proc",
+                                  long parent = ::getppid());
+
+// Who ran the nearest sudo among process `pid` and its ancestors (sudo keeps the invoking user
+// as its real uid, its monitor under use_pty too); nullopt where none is sudo.
+std::optional<uid_t> sudo_invoker(long pid, const std::string& proc_root);
 
 // act_as(caller.ids): from here on files are touched with the caller's rights. First the
 // environment root's children will see is made the admin's (PATH, HOME; no DOCKER_* and kin).

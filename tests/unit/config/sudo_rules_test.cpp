@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "gpurun/config/caller.hpp"
 #include "gpurun/config/config.hpp"
@@ -40,13 +42,48 @@ std::string refusal(std::vector<std::string> docker_opts) {
 TEST(SudoCaller, OnlyRootWithSudoUidOfAnotherUserActsForACaller) {
   const char* with_root[] = {"SUDO_UID=0", "SUDO_GID=0", "SUDO_USER=root", nullptr};
   const char* with_user[] = {"SUDO_UID=0", nullptr};
-  EXPECT_FALSE(sudo_caller(0, with_root));
-  EXPECT_FALSE(sudo_caller(1000, with_root));  // not root: nothing to act for
+  const std::string no_proc = "/nonexistent/proc";  // no sudo above, no login uid: this host's say nothing
+  EXPECT_FALSE(sudo_caller(0, with_root, no_proc, 1));
+  EXPECT_FALSE(sudo_caller(1000, with_root, no_proc, 1));  // not root: nothing to act for
   const char* none[] = {"HOME=/root", nullptr};
-  EXPECT_FALSE(sudo_caller(0, none));
-  EXPECT_FALSE(sudo_caller(0, with_user));
+  EXPECT_FALSE(sudo_caller(0, none, no_proc, 1));
+  EXPECT_FALSE(sudo_caller(0, with_user, no_proc, 1));
   const char* bad[] = {"SUDO_UID=12x", "SUDO_GID=5", nullptr};
-  EXPECT_THAT(test::caught_error([&] { sudo_caller(0, bad); }).message, HasSubstr("SUDO_UID is \"12x\""));
+  EXPECT_THAT(test::caught_error([&] { sudo_caller(0, bad, no_proc, 1); }).message, HasSubstr("SUDO_UID is \"12x\""));
+}
+
+// A sudoers rule with SETENV lets a caller set SUDO_UID and SUDO_GID on sudo's command line:
+// `sudo SUDO_UID=0 gpurun` was root's launch. They are believed as the sudo that started gpurun
+// knows its user (its real uid; under use_pty its monitor's too), else as the session's login.
+TEST(SudoCaller, SudoUidAndGidAreBelievedOnlyAsTheSudoAboveOrTheLoginKnowsThem) {
+  const test::TempDir proc;
+  const auto process = [&](long pid, const char* name, long ppid, unsigned uid) {
+    std::filesystem::create_directories(proc / std::to_string(pid));
+    std::ofstream(proc / (std::to_string(pid) + "/status"))
+        << "Name:\t" << name << "\nPPid:\t" << ppid << "\nUid:\t" << uid << "\t0\t0\t0\nGid:\t0\t0\t0\t0\n";
+  };
+  process(100, "bash", 1, 65534);
+  process(200, "sudo", 100, 65534);  // nobody ran sudo
+  process(201, "sudo", 200, 65534);  // its monitor, under use_pty
+  const char* as_nobody[] = {"SUDO_UID=65534", "SUDO_GID=65534", nullptr};
+  const auto nobody = sudo_caller(0, as_nobody, proc.str(), 201);
+  ASSERT_TRUE(nobody);
+  EXPECT_EQ(nobody->ids.uid, 65534U);
+  const char* as_root[] = {"SUDO_UID=0", "SUDO_GID=0", nullptr};
+  EXPECT_THAT(test::caught_error([&] { sudo_caller(0, as_root, proc.str(), 201); }).message,
+              HasSubstr("SUDO_UID 0 is not who ran sudo (uid 65534)"));
+  const char* root_group[] = {"SUDO_UID=65534", "SUDO_GID=0", nullptr};
+  EXPECT_THAT(test::caught_error([&] { sudo_caller(0, root_group, proc.str(), 201); }).message,
+              HasSubstr("SUDO_GID 0 is not a group of nobody"));
+
+  // No sudo above (`sudo -b`, a root shell of `sudo -i`): the session's login uid decides.
+  std::filesystem::create_directories(proc / "self");
+  std::ofstream(proc / "self/loginuid") << "65534";
+  EXPECT_THAT(test::caught_error([&] { sudo_caller(0, as_root, proc.str(), 100); }).message,
+              HasSubstr("SUDO_UID 0 is not this session's user (uid 65534"));
+  EXPECT_TRUE(sudo_caller(0, as_nobody, proc.str(), 100));
+  std::ofstream(proc / "self/loginuid") << "4294967295";  // no login: no say
+  EXPECT_FALSE(sudo_caller(0, as_root, proc.str(), 100));
 }
 
 TEST(SudoCaller, TheCallersConfigIsInTheirHomeNotRoots) {
