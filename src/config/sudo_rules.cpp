@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <regex>
 #include <set>
+#include <string_view>
 
 #include "gpurun/config/options.hpp"
 #include "gpurun/config/policy.hpp"
@@ -24,9 +26,15 @@ bool ipc_ok(const Value& v) { return one_of(v, {"private", "shareable", "none"})
 bool network_ok(const Value& v) { return one_of(v, {"none", "bridge", "default"}); }
 // gpurun's labels say who owns the container (and its time limit): never the caller's to give. A
 // key must begin with a letter or digit, so that no engine trimming blanks (of any kind) before it
-// reads gpurun's own.
+// reads gpurun's own. Nor the labels tools running as root act on: podman's auto-update restarts
+// the systemd unit PODMAN_SYSTEMD_UNIT names (reboot.target), watchtower and traefik follow theirs.
 bool label_ok(const Value& v) {
-  return v && !v->empty() && std::isalnum(static_cast<unsigned char>(v->front())) != 0 && !v->starts_with("gpurun.");
+  constexpr std::array<std::string_view, 6> kRootToolsLabels{
+      "gpurun.", "io.containers.", "PODMAN_", "io.podman.", "traefik.", "com.centurylinklabs.watchtower."};
+  if (!v || v->empty() || std::isalnum(static_cast<unsigned char>(v->front())) == 0) return false;
+  const std::string key = v->substr(0, v->find('='));
+  return std::none_of(kRootToolsLabels.begin(), kRootToolsLabels.end(),
+                      [&](std::string_view prefix) { return text::to_lower(key).starts_with(text::to_lower(prefix)); });
 }
 bool security_ok(const Value& v) {
   return one_of(v, {"no-new-privileges", "no-new-privileges=true", "no-new-privileges:true"});
@@ -94,7 +102,10 @@ const std::vector<DockerOptionRule>& sudo_docker_rules() {
       {"entrypoint", true, "inside the container"},
       {"ipc", true, "private, shareable or none", ipc_ok},
       {"network", true, "none, bridge or default", network_ok},
-      {"label", true, "not gpurun.* (they say who owns the container), whatever the admin allows", label_ok},
+      {"label", true,
+       "not gpurun.* (they say who owns the container), nor the labels of tools running as root (io.containers.*, "
+       "PODMAN_*, traefik.*, watchtower's), whatever the admin allows",
+       label_ok},
       {"hostname", true, "inside the container"},
       {"domainname", true, "inside the container"},
       {"add-host", true, "the container's /etc/hosts"},

@@ -217,6 +217,15 @@ TEST(SudoRules, GpurunsOwnLabelsAreRefusedEvenWhereTheAdminAllowsLabels) {
     EXPECT_THAT(message, HasSubstr("not allowed under sudo: ")) << words.back();
     EXPECT_THAT(message, Not(HasSubstr("the admin may allow it"))) << words.back();
   }
+  // The labels tools running as root act on: podman's auto-update restarts the unit named.
+  for (const char* label : {"io.containers.autoupdate=registry", "PODMAN_SYSTEMD_UNIT=reboot.target",
+                            "traefik.http.routers.x.rule=Host(`x`)", "com.centurylinklabs.watchtower.enable=true"}) {
+    Options o = caller_options({"--label", label});
+    o.policy.allowed_docker_options = {"--label"};
+    EXPECT_THAT(test::caught_error([&] { enforce_caller_rules(o, false); }).message,
+                HasSubstr("not allowed under sudo: "))
+        << label;
+  }
   Options team = caller_options({"--label", "team=ml"});
   team.policy.allowed_docker_options = {"--label"};
   enforce_caller_rules(team, false);
