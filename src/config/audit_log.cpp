@@ -1,11 +1,13 @@
 #include "gpurun/config/audit_log.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include "gpurun/config/options.hpp"
 #include "gpurun/util/accounts.hpp"
+#include "gpurun/util/error.hpp"
 #include "gpurun/util/shell_quote.hpp"
 #include "gpurun/util/syslog.hpp"
 #include "gpurun/util/text.hpp"
@@ -39,8 +41,25 @@ std::string job(const Options& options) {
 
 }  // namespace
 
+// What else the container is given, where given: the mounts and docker options as typed, and the
+// names of the variables set (their values may be tokens).
+std::string given(const Options& options) {
+  std::string text;
+  if (!options.volumes.empty())
+    text += fmt::format("volumes={} ", field(fmt::format("{}", fmt::join(options.volumes, " "))));
+  if (!options.docker_opts.empty())
+    text += fmt::format("docker_opts={} ", field(fmt::format("{}", fmt::join(options.docker_opts, " "))));
+  if (!options.env.empty()) {
+    std::vector<std::string> names;
+    for (const std::string& item : options.env) names.push_back(item.substr(0, item.find('=')));
+    text += fmt::format("env={} ", field(fmt::format("{}", fmt::join(names, ","))));
+  }
+  return text;
+}
+
 std::string launch_log_line(const Options& options, std::string_view gpus, std::string_view name) {
-  return fmt::format("launch {} gpus={} name={} {}", who(options.caller), field(gpus), field(name), job(options));
+  return fmt::format("launch {} gpus={} name={} {}{}", who(options.caller), field(gpus), field(name), given(options),
+                     job(options));
 }
 
 std::string refusal_log_line(const Options& options, const std::optional<Caller>& caller, std::string_view why) {
@@ -49,13 +68,22 @@ std::string refusal_log_line(const Options& options, const std::optional<Caller>
 }
 
 void log_launch(const Options& options, std::string_view gpus, std::string_view name) {
-  if (!send_to_syslog(LogFacility::user, LogSeverity::notice, launch_log_line(options, gpus, name)))
-    spdlog::debug("no system log listens at /dev/log: the launch is not recorded there");
+  // A sudo launch waits a second for a log whose queue is full, and is not made unrecorded: a
+  // caller flooding /dev/log first would otherwise launch as root unseen.
+  const std::chrono::milliseconds patience(options.caller ? 1000 : 0);
+  const SyslogSent sent =
+      send_to_syslog(LogFacility::user, LogSeverity::notice, launch_log_line(options, gpus, name), patience);
+  if (sent == SyslogSent::no_log) spdlog::debug("no system log listens at /dev/log: the launch is not recorded there");
+  if (sent == SyslogSent::failed && options.caller)
+    throw Error(
+        "the system log (/dev/log) did not take this launch's record: under sudo a launch is not made unrecorded; "
+        "try again");
+  if (sent == SyslogSent::failed) spdlog::debug("the system log did not take the launch's record");
 }
 
 void log_refusal(const Options& options, const std::optional<Caller>& caller, std::string_view why) {
   const LogFacility facility = caller ? LogFacility::authpriv : LogFacility::user;
-  if (!send_to_syslog(facility, LogSeverity::warning, refusal_log_line(options, caller, why)))
+  if (send_to_syslog(facility, LogSeverity::warning, refusal_log_line(options, caller, why)) != SyslogSent::sent)
     spdlog::debug("no system log listens at /dev/log: the refusal is not recorded there");
 }
 

@@ -5,6 +5,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sys/time.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -34,18 +37,27 @@ std::string syslog_datagram(LogFacility facility, LogSeverity severity, std::str
   return fmt::format("<{}>{} gpurun[{}]: {}", priority, stamp, ::getpid(), message);
 }
 
-bool send_to_syslog(LogFacility facility, LogSeverity severity, std::string_view message) {
+SyslogSent send_to_syslog(LogFacility facility, LogSeverity severity, std::string_view message,
+                          std::chrono::milliseconds patience) {
   const std::string path = socket_path();
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) return false;
+  if (path.size() >= sizeof address.sun_path) return SyslogSent::no_log;
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   const Fd socket(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!socket.valid()) return false;
-  if (::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return false;
+  if (!socket.valid()) return SyslogSent::failed;  // no descriptor left: a log may well listen
+  if (::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
+    return errno == ENOENT || errno == ECONNREFUSED || errno == ENOTSOCK ? SyslogSent::no_log : SyslogSent::failed;
+  int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+  if (patience.count() > 0) {
+    const timeval wait{.tv_sec = static_cast<time_t>(patience.count() / 1000),
+                       .tv_usec = static_cast<suseconds_t>((patience.count() % 1000) * 1000)};
+    if (::setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait) == 0) flags = MSG_NOSIGNAL;
+  }
   const std::string datagram = syslog_datagram(facility, severity, message);
-  return ::send(socket.get(), datagram.data(), datagram.size(), MSG_NOSIGNAL | MSG_DONTWAIT) ==
-         static_cast<ssize_t>(datagram.size());
+  return ::send(socket.get(), datagram.data(), datagram.size(), flags) == static_cast<ssize_t>(datagram.size())
+             ? SyslogSent::sent
+             : SyslogSent::failed;
 }
 
 }  // namespace gpurun

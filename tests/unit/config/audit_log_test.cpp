@@ -36,6 +36,19 @@ TEST(AuditLog, ALaunchNamesTheCallerTheGpusTheNameTheImageAndTheCommand) {
             "command=python train.py --note 'two words'");
 }
 
+// Under sudo what the container is given beside the GPUs: the mounts and docker options as typed,
+// the variables by name alone (a value may be a token).
+TEST(AuditLog, ALaunchNamesItsMountsDockerOptionsAndTheNamesOfItsVariables) {
+  Options o = alice_options();
+  o.volumes = {"/home/alice/data:/data:ro"};
+  o.docker_opts = {"--shm-size=8g", "--ipc=host"};
+  o.env = {"WANDB_API_KEY=secret", "EPOCHS=3"};
+  const std::string line = launch_log_line(o, "0", "job");
+  EXPECT_THAT(line, HasSubstr(" volumes=/home/alice/data:/data:ro docker_opts=\"--shm-size=8g --ipc=host\" "
+                              "env=WANDB_API_KEY,EPOCHS image="));
+  EXPECT_THAT(line, Not(HasSubstr("secret")));
+}
+
 TEST(AuditLog, ARefusalQuotesItsReason) {
   const Options o = alice_options();
   EXPECT_EQ(refusal_log_line(o, o.caller, "docker option \"--privileged\": no"),
