@@ -7,6 +7,7 @@
 
 #include "gpurun/config/options.hpp"
 #include "gpurun/util/accounts.hpp"
+#include "gpurun/util/docker_args.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/shell_quote.hpp"
 #include "gpurun/util/syslog.hpp"
@@ -41,14 +42,27 @@ std::string job(const Options& options) {
 
 }  // namespace
 
+// Items joined by spaces, each cut on its own: a long first one cannot push the rest out of the
+// record.
+std::string items(const std::vector<std::string>& list) {
+  constexpr std::size_t kMaxItem = 160;
+  std::vector<std::string> cut;
+  for (const std::string& item : list) cut.push_back(text::printable(item, kMaxItem));
+  return fmt::format("{}", fmt::join(cut, " "));
+}
+
 // What else the container is given, where given: the mounts and docker options as typed, and the
-// names of the variables set (their values may be tokens).
+// names of the variables set (their values may be tokens, --docker-opt --env's too).
 std::string given(const Options& options) {
   std::string text;
-  if (!options.volumes.empty())
-    text += fmt::format("volumes={} ", field(fmt::format("{}", fmt::join(options.volumes, " "))));
-  if (!options.docker_opts.empty())
-    text += fmt::format("docker_opts={} ", field(fmt::format("{}", fmt::join(options.docker_opts, " "))));
+  if (!options.volumes.empty()) text += fmt::format("volumes={} ", field(items(options.volumes)));
+  if (!options.docker_opts.empty()) {
+    std::vector<std::string> shown;
+    for (const DockerArg& arg : docker_args(options.docker_opts))
+      shown.push_back(arg.name == "env" && arg.value ? "--env=" + arg.value->substr(0, arg.value->find('='))
+                                                     : arg.text);
+    text += fmt::format("docker_opts={} ", field(items(shown)));
+  }
   if (!options.env.empty()) {
     std::vector<std::string> names;
     for (const std::string& item : options.env) names.push_back(item.substr(0, item.find('=')));

@@ -86,22 +86,34 @@ std::optional<uid_t> login_uid(const std::string& proc_root) {
 }  // namespace
 
 std::optional<uid_t> sudo_invoker(long pid, const std::string& proc_root) {
-  constexpr int kDeepest = 64;  // a process tree is shallow; never loop on a damaged one
-  for (int depth = 0; depth < kDeepest && pid > 0; ++depth) {
+  // `pid` itself, or its parent where `pid` is sudo's use_pty monitor: never a sudo further up
+  // (an admin's earlier `sudo -iu alice` is not who started this one).
+  for (int depth = 0; depth < 2 && pid > 0; ++depth) {
     const auto status =
         read_bounded(fmt::format("{}/{}/status", proc_root, pid), std::size_t{1} << 16, FileKinds::regular_only).text;
     if (!status) return std::nullopt;
     std::string_view name;
     for (const auto& line : text::non_blank_lines(*status))
       if (line.text.starts_with("Name:")) name = text::trim(line.text.substr(5));
-    if (name == "sudo") {
-      const auto uid = status_number(*status, "Uid:");
-      if (!uid || *uid < 0) return std::nullopt;
-      return static_cast<uid_t>(*uid);
-    }
+    if (name != "sudo") return std::nullopt;
     const auto parent = status_number(*status, "PPid:");
-    if (!parent || *parent == pid) return std::nullopt;
-    pid = static_cast<long>(*parent);
+    const auto uid = status_number(*status, "Uid:");
+    if (!uid || *uid < 0) return std::nullopt;
+    // The monitor's parent is the sudo the user ran; both keep the user as their real uid.
+    if (depth == 0 && parent && *parent > 0) {
+      const auto above =
+          read_bounded(fmt::format("{}/{}/status", proc_root, *parent), std::size_t{1} << 16, FileKinds::regular_only)
+              .text;
+      bool above_is_sudo = false;
+      if (above)
+        for (const auto& line : text::non_blank_lines(*above))
+          if (line.text.starts_with("Name:")) above_is_sudo = text::trim(line.text.substr(5)) == "sudo";
+      if (above_is_sudo) {
+        pid = static_cast<long>(*parent);
+        continue;
+      }
+    }
+    return static_cast<uid_t>(*uid);
   }
   return std::nullopt;
 }
@@ -118,13 +130,15 @@ std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std
   if (const auto invoker = sudo_invoker(parent, proc_root)) {
     if (*invoker != uid)
       throw Error(
-          fmt::format("SUDO_UID {} is not who ran sudo (uid {}): it was set on the command line, which a "
-                      "sudoers rule with SETENV allows; ask your admin to drop SETENV from gpurun's rule",
+          fmt::format("SUDO_UID {} is not who ran sudo (uid {}): most likely it was set on sudo's command line, "
+                      "which a sudoers rule with SETENV allows; run `sudo gpurun ...` without setting SUDO_*, and "
+                      "ask your admin to drop SETENV from gpurun's rule",
                       uid, *invoker));
   } else if (const auto login = login_uid(proc_root); login && *login != uid && *login != 0) {
     throw Error(fmt::format(
-        "SUDO_UID {} is not this session's user (uid {}, who logged in): gpurun will not act for another user", uid,
-        *login));
+        "SUDO_UID {} is not this session's user (uid {}, who logged in): gpurun will not act for another user; "
+        "run `sudo gpurun ...` itself (not from a root shell of another user's sudo, nor with sudo -b)",
+        uid, *login));
   }
   if (uid == 0) return std::nullopt;  // root using sudo is root
   Caller caller;
@@ -140,8 +154,9 @@ std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std
   const std::vector<gid_t> theirs = group_list(caller.login, entry->pw_gid);
   if (caller.ids.gid != entry->pw_gid && std::find(theirs.begin(), theirs.end(), caller.ids.gid) == theirs.end())
     throw Error(
-        fmt::format("SUDO_GID {} is not a group of {}: it was set on the command line, which a sudoers rule "
-                    "with SETENV allows; ask your admin to drop SETENV from gpurun's rule",
+        fmt::format("SUDO_GID {} is not a group of {}: most likely it was set on sudo's command line, which a "
+                    "sudoers rule with SETENV allows (after newgrp into a group you are not a member of, run gpurun "
+                    "from your own group)",
                     caller.ids.gid, caller.login));
   caller.ids.groups = group_list(caller.login, caller.ids.gid);
   return caller;

@@ -77,6 +77,15 @@ bool registry_reference(const std::string& image) {
       R"([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
       R"((?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?)"
       R"((?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?)");
+  // Matched as HOST:PORT/PATH, "dir:0/root/img" is podman's dir transport of a path relative to
+  // its working directory (the caller's); no registry host is named as a transport is.
+  constexpr std::array<std::string_view, 11> kTransports{
+      "dir", "oci",     "oci-archive", "docker-archive", "docker-daemon", "containers-storage",
+      "sif", "tarball", "ostree",      "docker",         "atomic"};
+  const std::string first = text::to_lower(image.substr(0, image.find_first_of(":/")));
+  if (image.find(':') < image.find('/') &&
+      std::find(kTransports.begin(), kTransports.end(), first) != kTransports.end())
+    return false;
   return image.size() <= kLongestReference && std::regex_match(image, reference);
 }
 
@@ -203,8 +212,9 @@ std::string sudo_refusal(const DockerArg& arg, const std::vector<std::string>& a
   // Whose the container is: not a site's choice either (an admin's `--label` allows any value).
   if (arg.name == "label" && !label_ok(arg.value))
     return fmt::format(
-        "docker option \"{}\": labels gpurun.* say whose the container is, and only gpurun writes them (a "
-        "label's key begins with a letter or digit)",
+        "docker option \"{}\": labels gpurun.* say whose the container is, and only gpurun writes them; tools "
+        "running as root act on io.containers.*, PODMAN_*, traefik.* and watchtower's (a label's key begins "
+        "with a letter or digit)",
         text::printable(arg.text));
   if (arg.name == "label-file")
     return fmt::format(
@@ -293,8 +303,9 @@ void enforce_caller_rules(const Options& options, bool dry_run) {
         "status, pick or --dry-run)");
   if (!options.image.empty() && !registry_reference(options.image))
     refuse(
-        fmt::format("--image \"{}\": under sudo an image is a registry reference, [REGISTRY/]NAME[:TAG][@DIGEST] "
-                    "(an engine's transport, such as oci-archive: or dir:, would have root read a path)",
+        fmt::format("--image \"{}\": under sudo an image is a registry reference, [REGISTRY/]NAME[:TAG][@DIGEST], "
+                    "its name in lower case (an engine's transport, such as oci-archive: or dir:, would have root "
+                    "read a path)",
                     text::printable(options.image)));
   const std::vector<DockerArg> args = caller_docker_args(options.docker_opts);
   for (const DockerArg& arg : args)

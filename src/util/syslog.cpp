@@ -44,9 +44,19 @@ SyslogSent send_to_syslog(LogFacility facility, LogSeverity severity, std::strin
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof address.sun_path) return SyslogSent::no_log;
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const Fd socket(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  // A datagram socket, as journald's and rsyslog's; a stream one where the log listens so (some
+  // syslog-ng setups), as syslog(3) falls back, each message ended by a NUL.
+  int type = SOCK_DGRAM;
+  Fd socket(::socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
   if (!socket.valid()) return SyslogSent::failed;  // no descriptor left: a log may well listen
-  if (::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
+  int connected = ::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  if (connected != 0 && errno == EPROTOTYPE) {
+    type = SOCK_STREAM;
+    socket.reset(::socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
+    if (!socket.valid()) return SyslogSent::failed;
+    connected = ::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  }
+  if (connected != 0)
     return errno == ENOENT || errno == ECONNREFUSED || errno == ENOTSOCK ? SyslogSent::no_log : SyslogSent::failed;
   int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
   if (patience.count() > 0) {
@@ -54,7 +64,8 @@ SyslogSent send_to_syslog(LogFacility facility, LogSeverity severity, std::strin
                        .tv_usec = static_cast<suseconds_t>((patience.count() % 1000) * 1000)};
     if (::setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait) == 0) flags = MSG_NOSIGNAL;
   }
-  const std::string datagram = syslog_datagram(facility, severity, message);
+  std::string datagram = syslog_datagram(facility, severity, message);
+  if (type == SOCK_STREAM) datagram.push_back('\0');
   return ::send(socket.get(), datagram.data(), datagram.size(), flags) == static_cast<ssize_t>(datagram.size())
              ? SyslogSent::sent
              : SyslogSent::failed;

@@ -227,7 +227,7 @@ for forged in SUDO_UID=0 "SUDO_UID=$(id -u $A)" SUDO_GID=0; do
   (cd /tmp && runuser -u $B -- timeout 60 sudo -n "$forged" "$gpurun" --dry-run --image $IMAGE 1 -- true) \
     >"$tmp/out" 2>"$tmp/err" </dev/null
   rc=$?
-  ((rc == 125)) && grep -q "set on the command line" "$tmp/err" && pass "sudo $forged gpurun (SETENV) is refused" ||
+  ((rc == 125)) && grep -q "set on sudo.s command line" "$tmp/err" && pass "sudo $forged gpurun (SETENV) is refused" ||
     fail "sudo $forged gpurun: rc $rc $(cat "$tmp/out" "$tmp/err")"
 done
 refused "--ignore-containers (other users' containers' GPUs)" "not allowed under sudo" --ignore-containers "${img[@]}"

@@ -5,8 +5,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
 #include "gpurun/config/options.hpp"
+#include "gpurun/util/fd.hpp"
 #include "gpurun/util/syslog.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
@@ -41,12 +50,15 @@ TEST(AuditLog, ALaunchNamesTheCallerTheGpusTheNameTheImageAndTheCommand) {
 TEST(AuditLog, ALaunchNamesItsMountsDockerOptionsAndTheNamesOfItsVariables) {
   Options o = alice_options();
   o.volumes = {"/home/alice/data:/data:ro"};
-  o.docker_opts = {"--shm-size=8g", "--ipc=host"};
+  o.docker_opts = {"--shm-size=8g", "--ipc=host", "--env=HF_TOKEN=hf_secret", "-e", "OTHER=secret2"};
   o.env = {"WANDB_API_KEY=secret", "EPOCHS=3"};
   const std::string line = launch_log_line(o, "0", "job");
-  EXPECT_THAT(line, HasSubstr(" volumes=/home/alice/data:/data:ro docker_opts=\"--shm-size=8g --ipc=host\" "
-                              "env=WANDB_API_KEY,EPOCHS image="));
+  EXPECT_THAT(line, HasSubstr(" volumes=/home/alice/data:/data:ro docker_opts=\"--shm-size=8g --ipc=host "
+                              "--env=HF_TOKEN --env=OTHER\" env=WANDB_API_KEY,EPOCHS image="));
   EXPECT_THAT(line, Not(HasSubstr("secret")));
+  // A long first mount cannot push the docker options out of the record.
+  o.volumes = {std::string(5000, 'x') + ":/x"};
+  EXPECT_THAT(launch_log_line(o, "0", "job"), HasSubstr("docker_opts=\"--shm-size=8g --ipc=host"));
 }
 
 TEST(AuditLog, ARefusalQuotesItsReason) {
@@ -74,6 +86,30 @@ TEST(Syslog, TheDatagramCarriesFacilityAndSeverityAsSyslog3Does) {
   EXPECT_THAT(syslog_datagram(LogFacility::authpriv, LogSeverity::warning, "hi"), StartsWith("<84>"));
   EXPECT_THAT(syslog_datagram(LogFacility::user, LogSeverity::info, "hi"),
               MatchesRegex("<14>[A-Z][a-z][a-z] [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] gpurun\\[[0-9]+\\]: hi"));
+}
+
+// Some syslog-ng setups listen on a stream socket: connecting a datagram one fails (EPROTOTYPE),
+// and every sudo launch was refused as unrecorded. As syslog(3), it is sent over a stream then,
+// ended by a NUL; no socket at all is no log.
+TEST(Syslog, ALogListeningOnAStreamSocketIsSentToAndNoSocketIsNoLog) {
+  const test::TempDir dir;
+  const std::string path = dir / "log";
+  const Fd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener.get(), 4), 0);
+  ::setenv("GPURUN_SYSLOG_SOCKET", path.c_str(), 1);
+  EXPECT_EQ(send_to_syslog(LogFacility::user, LogSeverity::notice, "over a stream"), SyslogSent::sent);
+  const Fd accepted(::accept(listener.get(), nullptr, nullptr));
+  char got[256] = {};
+  ASSERT_GT(::read(accepted.get(), got, sizeof got - 1), 0);
+  EXPECT_THAT(std::string(got), EndsWith("gpurun[" + std::to_string(::getpid()) + "]: over a stream"));
+  ::setenv("GPURUN_SYSLOG_SOCKET", (dir / "none").c_str(), 1);
+  EXPECT_EQ(send_to_syslog(LogFacility::user, LogSeverity::notice, "to nobody"), SyslogSent::no_log);
+  ::unsetenv("GPURUN_SYSLOG_SOCKET");
 }
 
 TEST(Syslog, AVeryLongMessageIsCut) {

@@ -76,6 +76,12 @@ TEST(SudoCaller, SudoUidAndGidAreBelievedOnlyAsTheSudoAboveOrTheLoginKnowsThem) 
   EXPECT_THAT(test::caught_error([&] { sudo_caller(0, root_group, proc.str(), 201); }).message,
               HasSubstr("SUDO_GID 0 is not a group of nobody"));
 
+  // A sudo further up is not who started gpurun (an admin's earlier `sudo -iu nobody`, then a root
+  // shell): only the parent, or the parent's parent under use_pty, counts.
+  process(300, "bash", 201, 0);
+  EXPECT_FALSE(sudo_invoker(300, proc.str()));
+  EXPECT_EQ(sudo_invoker(201, proc.str()), std::optional<uid_t>(65534));
+
   // No sudo above (`sudo -b`, a root shell of `sudo -i`): the session's login uid decides.
   std::filesystem::create_directories(proc / "self");
   std::ofstream(proc / "self/loginuid") << "65534";
@@ -234,9 +240,10 @@ TEST(SudoRules, GpurunsOwnLabelsAreRefusedEvenWhereTheAdminAllowsLabels) {
 // podman reads "TRANSPORT:PATH" as an image source, which root would open and unpack into the
 // caller's container; under sudo an image is a registry reference alone.
 TEST(SudoRules, AnImageIsARegistryReferenceNotAnEnginesTransport) {
-  for (const char* image : {"oci-archive:/home/bob/private.tar", "dir:/root/img", "docker-archive:/etc/x.tar",
-                            "containers-storage:[overlay@/other/root]img", "docker-daemon:img:1", "docker://alpine",
-                            "Alpine", "img:tag:more", "/abs/path"}) {
+  for (const char* image :
+       {"oci-archive:/home/bob/private.tar", "dir:/root/img", "docker-archive:/etc/x.tar",
+        "containers-storage:[overlay@/other/root]img", "docker-daemon:img:1", "docker://alpine", "Alpine",
+        "img:tag:more", "/abs/path", "dir:0/root/img", "oci-archive:0/x.tar", "OCI:1/x", "tarball:1/x"}) {
     Options o = caller_options({});
     o.image = image;
     const auto e = test::caught_error([&] { enforce_caller_rules(o, false); });
