@@ -46,9 +46,12 @@ std::string job(const Options& options) {
 // record.
 std::string items(const std::vector<std::string>& list) {
   constexpr std::size_t kMaxItem = 160;
-  std::vector<std::string> cut;
-  for (const std::string& item : list) cut.push_back(text::printable(item, kMaxItem));
-  return fmt::format("{}", fmt::join(cut, " "));
+  std::string joined;
+  for (const std::string& item : list) {
+    if (!joined.empty()) joined += ' ';
+    joined += text::printable(item, kMaxItem);
+  }
+  return joined;
 }
 
 // What else the container is given, where given: the mounts and docker options as typed, and the
