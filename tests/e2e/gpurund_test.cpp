@@ -775,6 +775,22 @@ class NotifyTest : public IdlePolicyTest {
   std::string mail() const {
     return std::filesystem::exists(dir() + "/mail") ? read_file(dir() + "/mail") : std::string();
   }
+  // gpurund with kTimedContainers, bob_gpu2's limit `seconds`, the stand-in nvidia-smi answering
+  // from a copy of the busy DGX (source()), once bob_gpu2's run is recorded.
+  pid_t start_timed(const std::string& seconds) const {
+    std::filesystem::copy_file(scenario("busy_dgx.json"), source());
+    std::string timed(kTimedContainers);
+    timed.replace(timed.find(R"("gpurun.time-limit": "2")"), 24, R"("gpurun.time-limit": ")" + seconds + "\"");
+    const pid_t pid = start_with_containers("{}", timed, source());
+    EXPECT_TRUE(eventually([&] { return ask({"history", "--json"}).out.find("bob_gpu2") != std::string::npos; }));
+    return pid;
+  }
+  std::string source() const { return dir() + "/scenario.json"; }
+  // Every read of the GPUs fails from now on, as after a driver upgraded under running jobs.
+  void fail_the_gpu_source() const {
+    std::ofstream(source()) << R"({"gpus": [], "processes": [], "exit_code": 18,
+      "stdout": "Failed to initialize NVML: Driver/library version mismatch\n"})";
+  }
   test::WebhookReceiver receiver;
 };
 
@@ -827,17 +843,9 @@ TEST_F(IdlePolicyTest, RawSamplesAreKeptAsLongAsTheIdlePolicyLooksBack) {
 // GPU source fails at every sample, and the time limits, which need only the engine's containers,
 // hold all the same.
 TEST_F(NotifyTest, TimeLimitsHoldWhileTheGpuSourceFails) {
-  const std::string source = dir() + "/scenario.json";
-  std::filesystem::copy_file(scenario("busy_dgx.json"), source);
-  std::string timed(kTimedContainers);
-  timed.replace(timed.find(R"("gpurun.time-limit": "2")"), 24, R"("gpurun.time-limit": "4")");
-  const pid_t pid = start_with_containers("{}", timed, source);
+  const pid_t pid = start_timed("4");
   const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
-  ASSERT_TRUE(eventually([&] {
-    return ask({"history", "--json"}).out.find("bob_gpu2") != std::string::npos;
-  })) << log();
-  std::ofstream(source) << R"({"gpus": [], "processes": [], "exit_code": 18,
-    "stdout": "Failed to initialize NVML: Driver/library version mismatch\n"})";
+  fail_the_gpu_source();
   ASSERT_TRUE(eventually([&] { return log().find("time limit: stopped run") != std::string::npos; })) << log();
   const std::string text = log();
   EXPECT_LT(text.find("Driver/library version mismatch"), text.find("time limit: stopped run")) << text;
@@ -853,19 +861,11 @@ TEST_F(NotifyTest, TimeLimitsHoldWhileTheGpuSourceFails) {
 // The same outage with gpurund restarted in it (the package's try-restart, systemd's
 // Restart=on-failure): nothing read since its start, the open runs' GPUs stand in for the list.
 TEST_F(NotifyTest, TimeLimitsHoldAfterARestartDuringTheGpuSourcesOutage) {
-  const std::string source = dir() + "/scenario.json";
-  std::filesystem::copy_file(scenario("busy_dgx.json"), source);
-  std::string timed(kTimedContainers);
-  timed.replace(timed.find(R"("gpurun.time-limit": "2")"), 24, R"("gpurun.time-limit": "6")");
-  pid_t pid = start_with_containers("{}", timed, source);
+  pid_t pid = start_timed("6");
   const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
-  ASSERT_TRUE(eventually([&] {
-    return ask({"history", "--json"}).out.find("bob_gpu2") != std::string::npos;
-  })) << log();
   EXPECT_EQ(stop(pid, SIGTERM), 0);
-  std::ofstream(source) << R"({"gpus": [], "processes": [], "exit_code": 18,
-    "stdout": "Failed to initialize NVML: Driver/library version mismatch\n"})";
-  pid = start(source, false, {},
+  fail_the_gpu_source();
+  pid = start(source(), false, {},
               {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + dir() + "/inspect.json",
                "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv"});
   ASSERT_TRUE(eventually([&] { return log().find("time limit: stopped run") != std::string::npos; })) << log();

@@ -41,6 +41,26 @@ Notification notification(std::string user = "alice", std::string text = "run 3 
           .user = std::move(user)};
 }
 
+// A TCP socket listening on a free port of 127.0.0.1 (a webhook that never answers, unless the
+// test accepts and reads), and the webhook URL of it.
+Fd listening_socket() {
+  Fd socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  EXPECT_EQ(::bind(socket.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  EXPECT_EQ(::listen(socket.get(), 8), 0);
+  return socket;
+}
+std::string url_of(const Fd& listening) {
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  EXPECT_EQ(::getsockname(listening.get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  return "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hook";
+}
+
 bool eventually(const std::function<bool()>& done) {
   for (int i = 0; i < 200; ++i) {
     if (done()) return true;
@@ -201,16 +221,9 @@ TEST(Notifier, WhatAStopLeavesUndeliveredIsSentAtTheNextStart) {
 TEST(Notifier, AStopRequestCutsAHungWebhookAfterFiveSecondsAndKeepsItsNotification) {
   const test::TempDir dir;
   const std::string kept = dir / "notifications-undelivered.json";
-  const Fd hung(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));  // listens, never accepts
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ASSERT_EQ(::bind(hung.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(::listen(hung.get(), 8), 0);
-  ASSERT_EQ(::getsockname(hung.get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const Fd hung = listening_socket();  // listens, never accepts
   NotifyPolicy policy;
-  policy.webhook = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hook";
+  policy.webhook = url_of(hung);
   Notification warning = notification();
   warning.time = std::chrono::system_clock::now();
   StopRequest stop;
@@ -237,16 +250,9 @@ TEST(Notifier, AStopRequestCutsAHungWebhookAfterFiveSecondsAndKeepsItsNotificati
 TEST(Notifier, EveryMailGoesBeforeTheNextWebhookPostSoAHungWebhookHoldsUpNoMail) {
   const test::TempDir dir;
   const std::string sendmail = test::write_script(dir / "sendmail", "cat >> " + (dir / "mail"));
-  const Fd hung(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));  // takes each POST, never answers
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ASSERT_EQ(::bind(hung.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(::listen(hung.get(), 8), 0);
-  ASSERT_EQ(::getsockname(hung.get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const Fd hung = listening_socket();  // takes each POST, never answers
   NotifyPolicy policy;
-  policy.webhook = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hook";
+  policy.webhook = url_of(hung);
   policy.mail = true;
   policy.sendmail = sendmail;
   const auto mailed = [&](const char* user) {

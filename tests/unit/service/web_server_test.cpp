@@ -58,7 +58,7 @@ sockaddr_in loopback(int port) {
 }
 
 // `request` sent whole to 127.0.0.1:port; the whole response.
-std::string exchange(int port, const std::string& request) {
+std::string send_whole(int port, const std::string& request) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -79,23 +79,7 @@ std::string exchange(int port, const std::string& request) {
 
 // GET `path` from 127.0.0.1:port, for `host`; the whole response.
 std::string get(int port, const std::string& path, const std::string& host = "127.0.0.1") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return "";
-  }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
-  EXPECT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
-  ::close(fd);
-  return response;
+  return send_whole(port, "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
 }
 
 TEST(WebServer, AnswersMetricsFromTheLastSampleAndNothingElse) {
@@ -126,13 +110,13 @@ TEST(WebServer, AnswersOnlyForItsOwnNamesAndAddresses) {
   EXPECT_THAT(refused, HasSubstr("\"web_names\""));
   EXPECT_THAT(get(server.port(), "/", "gpus.lab.example.org.evil.example"), StartsWith("HTTP/1.1 421"));
   // An absolute-form target names its host itself, whatever the Host header says (RFC 9112, 3.2.2).
-  EXPECT_THAT(exchange(server.port(),
-                       "GET http://attacker.example/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                       "Connection: close\r\n\r\n"),
+  EXPECT_THAT(send_whole(server.port(),
+                         "GET http://attacker.example/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         "Connection: close\r\n\r\n"),
               StartsWith("HTTP/1.1 421"));
-  EXPECT_THAT(exchange(server.port(),
-                       "GET http://gpus.lab.example.org/metrics HTTP/1.1\r\nHost: x\r\n"
-                       "Connection: close\r\n\r\n"),
+  EXPECT_THAT(send_whole(server.port(),
+                         "GET http://gpus.lab.example.org/metrics HTTP/1.1\r\nHost: x\r\n"
+                         "Connection: close\r\n\r\n"),
               StartsWith("HTTP/1.1 200"));
 }
 
@@ -141,14 +125,14 @@ TEST(WebServer, AnswersOnlyForItsOwnNamesAndAddresses) {
 TEST(WebServer, AnHttp11RequestWithoutAHostOrWithTwoIsRefused) {
   ServedRuns runs;
   const WebServer server("127.0.0.1:0", runs, {});
-  EXPECT_THAT(exchange(server.port(), "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n"),
+  EXPECT_THAT(send_whole(server.port(), "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n"),
               StartsWith("HTTP/1.1 400 Bad Request"));
-  const std::string two = exchange(server.port(),
-                                   "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n"
-                                   "Connection: close\r\n\r\n");
+  const std::string two = send_whole(server.port(),
+                                     "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n"
+                                     "Connection: close\r\n\r\n");
   EXPECT_THAT(two, StartsWith("HTTP/1.1 400 Bad Request"));
   EXPECT_THAT(two, HasSubstr("more than one Host header"));
-  EXPECT_THAT(exchange(server.port(), "GET /metrics HTTP/1.0\r\n\r\n"), StartsWith("HTTP/1.0 200 OK"));
+  EXPECT_THAT(send_whole(server.port(), "GET /metrics HTTP/1.0\r\n\r\n"), StartsWith("HTTP/1.0 200 OK"));
 }
 
 TEST(PeerOfAddress, AnIpv6PeerIsItsSlash64AndAnIpv4OneItsAddress) {
