@@ -75,6 +75,13 @@ std::optional<long long> status_number(std::string_view status, std::string_view
   return std::nullopt;
 }
 
+// The Name: line of a /proc/PID/status ("sudo"); "" without one.
+std::string_view status_name(std::string_view status) {
+  for (const auto& line : text::non_blank_lines(status))
+    if (line.text.starts_with("Name:")) return text::trim(line.text.substr(5));
+  return {};
+}
+
 // The session's login uid (pam_loginuid), which sudo does not change; nullopt where unset.
 std::optional<uid_t> login_uid(const std::string& proc_root) {
   const auto text = read_bounded(proc_root + "/self/loginuid", 64, FileKinds::regular_only).text;
@@ -86,36 +93,14 @@ std::optional<uid_t> login_uid(const std::string& proc_root) {
 }  // namespace
 
 std::optional<uid_t> sudo_invoker(long pid, const std::string& proc_root) {
-  // `pid` itself, or its parent where `pid` is sudo's use_pty monitor: never a sudo further up
-  // (an admin's earlier `sudo -iu alice` is not who started this one).
-  for (int depth = 0; depth < 2 && pid > 0; ++depth) {
-    const auto status =
-        read_bounded(fmt::format("{}/{}/status", proc_root, pid), std::size_t{1} << 16, FileKinds::regular_only).text;
-    if (!status) return std::nullopt;
-    std::string_view name;
-    for (const auto& line : text::non_blank_lines(*status))
-      if (line.text.starts_with("Name:")) name = text::trim(line.text.substr(5));
-    if (name != "sudo") return std::nullopt;
-    const auto parent = status_number(*status, "PPid:");
-    const auto uid = status_number(*status, "Uid:");
-    if (!uid || *uid < 0) return std::nullopt;
-    // The monitor's parent is the sudo the user ran; both keep the user as their real uid.
-    if (depth == 0 && parent && *parent > 0) {
-      const auto above =
-          read_bounded(fmt::format("{}/{}/status", proc_root, *parent), std::size_t{1} << 16, FileKinds::regular_only)
-              .text;
-      bool above_is_sudo = false;
-      if (above)
-        for (const auto& line : text::non_blank_lines(*above))
-          if (line.text.starts_with("Name:")) above_is_sudo = text::trim(line.text.substr(5)) == "sudo";
-      if (above_is_sudo) {
-        pid = static_cast<long>(*parent);
-        continue;
-      }
-    }
-    return static_cast<uid_t>(*uid);
-  }
-  return std::nullopt;
+  // `pid` alone: never a sudo further up (an admin's earlier `sudo -iu alice` is not who started
+  // this one). Under use_pty it is sudo's monitor, which keeps the user's real uid as sudo does.
+  const auto status =
+      read_bounded(fmt::format("{}/{}/status", proc_root, pid), std::size_t{1} << 16, FileKinds::regular_only).text;
+  if (!status || status_name(*status) != "sudo") return std::nullopt;
+  const auto uid = status_number(*status, "Uid:");
+  if (!uid || *uid < 0) return std::nullopt;
+  return static_cast<uid_t>(*uid);
 }
 
 std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std::string& proc_root, long parent) {

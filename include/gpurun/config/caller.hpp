@@ -29,8 +29,8 @@ struct Caller {
 std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std::string& proc_root = "/proc",
                                   long parent = ::getppid());
 
-// Who ran the nearest sudo among process `pid` and its ancestors (sudo keeps the invoking user
-// as its real uid, its monitor under use_pty too); nullopt where none is sudo.
+// Who ran the sudo that process `pid` is (sudo keeps the invoking user as its real uid, its
+// monitor under use_pty too); nullopt where `pid` is not sudo.
 std::optional<uid_t> sudo_invoker(long pid, const std::string& proc_root);
 
 // act_as(caller.ids): from here on files are touched with the caller's rights. First the
