@@ -105,7 +105,7 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
     if (asked.valid()) holders = asked.get();
   }
   if (!holders.error.empty())
-    spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by nvidia-smi alone: {}",
+    spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by the GPUs' processes alone: {}",
                  engine->name() == "podman" ? "Podman" : "Docker", holders.error);
   return assess_inventory(options, lock_dir, std::move(snapshot), std::move(holders.containers));
 }

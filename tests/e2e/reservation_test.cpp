@@ -192,7 +192,7 @@ TEST_F(ContainerAwarenessTest, AnEngineOutOfReachIsAWarningNotAFailure) {
   EXPECT_EQ(pick.exit_code, 0);
   EXPECT_EQ(pick.out, "0\n");
   EXPECT_THAT(pick.err, HasSubstr("warning: cannot ask the Docker engine which containers hold GPUs, going by "
-                                  "nvidia-smi alone: `" +
+                                  "the GPUs' processes alone: `" +
                                   fake("docker") + " ps` exited with status 1: Cannot connect"));
 }
 
