@@ -116,20 +116,27 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   // GPU beside the jobs) is the time of those computing on it, in equal parts; where none computes,
   // of all who hold it, in equal parts: the users' GPU-hours add up to the GPU's, and a container
   // that only holds a GPU others work on (dcgm-exporter's --gpus all) takes none of their time.
-  // MIG instances are parts of their own.
-  std::map<int, int> whole_holders;  // GPU → runs credited for the whole of it
-  std::map<int, int> computing;      // GPU → of those, the ones with a process on it
+  // MIG instances are parts of their own, and a GPU whose instances are worked on is theirs: a
+  // whole holder with no process there (dcgm-exporter again) takes none of it.
+  std::map<int, int> whole_holders;   // GPU → runs credited for the whole of it
+  std::map<int, int> computing;       // GPU → of those, the ones with a process on it
+  std::set<int> instances_computing;  // GPUs with a process in one of their MIG instances
   for (const auto& [key, holder] : seen) {
     if (run_of_holder(running_, key) == nullptr) continue;  // new: credited from the next sample
     for (const int gpu : holder.gpus) {
-      if (holder.mig_share.contains(gpu)) continue;
+      const bool on_it = std::binary_search(holder.computing_gpus.begin(), holder.computing_gpus.end(), gpu);
+      if (holder.mig_share.contains(gpu)) {
+        if (on_it) instances_computing.insert(gpu);
+        continue;
+      }
       ++whole_holders[gpu];
-      if (std::binary_search(holder.computing_gpus.begin(), holder.computing_gpus.end(), gpu)) ++computing[gpu];
+      if (on_it) ++computing[gpu];
     }
   }
   const auto part_of = [&](const HolderSample& holder, int gpu) {
     if (const int on = computing[gpu]; on > 0)
       return std::binary_search(holder.computing_gpus.begin(), holder.computing_gpus.end(), gpu) ? 1.0 / on : 0.0;
+    if (instances_computing.contains(gpu)) return 0.0;
     return 1.0 / std::max(1, whole_holders[gpu]);
   };
 

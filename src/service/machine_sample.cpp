@@ -85,10 +85,15 @@ std::map<std::string, MigPart> mig_parts(const Snapshot& snapshot) {
   return parts;
 }
 
-// Each GPU's share held through `parts`, at most the whole.
-std::map<int, double> shares_of(const std::set<const MigPart*>& parts) {
+// Each GPU's share held through `parts`, an instance held by several (two users' processes in
+// one instance) in equal parts, so that the holders' shares add up to the instance's.
+std::map<int, double> shares_of(const std::set<const MigPart*>& parts, const std::map<const MigPart*, int>& holders) {
   std::map<int, double> shares;
-  for (const MigPart* part : parts) shares[part->gpu] = std::min(1.0, shares[part->gpu] + part->share);
+  for (const MigPart* part : parts) {
+    const auto many = holders.find(part);
+    const double own = part->share / (many == holders.end() ? 1 : std::max(1, many->second));
+    shares[part->gpu] = std::min(1.0, shares[part->gpu] + own);
+  }
   return shares;
 }
 
@@ -114,6 +119,9 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
     return known != owners.end() ? known->second : owners.emplace(pid, process_owner(pid, proc_root)).first->second;
   };
 
+  // The instances each holder holds, by its place in sample.holders; their shares are given once
+  // every holder is known, since an instance held by several is split among them.
+  std::map<std::size_t, std::set<const MigPart*>> parts_held;
   const unsigned asking_uid = ::getuid();
   if (snapshot.processes_known) add_process_holders(containers, snapshot.gpus, proc_root, asking_uid);
   for (const GpuContainer& c : containers) {
@@ -127,9 +135,9 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
       if (owner && owner->container && runs_in(*owner->container, c, asking_uid))
         held_parts.insert(pid_parts.begin(), pid_parts.end());
     }
-    const std::map<int, double> shares = c.all_gpus ? std::map<int, double>{} : shares_of(held_parts);
-    for (const auto& [gpu, share] : shares)
-      if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
+    if (c.all_gpus) held_parts.clear();  // it holds every GPU whole, its instances among them
+    for (const MigPart* part : held_parts)
+      if (std::find(gpus.begin(), gpus.end(), part->gpu) == gpus.end()) gpus.push_back(part->gpu);
     std::sort(gpus.begin(), gpus.end());
     if (gpus.empty()) continue;
     std::vector<int> computing;  // the GPUs one of its processes is on
@@ -141,6 +149,7 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
           computing.push_back(gpu.index);
       }
     std::sort(computing.begin(), computing.end());
+    if (!held_parts.empty()) parts_held[sample.holders.size()] = std::move(held_parts);
     // A rootless engine's container is keyed by its user too: its ID is only that engine's.
     sample.holders.push_back(
         {.key = c.rootless_uid ? fmt::format("container:{}:{}", *c.rootless_uid, c.id) : "container:" + c.id,
@@ -151,7 +160,7 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
          .command = kept_command(c.command),
          .gpus = std::move(gpus),
          .computing_gpus = std::move(computing),
-         .mig_share = shares,
+         .mig_share = {},
          .memory_used_mib = std::nullopt,
          .started_by_gpurun = c.started_by_gpurun,
          .time_limit = c.time_limit,
@@ -165,11 +174,9 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
     for (const GpuProcess& p : gpu.processes) {
       const std::optional<ProcessOwner>& owner = owner_of(p.pid);
       if (owner && owner->container) continue;  // its container is a holder already
-      std::map<int, double> shares;
-      if (const auto in = parts_of_pid.find(p.pid); in != parts_of_pid.end()) {
-        const std::map<int, double> all = shares_of(std::set<const MigPart*>(in->second.begin(), in->second.end()));
-        if (const auto here = all.find(gpu.index); here != all.end()) shares.emplace(*here);  // this GPU's part
-      }
+      if (const auto in = parts_of_pid.find(p.pid); in != parts_of_pid.end())
+        for (const MigPart* part : in->second)
+          if (part->gpu == gpu.index) parts_held[sample.holders.size()].insert(part);  // this GPU's part
       const std::string start = start_ticks(p.pid, proc_root);
       const std::string command = command_line(p.pid, proc_root);
       sample.holders.push_back({.key = fmt::format("process:{}:{}", p.pid, start),
@@ -180,13 +187,20 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                                 .command = command,
                                 .gpus = {gpu.index},
                                 .computing_gpus = {gpu.index},
-                                .mig_share = std::move(shares),
+                                .mig_share = {},
                                 .memory_used_mib = p.used_memory_mib,
                                 .started_by_gpurun = false,
                                 .time_limit = std::nullopt,
                                 .notify_end = false,
                                 .listed_by_engine = false});
     }
+
+  std::map<const MigPart*, std::set<std::string>> keys_of_part;  // a pid listed twice is one holder
+  for (const auto& [holder, held] : parts_held)
+    for (const MigPart* part : held) keys_of_part[part].insert(sample.holders[holder].key);
+  std::map<const MigPart*, int> holders_of_part;
+  for (const auto& [part, keys] : keys_of_part) holders_of_part[part] = static_cast<int>(keys.size());
+  for (const auto& [holder, held] : parts_held) sample.holders[holder].mig_share = shares_of(held, holders_of_part);
   return sample;
 }
 

@@ -238,6 +238,26 @@ TEST(RunTracker, AGpuIsTheTimeOfThoseComputingOnItAndOfAllWhereNoneDoes) {
   EXPECT_DOUBLE_EQ(run_of("exporter").busy_gpu_seconds, 0);
 }
 
+// The same exporter on a MIG GPU: the job in one of its instances works there, so the exporter
+// takes none of the GPU's time (it had all of it, beside the job's share, before).
+TEST(RunTracker, AWholeHolderTakesNoneOfAMigGpuWhoseInstancesAreWorkedOn) {
+  RunTracker tracker;
+  HolderSample exporter = container("exporter", {0});
+  HolderSample job = container("job", {0});
+  job.mig_share = {{0, 0.25}};
+  job.computing_gpus = {0};
+  tracker.observe(at(0s, {std::nullopt}, {exporter, job}));
+  tracker.observe(at(10s, {std::nullopt}, {exporter, job}));
+  ASSERT_EQ(tracker.running().size(), 2u);
+  EXPECT_DOUBLE_EQ(tracker.running()[0].gpu_seconds, 0);    // the exporter
+  EXPECT_DOUBLE_EQ(tracker.running()[1].gpu_seconds, 2.5);  // the job's quarter
+
+  // Where no instance is worked on, the whole holder is credited the GPU, as before.
+  job.computing_gpus.clear();
+  tracker.observe(at(20s, {std::nullopt}, {exporter, job}));
+  EXPECT_DOUBLE_EQ(tracker.running()[0].gpu_seconds, 10);
+}
+
 TEST(RunTracker, AGapLongerThanTheCreditLimitIsNotCounted) {
   RunTracker tracker;
   tracker.observe(at(0s, {90}, {container("a", {0})}));

@@ -164,6 +164,34 @@ TEST_F(MachineSampleTest, OnAMigGpuEachHolderHoldsItsInstancesShareNotTheGpu) {
   EXPECT_THAT(machine_sample(WallTime{}, s, {c}, root_).holders[0].mig_share, ::testing::IsEmpty());
 }
 
+// Two users' processes in one instance: each is credited half of it, so that their shares add up
+// to the instance's; a pid listed twice on the GPU is still one holder.
+TEST_F(MachineSampleTest, AMigInstanceHeldBySeveralIsSplitAmongThem) {
+  add(100, "0::/user.slice/user-0.slice/session-1.scope\n", "1", "python3\0"s);
+  add(300, "0::/user.slice/user-0.slice/session-2.scope\n", "7", "python3\0"s);
+  Snapshot s = two_gpus();
+  s.gpus[0].mig_enabled = true;
+  s.gpus[0].processes = {{.gpu_uuid = s.gpus[0].uuid, .pid = 100, .used_memory_mib = 500.0, .user = ""},
+                         {.gpu_uuid = s.gpus[0].uuid, .pid = 300, .used_memory_mib = 100.0, .user = ""},
+                         {.gpu_uuid = s.gpus[0].uuid, .pid = 300, .used_memory_mib = 100.0, .user = ""}};
+  MigInstance small{.uuid = "MIG-small",
+                    .gpu_index = 0,
+                    .gpu_instance_id = 9,
+                    .compute_instance_id = 0,
+                    .profile = "1g.20gb",
+                    .memory_used_mib = 600.0,
+                    .memory_total_mib = 20480.0,
+                    .processes = {}};
+  small.processes = {{.gpu_uuid = "MIG-small", .pid = 100, .used_memory_mib = 500.0, .user = ""},
+                     {.gpu_uuid = "MIG-small", .pid = 300, .used_memory_mib = 100.0, .user = ""}};
+  s.mig_instances = {small};
+  const MachineSample sample = machine_sample(WallTime{}, s, {}, root_);
+  ASSERT_EQ(sample.holders.size(), 3u);
+  EXPECT_EQ(sample.holders[0].mig_share, (std::map<int, double>{{0, 0.125}}));
+  EXPECT_EQ(sample.holders[1].mig_share, (std::map<int, double>{{0, 0.125}}));
+  EXPECT_EQ(sample.holders[1].key, sample.holders[2].key);
+}
+
 TEST_F(MachineSampleTest, AProcessGoneFromProcIsStillAHolder) {
   Snapshot s = two_gpus();
   s.gpus[0].processes.push_back({.gpu_uuid = s.gpus[0].uuid, .pid = 7777, .used_memory_mib = 1.0, .user = "bob"});
