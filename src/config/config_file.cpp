@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "gpurun/config/idle_policy.hpp"
@@ -147,11 +148,21 @@ void check_profiles(const ParsedFile& f, const json& profiles) {
   }
 }
 
+// Why a key of the system file alone is refused in `f`: which kind of file it is.
+std::string system_file_only(const ParsedFile& f, std::string_view what) {
+  const std::string_view file = f.layer == Kind::user      ? "a user file"
+                                : f.layer == Kind::project ? "a project file"
+                                                           : "a --config file";
+  return fmt::format("{} belong in the system file /etc/gpurun/config.json; {} cannot set them", what, file);
+}
+
+// `"notify": true` meant --notify, whose key is another (notify is the site's section).
+std::string notify_hint(const std::string& key, const json& value) {
+  return key == "notify" && value.is_boolean() ? " (for --notify, the key is notify_end)" : "";
+}
+
 void check_policy_key(const ParsedFile& f, const Setting& info, const json& value) {
-  if (f.layer != Kind::system)
-    throw f.error(std::string(info.key),
-                  "site policy keys belong in the system file /etc/gpurun/config.json; a user or "
-                  "project file cannot set them");
+  if (f.layer != Kind::system) throw f.error(std::string(info.key), system_file_only(f, "site policy keys"));
   const std::string key(info.key);
   if (const auto problem = info.problem(value)) throw f.error(key, *problem);
   if (!info.words.empty() && value.is_string() &&
@@ -163,20 +174,17 @@ void check_policy_key(const ParsedFile& f, const Setting& info, const json& valu
 }
 
 void check_service(const ParsedFile& f, const json& value) {
-  if (f.layer != Kind::system)
-    throw f.error("service", "the service's settings belong in the system file /etc/gpurun/config.json");
+  if (f.layer != Kind::system) throw f.error("service", system_file_only(f, "the service's settings"));
   if (const auto read = read_service_section(value); read.problem)
     throw f.error(read.problem->first.empty() ? "service" : join_path("service", read.problem->first),
                   read.problem->second);
 }
 
 void check_policy_object(const ParsedFile& f, const std::string& key, const json& value) {
-  if (f.layer != Kind::system)
-    throw f.error(key,
-                  "site policy keys belong in the system file /etc/gpurun/config.json; a user or project file cannot "
-                  "set them");
+  if (f.layer != Kind::system) throw f.error(key, system_file_only(f, "site policy keys") + notify_hint(key, value));
   if (const auto problem = policy_object_problem(key, value))
-    throw f.error(problem->first.empty() ? key : join_path(key, problem->first), problem->second);
+    throw f.error(problem->first.empty() ? key : join_path(key, problem->first),
+                  problem->second + notify_hint(key, value));
 }
 
 void check_file(const ParsedFile& f) {

@@ -439,17 +439,21 @@ TEST_F(PolicyTest, UserAndProjectFilesCannotSetPolicy) {
   EXPECT_EQ(error_of([&] { load_config(inputs()); }),
             path("home/config.json") +
                 ":2: key \"allowed_gpus\": site policy keys belong in the system file /etc/gpurun/config.json; a user "
-                "or project file cannot set them");
+                "file cannot set them");
 
   fs::remove(path("home/config.json"));
   write("work/.gpurun.json", R"({"max_gpus_per_launch": 8})");
   ConfigInputs in = inputs();
   in.cwd = path("work");
-  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("site policy keys belong in the system file"));
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("a project file cannot set them"));
 
   in.cwd.clear();
   in.extra_files = {write("extra.json", R"({"refused_docker_options": []})")};
-  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("site policy keys belong in the system file"));
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("a --config file cannot set them"));
+
+  // "notify": true meant --notify: the error says which key that is.
+  in.extra_files = {write("extra.json", R"({"notify": true})")};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("(for --notify, the key is notify_end)"));
 }
 
 TEST_F(PolicyTest, PolicyHoldsUnderNoConfigAndCannotComeFromTheEnvironment) {
