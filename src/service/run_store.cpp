@@ -376,12 +376,13 @@ void RunStore::each_run(const RunQuery& query, const std::function<void(const Ru
 
 std::optional<RunRecord> RunStore::find(const std::string& name, const std::string& user) const {
   // By id, name or the start of a container's ID, each through an index: a range of IDs from the
-  // prefix to the prefix followed by 'g' (after every hex digit) is the IDs it begins.
+  // prefix to the prefix followed by 'g' (after every hex digit) is the IDs it begins. The run of
+  // that id comes first: from run 1000 on, an id is also a prefix of some containers' IDs.
   SQLite::Statement select(*db_, R"(
     SELECT * FROM runs
     WHERE (id = ?1 OR name = ?2 OR (container_id >= ?4 AND container_id < ?5))
       AND (?3 = '' OR user = ?3)
-    ORDER BY start_ms DESC, id DESC LIMIT 1)");
+    ORDER BY id = ?1 DESC, start_ms DESC, id DESC LIMIT 1)");
   const auto id = text::parse_integer(name);
   const bool id_prefix =
       name.size() >= 4 && name.size() <= 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos;

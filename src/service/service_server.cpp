@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "gpurun/history/run_json.hpp"
 #include "gpurun/history/time_text.hpp"
@@ -94,18 +95,22 @@ std::vector<UsageRow> current_usage(ServedRuns& served, const RunQuery& query, U
   return tally.rows();
 }
 
-// The newest run `name` names (its id, name or container ID), of `user` only unless it is "".
+// The run `name` names, of `user` only unless it is "": the run of that id, else the newest of that
+// name or container ID (from run 1000 on, an id is also a prefix of some containers' IDs).
 std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name, const std::string& user) {
   const std::vector<RunRecord> fresh = fresh_runs(served);  // first, as current_runs says
   const auto id = text::parse_integer(name);
+  const auto by_id = [&](const RunRecord& run) { return id && run.id == *id; };
+  const auto before = [&](const RunRecord& a, const RunRecord& b) {  // b is the better answer
+    return std::pair(by_id(a), a.start) < std::pair(by_id(b), b.start);
+  };
   std::optional<RunRecord> found;
   for (const RunRecord& live : fresh) {
-    const bool named =
-        (id && live.id == *id) || live.name == name || (name.size() >= 4 && live.container_id.starts_with(name));
-    if (named && (user.empty() || live.user == user) && (!found || live.start > found->start)) found = live;
+    const bool named = by_id(live) || live.name == name || (name.size() >= 4 && live.container_id.starts_with(name));
+    if (named && (user.empty() || live.user == user) && (!found || before(*found, live))) found = live;
   }
   if (const auto stored = served.read_store([&](const RunStore& store) { return store.find(name, user); })) {
-    if (!found || stored->start > found->start) {
+    if (!found || before(*found, *stored)) {
       // A stored run still open is fresher in `running`.
       const auto live =
           std::find_if(fresh.begin(), fresh.end(), [&](const RunRecord& r) { return r.id == stored->id; });

@@ -205,6 +205,18 @@ TEST_F(RunStoreTest, FindNamesARunByIdNameOrContainerPrefixTheNewestFirst) {
   EXPECT_FALSE(store.find("nothing"));
 }
 
+// From run 1000 on an id is also a prefix of container IDs: a newer container whose ID begins
+// with its digits is not the run asked for.
+TEST_F(RunStoreTest, AnIdNamesItsRunBeforeANewerContainerWhoseIdBeginsWithIt) {
+  RunStore store(path());
+  RunRecord asked = record(1234, "alice", 0s);
+  RunRecord other = record(2000, "bob", 50s);
+  other.container_id = "1234abcdef56";
+  store.save({asked, other}, {});
+  EXPECT_EQ(store.find("1234")->id, 1234);
+  EXPECT_EQ(store.find("1234a")->id, 2000);
+}
+
 TEST_F(RunStoreTest, GpuSamplesAndMinutesAreKeptAndPrunedInBatches) {
   RunStore store(path());
   std::vector<GpuSampleRow> samples;

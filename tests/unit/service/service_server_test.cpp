@@ -199,6 +199,17 @@ TEST_F(ServiceServerTest, OneRunByIdOrNameAndNotFoundSaysSo) {
   EXPECT_THAT(missing.body, HasSubstr("no run named job-9"));
 }
 
+TEST_F(ServiceServerTest, AnIdNamesItsRunBeforeANewerContainerWhoseIdBeginsWithIt) {
+  RunRecord stored = record(1234, "alice", 0s);
+  stored.end = stored.last_seen;
+  store_->save({}, {stored});
+  RunRecord live = record(2000, "bob", 300s);  // in the tracker alone, newer
+  live.container_id = "1234abcdef56";
+  served_.fresh.push_back(live);
+  EXPECT_EQ(json::parse(ask("/v1/runs/1234").body)["id"], 1234);
+  EXPECT_EQ(json::parse(ask("/v1/runs/1234a").body)["id"], 2000);
+}
+
 TEST_F(ServiceServerTest, ANameTwoUsersGaveIsTheCallersOwnRunFirst) {
   // bob's run 4 "train" is newer than alice's run 5 "train" (runs in the store and in the tracker).
   RunRecord alices = record(5, "alice", 50s);
