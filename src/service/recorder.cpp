@@ -39,8 +39,25 @@ namespace {
 Fd lock_state_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     throw Error(fmt::format("cannot create the state directory {}: {}", dir, std::strerror(errno)));
+  // One another user owns or may write could hand gpurund a database they read (everyone's
+  // commands, past history_visibility) or swap its files: it must be gpurund's alone.
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    throw Error(fmt::format("the state directory {} is not a directory", dir));
+  if (info.st_uid != ::geteuid() || (info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    throw Error(
+        fmt::format("cannot record into {}: another user owns it or may write it (owner uid {}, mode {:o}); "
+                    "give a --state-dir of gpurund's alone, such as /var/lib/gpurun",
+                    dir, info.st_uid, info.st_mode & 07777));
+  if ((info.st_mode & 077) != 0) ::chmod(dir.c_str(), 0700);  // private, as systemd's StateDirectoryMode says
+  for (const char* name : {"gpurund.db", "gpurund.db-wal", "gpurund.db-shm"}) {
+    struct stat file {};
+    if (::lstat((dir + "/" + name).c_str(), &file) == 0 && (file.st_uid != ::geteuid() || !S_ISREG(file.st_mode)))
+      throw Error(fmt::format("cannot record into {}: {} is not a file of gpurund's own (owner uid {}); move it away",
+                              dir, name, file.st_uid));
+  }
   const std::string path = dir + "/gpurund.lock";
-  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd.valid()) throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
     throw Error(

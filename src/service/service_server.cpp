@@ -21,6 +21,7 @@
 #include "gpurun/history/usage.hpp"
 #include "gpurun/util/accounts.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/fd.hpp"
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/text.hpp"
 #include "http_loop.hpp"
@@ -249,7 +250,12 @@ ServiceServer::ServiceServer(ServerSettings settings, ServedRuns& runs) : settin
   if (::lstat(path.c_str(), &existing) == 0) {
     if (!S_ISSOCK(existing.st_mode))
       throw Error(fmt::format("{} exists and is not a socket: remove it or give another --socket", path));
-    ::unlink(path.c_str());  // a stale one (the state directory's lock says no other service runs)
+    // A stale one, unless a gpurund of another --state-dir answers there (a test's, say).
+    const Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    if (probe.valid() && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0)
+      throw Error(fmt::format("another gpurund answers on {}: stop it first, or give this one another --socket", path));
+    ::unlink(path.c_str());
   }
   listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener_ < 0) throw Error(fmt::format("cannot create a socket: {}", std::strerror(errno)));
@@ -260,6 +266,8 @@ ServiceServer::ServiceServer(ServerSettings settings, ServedRuns& runs) : settin
     ::close(listener_);
     throw Error(fmt::format("cannot listen on {}: {}", path, why));
   }
+  struct stat bound {};
+  if (::stat(path.c_str(), &bound) == 0) bound_ = {bound.st_dev, bound.st_ino};
   thread_ = std::thread([this] { serve(); });
 }
 
@@ -267,7 +275,9 @@ ServiceServer::~ServiceServer() {
   stopping_ = true;
   if (thread_.joinable()) thread_.join();
   ::close(listener_);
-  ::unlink(settings_.socket_path.c_str());
+  struct stat now {};  // its own socket only: one a later gpurund put there stays
+  if (::lstat(settings_.socket_path.c_str(), &now) == 0 && std::pair(now.st_dev, now.st_ino) == bound_)
+    ::unlink(settings_.socket_path.c_str());
 }
 
 void ServiceServer::serve() {

@@ -113,7 +113,7 @@ class GpurundTest : public GpurunTest {
   std::string mount_small_state_dir() {
     if (::geteuid() != 0) return "needs root to mount a small tmpfs as the state directory";
     std::filesystem::create_directories(state());
-    if (shell("mount -t tmpfs -o size=4m gpurun-test-full " + state()).exit_code != 0)
+    if (shell("mount -t tmpfs -o size=4m,mode=0700 gpurun-test-full " + state()).exit_code != 0)
       return "cannot mount a tmpfs here";
     mounted_ = true;
     return "";
@@ -350,6 +350,34 @@ TEST_F(GpurundTest, ASecondGpurundOnTheSameStateDirectoryIsRefused) {
   EXPECT_EQ(second.exit_code, 125);
   EXPECT_THAT(second.err, HasSubstr("another gpurund records into " + state()));
   EXPECT_EQ(stop(first, SIGTERM), 0);
+}
+
+// The state directory holds everyone's commands: one another user may write (or owns, or whose
+// database is another's) is refused; one of its own that others may read becomes 0700.
+TEST_F(GpurundTest, AStateDirectoryAnotherUserOwnsOrMayWriteIsRefused) {
+  const std::string run = std::string(GPURUND_BINARY) + " --no-config --state-dir " + state() + " --nvidia-smi " +
+                          fake("nvidia-smi") + " --interval 0.1 --socket " + dir() + "/s.sock";
+  std::filesystem::create_directory(state());
+  ASSERT_EQ(::chmod(state().c_str(), 0777), 0);
+  Outcome out = shell(run);
+  EXPECT_EQ(out.exit_code, 125);
+  EXPECT_THAT(out.err, HasSubstr("cannot record into " + state() + ": another user owns it or may write it"));
+  EXPECT_FALSE(std::filesystem::exists(state() + "/gpurund.db"));
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chmod(state().c_str(), 0700), 0);
+    { std::ofstream(state() + "/gpurund.db") << ""; }
+    ASSERT_EQ(::chown((state() + "/gpurund.db").c_str(), 65534, 65534), 0);
+    out = shell(run);
+    EXPECT_EQ(out.exit_code, 125);
+    EXPECT_THAT(out.err, HasSubstr("gpurund.db is not a file of gpurund's own (owner uid 65534)"));
+    std::filesystem::remove(state() + "/gpurund.db");
+  }
+  ASSERT_EQ(::chmod(state().c_str(), 0755), 0);
+  const pid_t pid = start();
+  struct stat info {};
+  ASSERT_EQ(::stat(state().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0700U);
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
 TEST_F(GpurundTest, HistoryUsageAndReportAnswerWithAnotherUsersProcessFiguresAfterItEnds) {

@@ -98,8 +98,9 @@ struct ServiceAnswer {
 // One request's answer (the socket's loop calls this; the unit tests too).
 ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, const ServerSettings& settings);
 
-// Listens on settings.socket_path (replacing a stale socket there) in a thread of its own until
-// destroyed, then removes the socket. Throws Error when it cannot listen.
+// Listens on settings.socket_path (replacing a stale socket there, never one a service answers
+// on) in a thread of its own until destroyed, then removes the socket if it is still its own.
+// Throws Error when it cannot listen.
 class ServiceServer {
  public:
   ServiceServer(ServerSettings settings, ServedRuns& runs);
@@ -112,6 +113,7 @@ class ServiceServer {
   ServerSettings settings_;
   ServedRuns& runs_;
   int listener_ = -1;
+  std::pair<dev_t, ino_t> bound_{};  // the socket file it made
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

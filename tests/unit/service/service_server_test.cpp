@@ -511,6 +511,23 @@ TEST_F(ServiceServerTest, RefusesADirectoryAnotherUserMayWrite) {
   EXPECT_TRUE(std::filesystem::is_socket(settings_.socket_path));
 }
 
+// A gpurund of another --state-dir on the same --socket (a test run beside the system's): the
+// socket others answer on is not taken over, and one that replaced a server's is not removed by it.
+TEST_F(ServiceServerTest, NeitherTakesOverNorRemovesASocketAnotherServiceAnswersOn) {
+  settings_.socket_path = dir_ + "/gpurund.sock";
+  auto first = std::make_unique<ServiceServer>(settings_, served_);
+  try {
+    const ServiceServer second(settings_, served_);
+    ADD_FAILURE() << "it took over the socket a service answers on";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("another gpurund answers on " + settings_.socket_path));
+  }
+  ASSERT_EQ(::unlink(settings_.socket_path.c_str()), 0);  // removed by hand: a new one may come
+  const ServiceServer replacement(settings_, served_);
+  first.reset();
+  EXPECT_TRUE(std::filesystem::is_socket(settings_.socket_path));  // the replacement's, kept
+}
+
 TEST_F(ServiceServerTest, RefusesToReplaceAFileThatIsNotASocket) {
   settings_.socket_path = dir_ + "/not-a-socket";
   { std::ofstream(settings_.socket_path) << "data"; }
