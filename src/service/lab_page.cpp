@@ -26,6 +26,24 @@ std::optional<double> number_at(const json& j, const char* key) {
 
 std::string gib(double mib) { return fmt::format("{:.1f}", mib / 1024); }
 
+// A name as the page shows it: no control or invisible character (a right-to-left override would
+// turn the row around), and each backslash as \x5c, so that a name spelling "\x0a" is not one
+// holding a line end. page.js's shown() does the same.
+std::string page_safe(std::string_view name, std::size_t most_chars = 0) {
+  std::string spelled;
+  for (const char c : name) spelled += c == '\\' ? std::string("\\x5c") : std::string(1, c);
+  return most_chars == 0 ? text::terminal_safe(spelled) : text::terminal_safe_cut(spelled, most_chars);
+}
+
+// Every string of a GPU's board entry (its state, users, holders, reasons: names users chose)
+// as page_safe shows it.
+void clean_strings(json& value) {
+  if (value.is_string())
+    value = page_safe(value.get<std::string>());
+  else if (value.is_structured())
+    for (json& item : value) clean_strings(item);
+}
+
 // "alice · bob_gpu2 (run 3)", one per holder; "" for none.
 std::string holders_text(const json& held_by) {
   std::string text;
@@ -79,9 +97,15 @@ void board_row(std::string& html, const json& gpu) {
   }
 }
 
-// Said after "as of" while the GPU source fails: the board is what it last gave (page.js says the same).
-constexpr std::string_view kNotSampled =
-    R"( · <strong class="stale">the GPUs could not be looked at since: this is the last reading</strong>)";
+// Said after "as of" while the GPU source fails: the board is what it last gave, or nothing where
+// it never gave any, and why (page.js says the same).
+std::string not_sampled(const json& gpus) {
+  const std::string why = text_at(gpus, "source_error");
+  return fmt::format(R"( · <strong class="stale">{}{}</strong>)",
+                     gpus.value("sampled", true) ? "the GPUs could not be looked at since: this is the last reading"
+                                                 : "the GPUs could not be looked at yet",
+                     why.empty() ? "" : " (" + html_escape(why) + ")");
+}
 
 // "3 of 8 GPUs free · 2 held idle · as of TIME", in the header.
 void summary(std::string& html, const json& gpus) {
@@ -97,7 +121,7 @@ void summary(std::string& html, const json& gpus) {
   html += fmt::format(R"(<p id="summary"><strong>{} of {}</strong> GPUs free · <strong>{}</strong> held idle · as of )"
                       R"(<time id="as-of">{}</time>{}</p>)",
                       free, count, idle, html_escape(text_at(gpus, "time")),
-                      gpus.value("sample_ok", true) ? "" : kNotSampled);
+                      gpus.value("sample_ok", true) ? "" : not_sampled(gpus));
 }
 
 void board(std::string& html, const json& gpus) {
@@ -128,10 +152,10 @@ void usage_table(std::string& html, const LabPage& page) {
   for (const UsageRow& row : *page.usage) {
     const auto efficiency = row.efficiency();
     // A user's name links to their runs; runs nobody is known for have no such view.
-    const std::string user = row.key.empty()
-                                 ? "unknown"
-                                 : fmt::format(R"(<a href="?user={}#runs">{}</a>)",
-                                               html_escape(text::percent_encode(row.key)), html_escape(row.key));
+    const std::string user =
+        row.key.empty() ? "unknown"
+                        : fmt::format(R"(<a href="?user={}#runs">{}</a>)", html_escape(text::percent_encode(row.key)),
+                                      html_escape(page_safe(row.key)));
     html += fmt::format(R"(<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>)", user,
                         hours(row.gpu_hours), hours(row.busy_gpu_hours),
                         efficiency ? fmt::format("{:.0f} %", *efficiency) : "?", hours(row.idle_gpu_hours), row.runs);
@@ -143,12 +167,12 @@ void usage_table(std::string& html, const LabPage& page) {
 void runs_table(std::string& html, const LabPage& page) {
   if (!page.runs && !page.runs_why.empty())
     html += fmt::format(R"(<section id="runs"><h2>Runs of {}</h2><p class="note stale">{}</p></section>)",
-                        html_escape(page.user), html_escape(page.runs_why));
+                        html_escape(page_safe(page.user)), html_escape(page.runs_why));
   if (!page.runs) return;
   html += fmt::format(R"(<section id="runs"><h2>Runs of {}</h2><div class="scroll"><table class="runs"><thead><tr>)"
                       R"(<th>Run</th><th>Name</th><th>GPUs</th><th>Start</th><th>Duration</th><th>GPU-hours</th>)"
                       R"(<th>Efficiency</th><th>Idle</th><th>Ended by</th></tr></thead><tbody>)",
-                      html_escape(page.user));
+                      html_escape(page_safe(page.user)));
   for (const RunRecord& run : *page.runs) {
     const auto efficiency = run.efficiency();
     const WallTime end = run.end.value_or(std::max(page.now, run.start));  // (the JSON has no last_seen)
@@ -205,7 +229,10 @@ json board_json(const Inventory& inventory, const MetricsState& metrics, WallTim
   const bool fresh = metrics.fresh(now);
   board["sample_ok"] = (metrics.last_sample_ok || metrics.source_errors == 0) && (fresh || !metrics.sampled_at);
   board["fresh"] = fresh;
+  board["sampled"] = metrics.sampled_at.has_value();  // false: no reading since the start
+  board["source_error"] = metrics.source_error.empty() ? json() : json(page_safe(metrics.source_error, 300));
   for (json& gpu : board["gpus"]) {
+    clean_strings(gpu);
     const int index = gpu.value("index", -1);
     const auto idle = metrics.idle_since.find(index);
     gpu["idle_s"] = idle == metrics.idle_since.end() || !fresh  // not counted on from a stale reading
@@ -221,8 +248,8 @@ json board_json(const Inventory& inventory, const MetricsState& metrics, WallTim
       // Both names are cleaned here, once, for the server's rows and page.js's alike (readable in
       // any script): JSON.parse turns an escaped right-to-left override back into one, which
       // would reorder the cell.
-      held_by.push_back({{"user", h.user.empty() ? json() : json(text::terminal_safe_cut(h.user, 64))},
-                         {"name", text::terminal_safe_cut(hpc_job_of(h), 80)},
+      held_by.push_back({{"user", h.user.empty() ? json() : json(page_safe(h.user, 64))},
+                         {"name", page_safe(hpc_job_of(h), 80)},
                          {"container", h.container_id.empty() ? json() : json(h.container_id.substr(0, 12))},
                          {"run", run == nullptr ? json() : json(run->id)}});
     }

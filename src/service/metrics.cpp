@@ -12,15 +12,39 @@
 namespace gpurun {
 namespace {
 
-using Labels = std::vector<std::pair<std::string, std::string>>;
+struct Label {
+  std::string name;
+  std::string value;
+  bool safe = false;  // made label_safe already (a list of names, each cut on its own)
+};
+using Labels = std::vector<Label>;
 
 std::string label_text(const Labels& labels) {
   std::string text;
-  for (const auto& label : labels) {
+  for (const Label& label : labels) {
     if (!text.empty()) text += ',';
-    text += fmt::format("{}=\"{}\"", label.first, prometheus_label_value(label_safe(label.second)));
+    text += fmt::format("{}=\"{}\"", label.name,
+                        prometheus_label_value(label.safe ? label.value : label_safe(label.value)));
   }
   return text;
+}
+
+// Several holders' names in one label: each cut on its own, as many as fit, then "+N more", so
+// that one long name does not push the others out of the label (a cut of the whole list did).
+Label names_label(std::string name, const std::set<std::string>& names) {
+  constexpr std::size_t kLongest = 128;  // label_safe's
+  constexpr std::size_t kMostPerName = 48;
+  std::string joined;
+  std::size_t shown = 0;
+  for (const std::string& each : names) {
+    const std::string piece = label_safe(each, kMostPerName);
+    if (shown > 0 && joined.size() + 1 + piece.size() > kLongest - 12) break;  // room for ",+N more"
+    if (shown > 0) joined += ',';
+    joined += piece;
+    ++shown;
+  }
+  if (shown < names.size()) joined += fmt::format(",+{} more", names.size() - shown);
+  return {.name = std::move(name), .value = std::move(joined), .safe = true};
 }
 
 // One metric family: its HELP and TYPE once, then its series.
@@ -81,16 +105,15 @@ Labels dcgm_labels(const MetricsState& state, const std::vector<HolderSample>& m
     if (!h.holder->user.empty()) users.insert(h.holder->user);
     jobs.insert(hpc_job_of(*h.holder));
   }
-  labels.emplace_back("container", fmt::format("{}", fmt::join(containers, ",")));
-  labels.emplace_back("user", fmt::format("{}", fmt::join(users, ",")));
-  labels.emplace_back("hpc_job", fmt::format("{}", fmt::join(jobs, ",")));
+  labels.push_back(names_label("container", containers));
+  labels.push_back(names_label("user", users));
+  labels.push_back(names_label("hpc_job", jobs));
   return labels;
 }
 
 }  // namespace
 
-std::string label_safe(std::string_view value) {
-  constexpr std::size_t kLongest = 128;
+std::string label_safe(std::string_view value, std::size_t longest) {
   // A backslash is escaped too (\x5c): every one in a label then begins an escape, so a name
   // spelling "\x0a" stays apart from a name with a line end.
   std::string out;
@@ -100,12 +123,12 @@ std::string label_safe(std::string_view value) {
     if (slash < value.size()) out += "\\x5c";
     start = slash + 1;
   }
-  if (out.size() <= kLongest) return out;
+  if (out.size() <= longest) return out;
   // Cut where a character starts, and told apart by the whole value's hash (FNV-1a): two long
   // names alike in their first 119 bytes stay two series.
   std::uint32_t hash = 2166136261U;
   for (const char c : value) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
-  std::size_t cut = kLongest - 9;
+  std::size_t cut = longest - 9;
   while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
   return fmt::format("{}~{:08x}", std::string_view(out).substr(0, cut), hash);
 }
@@ -216,8 +239,10 @@ std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisi
     for (const auto& [user, seconds] : state.user_seconds) unmeasured_s.add({{"user", user}}, seconds.unmeasured);
   }
   {
-    Family up(out, "gpurun_up", "gauge", "1 when the service's last look at the GPUs succeeded.");
-    up.add({{"Hostname", state.hostname}}, state.last_sample_ok ? 1 : 0);
+    // 0 too once the readings are stale (a source that hangs rather than fails): the GPU series
+    // are gone then, and an alert on gpurun_up says why.
+    Family up(out, "gpurun_up", "gauge", "1 when the service's last look at the GPUs succeeded and is recent.");
+    up.add({{"Hostname", state.hostname}}, state.last_sample_ok && fresh ? 1 : 0);
   }
   {
     Family errors(out, "gpurun_source_errors_total", "counter", "Samples the GPU source failed to give.");

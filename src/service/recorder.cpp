@@ -314,6 +314,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         served.metrics.running = tracker.running();
         served.metrics.idle_since = tracker.idle_since();
         served.metrics.last_sample_ok = true;
+        served.metrics.source_error.clear();
         served.metrics.sampled_at = sample.when;
         served.inventory = std::move(inventory);
       }
@@ -340,6 +341,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         const std::lock_guard hold(served.mutex);
         ++served.metrics.source_errors;
         served.metrics.last_sample_ok = false;
+        served.metrics.source_error = e.what();
       }
       enforce_time_limits();
     }

@@ -78,6 +78,9 @@ for _ in $(seq 120); do
 done
 [[ $held == 7 ]] || fail "sum(gpurun_gpu_held) is '$held', expected 7 (one series per holder per GPU)"
 echo "ok: Prometheus scraped gpurund: 7 holders"
+# The dashboard's "GPUs held now": GPUs, whoever and however many hold each (busy_dgx: 6).
+[[ $(query 'count(count by (instance, gpu) (gpurun_gpu_held{job="gpurun"}))') == 6 ]] ||
+  fail "the held GPUs counted by GPU are not 6"
 [[ $(query 'up{job="gpurun"}') == 1 ]] || fail "up{job=\"gpurun\"} is not 1"
 [[ $(query 'count(DCGM_FI_DEV_GPU_UTIL{job="gpurun"})') == 8 ]] || fail "not one DCGM_FI_DEV_GPU_UTIL per GPU"
 [[ $(query 'count(DCGM_FI_DEV_FB_USED{job="gpurun", hpc_job!=""})') == 6 ]] ||

@@ -34,6 +34,7 @@ struct MetricsState {
   std::map<std::string, UserSeconds> user_seconds;  // counted since the service started
   std::uint64_t source_errors = 0;                  // samples the GPU source failed
   bool last_sample_ok = false;                      // the last look at the GPUs succeeded
+  std::string source_error;                         // why it did not, if it did not
   std::optional<WallTime> sampled_at;               // when the last good sample was taken
   // Readings older than this are not shown as the GPUs' (the source fails: a hung driver): three
   // sampling intervals and 10 s, as a gap in a run's record.
@@ -57,8 +58,8 @@ std::string prometheus_text(const MetricsState& state, WallTime now,
 // one name's never another's (Prometheus would drop a series as a duplicate): UTF-8 kept, control
 // characters, invisible ones, backslashes (so that every backslash begins an escape) and bytes
 // that are not UTF-8 (which would fail the whole scrape) as \xNN; at most
-// 128 bytes, a longer one cut and told apart by its hash.
-std::string label_safe(std::string_view value);
+// `longest` bytes (128: a whole label), a longer one cut and told apart by its hash.
+std::string label_safe(std::string_view value, std::size_t longest = 128);
 
 // The holder's name for DCGM's hpc_job: a container's name, or a process's program without its
 // arguments (which may carry anyone's tokens, and which the page's visibility rules would not show).

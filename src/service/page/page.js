@@ -46,6 +46,15 @@ function meterCell(className, value, max, label) {
 
 function gib(mib) { return (mib / 1024).toFixed(1); }
 
+// A name as lab_page.cpp's page_safe shows it (the board comes cleaned; api/usage gives names as
+// they are): a control or invisible character (a right-to-left override would turn the chart's
+// text around) as its UTF-8 bytes in \xNN, and a backslash as \x5c.
+const kUnshown = /[\\\u0000-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb]|\udb40[\udc00-\udc7f]/g;
+function shown(name) {
+  return name.replace(kUnshown, (c) => Array.from(new TextEncoder().encode(c),
+                                                  (b) => "\\x" + b.toString(16).padStart(2, "0")).join(""));
+}
+
 function holdersText(heldBy) {
   return heldBy.map((h) => (h.user || "unknown") + " · " + h.name + (h.run !== null ? " (run " + h.run + ")" : ""))
     .join(", ");
@@ -100,9 +109,11 @@ async function refreshBoard() {
   summary.replaceChildren(element("strong", {}, free + " of " + board.gpus.length), " GPUs free · ",
                           element("strong", {}, String(idle)), " held idle · as of ",
                           element("time", { id: "as-of" }, board.time));
-  if (board.sample_ok === false)  // the source fails (a hung driver): this is what it gave last
+  if (board.sample_ok === false)  // the source fails (a hung driver): this is what it gave last, if anything
     summary.append(" · ", element("strong", { class: "stale" },
-                                  "the GPUs could not be looked at since: this is the last reading"));
+                                  (board.sampled === false ? "the GPUs could not be looked at yet"
+                                                           : "the GPUs could not be looked at since: this is the last reading") +
+                                  (board.source_error ? " (" + board.source_error + ")" : "")));
 }
 
 // Each GPU's last 24 hours: one polyline of its per-minute mean utilization.
@@ -151,7 +162,7 @@ async function drawUsage() {
     const full = (width - labelWidth - figureWidth) * row.gpu_hours / most;
     const busy = (width - labelWidth - figureWidth) * row.busy_gpu_hours / most;
     const name = svgElement("text", { x: 0, y: y + 14 });
-    name.textContent = row.key || "unknown";
+    name.textContent = row.key ? shown(row.key) : "unknown";
     const figure = svgElement("text", { x: labelWidth + full + 6, y: y + 14 });
     figure.textContent = row.gpu_hours.toFixed(1) + " h" +
       (row.efficiency === null ? "" : ", " + Math.round(row.efficiency) + " % busy");

@@ -106,6 +106,20 @@ TEST(BoardJson, CleansTheHoldersNamesForPageJsAsForTheServersRows) {
   EXPECT_EQ(board["gpus"][1]["held_by"][0]["user"], "josé\\xe2\\x80\\x8b");
 }
 
+// Everything of a GPU's entry users named (its state, users, holders, reasons), not the holders
+// alone; and a backslash as \x5c, so that a name spelling "\x0a" is not one with a line end.
+TEST(BoardJson, CleansEveryNameOfAGpusEntryAndSpellsABackslashOut) {
+  Sample sample;
+  sample.inventory.assessed[1].holders = {{.kind = Holder::Kind::container, .user = "bob\u202Euser", .name = "c"}};
+  sample.inventory.assessed[1].reasons = {"held by bob\u202Euser"};
+  sample.metrics.holders[0].name = "x\\x0ay";
+  const std::string text = board_json(sample.inventory, sample.metrics, kNow).dump();
+  EXPECT_THAT(text, Not(HasSubstr("\u202E")));
+  EXPECT_THAT(text, HasSubstr("bob\\\\xe2\\\\x80\\\\xaeuser"));  // in JSON: each backslash doubled
+  const auto board = board_json(sample.inventory, sample.metrics, kNow);
+  EXPECT_EQ(board["gpus"][1]["held_by"][0]["name"], "x\\x5cx0ay");
+}
+
 TEST(LabPageHtml, ShowsEveryNameAsTextAndMarksTheIdleHolder) {
   const Sample s;
   LabPage page;
@@ -232,6 +246,14 @@ TEST(LabPageHtml, ABoardTheSourceDidNotRenewSaysSoAndIsAsOfItsSample) {
   first.metrics.last_sample_ok = false;
   first.metrics.sampled_at.reset();
   EXPECT_EQ(board_json(first.inventory, first.metrics, kNow)["sample_ok"], true);
+  // No reading at all since the start (no GPU, no driver): said so, with why.
+  first.metrics.source_errors = 3;
+  first.metrics.source_error = "nvidia-smi exited with status 6: No devices were found";
+  first.inventory.assessed.clear();
+  page.board = board_json(first.inventory, first.metrics, kNow);
+  EXPECT_EQ(page.board["sample_ok"], false);
+  EXPECT_THAT(lab_page_html(page), HasSubstr("the GPUs could not be looked at yet (nvidia-smi exited with status 6: "
+                                             "No devices were found)"));
 }
 
 TEST_F(WebRoutesTest, TheApiAnswersInJsonAndRefusesBadInput) {

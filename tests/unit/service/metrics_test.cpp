@@ -223,6 +223,36 @@ TEST(PrometheusText, ReadingsTheSourceHasNotRenewedAreNotShownAsTheGpus) {
   EXPECT_THAT(text, HasSubstr("gpurun_source_errors_total{Hostname=\"dgx1\"} 4\n"));
   state.sampled_at.reset();  // none yet since the start
   EXPECT_THAT(prometheus_text(state, kNow), Not(HasSubstr("DCGM_FI_DEV_GPU_UTIL{")));
+  // A source that hangs rather than fails: no sample has failed yet, but none came either.
+  state.last_sample_ok = true;
+  state.sampled_at = kNow - 41s;
+  EXPECT_THAT(prometheus_text(state, kNow), HasSubstr("gpurun_up{Hostname=\"dgx1\"} 0\n"));
+}
+
+// Several holders of one GPU in DCGM's labels: a long name is cut on its own and leaves the
+// others theirs, and what does not fit is counted.
+TEST(PrometheusText, ALongHolderNameLeavesTheOthersInDcgmsLabels) {
+  MetricsState state = two_gpus();
+  HolderSample second = state.holders[0];
+  second.key = "container:def";
+  second.container_id = "def";
+  second.name = std::string(200, 'A');
+  second.user = "bob";
+  state.holders.push_back(second);
+  std::string text = prometheus_text(state, kNow);
+  const std::size_t at = text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_THAT(line, HasSubstr("container=\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA~"));
+  EXPECT_THAT(line, HasSubstr(",train \\\"big\\\"\\\\x5c\\\\x0arun\""));
+  EXPECT_THAT(line, HasSubstr("user=\"alice,bob\""));
+  for (int i = 0; i < 3; ++i) {
+    second.key += "x";
+    second.name += "B";
+    state.holders.push_back(second);
+  }
+  text = prometheus_text(state, kNow);
+  EXPECT_THAT(text, HasSubstr(",+3 more\""));
 }
 
 TEST(PrometheusText, EachFamilysLinesStayTogether) {
