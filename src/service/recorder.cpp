@@ -73,9 +73,10 @@ constexpr std::size_t kMaxUnsavedSamples = 200'000;
 // Logs a failure once while it repeats, and says when it is over.
 class Trouble {
  public:
-  explicit Trouble(std::string what) : what_(std::move(what)) {}
+  explicit Trouble(std::string what, std::string again = "at each sample")
+      : what_(std::move(what)), again_(std::move(again)) {}
   void failed(const std::string& why) {
-    if (why != last_) spdlog::error("{}: {} (trying again at each sample)", what_, why);
+    if (why != last_) spdlog::error("{}: {} (trying again {})", what_, why, again_);
     last_ = why;
   }
   void fine() {
@@ -85,6 +86,7 @@ class Trouble {
 
  private:
   std::string what_;
+  std::string again_;
   std::string last_;
 };
 
@@ -178,7 +180,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");
   Trouble engine_trouble("the container engine");
-  Trouble store_trouble("the store");
+  Trouble store_trouble("the store", "at each write");
   Trouble job_map_trouble("DCGM's job mapping");
   std::optional<DcgmJobMap> job_map;
   if (!settings.dcgm_job_mapping_dir.empty()) {
@@ -209,6 +211,12 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     unsaved_minutes.insert(unsaved_minutes.end(), minutes.begin(), minutes.end());
     minutes = unsaved_minutes;
     for (const GpuMinute& m : rollup.in_progress()) minutes.push_back(m);
+    // Pruned at least twice as fast as written: a flush of many sample times (--write-every far
+    // above --interval) would otherwise leave some behind at every flush, for good.
+    std::size_t times_written = 0;
+    for (std::size_t i = 0; i < unsaved_samples.size(); ++i)
+      if (i == 0 || unsaved_samples[i].when != unsaved_samples[i - 1].when) ++times_written;
+    const int prune_batch = static_cast<int>(std::clamp<std::size_t>(2 * times_written, 500, kMaxUnsavedSamples));
     try {
       const std::lock_guard hold(served.mutex);
       store.save(tracker.running(), unsaved, unsaved_samples, minutes);
@@ -216,7 +224,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       unsaved_samples.clear();
       unsaved_minutes.clear();
       const WallTime now = prune_clock.now();
-      store.prune(now - keep_samples, now - settings.keep_minutes);
+      store.prune(now - keep_samples, now - settings.keep_minutes, prune_batch);
       store_trouble.fine();
     } catch (const std::exception& e) {  // a full disk, a read-only file system: keep them in memory
       store_trouble.failed(e.what());

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "gpurun/history/time_text.hpp"
 #include "gpurun/util/error.hpp"
@@ -34,7 +36,7 @@ CREATE TABLE IF NOT EXISTS runs (
   idle_seconds REAL NOT NULL,
   max_memory_mib REAL NOT NULL,
   ended_by TEXT NOT NULL,
-  unmeasured_gpu_seconds REAL NOT NULL DEFAULT 0  -- added later: ensure_unmeasured_column()
+  unmeasured_gpu_seconds REAL NOT NULL DEFAULT 0  -- added later: ensure_current_shape()
 );
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs(end_ms);
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user, start_ms);
@@ -82,14 +84,63 @@ std::vector<int> gpu_list(const std::string& text) {
 // Thrown for a file SQLite opens but finds damaged.
 constexpr int kDamaged = SQLITE_CORRUPT;
 
+// The store's shape, kept as PRAGMA user_version from the first write on (0: every store before it
+// was kept). Raise it with a change an older gpurund would write wrongly or lose.
+constexpr int kStoreVersion = 1;
+
+// The columns this gpurund writes, by table.
+const std::map<std::string, std::set<std::string>>& written_columns() {
+  static const std::map<std::string, std::set<std::string>> columns{
+      {"runs",
+       {"id", "key", "name", "user", "container_id", "image", "command", "gpus", "start_ms", "last_seen_ms", "end_ms",
+        "gpu_seconds", "busy_gpu_seconds", "idle_seconds", "max_memory_mib", "ended_by", "unmeasured_gpu_seconds"}},
+      {"samples", {"t_ms", "gpu", "util_permille", "memory_mib", "holders"}},
+      {"gpu_minutes",
+       {"minute", "gpu", "samples", "util_samples", "util_sum_permille", "util_max_permille", "idle_samples",
+        "memory_max_mib", "holders_max"}}};
+  return columns;
+}
+
+// Throws (as a file that cannot be used) where a table lacks a column this gpurund writes, or has
+// one it must fill and does not know (another program's table, or one changed by hand): every
+// write would fail, and a store that takes no write loses all a run of the service records.
+void check_columns(SQLite::Database& db) {
+  for (const auto& [table, columns] : written_columns()) {
+    std::set<std::string> missing = columns;
+    missing.erase("unmeasured_gpu_seconds");  // added at the first write (ensure_current_shape)
+    SQLite::Statement info(db, "SELECT name, \"notnull\", dflt_value IS NULL, pk FROM pragma_table_info(?)");
+    info.bind(1, table);
+    while (info.executeStep()) {
+      const std::string name = info.getColumn(0).getString();
+      missing.erase(name);
+      if (!columns.contains(name) && info.getColumn(1).getInt() != 0 && info.getColumn(2).getInt() != 0 &&
+          info.getColumn(3).getInt() == 0)
+        throw SQLite::Exception(fmt::format("its table {} has a column {} that gpurund does not write", table, name),
+                                SQLITE_ERROR);
+    }
+    if (!missing.empty())
+      throw SQLite::Exception(fmt::format("its table {} lacks {}", table, fmt::join(missing, ", ")), SQLITE_ERROR);
+  }
+}
+
 std::unique_ptr<SQLite::Database> open_database(const std::string& path) {
   auto db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
   db->setBusyTimeout(5000);  // another process holding it (sqlite3 in a shell) is waited for
   db->exec("PRAGMA journal_mode=WAL");
-  db->exec("PRAGMA synchronous=NORMAL");  // WAL: a crash loses at most the last commit, never the file
+  // WAL: a crash of gpurund (kill -9) loses nothing committed; a crash of the machine, at most the
+  // commits since the last checkpoint; the file is never left damaged.
+  db->exec("PRAGMA synchronous=NORMAL");
   if (db->execAndGet("PRAGMA quick_check").getString() != "ok")
     throw SQLite::Exception("the database is damaged", kDamaged);
+  // A newer gpurund's store is refused, not moved aside: starting that gpurund again undoes a
+  // downgrade, and this one would write rows its tables may not mean.
+  if (const int version = db->execAndGet("PRAGMA user_version").getInt(); version > kStoreVersion)
+    throw Error(
+        fmt::format("{} was written by a newer gpurund (store version {}; this one writes {}): start that "
+                    "gpurund again, or move the file away to record afresh",
+                    path, version, kStoreVersion));
   db->exec(kSchema);
+  check_columns(*db);
   return db;
 }
 
@@ -185,7 +236,7 @@ RunStore::~RunStore() = default;
 
 void RunStore::save(const std::vector<RunRecord>& running, const std::vector<RunRecord>& ended,
                     const std::vector<GpuSampleRow>& samples, const std::vector<GpuMinute>& minutes) {
-  ensure_unmeasured_column();
+  ensure_current_shape();
   SQLite::Transaction transaction(*db_);
   SQLite::Statement upsert(*db_, R"(
     INSERT INTO runs (id, key, name, user, container_id, image, command, gpus, start_ms, last_seen_ms, end_ms,
@@ -312,14 +363,16 @@ std::optional<GpuMinute> RunStore::gpu_minute(std::int64_t minute, int gpu) cons
   return minute_from(select);
 }
 
-void RunStore::ensure_unmeasured_column() {
-  // A store an older gpurund made has no such column. Added at the first write, not at the open:
-  // a store opened on a full disk must still open (as rules_in_force's table).
-  if (has_unmeasured_column_) return;
+void RunStore::ensure_current_shape() {
+  // A store an older gpurund made has no such column, nor its version. Both written at the first
+  // write, not at the open: a store opened on a full disk must still open (as rules_in_force's table).
+  if (has_current_shape_) return;
   if (db_->execAndGet("SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'unmeasured_gpu_seconds'")
           .getInt() == 0)
     db_->exec("ALTER TABLE runs ADD COLUMN unmeasured_gpu_seconds REAL NOT NULL DEFAULT 0");
-  has_unmeasured_column_ = true;
+  if (db_->execAndGet("PRAGMA user_version").getInt() < kStoreVersion)
+    db_->exec(fmt::format("PRAGMA user_version = {}", kStoreVersion));
+  has_current_shape_ = true;
 }
 
 std::optional<WallTime> RunStore::rules_in_force(const std::string& fingerprint, WallTime now) {

@@ -73,9 +73,9 @@ class RunStore {
 
  private:
   RunStore() = default;
-  void ensure_unmeasured_column();  // adds runs.unmeasured_gpu_seconds to an older store
+  void ensure_current_shape();  // an older store: runs.unmeasured_gpu_seconds added, its version written
   std::unique_ptr<SQLite::Database> db_;
-  bool has_unmeasured_column_ = false;
+  bool has_current_shape_ = false;
 };
 
 }  // namespace gpurun

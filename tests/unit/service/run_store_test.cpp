@@ -164,6 +164,40 @@ TEST_F(RunStoreTest, AFileThatIsNoDatabaseIsMovedAsideAndRecordingStartsAfresh) 
   EXPECT_EQ(store.last_id(), 1);
 }
 
+// A store a newer gpurund wrote (after a downgrade) is refused and left as it is; one with a
+// column this gpurund must fill and does not know, where every write would fail, is moved aside.
+TEST_F(RunStoreTest, ANewerStoreIsRefusedAndOneItCannotWriteIsMovedAside) {
+  {
+    RunStore store(path());
+    store.save({record(1, "alice", 0s)}, {});
+  }
+  EXPECT_EQ(SQLite::Database(path()).execAndGet("PRAGMA user_version").getInt(), 1);  // written at the first save
+  SQLite::Database(path(), SQLite::OPEN_READWRITE).exec("PRAGMA user_version = 7");
+  const test::CaughtError caught = test::caught_error([&] { RunStore store(path()); });
+  EXPECT_THAT(caught.message,
+              HasSubstr(path() + " was written by a newer gpurund (store version 7; this one writes 1)"));
+  EXPECT_TRUE(std::filesystem::exists(path()));
+
+  std::filesystem::remove(path());
+  {
+    RunStore store(path());
+    store.save({record(1, "alice", 0s)}, {});
+  }
+  SQLite::Database(path(), SQLite::OPEN_READWRITE)
+      .exec(
+          "DROP TABLE runs; "
+          "CREATE TABLE runs (id INTEGER PRIMARY KEY, key TEXT NOT NULL, name TEXT NOT NULL, user TEXT NOT NULL, "
+          "container_id TEXT NOT NULL, image TEXT NOT NULL, command TEXT NOT NULL, gpus TEXT NOT NULL, "
+          "start_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, end_ms INTEGER, gpu_seconds REAL NOT NULL, "
+          "busy_gpu_seconds REAL NOT NULL, idle_seconds REAL NOT NULL, max_memory_mib REAL NOT NULL, "
+          "ended_by TEXT NOT NULL, unmeasured_gpu_seconds REAL NOT NULL DEFAULT 0, cpu_seconds REAL NOT NULL)");
+  std::string aside;
+  RunStore store(path(), &aside);
+  EXPECT_THAT(aside, HasSubstr(".unusable-"));
+  store.save({record(1, "alice", 0s)}, {});
+  EXPECT_EQ(store.last_id(), 1);
+}
+
 TEST_F(RunStoreTest, ADatabaseThatCannotBeOpenedForTheMomentIsLeftAsItIs) {
   {
     RunStore store(path());
