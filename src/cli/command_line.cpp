@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <regex>
 
 #include "gpurun/util/error.hpp"
@@ -72,19 +73,30 @@ CommandLine split_command_line(const std::vector<std::string>& args,
       line.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
-    if (word == "--wait" && i + 1 < args.size() && !line.count) {
+    if (word == "--wait" && i + 1 < args.size()) {
       // --wait takes its value after '=' (bare, it means no limit); a duration after it can be
-      // nothing but its value (`--wait 30m 2`), while a bare number could be either.
+      // nothing but its value (`--wait 30m 2`, `gpurun 2 --wait 30m python`), while a bare number
+      // could be either: N, or after N the job's first word.
       const std::string& next = args[i + 1];
       if (is_duration_with_unit(next)) {
         line.options.push_back("--wait=" + args[++i]);
         continue;
       }
-      if (is_whole_number(next))
+      if (is_whole_number(next) && !line.count)
         throw Error(
             fmt::format("\"--wait {0}\" could mean either: write --wait={0} to wait up to {0} seconds, or "
                         "--wait=forever {0} to wait as long as it takes for {0} GPUs",
                         next));
+      if (is_whole_number(next))
+        throw Error(
+            fmt::format("\"--wait {0}\" could mean either: write --wait={0} to wait up to {0} seconds, or "
+                        "--wait -- {0} to run a program named {0}",
+                        next));
+      if (!next.empty() && next[0] >= '0' && next[0] <= '9')  // 30min, 2h30m: meant as its value
+        throw Error(
+            fmt::format("--wait {}: not a duration; write a number with one unit, s, m, h or d "
+                        "(--wait 90m, --wait=2h)",
+                        text::printable(next, 40)));
     }
     if (word == "--gpus" || word == "-G" || word.starts_with("--gpus=")) {
       // docker's and srun's spelling of how many GPUs: gpurun's N.
@@ -122,6 +134,11 @@ CommandLine split_command_line(const std::vector<std::string>& args,
     line.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
     break;
   }
+  const bool takes_a_name =
+      line.verb == "stop" || line.verb == "logs" || line.verb == "attach" || line.verb == "report";
+  if (takes_a_name && !line.command.empty() && line.count)  // `gpurun stop a b`: one name a call
+    throw Error(fmt::format("gpurun {} takes one name, but got \"{}\" after \"{}\": run it once for each", line.verb,
+                            text::printable(line.command.front()), text::printable(*line.count)));
   if (!line.verb.empty() && !line.command.empty())
     throw Error(fmt::format("gpurun {} takes no command, but got \"{}\"; to run a program, leave out \"{}\"", line.verb,
                             text::printable(line.command.front()), line.verb));
@@ -137,6 +154,21 @@ int parse_gpu_count(const std::string& word) {
   constexpr long long kMostGpus = 4096;
   const auto value = text::parse_integer(word);
   if (value && *value >= 1 && *value <= kMostGpus) return static_cast<int>(*value);
+  // A number that is no count of GPUs (0, -1, 2.5): no program is meant.
+  static const std::regex number(R"([-+]?\d*\.?\d+)");
+  if (word.size() <= kLongestPatternWord && std::regex_match(word, number))
+    throw Error(fmt::format("expected the number of GPUs, a whole number from 1 to {}, got {}", kMostGpus, word));
+  // A word from another tool: what gpurun calls it.
+  static const std::map<std::string, std::string, std::less<>> kMeant{{"help", "gpurun --help"},
+                                                                      {"version", "gpurun --version"},
+                                                                      {"kill", "gpurun stop NAME"},
+                                                                      {"rm", "gpurun stop NAME"},
+                                                                      {"run", "gpurun N COMMAND (no `run`)"},
+                                                                      {"exec", "gpurun N COMMAND"},
+                                                                      {"list", "gpurun ps"},
+                                                                      {"ls", "gpurun ps"}};
+  if (const auto meant = kMeant.find(word); meant != kMeant.end())
+    throw Error(fmt::format("\"{}\" is no verb of gpurun's: {}", word, meant->second));
   throw Error(fmt::format(
       "expected the number of GPUs (a whole number from 1 to {}), got \"{}\". Usage: gpurun [OPTIONS] [N] [--] "
       "[COMMAND...]; to run a command on 1 GPU write `gpurun 1 {}` or `gpurun -- {}`",

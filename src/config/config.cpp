@@ -128,6 +128,11 @@ void merge_environment(Config& config, const std::map<std::string, std::string>&
     if (variable == "GPURUN_PROFILE" || variable == "GPURUN_SYSFS_ROOT" || variable == "GPURUN_SYSTEM_CONFIG" ||
         variable == "GPURUN_SYSLOG_SOCKET" || raw.empty())
       continue;  // empty: unset
+    // Taken for --dry-run's, it would let a real launch go ahead where the user asked for none.
+    if (variable == "GPURUN_DRY_RUN")
+      throw Error(
+          "GPURUN_DRY_RUN is not read: a dry run is asked for on the command line alone; pass --dry-run "
+          "(and unset GPURUN_DRY_RUN)");
     const Setting* info = variable.starts_with("GPURUN_") ? find_setting(text::to_lower(variable.substr(7))) : nullptr;
     if (info == nullptr || info->scope != Scope::option) {
       config.warnings.push_back(fmt::format("ignoring {}: gpurun has no such setting{}", variable,

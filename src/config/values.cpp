@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -131,6 +132,11 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
       if (j.is_string()) return parser_problem([&] { parse_wait_duration(j.get<std::string>()); });
       return expected();
     case ValueType::duration:
+      // "90" as a flag or a variable: seconds here, minutes to Slurm's --time; a unit says which.
+      if (j.is_string() && !j.get<std::string>().empty() &&
+          std::isdigit(static_cast<unsigned char>(j.get<std::string>().back())) != 0)
+        return fmt::format("expected a duration with its unit, such as \"{0}m\" or \"{0}s\", got \"{0}\"",
+                           text::printable(j.get<std::string>(), 20));
       if (!duration_value(j)) return expected();
       return std::nullopt;
     case ValueType::list:

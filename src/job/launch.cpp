@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -45,7 +46,15 @@
 namespace gpurun {
 namespace {
 
-void check_image(const std::string& image) {
+void check_image(const std::string& image, const std::vector<std::string>& command) {
+  // `gpurun 2 python train.py --image img`: gpurun's options stop at N's command.
+  const bool in_command = std::any_of(command.begin(), command.end(), [](const std::string& word) {
+    return word == "--image" || word.starts_with("--image=");
+  });
+  if (image.empty() && in_command)
+    throw Error(
+        "no image to run: --image is in the job's command, which begins after N; put it before N "
+        "(gpurun --image IMAGE 2 python train.py)");
   if (image.empty())
     throw Error(
         "no image to run: pass --image IMAGE (e.g. --image nvcr.io/nvidia/pytorch:24.05-py3) or set GPURUN_IMAGE");
@@ -325,8 +334,8 @@ int run_launch(const Options& options, std::ostream& out) {
     caller_mounts = check_caller_mounts(options, current_identity().workdir, options.dry_run ? nullptr : &pins);
     check_mounted_sources(options.policy, caller_mounts->real_sources);
   }
-  check_image(options.image);          // before asking nvidia-smi anything: fail fast
-  const bool report = options.report;  // --report-json set it too (settle_options)
+  check_image(options.image, options.command);  // before asking nvidia-smi anything: fail fast
+  const bool report = options.report;           // --report-json set it too (settle_options)
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
   if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");

@@ -215,8 +215,24 @@ TEST_P(UsageError, Exits125WithAMessage) {
 INSTANTIATE_TEST_SUITE_P(
     BadInvocations, UsageError,
     ::testing::Values(
-        UsageCase{{"--image", "img", "0"}, "expected the number of GPUs (a whole number from 1 to 4096), got \"0\""},
-        UsageCase{{"--image", "img", "-3"}, "got \"-3\""}, UsageCase{{"--image", "img", "two"}, "got \"two\""},
+        UsageCase{{"--image", "img", "0"}, "expected the number of GPUs, a whole number from 1 to 4096, got 0"},
+        UsageCase{{"--image", "img", "-3"}, "got -3"}, UsageCase{{"--image", "img", "2.5"}, "got 2.5"},
+        UsageCase{{"--image", "img", "two"}, "got \"two\""},
+        UsageCase{{"help"}, "\"help\" is no verb of gpurun's: gpurun --help"},
+        UsageCase{{"kill", "job"}, "\"kill\" is no verb of gpurun's: gpurun stop NAME"},
+        // (A new user's mistakes, from a review.) After N, a duration after --wait is its value
+        // still; a bare number is the job's first word or the wait's.
+        UsageCase{{"--image", "img", "4", "--wait", "5", "python"},
+                  "\"--wait 5\" could mean either: write --wait=5 to wait up to 5 seconds, or --wait -- 5"},
+        UsageCase{{"--image", "img", "--wait", "30min", "1"}, "--wait 30min: not a duration"},
+        UsageCase{{"2", "python", "train.py", "--image", "img"},
+                  "no image to run: --image is in the job's command, which begins after N; put it before N"},
+        UsageCase{{"--image", "img", "--time-limit", "90", "1"},
+                  "--time-limit: expected a duration with its unit, such as \"90m\" or \"90s\", got \"90\""},
+        UsageCase{{"--image", "img", "--name", "bad name", "1"}, "--name \"bad name\": a container name is 2 to 128"},
+        UsageCase{{"--image", "img", "-v", "data/in:/in", "1"},
+                  "--volume \"data/in:/in\": a host path must be absolute (docker reads data/in as a volume's name)"},
+        UsageCase{{"stop", "a", "b"}, "gpurun stop takes one name, but got \"b\" after \"a\": run it once for each"},
         UsageCase{{"--image", "img", "python", "train.py"}, "`gpurun 1 python` or `gpurun -- python`"},
         UsageCase{{"--no-such-flag"}, "--no-such-flag"},
         UsageCase{{"--image", "img", "--cpus-per-gpu", "30"}, "--cpus-per-gpu 30 is outside 8..24"},
@@ -262,8 +278,7 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "--topology", "1"}, "--topology is an option of `gpurun status`, not of `gpurun`"},
         UsageCase{{"--image", "img", "--json", "1"},
                   "--json is for pick, status, ps, config, history, usage and report"},
-        UsageCase{{"--image", "img", "99999"},
-                  "expected the number of GPUs (a whole number from 1 to 4096), got \"99999\""},
+        UsageCase{{"--image", "img", "99999"}, "expected the number of GPUs, a whole number from 1 to 4096, got 99999"},
         // docker would take the image for the uid.
         UsageCase{{"--image", "img", "--docker-opt=--user", "1", "--", "id"},
                   "--docker-opt \"--user\": it needs a value: write --docker-opt=--user=VALUE"},
@@ -285,13 +300,25 @@ TEST_F(GpurunTest, WaitWithASpaceTakesADurationAndGpusTakesN) {
   EXPECT_THAT(gpus.out, HasSubstr("--gpus '\"device=0,1\"'"));
 }
 
+// After N as before it (`trainrun --wait 30m python train.py`): the duration is the wait's, not the
+// job's first word, and the wait is not without limit.
+TEST_F(GpurunTest, WaitAfterNTakesItsDurationStill) {
+  const Outcome run =
+      gpurun({"--dry-run", "--image", "img", "4", "--wait", "30m", "python", "train.py"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("a real launch would wait up to 30m 00s until 4 are free"));
+  const Outcome free_now =
+      gpurun({"--dry-run", "--image", "img", "1", "--wait", "30m", "python", "train.py"}, fakes("busy_dgx.json"));
+  EXPECT_THAT(free_now.out, HasSubstr(" img python train.py\n"));
+}
+
 // `alias trainrun='gpurun --image me/pytorch:24.05 2'`, then `trainrun --image other ...`.
 TEST_F(GpurunTest, AnOptionGivenTwiceTakesTheLastValue) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--dry-run", "--host-cpus", "64", "--image", "me/pytorch:24.05", "2", "--image",
                                  "other", "--", "python"},
-        std::vector<std::string>{"--dry-run", "--host-cpus", "64", "--image=me/pytorch:24.05", "--name", "a", "2",
-                                 "--image=other", "--name=b", "--wait=5", "--", "python"}}) {
+        std::vector<std::string>{"--dry-run", "--host-cpus", "64", "--image=me/pytorch:24.05", "--name", "aa", "2",
+                                 "--image=other", "--name=bb", "--wait=5", "--", "python"}}) {
     const Outcome run = gpurun(args, fakes("all_free_8.json"));
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_THAT(run.out, HasSubstr(" other python\n"));

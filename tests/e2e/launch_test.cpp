@@ -172,13 +172,13 @@ TEST_F(GpurunTest, ATimeLimitIsALabelCappedByMaxRuntimeAndOneAboveItIsRefused) {
 
 TEST_F(GpurunTest, ExtraDockerOptionsComeInOrderBeforeTheImage) {
   const Outcome run =
-      gpurun({"--dry-run", "--image", "img", "--name", "n", "-e", "A=1", "--env=B=2 3", "-v", "/data:/data", "-p",
+      gpurun({"--dry-run", "--image", "img", "--name", "nn", "-e", "A=1", "--env=B=2 3", "-v", "/data:/data", "-p",
               "8888:8888", "--docker-opt", "--ipc=host", "--docker-opt", "--network=none", "1"},
              fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("--label gpurun.gpus=5 --label gpurun.gpu-uuids=" + std::string(kUuid5) +
                                  " --label gpurun.uid=" + std::to_string(::getuid()) +
-                                 " --label gpurun.name=n --label gpurun.time-limit= --label gpurun.notify=" +
+                                 " --label gpurun.name=nn --label gpurun.time-limit= --label gpurun.notify=" +
                                  " --env A=1 --env 'B=2 3' --volume /data:/data --publish 8888:8888 --ipc=host "
                                  "--network=none img\n"));
 }

@@ -637,7 +637,7 @@ fi
 timed=gpurun-e2e-timed
 if [[ -x $gpurund ]]; then
   [[ -s $tmp/notify.json ]] || start_notification_stand_ins
-  (cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name "$timed" --time-limit 2 \
+  (cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name "$timed" --time-limit 2s \
     --notify --image "$IMAGE" 1 -- sh -c "$forever") >"$tmp/timed.out" 2>"$tmp/timed.err" </dev/null ||
     fail "gpurun -d --time-limit 2 failed: $(tail -2 "$tmp/timed.err")"
   [[ $(dk inspect --format '{{index .Config.Labels "gpurun.time-limit"}}' "$timed" 2>/dev/null) == 2 ]] &&

@@ -886,6 +886,10 @@ TEST_F(ConfigTest, UnknownEnvironmentVariablesAreWarnedAbout) {
   in.environment = {{"GPURUN_IMGAE", "x"}};
   EXPECT_THAT(load_config(in).warnings,
               ElementsAre("ignoring GPURUN_IMGAE: gpurun has no such setting (did you mean \"GPURUN_IMAGE\"?)"));
+  // Taken for --dry-run's, a warning would let a real launch go ahead.
+  in.environment = {{"GPURUN_DRY_RUN", "1"}};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("GPURUN_DRY_RUN is not read: a dry run is asked for on "
+                                                            "the command line alone; pass --dry-run"));
 }
 
 TEST_F(ConfigTest, BadFlagValuesNameTheFlag) {
