@@ -85,17 +85,11 @@ std::map<std::string, MigPart> mig_parts(const Snapshot& snapshot) {
   return parts;
 }
 
-// Each GPU's share held through `parts`, an instance held by several (two users' processes in
-// one instance) in equal parts, so that the holders' shares add up to the instance's.
-std::map<int, double> shares_of(const std::set<const MigPart*>& parts, const std::map<const MigPart*, int>& holders) {
-  std::map<int, double> shares;
-  for (const MigPart* part : parts) {
-    const auto many = holders.find(part);
-    const double own = part->share / (many == holders.end() ? 1 : std::max(1, many->second));
-    shares[part->gpu] = std::min(1.0, shares[part->gpu] + own);
-  }
-  return shares;
-}
+// The MIG instances one holder holds, and of them those its processes run in.
+struct HeldParts {
+  std::set<const MigPart*> held;
+  std::set<const MigPart*> working;
+};
 
 }  // namespace
 
@@ -121,21 +115,22 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
 
   // The instances each holder holds, by its place in sample.holders; their shares are given once
   // every holder is known, since an instance held by several is split among them.
-  std::map<std::size_t, std::set<const MigPart*>> parts_held;
+  std::map<std::size_t, HeldParts> parts_held;
   const unsigned asking_uid = ::getuid();
   if (snapshot.processes_known) add_process_holders(containers, snapshot.gpus, proc_root, asking_uid);
   for (const GpuContainer& c : containers) {
     std::vector<int> gpus = held_gpu_indices(c, snapshot.gpus);
-    // The MIG instances it holds: those it was given, and those its processes run in.
-    std::set<const MigPart*> held_parts;
-    for (const std::string& device : c.devices)
-      if (const auto part = parts.find(device); part != parts.end()) held_parts.insert(&part->second);
+    // The MIG instances it holds: those its processes run in, and those it was given (given every
+    // GPU, it holds each whole but where its processes run in an instance: that instance is its).
+    std::set<const MigPart*> working_parts;
     for (const auto& [pid, pid_parts] : parts_of_pid) {
       const std::optional<ProcessOwner>& owner = owner_of(pid);
       if (owner && owner->container && runs_in(*owner->container, c, asking_uid))
-        held_parts.insert(pid_parts.begin(), pid_parts.end());
+        working_parts.insert(pid_parts.begin(), pid_parts.end());
     }
-    if (c.all_gpus) held_parts.clear();  // it holds every GPU whole, its instances among them
+    std::set<const MigPart*> held_parts = working_parts;
+    for (const std::string& device : c.devices)
+      if (const auto part = parts.find(device); part != parts.end() && !c.all_gpus) held_parts.insert(&part->second);
     for (const MigPart* part : held_parts)
       if (std::find(gpus.begin(), gpus.end(), part->gpu) == gpus.end()) gpus.push_back(part->gpu);
     std::sort(gpus.begin(), gpus.end());
@@ -149,7 +144,8 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
           computing.push_back(gpu.index);
       }
     std::sort(computing.begin(), computing.end());
-    if (!held_parts.empty()) parts_held[sample.holders.size()] = std::move(held_parts);
+    if (!held_parts.empty())
+      parts_held[sample.holders.size()] = {.held = std::move(held_parts), .working = std::move(working_parts)};
     // A rootless engine's container is keyed by its user too: its ID is only that engine's.
     sample.holders.push_back(
         {.key = c.rootless_uid ? fmt::format("container:{}:{}", *c.rootless_uid, c.id) : "container:" + c.id,
@@ -176,7 +172,10 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
       if (owner && owner->container) continue;  // its container is a holder already
       if (const auto in = parts_of_pid.find(p.pid); in != parts_of_pid.end())
         for (const MigPart* part : in->second)
-          if (part->gpu == gpu.index) parts_held[sample.holders.size()].insert(part);  // this GPU's part
+          if (part->gpu == gpu.index) {  // this GPU's part
+            parts_held[sample.holders.size()].held.insert(part);
+            parts_held[sample.holders.size()].working.insert(part);
+          }
       const std::string start = start_ticks(p.pid, proc_root);
       const std::string command = command_line(p.pid, proc_root);
       sample.holders.push_back({.key = fmt::format("process:{}:{}", p.pid, start),
@@ -195,12 +194,26 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
                                 .listed_by_engine = false});
     }
 
-  std::map<const MigPart*, std::set<std::string>> keys_of_part;  // a pid listed twice is one holder
-  for (const auto& [holder, held] : parts_held)
-    for (const MigPart* part : held) keys_of_part[part].insert(sample.holders[holder].key);
-  std::map<const MigPart*, int> holders_of_part;
-  for (const auto& [part, keys] : keys_of_part) holders_of_part[part] = static_cast<int>(keys.size());
-  for (const auto& [holder, held] : parts_held) sample.holders[holder].mig_share = shares_of(held, holders_of_part);
+  // Each instance is theirs who work in it, in equal parts; where nobody does, all its holders'.
+  std::map<const MigPart*, std::set<std::string>> holding;  // by key: a pid listed twice is one holder
+  std::map<const MigPart*, std::set<std::string>> working;
+  for (const auto& [holder, parts_of] : parts_held) {
+    for (const MigPart* part : parts_of.held) holding[part].insert(sample.holders[holder].key);
+    for (const MigPart* part : parts_of.working) working[part].insert(sample.holders[holder].key);
+  }
+  for (const auto& [holder, parts_of] : parts_held) {
+    std::map<int, double> shares;
+    for (const MigPart* part : parts_of.held) {
+      const bool worked = working.contains(part);
+      double own = 0;
+      if (!worked)
+        own = part->share / static_cast<double>(holding[part].size());
+      else if (parts_of.working.contains(part))
+        own = part->share / static_cast<double>(working[part].size());
+      shares[part->gpu] = std::min(1.0, shares[part->gpu] + own);
+    }
+    sample.holders[holder].mig_share = std::move(shares);
+  }
   return sample;
 }
 

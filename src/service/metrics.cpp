@@ -128,7 +128,7 @@ std::string label_safe(std::string_view value, std::size_t longest) {
   // names alike in their first 119 bytes stay two series.
   std::uint32_t hash = 2166136261U;
   for (const char c : value) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
-  std::size_t cut = longest - 9;
+  std::size_t cut = std::max<std::size_t>(longest, 16) - 9;  // room for "~" and the hash
   while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
   return fmt::format("{}~{:08x}", std::string_view(out).substr(0, cut), hash);
 }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -28,6 +29,7 @@
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
+#include "owned_path.hpp"
 #include "policy_rules.hpp"
 #include "prune_clock.hpp"
 
@@ -37,20 +39,35 @@ namespace {
 // The state directory (private: the database holds everyone's commands) and its lock, held while the recorder runs: a
 // second gpurund on it is refused.
 Fd lock_state_dir(const std::string& dir) {
+  // One another user owns or may write, or one they may swap (a directory of theirs above it, a
+  // link of theirs), could hand gpurund a database they read (everyone's commands, past
+  // history_visibility) or swap its files: it must be gpurund's alone.
+  const std::filesystem::path given(dir);
+  check_owned_ancestry(given.parent_path(), fmt::format("record into {}", dir),
+                       "give a --state-dir of gpurund's alone, such as /var/lib/gpurun");
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     throw Error(fmt::format("cannot create the state directory {}: {}", dir, std::strerror(errno)));
-  // One another user owns or may write could hand gpurund a database they read (everyone's
-  // commands, past history_visibility) or swap its files: it must be gpurund's alone.
-  struct stat info {};
-  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
-    throw Error(fmt::format("the state directory {} is not a directory", dir));
-  if (info.st_uid != ::geteuid() || (info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+  struct stat link {};
+  if (::lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && link.st_uid != 0 && link.st_uid != ::geteuid())
     throw Error(
-        fmt::format("cannot record into {}: another user owns it or may write it (owner uid {}, mode {:o}); "
-                    "give a --state-dir of gpurund's alone, such as /var/lib/gpurun",
-                    dir, info.st_uid, info.st_mode & 07777));
-  if ((info.st_mode & 077) != 0) ::chmod(dir.c_str(), 0700);  // private, as systemd's StateDirectoryMode says
-  for (const char* name : {"gpurund.db", "gpurund.db-wal", "gpurund.db-shm"}) {
+        fmt::format("cannot record into {}: it is a link of another user's (uid {}); give a --state-dir of "
+                    "gpurund's alone, such as /var/lib/gpurun",
+                    dir, link.st_uid));
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0)
+    throw Error(fmt::format("cannot use the state directory {}: {}", dir, std::strerror(errno)));
+  if (!S_ISDIR(info.st_mode)) throw Error(fmt::format("the state directory {} is not a directory", dir));
+  if (info.st_uid != ::geteuid())
+    throw Error(
+        fmt::format("cannot record into {}: it belongs to another user (uid {}); give a --state-dir of "
+                    "gpurund's alone, such as /var/lib/gpurun",
+                    dir, info.st_uid));
+  // Its own, made private (0700, as systemd's StateDirectoryMode): a group's write bit taken away
+  // too, as an admin's 0775 or a umask of 002 left it.
+  if ((info.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0)
+    throw Error(fmt::format("cannot make the state directory {} private (0700): {}", dir, std::strerror(errno)));
+  for (const char* name :
+       {"gpurund.db", "gpurund.db-wal", "gpurund.db-shm", "gpurund.lock", "notifications-undelivered.json"}) {
     struct stat file {};
     if (::lstat((dir + "/" + name).c_str(), &file) == 0 && (file.st_uid != ::geteuid() || !S_ISREG(file.st_mode)))
       throw Error(fmt::format("cannot record into {}: {} is not a file of gpurund's own (owner uid {}); move it away",
@@ -181,6 +198,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   Trouble source_trouble("the GPU source");
   Trouble engine_trouble("the container engine");
   Trouble store_trouble("the store", "at each write");
+  Trouble sample_trouble("the sample");
   Trouble job_map_trouble("DCGM's job mapping");
   std::optional<DcgmJobMap> job_map;
   if (!settings.dcgm_job_mapping_dir.empty()) {
@@ -278,8 +296,10 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   while (!stop.requested()) {
     next += settings.interval;
     bool started = false;
+    bool read = false;  // the GPU source answered: a failure after it is not the source's
     try {
       const Snapshot snapshot = machine.source->read(timeout);
+      read = true;
       source_trouble.fine();
       last_gpus = snapshot.gpus;
       for (Gpu& gpu : last_gpus) gpu.processes.clear();
@@ -342,16 +362,21 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       // fail; one under way finishes even when gpurund is asked to stop.
       const WaitsOutlastStop stops_finish;
       rules.observe(sample, tracker.running(), machine.engine.get(), [&stop] { return stop.requested(); });
+      sample_trouble.fine();
     } catch (const Error& e) {
       if (stop.requested()) break;  // given up for the stop: no trouble
-      source_trouble.failed(e.what());
-      {
-        const std::lock_guard hold(served.mutex);
-        ++served.metrics.source_errors;
-        served.metrics.last_sample_ok = false;
-        served.metrics.source_error = e.what();
+      if (read) {
+        sample_trouble.failed(e.what());
+      } else {
+        source_trouble.failed(e.what());
+        {
+          const std::lock_guard hold(served.mutex);
+          ++served.metrics.source_errors;
+          served.metrics.last_sample_ok = false;
+          served.metrics.source_error = e.what();
+        }
+        enforce_time_limits();
       }
-      enforce_time_limits();
     }
     // (Asked to stop: the flush after the loop writes it, once.)
     if (!stop.requested() &&

@@ -25,6 +25,7 @@
 #include "gpurun/util/json_output.hpp"
 #include "gpurun/util/text.hpp"
 #include "http_loop.hpp"
+#include "owned_path.hpp"
 #include "request_target.hpp"
 
 namespace gpurun {
@@ -195,9 +196,16 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
     }
     if (target->path.starts_with("/v1/runs/")) {
       const std::string name = target->path.substr(std::string_view("/v1/runs/").size());
-      // The caller's own run of that name first (another's may be newer); another's only where
-      // they may see it, else it is "not found": its existence is not told.
-      std::optional<RunRecord> run = viewer.empty() ? std::nullopt : find_run(runs, name, viewer);
+      // A run's id names that run, whoever's (from run 1000 on an id also begins some container
+      // IDs, one of the caller's among them); else the caller's own run of that name first
+      // (another's may be newer); another's only where they may see it, else it is "not found":
+      // its existence is not told.
+      std::optional<RunRecord> run;
+      if (const auto id = text::parse_integer(name); id && sees_all) {
+        run = find_run(runs, name, "");
+        if (run && run->id != *id) run.reset();
+      }
+      if (!run && !viewer.empty()) run = find_run(runs, name, viewer);
       if (!run && sees_all) {
         run = find_run(runs, name, "");
         // Another user's bare process is named by its command line: found by that name, the answer
@@ -233,28 +241,25 @@ ServiceServer::ServiceServer(ServerSettings settings, ServedRuns& runs) : settin
     throw Error(fmt::format("cannot create {} for the socket: {}", parent.string(), std::strerror(errno)));
   // A directory someone else may write (and rename in: not sticky), or one such above it, could
   // have the socket swapped for a link between its bind and its chmod, and root make any file 0666.
-  std::filesystem::path dir = std::filesystem::absolute(parent.empty() ? "." : parent);
-  for (;; dir = dir.parent_path()) {
-    struct stat info {};
-    if (::stat(dir.c_str(), &info) != 0)
-      throw Error(fmt::format("cannot use {} for the socket: {}", dir.string(), std::strerror(errno)));
-    const bool others_write = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (info.st_mode & S_ISVTX) == 0;
-    if ((info.st_uid != 0 && info.st_uid != ::geteuid()) || others_write)
-      throw Error(
-          fmt::format("cannot put the socket in {}: another user may write {} (owner uid {}, mode {:o}); "
-                      "give a --socket in a directory of root's alone, such as /run/gpurun",
-                      parent.empty() ? "." : parent.string(), dir.string(), info.st_uid, info.st_mode & 07777));
-    if (dir == dir.parent_path()) break;  // "/"
-  }
+  check_owned_ancestry(parent, fmt::format("put the socket in {}", parent.empty() ? "." : parent.string()),
+                       "give a --socket in a directory of root's alone, such as /run/gpurun");
   struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0) {
     if (!S_ISSOCK(existing.st_mode))
       throw Error(fmt::format("{} exists and is not a socket: remove it or give another --socket", path));
-    // A stale one, unless a gpurund of another --state-dir answers there (a test's, say).
-    const Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
-    if (probe.valid() && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0)
-      throw Error(fmt::format("another gpurund answers on {}: stop it first, or give this one another --socket", path));
+    // A stale one, unless a gpurund of another --state-dir answers there (a test's, say): one of
+    // root's or this user's own. Another user's socket (in a sticky directory) is no service's:
+    // it is replaced, so that nobody keeps gpurund from starting by listening first.
+    if (existing.st_uid == 0 || existing.st_uid == ::geteuid()) {
+      const Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+      const bool answers = probe.valid() && (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address),
+                                                       sizeof address) == 0 ||
+                                             errno == EAGAIN);  // listening, its backlog full
+      if (answers)
+        throw Error(
+            fmt::format("another gpurund answers on {}: stop it first, or give this one another --socket", path));
+    }
     ::unlink(path.c_str());
   }
   listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -352,27 +352,37 @@ TEST_F(GpurundTest, ASecondGpurundOnTheSameStateDirectoryIsRefused) {
   EXPECT_EQ(stop(first, SIGTERM), 0);
 }
 
-// The state directory holds everyone's commands: one another user may write (or owns, or whose
-// database is another's) is refused; one of its own that others may read becomes 0700.
-TEST_F(GpurundTest, AStateDirectoryAnotherUserOwnsOrMayWriteIsRefused) {
-  const std::string run = std::string(GPURUND_BINARY) + " --no-config --state-dir " + state() + " --nvidia-smi " +
-                          fake("nvidia-smi") + " --interval 0.1 --socket " + dir() + "/s.sock";
-  std::filesystem::create_directory(state());
-  ASSERT_EQ(::chmod(state().c_str(), 0777), 0);
-  Outcome out = shell(run);
+// The state directory holds everyone's commands: one below a directory another user may write
+// (who could swap it), another user's, or one whose database is another's is refused; its own, that
+// others may read or write (an admin's 0775, a umask of 002), is made 0700.
+TEST_F(GpurundTest, AStateDirectoryAnotherUserOwnsOrMaySwapIsRefusedAndItsOwnMadePrivate) {
+  const auto run = [&](const std::string& state_dir) {
+    return shell(std::string(GPURUND_BINARY) + " --no-config --state-dir " + state_dir + " --nvidia-smi " +
+                 fake("nvidia-smi") + " --interval 0.1 --socket " + dir() + "/s.sock");
+  };
+  const std::string shared = dir() + "/shared";
+  std::filesystem::create_directory(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  Outcome out = run(shared + "/state");
   EXPECT_EQ(out.exit_code, 125);
-  EXPECT_THAT(out.err, HasSubstr("cannot record into " + state() + ": another user owns it or may write it"));
-  EXPECT_FALSE(std::filesystem::exists(state() + "/gpurund.db"));
+  EXPECT_THAT(out.err, HasSubstr("cannot record into " + shared + "/state: another user may write " + shared));
+  EXPECT_FALSE(std::filesystem::exists(shared + "/state"));
   if (::geteuid() == 0) {
-    ASSERT_EQ(::chmod(state().c_str(), 0700), 0);
+    std::filesystem::create_directory(state());
+    ASSERT_EQ(::chown(state().c_str(), 65534, 65534), 0);
+    out = run(state());
+    EXPECT_EQ(out.exit_code, 125);
+    EXPECT_THAT(out.err, HasSubstr("cannot record into " + state() + ": it belongs to another user (uid 65534)"));
+    ASSERT_EQ(::chown(state().c_str(), 0, 0), 0);
     { std::ofstream(state() + "/gpurund.db") << ""; }
     ASSERT_EQ(::chown((state() + "/gpurund.db").c_str(), 65534, 65534), 0);
-    out = shell(run);
+    out = run(state());
     EXPECT_EQ(out.exit_code, 125);
     EXPECT_THAT(out.err, HasSubstr("gpurund.db is not a file of gpurund's own (owner uid 65534)"));
     std::filesystem::remove(state() + "/gpurund.db");
   }
-  ASSERT_EQ(::chmod(state().c_str(), 0755), 0);
+  std::filesystem::create_directories(state());
+  ASSERT_EQ(::chmod(state().c_str(), 0775), 0);
   const pid_t pid = start();
   struct stat info {};
   ASSERT_EQ(::stat(state().c_str(), &info), 0);

@@ -159,9 +159,39 @@ TEST_F(MachineSampleTest, OnAMigGpuEachHolderHoldsItsInstancesShareNotTheGpu) {
   EXPECT_EQ(sample.holders[1].key, "process:100:1");
   EXPECT_EQ(sample.holders[1].mig_share, (std::map<int, double>{{0, 0.25}}));
 
-  // A container given the whole GPU (--gpus all) holds it whole, MIG or not.
+  // A container given every GPU (--gpus all) holds each whole, MIG or not, but where its
+  // processes run in an instance: that instance is its share, as anyone's there.
   c.all_gpus = true;
+  EXPECT_EQ(machine_sample(WallTime{}, s, {c}, root_).holders[0].mig_share, (std::map<int, double>{{0, 3.0 / 7}}));
+  s.mig_instances[1].processes.clear();
   EXPECT_THAT(machine_sample(WallTime{}, s, {c}, root_).holders[0].mig_share, ::testing::IsEmpty());
+}
+
+// A container given an instance, idle in it, beside a process that works there: the instance is
+// the process's whole (the idle holder takes none of it, as on a whole GPU).
+TEST_F(MachineSampleTest, AnInstanceIsTheirsWhoWorkInIt) {
+  add(100, "0::/user.slice/user-0.slice/session-1.scope\n", "1", "python3\0"s);
+  Snapshot s = two_gpus();
+  s.gpus[0].mig_enabled = true;
+  s.gpus[0].processes = {{.gpu_uuid = s.gpus[0].uuid, .pid = 100, .used_memory_mib = 500.0, .user = ""}};
+  MigInstance small{.uuid = "MIG-small",
+                    .gpu_index = 0,
+                    .gpu_instance_id = 9,
+                    .compute_instance_id = 0,
+                    .profile = "1g.20gb",
+                    .memory_used_mib = 500.0,
+                    .memory_total_mib = 20480.0,
+                    .processes = {}};
+  small.processes = {{.gpu_uuid = "MIG-small", .pid = 100, .used_memory_mib = 500.0, .user = ""}};
+  s.mig_instances = {small};
+  GpuContainer idle;
+  idle.id = kId;
+  idle.name = "given_it";
+  idle.devices = {"MIG-small"};
+  const MachineSample sample = machine_sample(WallTime{}, s, {idle}, root_);
+  ASSERT_EQ(sample.holders.size(), 2u);
+  EXPECT_EQ(sample.holders[0].mig_share, (std::map<int, double>{{0, 0.0}}));  // the idle container
+  EXPECT_EQ(sample.holders[1].mig_share, (std::map<int, double>{{0, 0.25}}));
 }
 
 // Two users' processes in one instance: each is credited half of it, so that their shares add up

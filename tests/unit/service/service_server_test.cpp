@@ -208,6 +208,9 @@ TEST_F(ServiceServerTest, AnIdNamesItsRunBeforeANewerContainerWhoseIdBeginsWithI
   served_.fresh.push_back(live);
   EXPECT_EQ(json::parse(ask("/v1/runs/1234").body)["id"], 1234);
   EXPECT_EQ(json::parse(ask("/v1/runs/1234a").body)["id"], 2000);
+  // Asked by the owner of that container: the id still names run 1234, the prefix bob's own.
+  EXPECT_EQ(json::parse(ask("/v1/runs/1234", 0, "bob").body)["id"], 1234);
+  EXPECT_EQ(json::parse(ask("/v1/runs/1234a", 0, "bob").body)["id"], 2000);
 }
 
 TEST_F(ServiceServerTest, ANameTwoUsersGaveIsTheCallersOwnRunFirst) {
@@ -526,6 +529,25 @@ TEST_F(ServiceServerTest, NeitherTakesOverNorRemovesASocketAnotherServiceAnswers
   const ServiceServer replacement(settings_, served_);
   first.reset();
   EXPECT_TRUE(std::filesystem::is_socket(settings_.socket_path));  // the replacement's, kept
+}
+
+// Another user listening first on the socket's path (in a sticky directory such as /tmp) is no
+// service: it is replaced, not a reason to stay down.
+TEST_F(ServiceServerTest, AnotherUsersSocketOnThePathIsReplaced) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the socket another owner";
+  settings_.socket_path = dir_ + "/gpurund.sock";
+  const Fd squatter(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  settings_.socket_path.copy(address.sun_path, sizeof address.sun_path - 1);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  ASSERT_EQ(::bind(squatter.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(squatter.get(), 4), 0);
+  ASSERT_EQ(::chown(settings_.socket_path.c_str(), 65534, 65534), 0);
+  const ServiceServer server(settings_, served_);
+  struct stat info {};
+  ASSERT_EQ(::stat(settings_.socket_path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, ::geteuid());
 }
 
 TEST_F(ServiceServerTest, RefusesToReplaceAFileThatIsNotASocket) {
