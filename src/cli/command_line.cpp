@@ -93,10 +93,12 @@ CommandLine split_command_line(const std::vector<std::string>& args,
                         "--wait -- {0} to run a program named {0}",
                         next));
       if (!next.empty() && next[0] >= '0' && next[0] <= '9')  // 30min, 2h30m: meant as its value
-        throw Error(
-            fmt::format("--wait {}: not a duration; write a number with one unit, s, m, h or d "
-                        "(--wait 90m, --wait=2h)",
-                        text::printable(next, 40)));
+        throw Error(fmt::format(
+            "--wait {}: not a duration; write a number with one unit, s, m, h or d "
+            "(--wait 90m, --wait=2h){}",
+            text::printable(next, 40),
+            line.count ? fmt::format(", or --wait -- {} to run a program of that name", text::printable(next, 40))
+                       : ""));
     }
     if (word == "--gpus" || word == "-G" || word.starts_with("--gpus=")) {
       // docker's and srun's spelling of how many GPUs: gpurun's N.

@@ -129,7 +129,7 @@ void merge_environment(Config& config, const std::map<std::string, std::string>&
         variable == "GPURUN_SYSLOG_SOCKET" || raw.empty())
       continue;  // empty: unset
     // Taken for --dry-run's, it would let a real launch go ahead where the user asked for none.
-    if (variable == "GPURUN_DRY_RUN")
+    if (variable == "GPURUN_DRY_RUN" && value_from_text(ValueType::boolean, raw, variable) != json(false))
       throw Error(
           "GPURUN_DRY_RUN is not read: a dry run is asked for on the command line alone; pass --dry-run "
           "(and unset GPURUN_DRY_RUN)");

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <regex>
 
 #include "gpurun/config/options.hpp"
 #include "gpurun/config/values.hpp"
@@ -703,16 +702,6 @@ json Setting::default_value() const { return json_literal(fallback); }
 
 std::optional<std::string> Setting::problem(const json& value) const {
   if (auto problem = value_problem(type, value, flag)) return problem;
-  if (key == "name" && value.is_string() && !value.get<std::string>().empty()) {
-    // As docker and podman take it, refused before the pick (and a --wait) rather than after.
-    static const std::regex container_name("[a-zA-Z0-9][a-zA-Z0-9_.-]{1,127}");
-    const std::string name = value.get<std::string>();
-    if (!std::regex_match(name, container_name))
-      return fmt::format(
-          "--name \"{}\": a container name is 2 to 128 letters, digits, '_', '.' and '-', the first a letter or "
-          "digit",
-          text::printable(name, 80));
-  }
   if (key != "volumes" || !value.is_array()) return std::nullopt;
   // docker's -v is SOURCE:TARGET[:OPTIONS], or an absolute TARGET alone; anything else is most
   // likely gpurun's -v taken for --verbose (`gpurun -v status` would start a job).
@@ -723,10 +712,10 @@ std::optional<std::string> Setting::problem(const json& value) const {
           "--volume \"{}\": expected SOURCE:TARGET[:OPTIONS] as docker's -v, such as /data:/data:ro "
           "(-v is short for --volume; for more diagnostics on stderr, write --verbose)",
           text::printable(volume));
-    // A source with a '/' that is neither absolute nor ./ or ../ (which docker 23 and podman take
-    // from the working directory): docker reads it as a volume's name, and refuses it; so is ~.
+    // A source with a '/' that is neither absolute nor begins with '.' (which docker 23 and podman
+    // take from the working directory): docker reads it as a volume's name, and refuses it; so is ~.
     const std::string source = volume.substr(0, volume.find(':'));
-    const bool relative_path = source.starts_with("./") || source.starts_with("../") || source == "." || source == "..";
+    const bool relative_path = source.starts_with('.');  // docker 23 makes any such source absolute
     if (!source.starts_with('/') && !relative_path &&
         (source.find('/') != std::string::npos || source.starts_with('~')))
       return fmt::format(

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -132,11 +131,6 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
       if (j.is_string()) return parser_problem([&] { parse_wait_duration(j.get<std::string>()); });
       return expected();
     case ValueType::duration:
-      // "90" as a flag or a variable: seconds here, minutes to Slurm's --time; a unit says which.
-      if (j.is_string() && !j.get<std::string>().empty() &&
-          std::isdigit(static_cast<unsigned char>(j.get<std::string>().back())) != 0)
-        return fmt::format("expected a duration with its unit, such as \"{0}m\" or \"{0}s\", got \"{0}\"",
-                           text::printable(j.get<std::string>(), 20));
       if (!duration_value(j)) return expected();
       return std::nullopt;
     case ValueType::list:
@@ -183,6 +177,12 @@ json value_from_text(ValueType type, const std::string& raw, std::string_view wh
       return raw;
     case ValueType::boolean:
       if (const auto v = boolean_word(raw)) return *v;
+      return raw;
+    case ValueType::duration:
+      // `--time-limit 90`: seconds in a file's "90", minutes to Slurm's --time; typed, a unit says which.
+      if (text::parse_double(text::trim(raw)))
+        throw Error(fmt::format("{}: expected a duration with its unit, such as \"{}m\" or \"{}s\", got \"{}\"", where,
+                                text::trim(raw), text::trim(raw), text::printable(raw, 20)));
       return raw;
     case ValueType::wait:
       // On the command line a number is seconds (`--wait=1`: one second, as the error for

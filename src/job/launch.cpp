@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <ostream>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -60,6 +61,17 @@ void check_image(const std::string& image, const std::vector<std::string>& comma
         "no image to run: pass --image IMAGE (e.g. --image nvcr.io/nvidia/pytorch:24.05-py3) or set GPURUN_IMAGE");
   if (image.front() == '-')
     throw Error(fmt::format("--image \"{}\" starts with '-': that is not an image name", image));
+}
+
+// A container name as docker and podman take one (a leading '/' docker drops), refused before the
+// pick and any --wait rather than by the engine after them.
+void check_container_name(const std::string& name) {
+  static const std::regex container_name("/?[a-zA-Z0-9][a-zA-Z0-9_.-]*");
+  if (!name.empty() && !std::regex_match(name, container_name))
+    throw Error(
+        fmt::format("--name \"{}\": a container name is letters, digits, '_', '.' and '-', the first a letter "
+                    "or digit",
+                    text::printable(name, 80)));
 }
 
 // Under sudo the container runs as the caller, with the mounts checked as the caller.
@@ -335,7 +347,8 @@ int run_launch(const Options& options, std::ostream& out) {
     check_mounted_sources(options.policy, caller_mounts->real_sources);
   }
   check_image(options.image, options.command);  // before asking nvidia-smi anything: fail fast
-  const bool report = options.report;           // --report-json set it too (settle_options)
+  check_container_name(options.name);
+  const bool report = options.report;  // --report-json set it too (settle_options)
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
   if (report && options.mig) throw Error("--report samples whole GPUs; it cannot go with --mig yet");

@@ -42,7 +42,8 @@ Fd lock_state_dir(const std::string& dir) {
   // One another user owns or may write, or one they may swap (a directory of theirs above it, a
   // link of theirs), could hand gpurund a database they read (everyone's commands, past
   // history_visibility) or swap its files: it must be gpurund's alone.
-  const std::filesystem::path given(dir);
+  std::filesystem::path given = std::filesystem::path(dir).lexically_normal();
+  if (!given.has_filename()) given = given.parent_path();  // "/var/lib/gpurun/"
   check_owned_ancestry(given.parent_path(), fmt::format("record into {}", dir),
                        "give a --state-dir of gpurund's alone, such as /var/lib/gpurun");
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
@@ -296,7 +297,8 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   while (!stop.requested()) {
     next += settings.interval;
     bool started = false;
-    bool read = false;  // the GPU source answered: a failure after it is not the source's
+    bool read = false;           // the GPU source answered: a failure after it is not the source's
+    bool rules_reached = false;  // the policy acted on this sample (its time limits among it)
     try {
       const Snapshot snapshot = machine.source->read(timeout);
       read = true;
@@ -361,12 +363,14 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       // After the ended runs are safe in `unsaved`, outside the lock: a stop takes seconds, and may
       // fail; one under way finishes even when gpurund is asked to stop.
       const WaitsOutlastStop stops_finish;
+      rules_reached = true;
       rules.observe(sample, tracker.running(), machine.engine.get(), [&stop] { return stop.requested(); });
       sample_trouble.fine();
     } catch (const Error& e) {
       if (stop.requested()) break;  // given up for the stop: no trouble
       if (read) {
         sample_trouble.failed(e.what());
+        if (!rules_reached) enforce_time_limits();  // a failure before them holds no limit up
       } else {
         source_trouble.failed(e.what());
         {

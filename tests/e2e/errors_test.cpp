@@ -229,7 +229,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "no image to run: --image is in the job's command, which begins after N; put it before N"},
         UsageCase{{"--image", "img", "--time-limit", "90", "1"},
                   "--time-limit: expected a duration with its unit, such as \"90m\" or \"90s\", got \"90\""},
-        UsageCase{{"--image", "img", "--name", "bad name", "1"}, "--name \"bad name\": a container name is 2 to 128"},
+        UsageCase{{"--image", "img", "--name", "bad name", "1"}, "--name \"bad name\": a container name is letters"},
         UsageCase{{"--image", "img", "-v", "data/in:/in", "1"},
                   "--volume \"data/in:/in\": a host path must be absolute (docker reads data/in as a volume's name)"},
         UsageCase{{"stop", "a", "b"}, "gpurun stop takes one name, but got \"b\" after \"a\": run it once for each"},
@@ -310,6 +310,22 @@ TEST_F(GpurunTest, WaitAfterNTakesItsDurationStill) {
   const Outcome free_now =
       gpurun({"--dry-run", "--image", "img", "1", "--wait", "30m", "python", "train.py"}, fakes("busy_dgx.json"));
   EXPECT_THAT(free_now.out, HasSubstr(" img python train.py\n"));
+}
+
+// What docker and podman take stays gpurun's to pass: a source that begins with '.' (docker 23
+// makes it absolute), a named volume, a one-letter name (podman's), docker's leading '/'.
+TEST_F(GpurunTest, WhatTheEngineTakesIsNotRefused) {
+  for (const std::vector<std::string>& more : {std::vector<std::string>{"-v", ".cache/hf:/root/.cache/hf"},
+                                               {"-v", "my.vol:/d"},
+                                               {"-v", ".:/w"},
+                                               {"--name", "a"},
+                                               {"--name", "/job.1"}}) {
+    std::vector<std::string> args{"--dry-run", "--image", "img"};
+    args.insert(args.end(), more.begin(), more.end());
+    args.emplace_back("1");
+    const Outcome run = gpurun(args, fakes("all_free_8.json"));
+    EXPECT_EQ(run.exit_code, 0) << more[1] << ": " << run.err;
+  }
 }
 
 // `alias trainrun='gpurun --image me/pytorch:24.05 2'`, then `trainrun --image other ...`.

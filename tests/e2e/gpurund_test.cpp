@@ -381,6 +381,10 @@ TEST_F(GpurundTest, AStateDirectoryAnotherUserOwnsOrMaySwapIsRefusedAndItsOwnMad
     EXPECT_THAT(out.err, HasSubstr("gpurund.db is not a file of gpurund's own (owner uid 65534)"));
     std::filesystem::remove(state() + "/gpurund.db");
   }
+  // Written with a trailing slash, a new one is made all the same.
+  out = shell("timeout 1 " + std::string(GPURUND_BINARY) + " --no-config --state-dir " + dir() + "/slashed/ " +
+              "--nvidia-smi " + fake("nvidia-smi") + " --interval 0.1 --socket " + dir() + "/slashed.sock");
+  EXPECT_THAT(out.err, HasSubstr("recording into " + dir() + "/slashed/"));
   std::filesystem::create_directories(state());
   ASSERT_EQ(::chmod(state().c_str(), 0775), 0);
   const pid_t pid = start();

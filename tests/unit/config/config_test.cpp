@@ -890,6 +890,8 @@ TEST_F(ConfigTest, UnknownEnvironmentVariablesAreWarnedAbout) {
   in.environment = {{"GPURUN_DRY_RUN", "1"}};
   EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("GPURUN_DRY_RUN is not read: a dry run is asked for on "
                                                             "the command line alone; pass --dry-run"));
+  in.environment = {{"GPURUN_DRY_RUN", "0"}};  // asks for none: a warning, as any unknown variable
+  EXPECT_THAT(load_config(in).warnings, ElementsAre(HasSubstr("ignoring GPURUN_DRY_RUN")));
 }
 
 TEST_F(ConfigTest, BadFlagValuesNameTheFlag) {
@@ -982,6 +984,17 @@ TEST_F(ConfigTest, ReportListsEveryKeyWithItsSource) {
   EXPECT_EQ(report.at("keys").at("volumes").at("items").at(1).at("source").at("layer"), "flag");
   EXPECT_EQ(report["policy"]["max_gpus_per_launch"]["value"], 2);
   EXPECT_EQ(report.at("files").at(0).at("state"), "loaded");
+}
+
+// Only a typed --time-limit (or its variable) needs a unit: a file's "86400" is seconds, as it was.
+TEST_F(ConfigTest, ADurationInAFileMayBeSecondsWithoutAUnit) {
+  write("etc/config.json", R"({"max_runtime": "86400"})");
+  write("home/config.json", R"({"time_limit": "3600"})");
+  ConfigInputs in = inputs();
+  EXPECT_EQ(load_config(in).at("time_limit").value, "3600");
+  EXPECT_THAT(error_of([] { value_from_text(ValueType::duration, "90", "--time-limit"); }),
+              HasSubstr("--time-limit: expected a duration with its unit, such as \"90m\" or \"90s\""));
+  EXPECT_EQ(value_from_text(ValueType::duration, "90m", "--time-limit"), "90m");
 }
 
 // A rule the system file sets is shown with its value, never "(not set)" while it is enforced.
