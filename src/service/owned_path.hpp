@@ -1,8 +1,12 @@
-// Paths gpurund (root) writes into: no other user may change what they lead to.
+// Paths gpurund (root) writes into: no other user may change what they lead to (the state
+// directory, the socket's).
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
+
+#include "gpurun/util/fd.hpp"
 
 namespace gpurun {
 
@@ -11,5 +15,9 @@ namespace gpurun {
 // file root writes there could be swapped for a link between its check and its use. `use` says
 // what it was for ("put the socket in /x"), `instead` what to give in its place.
 void check_owned_ancestry(const std::filesystem::path& dir, std::string_view use, std::string_view instead);
+
+// The state directory (private: the database holds everyone's commands), made or checked as
+// gpurund's alone, and its lock, held while the recorder runs: a second gpurund on it is refused.
+Fd lock_state_dir(const std::string& dir);
 
 }  // namespace gpurun

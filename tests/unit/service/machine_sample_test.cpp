@@ -47,6 +47,23 @@ Snapshot two_gpus() {
   return s;
 }
 
+// A MIG instance of GPU 0: a 1g.20gb of 20 GiB (the share 0.25 of an 80 GiB GPU) unless told,
+// with these processes in it.
+MigInstance small_instance(std::vector<long> pids, std::optional<double> total_mib = 20480.0,
+                           const std::string& uuid = "MIG-small", const std::string& profile = "1g.20gb") {
+  MigInstance mig{.uuid = uuid,
+                  .gpu_index = 0,
+                  .gpu_instance_id = 9,
+                  .compute_instance_id = 0,
+                  .profile = profile,
+                  .memory_used_mib = 500.0,
+                  .memory_total_mib = total_mib,
+                  .processes = {}};
+  for (const long pid : pids)
+    mig.processes.push_back({.gpu_uuid = uuid, .pid = pid, .used_memory_mib = 100.0, .user = ""});
+  return mig;
+}
+
 TEST_F(MachineSampleTest, ABareProcessIsAHolderKeyedByPidAndStartTime) {
   add(4242, "0::/user.slice/user-0.slice/session-1.scope\n", "987654", "python3\0train.py\0--lr\0"s + "0.1\0"s);
   Snapshot s = two_gpus();
@@ -127,25 +144,7 @@ TEST_F(MachineSampleTest, OnAMigGpuEachHolderHoldsItsInstancesShareNotTheGpu) {
   s.gpus[0].utilization_percent.reset();
   s.gpus[0].processes = {{.gpu_uuid = s.gpus[0].uuid, .pid = 100, .used_memory_mib = 500.0, .user = ""},
                          {.gpu_uuid = s.gpus[0].uuid, .pid = 200, .used_memory_mib = 900.0, .user = ""}};
-  MigInstance small{.uuid = "MIG-small",
-                    .gpu_index = 0,
-                    .gpu_instance_id = 9,
-                    .compute_instance_id = 0,
-                    .profile = "1g.20gb",
-                    .memory_used_mib = 500.0,
-                    .memory_total_mib = 20480.0,
-                    .processes = {}};
-  small.processes = {{.gpu_uuid = "MIG-small", .pid = 100, .used_memory_mib = 500.0, .user = ""}};
-  MigInstance half{.uuid = "MIG-half",
-                   .gpu_index = 0,
-                   .gpu_instance_id = 2,
-                   .compute_instance_id = 0,
-                   .profile = "3g.40gb",
-                   .memory_used_mib = 900.0,
-                   .memory_total_mib = std::nullopt,
-                   .processes = {}};
-  half.processes = {{.gpu_uuid = "MIG-half", .pid = 200, .used_memory_mib = 900.0, .user = ""}};
-  s.mig_instances = {small, half};
+  s.mig_instances = {small_instance({100}), small_instance({200}, std::nullopt, "MIG-half", "3g.40gb")};
   GpuContainer c;
   c.id = kId;
   c.name = "bob_mig";
@@ -174,16 +173,7 @@ TEST_F(MachineSampleTest, AnInstanceIsTheirsWhoWorkInIt) {
   Snapshot s = two_gpus();
   s.gpus[0].mig_enabled = true;
   s.gpus[0].processes = {{.gpu_uuid = s.gpus[0].uuid, .pid = 100, .used_memory_mib = 500.0, .user = ""}};
-  MigInstance small{.uuid = "MIG-small",
-                    .gpu_index = 0,
-                    .gpu_instance_id = 9,
-                    .compute_instance_id = 0,
-                    .profile = "1g.20gb",
-                    .memory_used_mib = 500.0,
-                    .memory_total_mib = 20480.0,
-                    .processes = {}};
-  small.processes = {{.gpu_uuid = "MIG-small", .pid = 100, .used_memory_mib = 500.0, .user = ""}};
-  s.mig_instances = {small};
+  s.mig_instances = {small_instance({100})};
   GpuContainer idle;
   idle.id = kId;
   idle.name = "given_it";
@@ -204,17 +194,7 @@ TEST_F(MachineSampleTest, AMigInstanceHeldBySeveralIsSplitAmongThem) {
   s.gpus[0].processes = {{.gpu_uuid = s.gpus[0].uuid, .pid = 100, .used_memory_mib = 500.0, .user = ""},
                          {.gpu_uuid = s.gpus[0].uuid, .pid = 300, .used_memory_mib = 100.0, .user = ""},
                          {.gpu_uuid = s.gpus[0].uuid, .pid = 300, .used_memory_mib = 100.0, .user = ""}};
-  MigInstance small{.uuid = "MIG-small",
-                    .gpu_index = 0,
-                    .gpu_instance_id = 9,
-                    .compute_instance_id = 0,
-                    .profile = "1g.20gb",
-                    .memory_used_mib = 600.0,
-                    .memory_total_mib = 20480.0,
-                    .processes = {}};
-  small.processes = {{.gpu_uuid = "MIG-small", .pid = 100, .used_memory_mib = 500.0, .user = ""},
-                     {.gpu_uuid = "MIG-small", .pid = 300, .used_memory_mib = 100.0, .user = ""}};
-  s.mig_instances = {small};
+  s.mig_instances = {small_instance({100, 300})};
   const MachineSample sample = machine_sample(WallTime{}, s, {}, root_);
   ASSERT_EQ(sample.holders.size(), 3u);
   EXPECT_EQ(sample.holders[0].mig_share, (std::map<int, double>{{0, 0.125}}));
