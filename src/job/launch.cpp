@@ -66,8 +66,8 @@ void check_image(const std::string& image, const std::vector<std::string>& comma
 // A container name as docker and podman take one (a leading '/' docker drops), refused before the
 // pick and any --wait rather than by the engine after them.
 void check_container_name(const std::string& name) {
-  static const std::regex container_name("/?[a-zA-Z0-9][a-zA-Z0-9_.-]*");
-  if (!name.empty() && !std::regex_match(name, container_name))
+  static const std::regex name_pattern("/?[a-zA-Z0-9][a-zA-Z0-9_.-]*");
+  if (!name.empty() && !std::regex_match(name, name_pattern))
     throw Error(
         fmt::format("--name \"{}\": a container name is letters, digits, '_', '.' and '-', the first a letter "
                     "or digit",
