@@ -161,14 +161,9 @@ int parse_gpu_count(const std::string& word) {
   if (word.size() <= kLongestPatternWord && std::regex_match(word, number))
     throw Error(fmt::format("expected the number of GPUs, a whole number from 1 to {}, got {}", kMostGpus, word));
   // A word from another tool: what gpurun calls it.
-  static const std::map<std::string, std::string, std::less<>> kMeant{{"help", "gpurun --help"},
-                                                                      {"version", "gpurun --version"},
-                                                                      {"kill", "gpurun stop NAME"},
-                                                                      {"rm", "gpurun stop NAME"},
-                                                                      {"run", "gpurun N COMMAND (no `run`)"},
-                                                                      {"exec", "gpurun N COMMAND"},
-                                                                      {"list", "gpurun ps"},
-                                                                      {"ls", "gpurun ps"}};
+  static const std::map<std::string, std::string, std::less<>> kMeant{
+      {"help", "gpurun --help"},  {"version", "gpurun --version"},        {"kill", "gpurun stop NAME"},
+      {"rm", "gpurun stop NAME"}, {"run", "gpurun N COMMAND (no `run`)"}, {"exec", "gpurun N COMMAND"}};
   if (const auto meant = kMeant.find(word); meant != kMeant.end())
     throw Error(fmt::format("\"{}\" is no verb of gpurun's: {}", word, meant->second));
   throw Error(fmt::format(

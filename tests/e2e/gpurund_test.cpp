@@ -780,7 +780,7 @@ TEST_F(IdlePolicyTest, UnderADryRunTheIdlePolicyOnlySaysWhatItWouldStop) {
   EXPECT_EQ(stop(pid, SIGTERM), 0);
 }
 
-// c1 as IdlePolicyTest's, launched with --time-limit 2 and --notify; c2 someone's own container
+// c1 as IdlePolicyTest's, launched with --time-limit 2s and --notify; c2 someone's own container
 // whose labels look like gpurun's time limit, which is not gpurun's to enforce.
 constexpr const char* kTimedContainers = R"([
  {"Id": "c1", "Name": "/bob_gpu2", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},

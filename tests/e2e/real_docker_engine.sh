@@ -629,7 +629,7 @@ print(*[r["ended_by"] for r in json.load(sys.stdin) if r["name"] == sys.argv[1] 
 fi
 
 # ---------------------------------------------------------------------------------------
-# 7. Time limits and notifications (issue 23): a real `gpurun -d --time-limit 2 --notify` is
+# 7. Time limits and notifications (issue 23): a real `gpurun -d --time-limit 2s --notify` is
 #    warned and stopped by gpurund at its limit through this dockerd; a local webhook receiver
 #    (python3's http.server) gets time_warning, time_limit_stopped and run_ended, and a sendmail
 #    stand-in the mails to the user.
@@ -639,7 +639,7 @@ if [[ -x $gpurund ]]; then
   [[ -s $tmp/notify.json ]] || start_notification_stand_ins
   (cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name "$timed" --time-limit 2s \
     --notify --image "$IMAGE" 1 -- sh -c "$forever") >"$tmp/timed.out" 2>"$tmp/timed.err" </dev/null ||
-    fail "gpurun -d --time-limit 2 failed: $(tail -2 "$tmp/timed.err")"
+    fail "gpurun -d --time-limit 2s failed: $(tail -2 "$tmp/timed.err")"
   [[ $(dk inspect --format '{{index .Config.Labels "gpurun.time-limit"}}' "$timed" 2>/dev/null) == 2 ]] &&
     pass "the container carries its time limit as the label gpurun.time-limit=2" ||
     fail "no gpurun.time-limit label on $timed"
