@@ -95,14 +95,18 @@ RunRecord run_from_json(const nlohmann::ordered_json& json) {
   return run;
 }
 
+const std::vector<std::string>& runs_table_columns() { return kTableColumns; }
+
+nlohmann::json runs_table_row(const RunRecord& run) {
+  return nlohmann::json::array({run.id, run.name, run.user, run.gpus, unix_ms(run.start),
+                                run.end ? nlohmann::json(unix_ms(*run.end)) : nlohmann::json(), run.gpu_seconds,
+                                run.busy_gpu_seconds, run.idle_seconds, run.ended_by, run.unmeasured_gpu_seconds});
+}
+
 nlohmann::json runs_table_json(const std::vector<RunRecord>& runs) {
   nlohmann::json rows = nlohmann::json::array();
   rows.get_ref<nlohmann::json::array_t&>().reserve(runs.size());
-  for (const RunRecord& run : runs)
-    rows.push_back(
-        nlohmann::json::array({run.id, run.name, run.user, run.gpus, unix_ms(run.start),
-                               run.end ? nlohmann::json(unix_ms(*run.end)) : nlohmann::json(), run.gpu_seconds,
-                               run.busy_gpu_seconds, run.idle_seconds, run.ended_by, run.unmeasured_gpu_seconds}));
+  for (const RunRecord& run : runs) rows.push_back(runs_table_row(run));
   return {{"columns", kTableColumns}, {"rows", std::move(rows)}};
 }
 

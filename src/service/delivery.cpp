@@ -78,8 +78,14 @@ Delivery post_webhook(const std::string& url, const std::string& body, std::chro
 Delivery send_mail(const std::string& sendmail, const std::string& message, std::chrono::seconds timeout) {
   const ProcessResult result = run_process({.argv = {sendmail, "-t"}, .extra_env = {}, .input = message}, timeout);
   if (result.succeeded()) return {.delivered = true, .retry = false, .error = ""};
+  // A sendmail that queues (postfix, exim, nullmailer) fails only for its setup; one that hands the
+  // mail to a relay there and then (msmtp-mta, ssmtp) fails for a relay down or slow: EX_TEMPFAIL
+  // (75), or no end within the limit. Those are tried again, as the webhook is.
+  constexpr int kTemporaryFailure = 75;  // sysexits.h EX_TEMPFAIL
+  const bool temporary = result.end == ProcessResult::End::timed_out ||
+                         (result.end == ProcessResult::End::exited && result.exit_code == kTemporaryFailure);
   return {.delivered = false,
-          .retry = false,  // sendmail queues and retries itself; a failure here is its setup's
+          .retry = temporary,
           .error = fmt::format("{} -t {} {}", sendmail, describe_end(result, timeout), text::printable(result.err))};
 }
 

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -42,7 +43,7 @@ constexpr std::chrono::seconds kClientLimit{5};
 
 // How long an answer of `bytes` may take to write: kClientLimit, and a second more for each 64 KiB,
 // so that a large one (a year of history) reaches a client on a slow link instead of being cut
-// at 5 s, while a client that stops reading still ends its share.
+// at 5 s, while a client that reads a byte now and then still ends its share.
 std::chrono::milliseconds write_limit(std::size_t bytes) {
   constexpr std::size_t kSlowestBytesPerSecond = std::size_t{64} * 1024;
   return kClientLimit + std::chrono::seconds(bytes / kSlowestBytesPerSecond);
@@ -62,6 +63,27 @@ void finish(boost::asio::io_context& io, Socket& socket, const bool& done, const
     io.restart();
     io.run();  // the cancelled operation's handler: operation_aborted
   }
+}
+
+// Writes `response` a piece at a time (as much as the socket takes): each piece must go within
+// kClientLimit, the whole within write_limit. A client that stops reading ends its share within
+// 5 s, however large the answer, instead of holding it (and its thread) for write_limit.
+bool write_answer(boost::asio::io_context& io, Socket& socket, http::response<http::string_body>& response,
+                  const std::atomic<bool>& stopping, boost::system::error_code& error) {
+  http::response_serializer<http::string_body> serializer(response);
+  const auto deadline = std::chrono::steady_clock::now() + write_limit(response.body().size());
+  while (!serializer.is_done()) {
+    bool done = false;
+    http::async_write_some(socket, serializer, [&](boost::system::error_code e, std::size_t) {
+      error = e;
+      done = true;
+    });
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    finish(io, socket, done, stopping, std::min<std::chrono::milliseconds>(kClientLimit, left));
+    if (error || !done) return false;
+  }
+  return true;
 }
 
 // A request that cannot be answered, said in `status` and `why`; then the connection closes.
@@ -174,13 +196,7 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
     response.body() = request.method() == http::verb::head ? std::string() : reply.body;
     response.prepare_payload();
     if (request.method() == http::verb::head) response.content_length(reply.body.size());
-    done = false;
-    http::async_write(socket, response, [&](boost::system::error_code e, std::size_t) {
-      error = e;
-      done = true;
-    });
-    finish(io, socket, done, stopping, write_limit(response.body().size()));
-    if (error || !done || !response.keep_alive()) break;
+    if (!write_answer(io, socket, response, stopping, error) || !response.keep_alive()) break;
   }
   socket.close(error);
 }

@@ -1,6 +1,7 @@
 #include "gpurun/service/idle_enforcer.hpp"
 
 #include <fnmatch.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <set>
@@ -88,8 +89,11 @@ void IdleEnforcer::resume(const std::vector<RunRecord>& running, const GpuSample
 
 std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, const std::vector<RunRecord>& running) {
   std::set<int> idle_gpus;  // known, and at or below `below`, in this sample (unknown is never idle)
-  for (const GpuReading& gpu : sample.gpus)
+  std::set<int> unknown_gpus;
+  for (const GpuReading& gpu : sample.gpus) {
     if (gpu.utilization_percent && *gpu.utilization_percent <= policy_.below_percent) idle_gpus.insert(gpu.index);
+    if (!gpu.utilization_percent) unknown_gpus.insert(gpu.index);
+  }
   const SampleTime now = sample.time();
   const std::chrono::milliseconds max_gap = max_gap_ + std::exchange(allowance_, std::chrono::milliseconds(0));
 
@@ -103,6 +107,14 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
             policy_.exempt_users.end() ||
         exempt_container(holder))
       continue;
+    // A GPU with no utilization (MIG mode: NVML gives none) is never idle: its holders are never
+    // warned or stopped. Said, once a GPU, rather than left for an admin to wonder about.
+    for (const int gpu : holder.gpus)
+      if (unknown_gpus.contains(gpu) && unjudged_told_.insert(gpu).second)
+        spdlog::warn(
+            "idle policy: the holders of GPU {} are never warned or stopped for idling: its utilization is not "
+            "known (a MIG GPU's is not: the driver gives none in MIG mode)",
+            gpu);
     const bool idle =
         std::all_of(holder.gpus.begin(), holder.gpus.end(), [&](int gpu) { return idle_gpus.contains(gpu); });
     if (!idle) {

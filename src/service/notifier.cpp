@@ -22,6 +22,14 @@ constexpr std::chrono::seconds kShutdownLimit{5};  // a stopping service deliver
 
 }  // namespace
 
+// When what `pending` still lacks is next due: its mail's run or its webhook's attempt.
+std::chrono::steady_clock::time_point Notifier::next_due(const Pending& pending) {
+  auto due = std::chrono::steady_clock::time_point::max();
+  if (!pending.mailed) due = pending.mail_due;
+  if (!pending.posted) due = std::min(due, pending.due);
+  return due;
+}
+
 Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept, const StopRequest* stop)
     : policy_(std::move(policy)), backoff_(backoff), kept_(std::move(kept)), stop_(stop), worker_([this] { work(); }) {}
 
@@ -139,19 +147,28 @@ void Notifier::deliver(Pending& pending) const {
     return std::clamp(left, std::chrono::seconds(1), backoff_.attempt_limit);
   };
   const Notification& n = pending.notification;
-  if (!pending.mailed) {  // the mail alone: its webhook waits for the worker's next turn (work())
-    pending.mailed = true;
+  const auto now = std::chrono::steady_clock::now();
+  if (!pending.mailed && pending.mail_due <= now) {  // the mail alone: its webhook waits for the worker's next turn
     if (const auto message = mail_message(n, policy_.mail_domain)) {
+      ++pending.mail_attempts;
       const Delivery sent = send_mail(policy_.sendmail, *message, limit());
+      // Past the give-up time a temporary failure is kept for the next start, not given up.
+      const bool again = !sent.delivered && sent.retry && (pending.mail_attempts < backoff_.attempts || past_give_up());
+      pending.mailed = !again;
       if (!sent.delivered)
-        spdlog::error("notify: mail about {} to {}: {}", n.event, text::printable(n.user, 64), sent.error);
+        spdlog::error("notify: mail about {} to {} (attempt {}): {}{}", n.event, text::printable(n.user, 64),
+                      pending.mail_attempts, sent.error, again ? "; trying again" : "; giving up");
+      if (again)
+        pending.mail_due =
+            std::chrono::steady_clock::now() + backoff_.first * (1 << std::min(pending.mail_attempts - 1, 10));
     } else {
+      pending.mailed = true;
       spdlog::warn("notify: no mail about {}: \"{}\" is not a user mail can go to", n.event,
                    text::printable(n.user, 64));  // anyone's label: never a line of the log of its own
     }
     return;
   }
-  if (!pending.posted && !past_give_up()) {  // past it: kept, for the next start
+  if (!pending.posted && pending.due <= now && !past_give_up()) {  // past it: kept, for the next start
     ++pending.attempts;
     const Delivery posted = post_webhook(policy_.webhook, json_line(webhook_body(n)), limit(), past_give_up);
     if (!posted.delivered && past_give_up()) {  // cut by the stop: not an attempt, and kept for the next start
@@ -175,12 +192,13 @@ void Notifier::work() {
   while (true) {
     const auto now = std::chrono::steady_clock::now();
     const auto give_up = give_up_time();  // set once a stop is asked for: what is due until then
-    // Every mail before any webhook: a webhook that does not answer takes 10 s a try, and the
+    // Every mail due before any webhook: a webhook that does not answer takes 10 s a try, and the
     // mails queued behind it went out that much later each (a warning's after its stop).
-    auto next = std::find_if(queue_.begin(), queue_.end(), [](const Pending& p) { return !p.mailed; });
+    auto next =
+        std::find_if(queue_.begin(), queue_.end(), [now](const Pending& p) { return !p.mailed && p.mail_due <= now; });
     if (next == queue_.end())
       next = std::min_element(queue_.begin(), queue_.end(),
-                              [](const Pending& a, const Pending& b) { return a.due < b.due; });
+                              [](const Pending& a, const Pending& b) { return next_due(a) < next_due(b); });
     if (next == queue_.end()) {
       if (stopping_) return;
       wake_.wait(lock);
@@ -189,7 +207,7 @@ void Notifier::work() {
     // Past the give-up time, or once ending with only retries left: what is queued waits for the
     // next start. gpurund asked to stop may still queue news (of a `docker stop` it finishes), so
     // the worker ends only with the destructor.
-    if ((give_up && now >= *give_up) || (stopping_ && next->due > now)) {
+    if ((give_up && now >= *give_up) || (stopping_ && next_due(*next) > now)) {
       if (stopping_) {
         keep_for_next_start();
         return;
@@ -197,9 +215,9 @@ void Notifier::work() {
       wake_.wait(lock);
       continue;
     }
-    if (next->due > now) {
+    if (next_due(*next) > now) {
       // A copy: wait_until reads its time again once woken, and send() may have erased the entry.
-      const auto due = give_up ? std::min(next->due, *give_up) : next->due;
+      const auto due = give_up ? std::min(next_due(*next), *give_up) : next_due(*next);
       wake_.wait_until(lock, due);
       continue;
     }

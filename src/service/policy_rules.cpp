@@ -40,12 +40,24 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
                          const std::string& kept_notifications, const StopRequest* stop)
     : host_(std::move(host)), kept_notifications_(kept_notifications), limiter_(policy.max_runtime) {
   if (policy.idle_policy) idle_.emplace(*policy.idle_policy, 3 * interval + std::chrono::seconds(10));
+  // Allowed, as a site may want it, but said: a user's container stopped with no word beforehand
+  // is what people then ask the admin about.
+  if (const auto& idle = policy.idle_policy; idle && idle->stop_after && !idle->dry_run) {
+    if (!idle->warn_after)
+      spdlog::warn("idle_policy: stop_after without warn_after: idle containers are stopped without a warning first");
+    else if (*idle->stop_after - *idle->warn_after < 3 * interval)
+      spdlog::warn(
+          "idle_policy: stop_after is {} s after warn_after, under three samples: a warned user has hardly "
+          "any time to act",
+          (*idle->stop_after - *idle->warn_after).count());
+  }
   if (policy.notify) notifier_.emplace(*policy.notify, Notifier::Backoff{}, kept_notifications, stop);
   // Said once at the start, not at every mail that then fails.
   if (policy.notify && policy.notify->mail && ::access(policy.notify->sendmail.c_str(), X_OK) != 0)
     spdlog::warn(
         "notify.mail is on, but {} is not a program this service can run ({}): no mail will be sent until it "
-        "is (apt-get install a mail transfer agent, such as msmtp-mta or postfix, or set notify.sendmail)",
+        "is (apt-get install a mail transfer agent, such as postfix or nullmailer, which queue, or set "
+        "notify.sendmail)",
         policy.notify->sendmail, std::strerror(errno));
   const auto seconds = [](const std::optional<std::chrono::seconds>& s) { return s ? s->count() : -1; };
   fingerprint_ = fmt::format("max_runtime {}", seconds(policy.max_runtime));

@@ -122,6 +122,29 @@ std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name, c
   return found;
 }
 
+// The runs as a JSON array (or the history's table: {"columns": [...], "rows": [...]}), newest
+// first, as many as fit in kMostAnswerBytes; a note says how many where some are left out.
+ServiceAnswer runs_answer(const std::vector<RunRecord>& found, bool as_table) {
+  std::string body =
+      as_table ? R"({"columns":)" + json_line(nlohmann::json(runs_table_columns())) + R"(,"rows":[)" : "[";
+  const std::size_t room = kMostAnswerBytes - 2;  // the closing "]" or "]}"
+  std::size_t shown = 0;
+  for (const RunRecord& run : found) {
+    const std::string item = as_table ? json_line(runs_table_row(run)) : json_line(run_json(run));
+    if (body.size() + item.size() + 1 > room) break;
+    if (shown++ > 0) body += ',';
+    body += item;
+  }
+  body += as_table ? "]}" : "]";
+  ServiceAnswer answer{.status = 200, .body = std::move(body)};
+  if (shown < found.size())
+    answer.note = fmt::format(
+        "these are the newest {} of the runs asked for, as many as one answer holds ({} MiB): narrow them with "
+        "--since or --user",
+        shown, kMostAnswerBytes >> 20);
+  return answer;
+}
+
 }  // namespace
 
 ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, const ServerSettings& settings) {
@@ -158,6 +181,23 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
     query.user = viewer;
   }
 
+  // A user's query of the store holds one of their shares until answered; root asking for
+  // itself and the web (which has its own two) hold none.
+  const bool reads_store =
+      target->path == "/v1/runs" || target->path == "/v1/usage" || target->path.starts_with("/v1/runs/");
+  const bool shared = reads_store && (request.peer_uid != 0 || on_behalf);
+  if (shared && !runs.by_user.take(viewer))
+    return failure(503, fmt::format("you have {} queries of the history going already (on other connections): try "
+                                    "again once they are answered",
+                                    QueriesByUser::kMostAUser));
+  struct GiveBack {
+    QueriesByUser* queries;
+    const std::string& user;
+    ~GiveBack() {
+      if (queries != nullptr) queries->give_back(user);
+    }
+  } give_back{shared ? &runs.by_user : nullptr, viewer};
+
   try {
     if (target->path == "/v1/runs") {
       query.limit = kMostRunsAnAnswer;
@@ -169,10 +209,7 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       }
       std::vector<RunRecord> found = current_runs(runs, query);
       std::transform(found.begin(), found.end(), found.begin(), as_seen);
-      if (param("fields").value_or("") == "table") return {200, json_line(runs_table_json(found))};
-      json array = json::array();
-      for (const RunRecord& run : found) array.push_back(run_json(run));
-      return {200, json_line(array)};
+      return runs_answer(found, param("fields").value_or("") == "table");
     }
     if (target->path == "/v1/usage") {
       const std::string by_word = param("by").value_or("user");
@@ -224,6 +261,19 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
     return failure(500, fmt::format("the service could not read its history: {}", e.what()));
   }
   return failure(404, fmt::format("no such path: {}", text::printable(target->path)));
+}
+
+bool QueriesByUser::take(const std::string& user) {
+  const std::lock_guard lock(mutex_);
+  int& going = going_[user];
+  if (going >= kMostAUser) return false;
+  ++going;
+  return true;
+}
+
+void QueriesByUser::give_back(const std::string& user) {
+  const std::lock_guard lock(mutex_);
+  if (const auto it = going_.find(user); it != going_.end() && --it->second <= 0) going_.erase(it);
 }
 
 ServiceServer::ServiceServer(ServerSettings settings, ServedRuns& runs) : settings_(std::move(settings)), runs_(runs) {
@@ -302,6 +352,7 @@ void ServiceServer::serve() {
                                  runs_, settings_);
         HttpReply reply{.status = answer.status, .body = answer.body, .content_type = "application/json"};
         if (answer.status == 405) reply.headers.emplace_back("Allow", "GET, HEAD");
+        if (!answer.note.empty()) reply.headers.emplace_back("X-Gpurun-Note", answer.note);
         return reply;
       },
       /*keep_alive=*/true);

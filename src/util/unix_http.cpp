@@ -177,7 +177,8 @@ void UnixHttpClient::get_each(const std::vector<std::string>& targets, std::size
       ++done;
       if (!response.keep_alive()) c->close();  // the lane's next request connects again
       start(lane);                             // (which replaces *x)
-      answered(i, {static_cast<int>(response.result_int()), std::move(response.body())});
+      std::string note = peer_.note_header.empty() ? "" : std::string(response[peer_.note_header]);
+      answered(i, {static_cast<int>(response.result_int()), std::move(response.body()), std::move(note)});
     };
     const auto write = [c, x, finish] {
       http::async_write(c->socket, x->request, [c, x, finish](error_code ec, std::size_t) {

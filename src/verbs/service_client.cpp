@@ -41,7 +41,8 @@ std::string answer_body(const Options& options, const std::string& target) {
                             socket_access_hint(std::strerror(errno))));
   }
   if (!S_ISSOCK(st.st_mode)) throw not_running(fmt::format("{} is not a socket", path));
-  HttpPeer peer{.name = "the gpurun service", .access_hint = socket_access_hint, .headers = {}};
+  HttpPeer peer{
+      .name = "the gpurun service", .access_hint = socket_access_hint, .headers = {}, .note_header = "X-Gpurun-Note"};
   if (options.caller) peer.headers.emplace_back("X-Gpurun-Caller", options.caller->login);
   UnixHttpClient client(path, std::chrono::steady_clock::now() + options.smi_timeout, peer);
   HttpResponse response;
@@ -61,6 +62,7 @@ std::string answer_body(const Options& options, const std::string& target) {
                                     : text::printable(response.body, 200);
     throw Error(fmt::format("the gpurun service answered {}: {}", response.status, text::printable(message, 300)));
   }
+  if (!response.note.empty()) spdlog::warn("{}", text::printable(response.note, 300));  // an answer cut to fit
   return std::move(response.body);
 }
 

@@ -3,6 +3,7 @@
 // id, name, user, container (null for a process), image, command, gpus, start, end (null while
 // it runs), gpu_seconds, busy_gpu_seconds, efficiency, idle_seconds, max_memory_mib, ended_by.
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "gpurun/history/run_tracker.hpp"
@@ -28,6 +29,9 @@ std::vector<RunRecord> runs_from_json(const nlohmann::ordered_json& json);
 // busy_gpu_seconds, idle_seconds, ended_by], ...]}. Rows of values, not objects, and times as
 // milliseconds: a year of runs is a tenth of a second less to write and to read than as objects.
 nlohmann::json runs_table_json(const std::vector<RunRecord>& runs);
+// Its columns, and one run's row: for an answer written a row at a time.
+const std::vector<std::string>& runs_table_columns();
+nlohmann::json runs_table_row(const RunRecord& run);
 // The runs `runs_table_json` wrote; throws Error for another shape (a service of another version).
 std::vector<RunRecord> runs_from_table_json(const nlohmann::json& json);
 

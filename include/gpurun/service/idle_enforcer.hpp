@@ -60,6 +60,7 @@ class IdleEnforcer {
   std::map<std::string, Streak> streaks_;    // per holder key, while all its GPUs are idle
   std::map<std::string, Done> done_;         // per holder key, in its current idle streak
   std::set<std::string> resumed_past_stop_;  // resumed past stop_after, not seen since (resume)
+  std::set<int> unjudged_told_;              // held GPUs whose utilization is unknown, said once each
 };
 
 }  // namespace gpurun

@@ -2,7 +2,8 @@
 // Tells people what the service's rules did (issue 23; gpurun/config/notify_policy.hpp): a JSON
 // POST to the site's webhook (Slack and Mattermost incoming webhooks show its `text` as is) and a
 // mail to the run's user through `sendmail -t`. Deliveries run on a thread of their own, so a
-// slow or dead receiver never delays sampling; a failed webhook is tried again with backoff.
+// slow or dead receiver never delays sampling; a failed webhook, or a sendmail that could not reach
+// its relay (exit 75, or no end in 10 s), is tried again with backoff.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -82,13 +83,16 @@ class Notifier {
  private:
   struct Pending {
     Notification notification;
-    bool mailed = false;  // mail goes once: sendmail queues and retries on its own
-    bool posted = false;  // the webhook took it
-    int attempts = 0;     // webhook attempts made
-    std::chrono::steady_clock::time_point due;
-    bool from_kept = false;  // taken up from `kept_`
+    bool mailed = false;                        // sendmail took it (or it was given up)
+    bool posted = false;                        // the webhook took it (or it was given up)
+    int attempts = 0;                           // webhook attempts made
+    std::chrono::steady_clock::time_point due;  // of the webhook's next attempt
+    bool from_kept = false;                     // taken up from `kept_`
+    int mail_attempts = 0;
+    std::chrono::steady_clock::time_point mail_due = {};  // of sendmail's next run
   };
   void work();
+  static std::chrono::steady_clock::time_point next_due(const Pending& pending);
   // One queued notification done with (delivered or given up): the kept file goes with the last
   // of those it held.
   void done_with(const Pending& pending);

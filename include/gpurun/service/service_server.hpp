@@ -37,6 +37,20 @@ class StoreBusy : public Error {
   using Error::Error;
 };
 
+// The store's queries each user has going at once, at most two: with four readers for everyone,
+// one user's loop of year-long queries on four connections would keep everyone else's waiting.
+class QueriesByUser {
+ public:
+  static constexpr int kMostAUser = 2;
+  // Takes one of `user`'s; false where they have kMostAUser going already.
+  bool take(const std::string& user);
+  void give_back(const std::string& user);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, int> going_;
+};
+
 // What the socket answers from, shared with the recorder under one lock.
 struct ServedRuns {
   std::mutex mutex;  // held while the store is written, and while the fields below change or are read
@@ -50,6 +64,8 @@ struct ServedRuns {
   // Of the readers, the web's page and API take two at most: the socket's users (gpurun history,
   // usage, report) always find the other two, whatever anyone on the network asks.
   std::counting_semaphore<2> web_queries{2};
+  // Of the readers, each user on the socket takes two at most (root asking for itself, any).
+  QueriesByUser by_user;
 
   // `query` run on a read-only connection of its own, once one of the `readers` is free; throws
   // StoreBusy where none is within 5 s (gpurun's client waits 10 s for the whole answer).
@@ -93,7 +109,14 @@ struct ServiceRequest {
 struct ServiceAnswer {
   int status = 200;
   std::string body;  // JSON; {"message": "..."} for an error
+  // What the client should tell its user besides (header X-Gpurun-Note): an answer cut to fit.
+  std::string note = {};
 };
+
+// The most bytes of JSON one answer of `/v1/runs` holds: its newest runs that fit, and a note
+// saying so. Ten thousand runs of 4 KiB commands of control bytes, each written \u0001, would be
+// half a gigabyte in the root service, and more than gpurun reads (64 MiB).
+inline constexpr std::size_t kMostAnswerBytes = std::size_t{16} << 20;
 
 // One request's answer (the socket's loop calls this; the unit tests too).
 ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, const ServerSettings& settings);

@@ -15,6 +15,7 @@ namespace gpurun {
 struct HttpResponse {
   int status = 0;
   std::string body;
+  std::string note = {};  // the value of the peer's note_header, "" without one
 };
 
 // Who answers on the socket, for the errors: "the Docker engine", and what to add to a refused
@@ -23,6 +24,7 @@ struct HttpPeer {
   std::string name = "the Docker engine";
   std::string (*access_hint)(std::string_view error) = nullptr;
   std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
+  std::string note_header = {};                              // a header of the answers to keep ("" none)
 };
 
 class UnixHttpClient {

@@ -107,6 +107,16 @@ TEST(SplitCommandLine, ALongWordAfterWaitOrMigIsAWordNotACrash) {
   EXPECT_THAT(split({"--mig", long_profile, "1", "true"}).options, ElementsAre("--mig"));
 }
 
+// The count put after the "--" ran a program named 2 on one GPU, which the container then failed
+// to find, long after the launch.
+TEST(SplitCommandLine, ANumberFirstAfterTheDoubleDashWithoutNIsRefusedWithBothMeanings) {
+  const auto e = test::caught_error([] { split({"--image", "img", "--", "2", "python", "train.py"}); });
+  EXPECT_EQ(e.exit_code, exit_code::failure);
+  EXPECT_THAT(e.message, AllOf(HasSubstr("gpurun 2 -- python ..."), HasSubstr("gpurun 1 -- 2 python ...")));
+  EXPECT_THAT(split({"1", "--", "2", "x"}).command, ElementsAre("2", "x"));  // N given: a program named 2
+  EXPECT_THAT(split({"--", "2x"}).command, ElementsAre("2x"));
+}
+
 TEST(SplitCommandLine, VerbWithACommandIsAnError) {
   const auto e = test::caught_error([] { split({"pick", "2", "extra"}); });
   EXPECT_EQ(e.exit_code, exit_code::failure);

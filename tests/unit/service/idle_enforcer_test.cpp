@@ -5,8 +5,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "gpurun/service/run_store.hpp"
 #include "support/test_support.hpp"
@@ -164,6 +167,25 @@ TEST(IdleEnforcer, AtOrBelowTheThresholdIsIdleAboveItIsNot) {
   EXPECT_EQ(kinds_over(at_threshold, held, {0s, 60s}, 5).back(), std::vector<Kind>{Kind::warn});
   IdleEnforcer above(policy());
   EXPECT_EQ(kinds_over(above, held, {0s, 60s}, 5.1).back(), std::vector<Kind>{});
+}
+
+// A MIG GPU has no utilization (the driver gives none in MIG mode): its holders are never idle,
+// which the log says once a GPU instead of leaving an admin to wonder why nobody is warned.
+TEST(IdleEnforcer, AGpuWithoutUtilizationIsNeverIdleAndTheLogSaysSoOnce) {
+  std::ostringstream log;
+  const auto before = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("captured", std::make_shared<spdlog::sinks::ostream_sink_st>(log)));
+  IdleEnforcer enforcer(policy());
+  for (const auto at : {0s, 60s, 120s, 180s}) {
+    MachineSample unknown = sample(at, 0, {holder("container:c1", 1, "c1", true)});
+    unknown.gpus[1].utilization_percent.reset();
+    EXPECT_TRUE(enforcer.observe(unknown, runs_of(unknown.holders)).empty());
+  }
+  spdlog::set_default_logger(before);
+  const std::string said = log.str();
+  EXPECT_THAT(said, ::testing::HasSubstr("the holders of GPU 1 are never warned or stopped for idling"));
+  EXPECT_EQ(said.find("GPU 1"), said.rfind("GPU 1"));  // once
 }
 
 TEST(IdleEnforcer, IdleTimeCountsFromWhenTheHolderWasSeenIdleNotFromWhenTheGpuWentIdle) {

@@ -407,6 +407,34 @@ TEST(Delivery, AFailingSendmailIsAnErrorWithItsStderr) {
   EXPECT_FALSE(sent.delivered);
   EXPECT_THAT(sent.error, HasSubstr("exited with status 75"));
   EXPECT_THAT(sent.error, HasSubstr("no relay"));
+  EXPECT_TRUE(sent.retry);  // EX_TEMPFAIL: a relay down, for a sendmail that does not queue
+  const std::string broken = test::write_script(dir / "broken", "exit 78");  // EX_CONFIG: its setup's
+  EXPECT_FALSE(send_mail(broken, "To: a\n\nx\n", 5s).retry);
+}
+
+// msmtp-mta's sendmail hands the mail to the relay there and then: a relay down (exit 75) is run
+// again with the backoff, and the webhook of the same news does not wait for it.
+TEST(Notifier, AMailItsRelayTookNotIsSentAgainWithoutHoldingUpTheWebhook) {
+  const test::TempDir dir;
+  // Fails twice with EX_TEMPFAIL, then takes the mail.
+  const std::string sendmail =
+      test::write_script(dir / "sendmail", "echo x >> " + (dir / "tries") + "\n[ $(wc -l < " + (dir / "tries") +
+                                               ") -ge 3 ] || exit 75\ncat >> " + (dir / "mail"));
+  const test::WebhookReceiver receiver;
+  NotifyPolicy policy;
+  policy.mail = true;
+  policy.sendmail = sendmail;
+  policy.webhook = receiver.url();
+  {
+    Notifier notifier(policy, {.first = 300ms, .attempts = 5});
+    notifier.send(notification("dave"));
+    ASSERT_TRUE(eventually([&] { return receiver.bodies().size() == 1; }));
+    EXPECT_FALSE(std::filesystem::exists(dir / "mail"));  // posted while the mail waits for its next try
+    ASSERT_TRUE(eventually([&] { return std::filesystem::exists(dir / "mail"); }));
+  }
+  EXPECT_EQ(test::read_file(dir / "tries"), "x\nx\nx\n");
+  EXPECT_THAT(test::read_file(dir / "mail"), HasSubstr("To: dave\n"));
+  EXPECT_EQ(receiver.bodies().size(), 1U);
 }
 
 }  // namespace

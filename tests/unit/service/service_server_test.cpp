@@ -3,6 +3,7 @@
 #include "gpurun/service/service_server.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -136,6 +137,59 @@ TEST_F(ServiceServerTest, AnAnswerHoldsTheNewestRunsUpToItsLimit) {
   double counted = 0;
   for (const auto& row : usage) counted += row.at("runs").get<double>();
   EXPECT_EQ(counted, kMostRunsAnAnswer + 2);
+}
+
+// 10 000 runs of 4 KiB commands of control bytes (each written \u0001) were half a gigabyte in
+// the root service, more than gpurun reads: the newest that fit in kMostAnswerBytes, and a note.
+TEST_F(ServiceServerTest, AnAnswerTooLargeHoldsTheNewestRunsThatFitAndSaysSo) {
+  const std::string controls(4096, '\x01');
+  for (std::int64_t id = 4; id < 1000; ++id) {
+    RunRecord run = record(id, "carol", std::chrono::seconds(200 + id));
+    run.name = run.command = controls;
+    served_.fresh.push_back(run);
+  }
+  for (const char* target : {"/v1/runs", "/v1/runs?fields=table"}) {
+    const ServiceAnswer answer = ask(target);
+    ASSERT_EQ(answer.status, 200);
+    EXPECT_LE(answer.body.size(), kMostAnswerBytes);
+    const json parsed = json::parse(answer.body);
+    const json& runs = parsed.is_array() ? parsed : parsed.at("rows");
+    ASSERT_GT(runs.size(), 100U) << target;
+    ASSERT_LT(runs.size(), 999U) << target;
+    const json& newest = parsed.is_array() ? runs.front().at("id") : runs.front().at(0);
+    EXPECT_EQ(newest, 999) << target;
+    EXPECT_THAT(answer.note, HasSubstr(fmt::format("these are the newest {} of the runs asked for", runs.size())));
+  }
+  EXPECT_EQ(ask("/v1/runs?limit=100").note, "");  // all of them fit
+  // gpurun's client is given the note (and says it on stderr).
+  settings_.socket_path = dir_ + "/s.sock";
+  const ServiceServer server(settings_, served_);
+  UnixHttpClient client(
+      settings_.socket_path, std::chrono::steady_clock::now() + 10s,
+      {.name = "the gpurun service", .access_hint = nullptr, .headers = {}, .note_header = "X-Gpurun-Note"});
+  const HttpResponse response = client.get("/v1/runs?fields=table");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_THAT(response.note, HasSubstr("narrow them with --since or --user"));
+  EXPECT_EQ(client.get("/v1/runs?limit=3").note, "");
+}
+
+// Four readers for everyone: one user's queries on four connections kept everyone else's waiting.
+TEST_F(ServiceServerTest, OneUserHasTwoQueriesOfTheStoreGoingAtMost) {
+  store_.reset();
+  std::optional<SQLite::Database> holder(std::in_place, dir_ + "/gpurund.db", SQLite::OPEN_READWRITE);
+  holder->exec("PRAGMA locking_mode=EXCLUSIVE");
+  holder->exec("BEGIN EXCLUSIVE");  // each read waits on this
+  std::vector<std::thread> going;
+  for (int i = 0; i < 2; ++i) going.emplace_back([&] { EXPECT_EQ(ask("/v1/runs", 0, "alice").status, 200); });
+  going.emplace_back([&] { EXPECT_EQ(ask("/v1/usage", 0, "bob").status, 200); });  // someone else's
+  std::this_thread::sleep_for(300ms);
+  const ServiceAnswer third = ask("/v1/usage", 0, "alice");
+  EXPECT_EQ(third.status, 503);
+  EXPECT_THAT(third.body, HasSubstr("you have 2 queries of the history going already"));
+  EXPECT_EQ(ask("/v1/gpus", 0, "alice").status, 200);  // reads no store
+  holder.reset();
+  for (std::thread& t : going) t.join();
+  EXPECT_EQ(ask("/v1/runs", 0, "alice").status, 200);  // given back
 }
 
 // usage over a year of runs: the root service sums them as the store hands them over, holding
@@ -348,6 +402,34 @@ std::string answer_to(const std::string& path, const std::string& request) {
     answer.append(buffer, static_cast<std::size_t>(n));
   }
   return answer;
+}
+
+// A client that asks for a large answer and stops reading held it (16 MiB, and its thread) for
+// the 4 minutes a slow link may take; it must take some of it every 5 s.
+TEST_F(ServiceServerTest, AClientThatStopsReadingALargeAnswerIsLetGoWithinFiveSeconds) {
+  const std::string controls(4096, '\x01');
+  for (std::int64_t id = 4; id < 1000; ++id) {
+    RunRecord run = record(id, "carol", std::chrono::seconds(200 + id));
+    run.name = run.command = controls;
+    served_.fresh.push_back(run);
+  }
+  settings_.socket_path = dir_ + "/s.sock";
+  const ServiceServer server(settings_, served_);
+  const Fd fd = silent_connection(settings_.socket_path);
+  static constexpr char kRequest[] = "GET /v1/runs HTTP/1.1\r\nHost: gpurund\r\n\r\n";
+  ASSERT_EQ(::send(fd.get(), kRequest, sizeof kRequest - 1, MSG_NOSIGNAL), sizeof kRequest - 1);
+  std::this_thread::sleep_for(7s);  // reading nothing
+  std::string answer;
+  char buffer[65536];
+  pollfd ready{.fd = fd.get(), .events = POLLIN, .revents = 0};
+  while (::poll(&ready, 1, 1000) == 1) {
+    const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    answer.append(buffer, static_cast<std::size_t>(n));
+  }
+  ASSERT_THAT(answer, HasSubstr("HTTP/1.1 200"));
+  const std::size_t length = std::stoul(answer.substr(answer.find("Content-Length: ") + 16));
+  EXPECT_LT(answer.size() - answer.find("\r\n\r\n") - 4, length);  // what the socket held, then the close
 }
 
 TEST_F(ServiceServerTest, ARequestThatCannotBeReadIsToldWhyAndAnAbsoluteTargetIsAnswered) {
