@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include <ostream>
 #include <regex>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "caller_mounts.hpp"
@@ -331,6 +333,25 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
   return write_report_json(options.report_json, report, status);
 }
 
+// A rootless engine's containers are, to the gpurun service, its user's processes: root's engines
+// do not list them, so their labels go unread. Said where the launch asks for what needs them;
+// not refused, as the user may run that engine without gpurun anyway.
+void warn_if_beyond_the_service(const Options& options, const ContainerEngine& engine) {
+  const bool time_limited = options.time_limit || options.policy.max_runtime;
+  if ((!time_limited && !options.notify) || options.dry_run || ::geteuid() == 0) return;
+  const char* docker_host = std::getenv("DOCKER_HOST");
+  const bool rootless = engine.name() == "podman" ||
+                        (docker_host != nullptr && std::string_view(docker_host).starts_with("unix:///run/user/"));
+  if (!rootless) return;
+  spdlog::warn(
+      "this launch goes to your own (rootless) {}, whose containers the gpurun service sees only as your "
+      "processes: {} not acted on; a launch through root's engine (sudo gpurun) is",
+      engine.name(),
+      time_limited && options.notify ? "its time limit and --notify are"
+      : time_limited                 ? "its time limit is"
+                                     : "--notify is");
+}
+
 }  // namespace
 
 int run_launch(const Options& options, std::ostream& out) {
@@ -365,6 +386,7 @@ int run_launch(const Options& options, std::ostream& out) {
   const Machine machine = open_machine(options);
   GpuSource& source = *machine.source;
   ContainerEngine* const engine = machine.engine.get();
+  warn_if_beyond_the_service(options, *engine);
   FileLock selection;
   Inventory inventory;
   std::vector<GpuAssessment> chosen;

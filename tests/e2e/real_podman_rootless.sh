@@ -199,7 +199,8 @@ else
 fi
 
 # 2. A detached launch through the user's rootless podman gets its CDI device.
-name=$(gp_user --detach --name rl-job --docker-opt --network=none --image "$IMAGE" 1 -- sleep 300 2>"$tmp/detach.err")
+# Its time limit is a label the service cannot read there: the launch says so.
+name=$(gp_user --detach --name rl-job --time-limit 8h --docker-opt --network=none --image "$IMAGE" 1 -- sleep 300 2>"$tmp/detach.err")
 listed=$(as_user "$tmp/bin/podman" ps --filter name=rl-job --format '{{.Names}} {{.Status}}' 2>&1)
 env_got=$(as_user "$tmp/bin/podman" inspect --format '{{range .Config.Env}}{{println .}}{{end}}' rl-job 2>&1)
 if [[ $name == rl-job && $listed == "rl-job Up "* ]] && grep -qx "GPURUN_CDI_GPU=$(uuid 0)" <<<"$env_got" &&
@@ -207,6 +208,11 @@ if [[ $name == rl-job && $listed == "rl-job Up "* ]] && grep -qx "GPURUN_CDI_GPU
   pass "gpurun --detach as $USER_NAME started rl-job in its rootless podman with CDI device $(uuid 0)"
 else
   fail "gpurun --detach printed '$name': $(cat "$tmp/detach.err"); podman ps: $listed; its environment: $env_got"
+fi
+if grep -q 'your own (rootless) podman, whose containers the gpurun service sees only as your processes: its time limit is not acted on' "$tmp/detach.err"; then
+  pass "the rootless launch with --time-limit says the service cannot act on it"
+else
+  fail "the rootless launch with --time-limit said nothing of it: $(cat "$tmp/detach.err")"
 fi
 
 # 3. Its holders as the user: through its podman's CLI (no socket yet), then its API socket.
