@@ -129,6 +129,16 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
     }
     if (known) {
       const CLI::Option* option = app.get_option_no_throw(name);
+      // A switch with a value (--allow-busy=2): CLI11 takes any number for "on".
+      const Setting* setting = find_flag(name);
+      if (setting != nullptr && setting->type == ValueType::boolean && word.size() > name.size()) {
+        static const std::set<std::string, std::less<>> kBooleans{"true", "false", "yes", "no", "on", "off", "1", "0"};
+        if (!kBooleans.contains(text::to_lower(word.substr(name.size() + 1))))
+          throw Error(
+              fmt::format("{} is a switch and takes no value: write {} alone (or {}=false to undo a file's "
+                          "setting), not {}",
+                          name, name, name, text::printable(word)));
+      }
       if (option != nullptr && option->get_items_expected_min() > 0) {
         if (word.size() == name.size() + 1) throw missing_value(name);  // `--image=`: nothing after the '='
         if (word.size() == name.size() && ++i == words.size()) throw missing_value(word);
