@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -98,6 +99,28 @@ void forget_kept_notifications(const std::string& path, std::string_view why) {
     spdlog::warn("notify: what the last stop left undelivered is not sent: {}", why);
   else if (errno != ENOENT)
     spdlog::error("notify: cannot remove {}: {}", path, std::strerror(errno));
+}
+
+std::optional<std::string> keep_run_keys(const std::string& path, const std::set<std::string>& keys) {
+  const std::string next = path + ".new";
+  std::optional<std::string> error = write_whole(next, json_line(json(keys)));
+  if (!error && (::chmod(next.c_str(), 0600) != 0 || std::rename(next.c_str(), path.c_str()) != 0))
+    error = std::strerror(errno);
+  if (error) (void)std::remove(next.c_str());
+  return error;
+}
+
+std::set<std::string> read_run_keys(const std::string& path) {
+  const BoundedRead read = read_bounded(path, 16 << 20, FileKinds::regular_only);
+  if (!read.text) {
+    if (read.error != ENOENT) spdlog::warn("notify: cannot read {}: {}", path, read.problem);
+    return {};
+  }
+  const json keys = json::parse(*read.text, nullptr, false);
+  if (keys.is_array() && std::all_of(keys.begin(), keys.end(), [](const json& key) { return key.is_string(); }))
+    return keys.get<std::set<std::string>>();
+  spdlog::error("notify: {} is not a list of runs; the runs it named are not told of their end", path);
+  return {};
 }
 
 }  // namespace gpurun

@@ -11,6 +11,7 @@
 
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
+#include "notification_spool.hpp"
 
 namespace gpurun {
 
@@ -60,8 +61,8 @@ Fd lock_state_dir(const std::string& dir) {
   // too, as an admin's 0775 or a umask of 002 left it.
   if ((info.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0)
     throw Error(fmt::format("cannot make the state directory {} private (0700): {}", dir, std::strerror(errno)));
-  for (const char* name :
-       {"gpurund.db", "gpurund.db-wal", "gpurund.db-shm", "gpurund.lock", "notifications-undelivered.json"}) {
+  for (const char* name : {"gpurund.db", "gpurund.db-wal", "gpurund.db-shm", "gpurund.lock",
+                           "notifications-undelivered.json", kAskedFile}) {
     struct stat file {};
     if (::lstat((dir + "/" + name).c_str(), &file) == 0 && (file.st_uid != ::geteuid() || !S_ISREG(file.st_mode)))
       throw Error(fmt::format("cannot record into {}: {} is not a file of gpurund's own (owner uid {}); move it away",

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 
 #include "gpurun/history/run_json.hpp"
 #include "gpurun/util/text.hpp"
@@ -52,6 +53,8 @@ PolicyRules::PolicyRules(const SitePolicy& policy, std::string host, std::chrono
           (*idle->stop_after - *idle->warn_after).count());
   }
   if (policy.notify) notifier_.emplace(*policy.notify, Notifier::Backoff{}, kept_notifications, stop);
+  if (policy.notify && !kept_notifications.empty())
+    asked_file_ = (std::filesystem::path(kept_notifications).parent_path() / kAskedFile).string();
   // Said once at the start, not at every mail that then fails.
   if (policy.notify && policy.notify->mail && ::access(policy.notify->sendmail.c_str(), X_OK) != 0)
     spdlog::warn(
@@ -87,6 +90,23 @@ void PolicyRules::resume(const std::vector<RunRecord>& running, const GpuSampleW
   if (notifier_) kept_after_samples_ = samples_to_end;
 }
 
+void PolicyRules::take_up_asked(const std::vector<RunRecord>& running) {
+  if (asked_file_.empty()) return;
+  for (const std::string& key : read_run_keys(asked_file_))
+    if (std::any_of(running.begin(), running.end(), [&key](const RunRecord& run) { return run.key == key; }))
+      notify_end_.insert(key);
+  keep_asked();  // without the runs that ended unseen before the stop
+}
+
+void PolicyRules::keep_asked() const {
+  if (asked_file_.empty()) return;
+  if (const auto error = keep_run_keys(asked_file_, notify_end_))
+    spdlog::error(
+        "notify: cannot keep {} ({}): a run asked to be told of its end that ends while gpurund is "
+        "stopped will not be",
+        asked_file_, *error);
+}
+
 void PolicyRules::start_afresh() const {
   if (!kept_notifications_.empty())
     forget_kept_notifications(kept_notifications_, "the rules changed, and every warning starts afresh");
@@ -113,8 +133,10 @@ void PolicyRules::observe_containers_only(const MachineSample& sample, const std
 
 void PolicyRules::observe_with(const MachineSample& sample, const std::vector<RunRecord>& running,
                                ContainerEngine* engine, const std::function<bool()>& stopping, bool utilization_read) {
+  bool asked_more = false;
   for (const HolderSample& holder : sample.holders)
-    if (holder.notify_end) notify_end_.insert(holder.key);
+    if (holder.notify_end && notify_end_.insert(holder.key).second) asked_more = true;
+  if (asked_more) keep_asked();
   // A container a rule stopped, missing from a sample since, that the engine lists running again
   // (its restart policy, `docker start`) before its run ended: the rules start afresh with it.
   // Kept as stopped, no rule would ever have looked at it again, and its run would have ended
@@ -229,6 +251,7 @@ void PolicyRules::ended(std::vector<RunRecord>& runs) {
     }
     const bool asked = notify_end_.erase(run.key) > 0;
     if (notifier_) notifier_->send(notification_of("run_ended", ended_text(run), &run, nullptr, host_), asked);
+    if (asked) keep_asked();
   }
 }
 

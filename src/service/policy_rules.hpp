@@ -58,6 +58,9 @@ class PolicyRules {
   // After a restart under other rules: what the last stop kept to notify is dropped, as its
   // warnings are (logged).
   void start_afresh() const;
+  // After any restart: the open runs whose launch asked to be told of their end (--notify), as
+  // kept beside the notifications; whatever the rules, a run's own request stands.
+  void take_up_asked(const std::vector<RunRecord>& running);
   std::chrono::milliseconds lookback() const;
 
  private:
@@ -84,8 +87,10 @@ class PolicyRules {
   std::map<std::string, std::string> ended_by_;  // holder key -> why its run will end
   std::set<std::string> stopped_and_gone_;       // of those, the ones a sample has missed since
   std::set<std::string> notify_end_;             // holder keys whose launch asked for run_ended (--notify)
-  std::map<std::string, Retry> retries_;         // holder key -> its failed stops
-  std::optional<int> kept_after_samples_;        // resumed: samples left before the kept notifications go
+  std::string asked_file_;                       // where notify_end_ is kept ("": nowhere)
+  void keep_asked() const;
+  std::map<std::string, Retry> retries_;   // holder key -> its failed stops
+  std::optional<int> kept_after_samples_;  // resumed: samples left before the kept notifications go
 };
 
 }  // namespace gpurun

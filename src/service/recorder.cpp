@@ -135,6 +135,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   } catch (const std::exception& e) {  // a full disk: the rules start afresh
     spdlog::warn("the store: {}; the idle policy and time limits start afresh", e.what());
   }
+  rules.take_up_asked(tracker.running());
   // Raw samples outlive the idle policy's look-back: with keep_samples_days 1 and stop_after 3d,
   // a restart saw a day of a three-day streak, and warned again and stopped days late.
   const std::chrono::milliseconds keep_samples =

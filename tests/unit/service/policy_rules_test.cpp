@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -274,6 +275,37 @@ TEST(PolicyRules, TheLastStopsUndeliveredNotificationsGoOutOnlyUnderTheSameRules
   }
   EXPECT_EQ(receiver.bodies().size(), 1U);
   EXPECT_FALSE(std::filesystem::exists(kept));
+}
+
+// A run whose launch asked to be told of its end (--notify, a label) that ends while gpurund is
+// stopped: the container, and its label, are gone by the next start, which told nobody.
+TEST(PolicyRules, ARunsNotifyOutlivesARestartAndItsEndIsToldWhenItEndedMeanwhile) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  const test::WebhookReceiver receiver;
+  SitePolicy policy;
+  policy.notify = NotifyPolicy{};  // run_ended is not among its events: only a run's own --notify asks
+  policy.notify->webhook = receiver.url();
+  TimedRun asked;
+  asked.holder.time_limit.reset();
+  asked.holder.notify_end = true;
+  StoppingEngine engine;
+  {
+    PolicyRules before(policy, "dgx1", 10s, kept);
+    asked.observe(before, 0s, engine);
+  }
+  EXPECT_EQ(read_run_keys(dir / kAskedFile), std::set<std::string>{"container:c1"});
+  {
+    PolicyRules after(policy, "dgx1", 10s, kept);
+    after.take_up_asked({asked.run});
+    std::vector<RunRecord> ended{asked.run};
+    ended.front().end = kStart + 20s;
+    after.ended(ended);  // the samples after the start found it gone
+    for (int i = 0; i < 100 && receiver.bodies().empty(); ++i) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(receiver.bodies().size(), 1U);
+  EXPECT_THAT(receiver.bodies().front(), ::testing::HasSubstr("run_ended"));
+  EXPECT_TRUE(read_run_keys(dir / kAskedFile).empty());  // told: forgotten
 }
 
 TEST(PolicyActs, AStopThatDidNotHappenIsAWarningNotAStop) {
