@@ -32,6 +32,7 @@
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/version.hpp"
 #include "gpurun/verbs/verb_table.hpp"
+#include "help_formatter.hpp"
 #include "option_binding.hpp"
 #include "plain_options.hpp"
 
@@ -49,12 +50,13 @@ std::vector<CompletionVerb> completion_verbs() {
 
 bool is_verb(std::string_view word) { return !word.empty() && find_verb(word) != nullptr; }
 
-std::string footer() {
+std::string footer(std::size_t width) {
   std::string verb_lines;
   for (const Verb& verb : verb_table())
-    verb_lines += fmt::format("\n  {:<10}  {}", verb.name.empty() ? "(none)" : verb.name, verb.help);
+    verb_lines += fmt::format("\n  {:<10}  {}", verb.name.empty() ? "(none)" : verb.name,
+                              wrapped(std::string(verb.help), width - 14, 14));
   return fmt::format(R"(Full form: gpurun [OPTIONS] [VERB] [OPTIONS] [N] [--] [COMMAND [ARGS...]]
-Options stop at the first word after N; the rest is the job's command, passed as given.
+Options stop at the first word after N; the rest is the job's command, as given.
 
 Verbs:{}
 
@@ -64,8 +66,8 @@ Examples:
   gpurun status --json
   alias trainrun='gpurun --image me/pytorch:24.05 2'
 
-Exit status: the job's own once docker runs; 125 when gpurun fails (usage errors included);
-126 docker cannot be executed; 127 docker not found. See gpurun(1).)",
+Exit status: the job's own once docker runs; 125 when gpurun fails (usage errors
+included); 126 docker cannot be executed; 127 docker not found. See gpurun(1).)",
                      verb_lines);
 }
 
@@ -336,7 +338,9 @@ std::string main_help() {
   CLI::App app{kDescription, "gpurun"};
   Bindings unused;
   bind_options(app, unused, std::nullopt);
-  app.footer(footer());
+  const std::size_t width = terminal_width(STDOUT_FILENO);
+  app.formatter(std::make_shared<HelpFormatter>(width));
+  app.footer(footer(width));
   std::string full = app.help("", CLI::AppFormatMode::Normal);
   // CLI11 opens with the description and its own one-line usage; the synopsis says more.
   for (int line = 0; line < 2 && full.find('\n') != std::string::npos; ++line) full.erase(0, full.find('\n') + 1);
@@ -354,7 +358,8 @@ std::string verb_help(const Verb& verb) {
       if (setting == nullptr) continue;
       const std::string names = setting->short_flag.empty() ? std::string(setting->flag)
                                                             : fmt::format("{},{}", setting->short_flag, setting->flag);
-      text += fmt::format("  {:<18}  {}\n", names, setting->help);
+      const std::size_t width = terminal_width(STDOUT_FILENO);
+      text += fmt::format("  {:<18}  {}\n", names, wrapped(std::string(setting->help), width - 22, 22));
     }
   }
   return text +

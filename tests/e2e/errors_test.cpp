@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "gpurun_fixture.hpp"
 #include "support/test_support.hpp"
@@ -385,6 +386,21 @@ TEST_F(GpurunTest, EachVerbHasAShortHelpOfItsOwn) {
   // Wherever the verb stands among the options.
   EXPECT_THAT(gpurun({"--image", "x", "status", "--help"}).out, ::testing::StartsWith("Usage: gpurun status "));
   EXPECT_THAT(gpurun({"-h", "stop"}).out, ::testing::StartsWith("Usage: gpurun stop [-t SECONDS] NAME\n"));
+}
+
+// CLI11 wrote each option on one line, up to 130 columns, and --wait{forever} for a switch that
+// may take a value.
+TEST_F(GpurunTest, HelpFitsEightyColumnsAndSaysWhatAnOptionalValueIs) {
+  const Outcome help = gpurun({"--help"}, {{"COLUMNS", "80"}});
+  std::istringstream lines(help.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(' ', line.find_first_not_of(' ')) != std::string::npos) {  // a longer word stands alone
+      EXPECT_LE(line.size(), 80U) << line;
+    }
+  }
+  EXPECT_THAT(help.out, HasSubstr("  --wait[=DURATION]  "));
+  EXPECT_THAT(help.out, HasSubstr("  --mig[=PROFILE]  "));
+  EXPECT_THAT(help.out, Not(HasSubstr("{forever}")));
 }
 
 TEST_F(GpurunTest, HelpAndVersionExitZeroOnStdout) {

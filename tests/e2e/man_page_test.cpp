@@ -34,7 +34,8 @@ class ManPageTest : public GpurunTest {
   // Checks that each option `help` lists is in bold on `page` (docs/NAME); returns how many.
   static std::size_t expect_options_on_page(const std::string& help, const std::string& name) {
     const std::string page = page_text(name);
-    const std::regex option(R"(^\s+(?:(-[A-Za-z]),)?(--[a-z][a-z0-9-]*))");
+    // An option's line begins two spaces in; a wrapped description's further lines, further in.
+    const std::regex option(R"(^  (?:(-[A-Za-z]),)?(--[a-z][a-z0-9-]*))");
     std::set<std::string> seen;
     std::istringstream lines(help);
     for (std::string line; std::getline(lines, line);) {
