@@ -147,7 +147,9 @@ CommandLine split_command_line(const std::vector<std::string>& args,
   // `gpurun -- 2 python train.py`: the count put after the "--" would run a program named 2 on one GPU.
   if (line.verb.empty() && !line.count && !line.command.empty() && is_whole_number(line.command.front())) {
     const std::string& n = line.command.front();
-    const std::string rest = line.command.size() > 1 ? " " + text::printable(line.command[1], 40) + " ..." : "";
+    const std::string rest = line.command.size() > 2   ? " " + text::printable(line.command[1], 40) + " ..."
+                             : line.command.size() > 1 ? " " + text::printable(line.command[1], 40)
+                                                       : "";
     throw Error(
         fmt::format("the command after \"--\" begins with {0}, a number: to run it on {0} GPUs, put the number "
                     "before the \"--\" (gpurun {0} --{1}); to run a program named {0}, give the number of "

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -18,7 +17,6 @@
 #include <ostream>
 #include <regex>
 #include <set>
-#include <string_view>
 #include <thread>
 
 #include "caller_mounts.hpp"
@@ -339,10 +337,7 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
 void warn_if_beyond_the_service(const Options& options, const ContainerEngine& engine) {
   const bool time_limited = options.time_limit || options.policy.max_runtime;
   if ((!time_limited && !options.notify) || options.dry_run || ::geteuid() == 0) return;
-  const char* docker_host = std::getenv("DOCKER_HOST");
-  const bool rootless = engine.name() == "podman" ||
-                        (docker_host != nullptr && std::string_view(docker_host).starts_with("unix:///run/user/"));
-  if (!rootless) return;
+  if (!engine.rootless().value_or(false)) return;
   spdlog::warn(
       "this launch goes to your own (rootless) {}, whose containers the gpurun service sees only as your "
       "processes: {} not acted on; a launch through root's engine (sudo gpurun) is",

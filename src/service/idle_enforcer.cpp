@@ -112,8 +112,8 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
     for (const int gpu : holder.gpus)
       if (unknown_gpus.contains(gpu) && unjudged_told_.insert(gpu).second)
         spdlog::warn(
-            "idle policy: the holders of GPU {} are never warned or stopped for idling: its utilization is not "
-            "known (a MIG GPU's is not: the driver gives none in MIG mode)",
+            "idle policy: the holders of GPU {} are not warned or stopped for idling while its utilization is "
+            "not known (a MIG GPU's never is: the driver gives none in MIG mode); said once",
             gpu);
     const bool idle =
         std::all_of(holder.gpus.begin(), holder.gpus.end(), [&](int gpu) { return idle_gpus.contains(gpu); });

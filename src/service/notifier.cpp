@@ -157,7 +157,10 @@ void Notifier::deliver(Pending& pending) const {
       pending.mailed = !again;
       if (!sent.delivered)
         spdlog::error("notify: mail about {} to {} (attempt {}): {}{}", n.event, text::printable(n.user, 64),
-                      pending.mail_attempts, sent.error, again ? "; trying again" : "; giving up");
+                      pending.mail_attempts, sent.error,
+                      !again           ? "; giving up"
+                      : past_give_up() ? "; kept for the next start"
+                                       : "; trying again");
       if (again)
         pending.mail_due =
             std::chrono::steady_clock::now() + backoff_.first * (1 << std::min(pending.mail_attempts - 1, 10));
@@ -192,10 +195,13 @@ void Notifier::work() {
   while (true) {
     const auto now = std::chrono::steady_clock::now();
     const auto give_up = give_up_time();  // set once a stop is asked for: what is due until then
-    // Every mail due before any webhook: a webhook that does not answer takes 10 s a try, and the
-    // mails queued behind it went out that much later each (a warning's after its stop).
-    auto next =
-        std::find_if(queue_.begin(), queue_.end(), [now](const Pending& p) { return !p.mailed && p.mail_due <= now; });
+    // Every first mail before any webhook: a webhook that does not answer takes 10 s a try, and the
+    // mails queued behind it went out that much later each (a warning's after its stop). A mail's
+    // retry waits its turn by time, as a webhook's does: a relay that hangs (10 s a run) would
+    // otherwise hold up every webhook for as long as the mails keep failing.
+    auto next = std::find_if(queue_.begin(), queue_.end(), [now](const Pending& p) {
+      return !p.mailed && p.mail_attempts == 0 && p.mail_due <= now;
+    });
     if (next == queue_.end())
       next = std::min_element(queue_.begin(), queue_.end(),
                               [](const Pending& a, const Pending& b) { return next_due(a) < next_due(b); });

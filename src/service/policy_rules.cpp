@@ -243,6 +243,7 @@ void PolicyRules::stop_failed(const PolicyAction& action, const SampleTime& now)
 }
 
 void PolicyRules::ended(std::vector<RunRecord>& runs) {
+  bool told_asked = false;
   for (RunRecord& run : runs) {
     if (const auto why = ended_by_.find(run.key); why != ended_by_.end()) {
       run.ended_by = why->second;
@@ -251,8 +252,9 @@ void PolicyRules::ended(std::vector<RunRecord>& runs) {
     }
     const bool asked = notify_end_.erase(run.key) > 0;
     if (notifier_) notifier_->send(notification_of("run_ended", ended_text(run), &run, nullptr, host_), asked);
-    if (asked) keep_asked();
+    told_asked = told_asked || asked;
   }
+  if (told_asked) keep_asked();
 }
 
 std::string PolicyRules::ended_text(const RunRecord& run) const {

@@ -231,7 +231,9 @@ HttpReply answer_web(const HttpRequest& request, ServedRuns& runs, const ServerS
     if (settings.visibility != HistoryVisibility::all) return error_reply(403, kHidden);
     const ServiceAnswer answer =
         from_service(path == "/api/runs" ? "/v1/runs" : "/v1/usage", target->query, runs, settings, now);
-    return json_reply(answer.status, answer.body);
+    HttpReply reply = json_reply(answer.status, answer.body);
+    if (!answer.note.empty()) reply.headers.emplace_back("X-Gpurun-Note", answer.note);  // the runs cut to fit
+    return reply;
   }
   return {.status = 404,
           .body =

@@ -60,6 +60,9 @@ std::vector<std::string> report_step_command(const Options& options, const std::
   std::vector<std::string> argv{self, "--no-config", "--backend", "slurm", "--slurm-container", "none"};
   const auto flags = report_flags(options);
   argv.insert(argv.end(), flags.begin(), flags.end());
+  // N before the "--": a command whose first word is a number (a program named 2) is the
+  // command, as on the outer command line.
+  argv.push_back(std::to_string(options.gpus));
   argv.emplace_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;

@@ -237,7 +237,7 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "--allow-busy=2", "1"},
                   "--allow-busy is a switch and takes no value: write --allow-busy alone"},
         UsageCase{{"--image", "img", "--", "2", "python"},
-                  "to run it on 2 GPUs, put the number before the \"--\" (gpurun 2 -- python ...)"},
+                  "to run it on 2 GPUs, put the number before the \"--\" (gpurun 2 -- python)"},
         UsageCase{{"--image", "img", "python", "train.py"}, "`gpurun 1 python` or `gpurun -- python`"},
         UsageCase{{"--no-such-flag"}, "--no-such-flag"},
         UsageCase{{"--image", "img", "--cpus-per-gpu", "30"}, "--cpus-per-gpu 30 is outside 8..24"},

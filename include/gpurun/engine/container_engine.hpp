@@ -39,6 +39,9 @@ class ContainerEngine {
   // Starts what gpu_holders(timeout, listing), called next, will ask, where the engine can work
   // on it meanwhile (its socket's list request); nothing elsewhere. Never throws.
   virtual void ask_gpu_holders_ahead(std::chrono::milliseconds /*timeout*/, Listing /*listing*/) {}
+  // Whether its containers are a user's own (a rootless engine: root's engines, and so the gpurun
+  // service, do not list them); nullopt where it cannot be told.
+  virtual std::optional<bool> rootless() const { return std::nullopt; }
   // Whether the engine resolves CDI devices (--device nvidia.com/gpu=UUID), and why we think so.
   // Never throws: an engine that cannot be asked has no CDI we know of.
   virtual CdiSupport cdi_support(std::chrono::milliseconds timeout) = 0;

@@ -83,6 +83,13 @@ class DockerApiEngine final : public ContainerEngine {
       : docker_(std::move(docker_cli)), socket_(std::move(socket_path)), name_(std::move(name)) {}
 
   std::string name() const override { return name_; }
+  // A socket of a user's own is a rootless engine's (its $XDG_RUNTIME_DIR); root's, or root's
+  // shared with the docker group, a rootful one's.
+  std::optional<bool> rootless() const override {
+    struct stat socket {};
+    if (::stat(socket_.c_str(), &socket) != 0) return std::nullopt;
+    return socket.st_uid != 0;
+  }
   std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout, Listing listing) override {
     if (!ahead_) return docker_api_gpu_holders(socket_, timeout, listing);
     const std::unique_ptr<UnixHttpClient> client = std::move(ahead_);

@@ -1,6 +1,7 @@
 #include "docker/docker_cli_engine.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "access_hint.hpp"
 #include "gpurun/util/error.hpp"
@@ -55,6 +56,11 @@ std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds
   for (const auto& line : text::non_blank_lines(ids)) inspect.emplace_back(text::trim(line.text));
   if (inspect.size() == 3) return {};
   return parse_gpu_containers(ask(inspect, true));
+}
+
+std::optional<bool> DockerCliEngine::rootless() const {
+  if (name_ != "podman") return std::nullopt;
+  return ::geteuid() != 0;
 }
 
 CdiSupport DockerCliEngine::cdi_support(std::chrono::milliseconds timeout) {

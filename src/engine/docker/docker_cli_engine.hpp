@@ -26,6 +26,9 @@ class DockerCliEngine final : public ContainerEngine {
       : client_(std::move(client)), name_(std::move(name)) {}
 
   std::string name() const override { return name_; }
+  // Podman's CLI run by a user (no socket of root's reached): its own, rootless; docker's: its
+  // context may name any engine.
+  std::optional<bool> rootless() const override;
   // Podman: always. Docker: `docker info --format '{{json .CDISpecDirs}}'`.
   CdiSupport cdi_support(std::chrono::milliseconds timeout) override;
   // `docker ps`, then `docker inspect` of what it lists, each killed after `timeout`.

@@ -128,11 +128,12 @@ TEST(SlurmReport, TheStepRunsGpurunItself) {
   o.nvidia_smi = "/usr/bin/nvidia-smi";
   o.report_interval_s = 0.5;
   o.report_json = "/tmp/r.json";
-  o.command = {"python", "t.py"};
+  o.command = {"2", "t.py"};  // a program named 2
+  o.gpus = 3;
   EXPECT_THAT(report_step_command(o, "/opt/gpurun", o.command),
               ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "none", "--report",
                           "--nvidia-smi", "/usr/bin/nvidia-smi", "--report-interval", "0.5", "--report-threshold", "80",
-                          "--gpu-source", "auto", "--report-json", "/tmp/r.json", "--", "python", "t.py"));
+                          "--gpu-source", "auto", "--report-json", "/tmp/r.json", "3", "--", "2", "t.py"));
 }
 
 TEST(SlurmOci, DetachedTheBatchScriptRunsGpurunOnTheNode) {
