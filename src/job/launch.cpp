@@ -253,26 +253,48 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
   std::set<std::string> told;  // each warning once, however long the wait
   const auto started = std::chrono::steady_clock::now();
   std::string last_free = "?";
+  bool looked = false;  // a look that went through: a later one that fails is waited out
+  // Ctrl-C also reaches nvidia-smi and docker (gpurun's process group): a look it cut short, or
+  // one that found the GPUs as it came, ends the wait, never the launch.
+  const auto stopped_waiting = [&] {
+    selection = FileLock();
+    status->clear();
+    std::cerr << "gpurun: stopped waiting\n";
+    return 128 + interrupted_by;
+  };
   while (true) {
     const int position = ticket ? ticket->position() : 0;
     if (position == 0) {
-      if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
-      inventory = take_inventory(options, lock_dir, source, &engine);
-      warn_once(inventory.warnings, told);
-      if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty())
-        warn_once({warning}, told);
-      const PickResult result = pick_units(options, inventory);
-      if (result.ok()) {
-        chosen = result.chosen;
-        return std::nullopt;  // leaving the queue (the ticket's destructor) lets the next waiter try
+      std::optional<PickResult> result;
+      try {
+        if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
+        inventory = take_inventory(options, lock_dir, source, &engine);
+        warn_once(inventory.warnings, told);
+        if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty())
+          warn_once({warning}, told);
+        result = pick_units(options, inventory);
+      } catch (const Error& e) {
+        if (interrupted_by != 0) return stopped_waiting();
+        if (!waits || !looked) throw;
+        // An nvidia-smi that timed out once, a selection lock held long: a wait of hours goes on.
+        selection = FileLock();
+        warn_once({fmt::format("{} (still waiting: looking again each second)", e.what())}, told);
       }
-      if (!options.wait.enabled || !result.waiting_can_help) throw Error(result.shortfall);
-      if (options.dry_run) {
-        tell_would_wait(options, inventory, result, options.wait.limit);
-        return 0;
+      if (interrupted_by != 0) return stopped_waiting();
+      if (result) {
+        looked = true;
+        if (result->ok()) {
+          chosen = result->chosen;
+          return std::nullopt;  // leaving the queue (the ticket's destructor) lets the next waiter try
+        }
+        if (!options.wait.enabled || !result->waiting_can_help) throw Error(result->shortfall);
+        if (options.dry_run) {
+          tell_would_wait(options, inventory, *result, options.wait.limit);
+          return 0;
+        }
+        last_free = std::to_string(result->available);
+        selection = FileLock();
       }
-      last_free = std::to_string(result.available);
-      selection = FileLock();
     }
     const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
     if (waited >= wait_limit)
@@ -287,11 +309,7 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
     while (interrupted_by == 0 && std::chrono::steady_clock::now() < next &&
            std::chrono::steady_clock::now() - started < wait_limit)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (interrupted_by != 0) {
-      status->clear();
-      std::cerr << "gpurun: stopped waiting\n";
-      return 128 + interrupted_by;
-    }
+    if (interrupted_by != 0) return stopped_waiting();
   }
 }
 

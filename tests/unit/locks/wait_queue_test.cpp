@@ -2,6 +2,7 @@
 // ticket is swept by the next one to look.
 #include "gpurun/locks/wait_queue.hpp"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +73,19 @@ TEST(WaitTicket, TheTicketOfAWaiterThatDiedIsSwept) {
   const WaitTicket mine(dir.str());
   EXPECT_EQ(mine.position(), 0);
   EXPECT_THAT(files_in(dir), SizeIs(1));  // only ours is left
+}
+
+// sudo's umask (077) made a ticket root's alone: a lock-group member launching directly could not
+// open it, took it for a dead waiter's and removed it, and went ahead.
+TEST(WaitTicket, ATicketIsReadableByEveryWaiterWhateverTheUmask) {
+  const test::TempDir dir("gpurun-queue");
+  const mode_t before = ::umask(077);
+  const WaitTicket mine(dir.str());
+  ::umask(before);
+  const auto names = files_in(dir);
+  ASSERT_THAT(names, SizeIs(1));
+  EXPECT_EQ(fs::status(dir / names.front()).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
 }
 
 TEST(WaitTicket, AMissingDirectoryIsAnErrorNamingIt) {
