@@ -45,13 +45,16 @@ std::optional<ContainerOwner> container_owner(const std::vector<std::string>& in
   const ProcessResult result = run_process({inspect_argv, {}}, timeout);
   const std::string& docker = inspect_argv.front();
   const std::string& name = inspect_argv.back();
-  // docker: exit 1; podman: 125 and "no such container".
-  const bool no_such = result.exit_code == 1 || text::to_lower(result.err).find("no such") != std::string::npos;
+  // docker: exit 1 and "No such object" (or container); podman: 125 and "no such container". docker's
+  // 1 alone is also a daemon that is down, a socket this user may not open, or an ambiguous prefix:
+  // those are said as they are, not as a container that is not there.
+  const bool no_such = text::to_lower(result.err).find("no such") != std::string::npos;
   if (result.end == ProcessResult::End::exited && no_such && result.out.find('{') == std::string::npos)
     return std::nullopt;
   if (!result.succeeded())
-    throw Error(fmt::format("cannot ask {} about container {}: {}", docker, text::printable(name),
-                            describe_end(result, timeout)));
+    throw Error(fmt::format("cannot ask {} about container {}: {}{}{}", docker, text::printable(name),
+                            describe_end(result, timeout), result.err.empty() ? "" : ": ",
+                            text::printable(std::string(text::trim(result.err)), 300)));
   return parse_container_owner(result.out);
 }
 

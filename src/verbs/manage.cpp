@@ -2,6 +2,7 @@
 // gpurun acts on the containers it started for them, and on no others (root and the members of
 // the policy's admin_group: on any container gpurun started).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -71,6 +72,11 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
     out << name << '\n';
     return exit_code::ok;
   }
+  if (verb == "attach")
+    spdlog::info(
+        "attaching to {}: Ctrl-P Ctrl-Q detaches and the job runs on; in a job with a terminal (gpurun -d) "
+        "Ctrl-C reaches the job",
+        shown);
   exec_program(verb == "logs" ? engine->logs_argv(id, {.follow = options.logs_follow, .tail = options.logs_tail})
                               : engine->attach_argv(id));
 }

@@ -119,7 +119,7 @@ class DockerApiEngine final : public ContainerEngine {
     return docker_logs_argv(docker_, container, request);
   }
   std::vector<std::string> attach_argv(const std::string& container) const override {
-    return {docker_, "attach", container};
+    return docker_attach_argv(docker_, container);
   }
   std::vector<std::string> inspect_argv(const std::string& container) const override {
     return {docker_, "inspect", "--type", "container", "--", container};

@@ -89,8 +89,12 @@ std::vector<std::string> DockerCliEngine::logs_argv(const std::string& container
   return docker_logs_argv(client_, container, request);
 }
 
+std::vector<std::string> docker_attach_argv(const std::string& client, const std::string& container) {
+  return {client, "attach", "--sig-proxy=false", "--detach-keys=ctrl-p,ctrl-q", "--", container};
+}
+
 std::vector<std::string> DockerCliEngine::attach_argv(const std::string& container) const {
-  return {client_, "attach", container};
+  return docker_attach_argv(client_, container);
 }
 
 std::vector<std::string> DockerCliEngine::inspect_argv(const std::string& container) const {

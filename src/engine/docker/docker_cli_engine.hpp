@@ -17,6 +17,10 @@ std::vector<std::string> docker_stop_argv(const std::string& client, const std::
                                           std::optional<int> timeout_s);
 std::vector<std::string> docker_logs_argv(const std::string& client, const std::string& container,
                                           const LogsRequest& request);
+// Ctrl-P Ctrl-Q detaches whatever the client's config file says (root's, under sudo: the hint
+// gpurun printed must hold), and Ctrl-C in a job without a terminal ends the attach, not the job
+// (with --rm its container and logs would go too).
+std::vector<std::string> docker_attach_argv(const std::string& client, const std::string& container);
 
 class DockerCliEngine final : public ContainerEngine {
  public:

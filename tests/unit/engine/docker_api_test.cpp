@@ -266,7 +266,8 @@ TEST(DockerApiEngine, AsksTheSocketAndRunsTheDockerCli) {
   EXPECT_THAT(api->stop_argv("job1", 5), ElementsAre("/usr/bin/docker", "stop", "--time", "5", "--", "job1"));
   EXPECT_THAT(api->logs_argv("job1", {.follow = true, .tail = ""}),
               ElementsAre("/usr/bin/docker", "logs", "--follow", "--", "job1"));
-  EXPECT_THAT(api->attach_argv("job1"), ElementsAre("/usr/bin/docker", "attach", "job1"));
+  EXPECT_THAT(api->attach_argv("job1"), ElementsAre("/usr/bin/docker", "attach", "--sig-proxy=false",
+                                                    "--detach-keys=ctrl-p,ctrl-q", "--", "job1"));
   DockerRunRequest request;
   request.image = "img";
   request.gpu_indices = {1};

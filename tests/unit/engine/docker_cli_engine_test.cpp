@@ -62,7 +62,8 @@ TEST(DockerCliEngine, StopsFollowsAndAttachesByName) {
   EXPECT_THAT(engine.logs_argv("job7", {}), ElementsAre("docker", "logs", "--", "job7"));
   EXPECT_THAT(engine.logs_argv("job7", {.follow = true, .tail = "100"}),
               ElementsAre("docker", "logs", "--follow", "--tail", "100", "--", "job7"));
-  EXPECT_THAT(engine.attach_argv("job7"), ElementsAre("docker", "attach", "job7"));
+  EXPECT_THAT(engine.attach_argv("job7"),
+              ElementsAre("docker", "attach", "--sig-proxy=false", "--detach-keys=ctrl-p,ctrl-q", "--", "job7"));
 }
 
 TEST(DockerCliEngine, HoldersAreTheInspectedContainersThatHoldGpus) {
