@@ -184,7 +184,9 @@ TEST(IdleEnforcer, AGpuWithoutUtilizationIsNeverIdleAndTheLogSaysSoOnce) {
   }
   spdlog::set_default_logger(before);
   const std::string said = log.str();
-  EXPECT_THAT(said, ::testing::HasSubstr("the holders of GPU 1 are not warned or stopped for idling while its utilization is not known"));
+  EXPECT_THAT(said,
+              ::testing::HasSubstr(
+                  "the holders of GPU 1 are not warned or stopped for idling while its utilization is not known"));
   EXPECT_EQ(said.find("GPU 1"), said.rfind("GPU 1"));  // once
 }
 
