@@ -79,6 +79,15 @@ class ServiceServerTest : public ::testing::Test {
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
+  // Runs 4 to 999, each named and run by 4 KiB of control bytes (each written \u0001): 24 MiB of JSON.
+  void add_runs_of_4_kib_control_bytes() {
+    const std::string controls(4096, '\x01');
+    for (std::int64_t id = 4; id < 1000; ++id) {
+      RunRecord run = record(id, "carol", std::chrono::seconds(200 + id));
+      run.name = run.command = controls;
+      served_.fresh.push_back(run);
+    }
+  }
   ServiceAnswer ask(const std::string& target, uid_t uid = 0, const std::string& caller = "") {
     return answer_request({.target = target, .peer_uid = uid, .claimed_caller = caller}, served_, settings_);
   }
@@ -142,12 +151,7 @@ TEST_F(ServiceServerTest, AnAnswerHoldsTheNewestRunsUpToItsLimit) {
 // 10 000 runs of 4 KiB commands of control bytes (each written \u0001) were half a gigabyte in
 // the root service, more than gpurun reads: the newest that fit in kMostAnswerBytes, and a note.
 TEST_F(ServiceServerTest, AnAnswerTooLargeHoldsTheNewestRunsThatFitAndSaysSo) {
-  const std::string controls(4096, '\x01');
-  for (std::int64_t id = 4; id < 1000; ++id) {
-    RunRecord run = record(id, "carol", std::chrono::seconds(200 + id));
-    run.name = run.command = controls;
-    served_.fresh.push_back(run);
-  }
+  add_runs_of_4_kib_control_bytes();
   for (const char* target : {"/v1/runs", "/v1/runs?fields=table"}) {
     const ServiceAnswer answer = ask(target);
     ASSERT_EQ(answer.status, 200);
@@ -389,44 +393,37 @@ TEST_F(ServiceServerTest, AQueryReadsTheStoreWithoutHoldingWhatTheSamplingNeeds)
   EXPECT_TRUE(free) << "the query held ServedRuns::mutex while it waited for the store";
 }
 
+// What `fd` receives until it is closed, or nothing comes for `quiet_ms`.
+std::string read_to_close(const Fd& fd, int quiet_ms) {
+  std::string answer;
+  std::vector<char> buffer(65536);
+  pollfd ready{.fd = fd.get(), .events = POLLIN, .revents = 0};
+  while (::poll(&ready, 1, quiet_ms) == 1) {
+    const ssize_t n = ::recv(fd.get(), buffer.data(), buffer.size(), 0);
+    if (n <= 0) break;
+    answer.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  return answer;
+}
+
 // What one request, sent whole on a fresh connection, is answered (the whole answer, to its close).
 std::string answer_to(const std::string& path, const std::string& request) {
   const Fd fd = silent_connection(path);
   EXPECT_EQ(::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
-  std::string answer;
-  char buffer[4096];
-  pollfd ready{.fd = fd.get(), .events = POLLIN, .revents = 0};
-  while (::poll(&ready, 1, 3000) == 1) {
-    const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    answer.append(buffer, static_cast<std::size_t>(n));
-  }
-  return answer;
+  return read_to_close(fd, 3000);
 }
 
 // A client that asks for a large answer and stops reading held it (16 MiB, and its thread) for
 // the 4 minutes a slow link may take; it must take some of it every 5 s.
 TEST_F(ServiceServerTest, AClientThatStopsReadingALargeAnswerIsLetGoWithinFiveSeconds) {
-  const std::string controls(4096, '\x01');
-  for (std::int64_t id = 4; id < 1000; ++id) {
-    RunRecord run = record(id, "carol", std::chrono::seconds(200 + id));
-    run.name = run.command = controls;
-    served_.fresh.push_back(run);
-  }
+  add_runs_of_4_kib_control_bytes();
   settings_.socket_path = dir_ + "/s.sock";
   const ServiceServer server(settings_, served_);
   const Fd fd = silent_connection(settings_.socket_path);
   static constexpr char kRequest[] = "GET /v1/runs HTTP/1.1\r\nHost: gpurund\r\n\r\n";
   ASSERT_EQ(::send(fd.get(), kRequest, sizeof kRequest - 1, MSG_NOSIGNAL), sizeof kRequest - 1);
   std::this_thread::sleep_for(7s);  // reading nothing
-  std::string answer;
-  char buffer[65536];
-  pollfd ready{.fd = fd.get(), .events = POLLIN, .revents = 0};
-  while (::poll(&ready, 1, 1000) == 1) {
-    const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    answer.append(buffer, static_cast<std::size_t>(n));
-  }
+  const std::string answer = read_to_close(fd, 1000);
   ASSERT_THAT(answer, HasSubstr("HTTP/1.1 200"));
   const std::size_t length = std::stoul(answer.substr(answer.find("Content-Length: ") + 16));
   EXPECT_LT(answer.size() - answer.find("\r\n\r\n") - 4, length);  // what the socket held, then the close
