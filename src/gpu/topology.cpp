@@ -142,6 +142,20 @@ void locate_gpus(std::vector<Gpu>& gpus, const std::string& root) {
   }
 }
 
+std::optional<int> nvidia_device_minor(const Gpu& gpu, const std::string& root) {
+  const std::string id = sysfs_pci_bus_id(gpu.pci_bus_id);
+  if (id.empty()) return std::nullopt;
+  const BoundedRead file = read_bounded((under(root, "/proc/driver/nvidia/gpus") / id / "information").string(),
+                                        std::size_t{64} << 10, FileKinds::regular_only);
+  if (!file.text) return std::nullopt;
+  for (const auto& line : text::non_blank_lines(*file.text)) {
+    if (!line.text.starts_with("Device Minor:")) continue;
+    const auto minor = text::parse_integer(text::trim(line.text.substr(13)));
+    if (minor && *minor >= 0 && *minor < 1'000'000) return static_cast<int>(*minor);
+  }
+  return std::nullopt;
+}
+
 std::vector<GpuLink> parse_topo_matrix(std::string_view output) {
   std::vector<int> columns;  // the GPU of each leading matrix column
   std::map<std::pair<int, int>, std::string> kinds;

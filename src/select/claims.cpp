@@ -4,15 +4,22 @@
 
 #include <algorithm>
 
+#include "gpurun/gpu/topology.hpp"
+
 namespace gpurun {
 
 std::vector<int> held_gpu_indices(const GpuContainer& container, const std::vector<Gpu>& gpus) {
   std::vector<int> held;
+  const bool by_node = std::any_of(container.devices.begin(), container.devices.end(),
+                                   [](const std::string& d) { return device_minor(d).has_value(); });
   for (const Gpu& gpu : gpus) {
     const std::string index = std::to_string(gpu.index);
+    // A device node (--device /dev/nvidiaN) names the GPU of that minor number, as the driver
+    // gives it; where it does not say, the index (they agree on nearly every host). Asked only
+    // for a container that has one: a launch reads nothing more.
+    const int minor = by_node ? nvidia_device_minor(gpu, sysfs_root()).value_or(gpu.index) : gpu.index;
     const bool named = std::any_of(container.devices.begin(), container.devices.end(), [&](const std::string& d) {
-      // A device node's minor number is taken for the index (see device_minor).
-      return d == index || (!gpu.uuid.empty() && d == gpu.uuid) || device_minor(d) == gpu.index;
+      return d == index || (!gpu.uuid.empty() && d == gpu.uuid) || device_minor(d) == minor;
     });
     if (container.all_gpus || named) held.push_back(gpu.index);
   }

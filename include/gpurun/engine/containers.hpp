@@ -39,7 +39,7 @@ std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json);
 
 // A device given as its node /dev/nvidiaN is recorded as "minor:N". N is the driver's minor
 // number, not the GPU's index; they agree on nearly every host (both follow PCI order), and
-// where a GPU source knows minor numbers (NVML) it should map them exactly.
+// select/claims.cpp maps them through the driver's /proc/driver/nvidia/gpus where it says.
 inline constexpr std::string_view kMinorPrefix = "minor:";
 // N of "minor:N", or nullopt for any other device.
 std::optional<int> device_minor(std::string_view device);

@@ -34,6 +34,11 @@ std::string format_cpulist(const std::set<int>& cpus);
 // What sysfs does not say stays unknown (numa_node -1, as single-node hosts report, is unknown).
 void locate_gpus(std::vector<Gpu>& gpus, const std::string& root);
 
+// The minor number of the GPU's device node (/dev/nvidiaN), as the driver gives it in
+// /proc/driver/nvidia/gpus/BUS/information ("Device Minor: N") under `root`; nullopt where it does
+// not say (no bus id, another driver, a tree without it). Usually the index, but not always.
+std::optional<int> nvidia_device_minor(const Gpu& gpu, const std::string& root);
+
 // The links between GPUs in `nvidia-smi topo -m` output: one per pair (a < b), by GPU index.
 // NIC columns, the CPU/NUMA affinity columns, the legend and terminal escapes are ignored.
 std::vector<GpuLink> parse_topo_matrix(std::string_view output);

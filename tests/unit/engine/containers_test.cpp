@@ -4,13 +4,17 @@
 #include "gpurun/engine/containers.hpp"
 #include "gpurun/select/claims.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "gpurun/gpu/topology.hpp"
 #include "gpurun/util/error.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
@@ -196,6 +200,32 @@ TEST(ParseGpuContainers, DeviceNodesAreRecordedByMinorNumber) {
   EXPECT_EQ(device_minor("3"), std::nullopt);
   EXPECT_EQ(device_minor("minor:x"), std::nullopt);
   EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(3));
+}
+
+// Where the driver's minor numbers are not the indices (/proc/driver/nvidia/gpus/BUS/information
+// says which), /dev/nvidia3 is the GPU of minor 3, not GPU 3: judged on GPU 3, a busy container
+// was stopped for another GPU's idling, and its own GPU handed out.
+TEST(HeldGpuIndices, ADeviceNodeIsTheGpuOfThatMinorNumberAsTheDriverSaysIt) {
+  const test::TempDir root("gpurun-proc");
+  std::vector<Gpu> gpus = four_gpus();
+  const std::vector<std::string> buses{"00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000000:4E:00.0"};
+  const std::vector<int> minors{2, 3, 0, 1};
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    gpus[i].pci_bus_id = buses[i];
+    const std::string dir = root / ("proc/driver/nvidia/gpus/" + sysfs_pci_bus_id(buses[i]));
+    std::filesystem::create_directories(dir);
+    test::write_file(dir + "/information",
+                     fmt::format("Model: \t\t NVIDIA H100\nBus Location: \t {}\nDevice Minor: \t {}\n",
+                                 sysfs_pci_bus_id(buses[i]), minors[i]));
+  }
+  GpuContainer node;
+  node.devices = {"minor:3"};
+  {
+    const test::EnvGuard at("GPURUN_SYSFS_ROOT", root.str());
+    EXPECT_THAT(held_gpu_indices(node, gpus), ElementsAre(1));
+  }
+  const test::EnvGuard nowhere("GPURUN_SYSFS_ROOT", root / "none");
+  EXPECT_THAT(held_gpu_indices(node, gpus), ElementsAre(3));  // the driver says nothing: the index
 }
 
 // podman (and docker compose before 2.30) keep a CDI name given to --device as a device mapping.
