@@ -8,6 +8,7 @@
 #include "cells.hpp"
 #include "gpurun/util/table.hpp"
 #include "gpurun/util/terminal.hpp"
+#include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
 
 namespace gpurun {
@@ -130,7 +131,8 @@ std::string status_table(const std::vector<GpuAssessment>& gpus, const std::vect
   std::string text = lines.front() + '\n';
   for (std::size_t row = 0; row < under.size(); ++row) {
     text += lines[row + 1] + '\n';
-    for (const std::string& line : under[row]) text += "      " + line + '\n';
+    // Reasons name containers and images, anyone's to choose: never an escape to the terminal.
+    for (const std::string& line : under[row]) text += "      " + text::terminal_safe(line) + '\n';
   }
   return text;
 }

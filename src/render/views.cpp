@@ -72,13 +72,16 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
     holders.push_back({{"kind", h.kind == Holder::Kind::reservation ? "reservation" : "container"},
                        {"user", h.user.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(h.user)},
                        {"name", h.name}});
-  nlohmann::ordered_json json{{"index", a.gpu.index},
+  // A MIG instance (pick --mig) is named by its GPU's index and its ids: its place in the list of
+  // instances is no device anyone can name, and a script reading "index" took it for a GPU.
+  const int index = a.gpu.mig ? a.gpu.mig->gpu_index : a.gpu.index;
+  nlohmann::ordered_json json{{"index", index},
                               {"uuid", a.gpu.uuid},
                               {"name", a.gpu.name},
                               {"memory_used_mib", or_null(a.gpu.memory_used_mib)},
                               {"memory_total_mib", or_null(a.gpu.memory_total_mib)},
                               {"utilization_percent", or_null(a.gpu.utilization_percent)},
-                              {"mig_enabled", a.gpu.mig_enabled},
+                              {"mig_enabled", a.gpu.mig_enabled || a.gpu.mig.has_value()},
                               {"processes", processes},
                               {"score", a.score},
                               {"free", a.free},
@@ -87,6 +90,10 @@ nlohmann::ordered_json gpu_json(const GpuAssessment& a) {
                               {"holders", holders},
                               {"reasons", a.reasons},
                               {"notes", a.notes}};
+  if (a.gpu.mig)
+    json["mig_instance"] = {{"gpu_instance_id", a.gpu.mig->gpu_instance_id},
+                            {"compute_instance_id", a.gpu.mig->compute_instance_id},
+                            {"profile", a.gpu.mig->profile}};
   // Where the GPU sits, only where known (the keys above stay as they were everywhere else).
   if (!a.gpu.pci_bus_id.empty()) json["pci_bus_id"] = a.gpu.pci_bus_id;
   if (a.gpu.numa_node) json["numa_node"] = *a.gpu.numa_node;
@@ -137,7 +144,7 @@ nlohmann::ordered_json status_json(const std::vector<GpuAssessment>& gpus, const
 
 nlohmann::ordered_json pick_json(const std::vector<GpuAssessment>& chosen) {
   nlohmann::ordered_json indices = nlohmann::ordered_json::array();
-  for (const auto& a : chosen) indices.push_back(a.gpu.index);
+  for (const auto& a : chosen) indices.push_back(a.gpu.mig ? a.gpu.mig->gpu_index : a.gpu.index);
   nlohmann::ordered_json json = status_json(chosen);
   json["indices"] = indices;
   return json;

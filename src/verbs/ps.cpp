@@ -117,13 +117,13 @@ int run_ps(const Options& options, std::ostream& out) {
     return 0;
   }
   using Align = Column::Align;
-  // The command, last, is cut to the terminal's width (as docker ps cuts it); the rest is whole.
-  std::vector<Column> columns{Column::fitted("NAME"), Column::fixed("USER", Align::left, 10),
-                              Column::fixed("GPUS", Align::left, 12), Column::fitted("IMAGE"),
-                              Column::fixed("RUNNING FOR", Align::right, 11)};
-  if (idle_s) columns.push_back(Column::fixed("IDLE", Align::right, 8));  // how long all its GPUs have been idle
-  for (Column column :
-       {Column::fixed("STATUS", Align::left, 8), Column::fitted("GPURUN"), Column::shrinkable("COMMAND", 20)})
+  // The command, last, is cut to the terminal's width (80 where there is none, as docker ps cuts
+  // it); the rest is whole, each column as wide as its widest cell: a fixed one let a long user or
+  // GPU list push the rest of its row out of line.
+  std::vector<Column> columns{Column::fitted("NAME"), Column::fitted("USER"), Column::fitted("GPUS"),
+                              Column::fitted("IMAGE"), Column::fitted("RUNNING FOR", Align::right)};
+  if (idle_s) columns.push_back(Column::fitted("IDLE", Align::right));  // how long all its GPUs have been idle
+  for (Column column : {Column::fitted("STATUS"), Column::fitted("GPURUN"), Column::shrinkable("COMMAND", 20)})
     columns.push_back(std::move(column));
   Table table(std::move(columns));
   table.fit(terminal_width(STDOUT_FILENO));
@@ -134,7 +134,7 @@ int run_ps(const Options& options, std::ostream& out) {
       cells.push_back(idle ? format_duration(std::chrono::seconds(*idle), DurationStyle::brief) : "-");
     }
     for (std::string cell : {c.status, std::string(c.started_by_gpurun ? "yes" : "no"),
-                             c.command.empty() ? std::string("?") : text::printable(c.command, 200)})
+                             c.command.empty() ? std::string("?") : text::terminal_safe_cut(c.command, 200)})
       cells.push_back(std::move(cell));
     table.add_row(std::move(cells));
   }

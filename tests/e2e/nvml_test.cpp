@@ -168,6 +168,18 @@ TEST_F(NvmlTest, PickMigPrintsMigUuids) {
   EXPECT_EQ(two.out, "MIG-2a3b4c5d-6e7f-5a8b-9c0d-1e2f3a4b5c6d,MIG-4c5d6e7f-8a9b-5c0d-9e2f-3a4b5c6d7e8f\n");
   EXPECT_THAT(two.err, HasSubstr("CUDA uses one MIG instance per process"));
 
+  // --json names each instance by its GPU's index and its ids: its place among the instances
+  // (3, here) is no GPU's, and a script reading "indices" took it for one.
+  const Outcome json_two = gpurun(
+      {"pick", "--mig", "1g.10gb", "--mig-allow-larger", "2", "--ignore-containers", "--json"}, nvml("mig.json"));
+  ASSERT_EQ(json_two.exit_code, 0) << json_two.err;
+  const auto picked = nlohmann::json::parse(json_two.out);
+  EXPECT_EQ(picked["indices"], nlohmann::json::parse("[1, 1]"));
+  EXPECT_EQ(picked["gpus"][1]["index"], 1);
+  EXPECT_EQ(picked["gpus"][1]["mig_enabled"], true);
+  EXPECT_EQ(picked["gpus"][1]["mig_instance"]["profile"], "1g.10gb");
+  EXPECT_TRUE(picked["gpus"][1]["mig_instance"]["gpu_instance_id"].is_number_integer());
+
   const Outcome strict = gpurun({"pick", "--mig=1g.10gb", "2", "--ignore-containers"}, nvml("mig.json"));
   EXPECT_EQ(strict.exit_code, 125);
   EXPECT_THAT(strict.err, HasSubstr("need 2 free MIG instances of profile 1g.10gb but 1 of 2 is free"));

@@ -216,17 +216,15 @@ TEST_F(ContainerAwarenessTest, PsListsContainersHoldingGpus) {
   const Env env = with_containers("all_free_8.json", kTwoContainers);
   const Outcome ps = gpurun({"ps"}, env);
   EXPECT_EQ(ps.exit_code, 0) << ps.err;
-  EXPECT_THAT(
-      ps.out,
-      ::testing::StartsWith(
-          "NAME               USER        GPUS          IMAGE        RUNNING FOR  STATUS    GPURUN  COMMAND\n"));
-  EXPECT_THAT(ps.out, HasSubstr("bob_gpu0_12345678  bob         0             bob/train:1"));
-  EXPECT_THAT(ps.out, HasSubstr("running   yes     python train.py --l…\n"));  // cut to 80 columns
+  EXPECT_THAT(ps.out, ::testing::StartsWith(
+                          "NAME               USER  GPUS  IMAGE        RUNNING FOR  STATUS   GPURUN  COMMAND\n"));
+  EXPECT_THAT(ps.out, HasSubstr("bob_gpu0_12345678  bob   0     bob/train:1"));
+  EXPECT_THAT(ps.out, HasSubstr("running  yes     python train.py --l…\n"));  // cut to 80 columns
   Env wide = env;
   wide.emplace_back("COLUMNS", "120");
-  EXPECT_THAT(gpurun({"ps"}, wide).out, HasSubstr("running   yes     python train.py --lr 0.1\n"));
-  EXPECT_THAT(ps.out, HasSubstr("running   no      ?\n"));  // no command in its inspect answer
-  EXPECT_THAT(ps.out, HasSubstr("legacy             ?           1             old/tf:18"));
+  EXPECT_THAT(gpurun({"ps"}, wide).out, HasSubstr("running  yes     python train.py --lr 0.1\n"));
+  EXPECT_THAT(ps.out, HasSubstr("running  no      ?\n"));  // no command in its inspect answer
+  EXPECT_THAT(ps.out, HasSubstr("legacy             ?     1     old/tf:18"));
 
   const auto json = nlohmann::json::parse(gpurun({"ps", "--json"}, env).out);
   ASSERT_EQ(json["containers"].size(), 2u);
@@ -240,7 +238,7 @@ TEST_F(ContainerAwarenessTest, PsAllAsksTheEngineForStoppedContainersToo) {
   for (auto& [name, value] : env)
     if (name == "FAKE_DOCKER_PS_IDS") value.clear();  // nothing running: both have stopped
   env.emplace_back("FAKE_DOCKER_PS_ALL_IDS", "c1 c2");
-  EXPECT_EQ(gpurun({"ps"}, env).out, "NAME  USER        GPUS          IMAGE  RUNNING FOR  STATUS    GPURUN  COMMAND\n");
+  EXPECT_EQ(gpurun({"ps"}, env).out, "NAME  USER  GPUS  IMAGE  RUNNING FOR  STATUS  GPURUN  COMMAND\n");
   for (const char* all : {"-a", "--all"}) {
     const Outcome ps = gpurun({"ps", all}, env);
     EXPECT_EQ(ps.exit_code, 0) << ps.err;
