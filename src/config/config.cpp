@@ -252,10 +252,17 @@ Config load_config(const ConfigInputs& inputs) {
         config.profiles[name].push_back(f.source(join_path("profiles", name)));
   }
 
+  // GPURUN_PROFILE stays in the environment of what gpurun starts: the `gpurun --no-config` a Slurm
+  // step runs inherits it, and its files are not read. There it chooses only a profile a --config
+  // file defines.
   const auto env_profile = inputs.environment.find("GPURUN_PROFILE");
+  const auto env_profile_applies = [&] {
+    return env_profile != inputs.environment.end() && !env_profile->second.empty() &&
+           (!inputs.no_config || config.profiles.contains(env_profile->second));
+  };
   if (inputs.profile)
-    merge_profile(config, files, *inputs.profile, "--profile");
-  else if (env_profile != inputs.environment.end() && !env_profile->second.empty())
+    merge_profile(config, files, *inputs.profile, inputs.no_config ? "--profile, with --no-config" : "--profile");
+  else if (env_profile_applies())
     merge_profile(config, files, env_profile->second, "GPURUN_PROFILE");
 
   merge_environment(config, inputs.environment);

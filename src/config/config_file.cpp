@@ -164,10 +164,7 @@ std::string notify_hint(const std::string& key, const json& value) {
 void check_policy_key(const ParsedFile& f, const Setting& info, const json& value) {
   if (f.layer != Kind::system) throw f.error(std::string(info.key), system_file_only(f, "site policy keys"));
   const std::string key(info.key);
-  if (const auto problem = info.problem(value)) throw f.error(key, *problem);
-  if (!info.words.empty() && value.is_string() &&
-      std::find(info.words.begin(), info.words.end(), value.get<std::string>()) == info.words.end())
-    throw f.error(key, fmt::format("expected one of {}", fmt::join(info.words, ", ")));
+  if (const auto problem = info.problem(value)) throw f.error(key, *problem);  // its words too
   if (key == "refused_docker_options" || key == "allowed_docker_options")
     for (const json& rule : value)
       if (const auto problem = rule_problem(rule.get<std::string>())) throw f.error(key, *problem);

@@ -701,6 +701,19 @@ std::string Setting::env() const { return scope == Scope::option ? "GPURUN_" + t
 json Setting::default_value() const { return json_literal(fallback); }
 
 std::optional<std::string> Setting::problem(const json& value) const {
+  // A choice, and the CPUs per GPU, checked where the value is read (a file's line, a variable, a
+  // flag), not first at a launch: `config --check` passed {"engine": "dockr"}, which then stopped
+  // every gpurun command on the machine, `gpurun config` too, naming no file.
+  if (!words.empty() && value.is_string() &&
+      std::find(words.begin(), words.end(), value.get<std::string>()) == words.end()) {
+    const std::vector<std::string> all(words.begin(), words.end());
+    return fmt::format("\"{}\" is not one of {}{}", text::printable(value.get<std::string>(), 40), fmt::join(all, ", "),
+                       suggestion(value.get<std::string>(), all));
+  }
+  if (key == "cpus_per_gpu" && value.is_number_integer() &&
+      (value.get<long long>() < kMinCpusPerGpu || value.get<long long>() > kMaxCpusPerGpu))
+    return fmt::format("{} is outside {}..{}, the range NVIDIA's DGX guides recommend", value.get<long long>(),
+                       kMinCpusPerGpu, kMaxCpusPerGpu);
   if (auto problem = value_problem(type, value, flag)) return problem;
   if (key != "volumes" || !value.is_array()) return std::nullopt;
   // docker's -v is SOURCE:TARGET[:OPTIONS], or an absolute TARGET alone; anything else is most

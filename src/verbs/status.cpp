@@ -57,6 +57,10 @@ int run_status(const Options& options, std::ostream& out) {
   }
   if (options.topology && options.json)
     throw Error("status --topology prints a matrix; for JSON, `status --json` has each GPU's NUMA node");
+  if (options.watch_count > 0)
+    throw Error(
+        fmt::format("--count {0} counts the frames of status --watch: write `gpurun status --watch --count {0}`",
+                    options.watch_count));
   const Machine machine = open_machine(options);
   const std::string lock_dir = lock_dir_for_reading(options);
   Inventory inventory = take_inventory(options, lock_dir, *machine.source, machine.engine.get());

@@ -139,6 +139,16 @@ TEST_F(ConfigTest, CheckValidatesAFileWithoutInstallingIt) {
   EXPECT_EQ(refused.exit_code, 125);
   EXPECT_THAT(refused.err, HasSubstr(bad + ":3: unknown key \"max_utl\" (did you mean \"max_util\"?)"));
   EXPECT_EQ(gpurun({"config", "--check", dir() + "/none.json"}).exit_code, 125);
+  // A choice that is none of its words, and CPUs per GPU outside 8..24, said at their lines: they
+  // passed, then stopped every gpurun command on the machine, naming no file.
+  const std::string choices = dir() + "/choices.json";
+  std::ofstream(choices) << "{\n  \"engine\": \"dockr\"\n}\n";
+  EXPECT_THAT(gpurun({"config", "--check", choices}).err,
+              HasSubstr(choices + ":2: key \"engine\": \"dockr\" is not one of auto, docker, podman (did you mean "
+                                  "\"docker\"?)"));
+  std::ofstream(choices) << "{\n  \"cpus_per_gpu\": 1\n}\n";
+  EXPECT_THAT(gpurun({"config", "--check", choices}).err,
+              HasSubstr(choices + ":2: key \"cpus_per_gpu\": 1 is outside 8..24"));
 
   // It works while the user's own file is broken (it reads no configuration of its own).
   std::filesystem::create_directories(dir() + "/xdg/gpurun");

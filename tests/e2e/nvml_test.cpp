@@ -229,7 +229,7 @@ TEST_F(NvmlTest, MigNeedsNvml) {
 TEST_F(NvmlTest, AnUnknownSourceIsRefused) {
   const Outcome run = gpurun({"pick", "--gpu-source", "nvsmi"}, fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 125);
-  EXPECT_THAT(run.err, HasSubstr("gpu_source \"nvsmi\": expected one of auto, nvml, nvidia-smi"));
+  EXPECT_THAT(run.err, HasSubstr("--gpu-source: \"nvsmi\" is not one of auto, nvml, nvidia-smi"));
 }
 
 TEST_F(NvmlTest, AProjectFileMayNotNameTheLibrary) {

@@ -14,6 +14,11 @@
 
 namespace gpurun {
 
+// The CPUs per GPU NVIDIA's DGX guides recommend: what --cpus-per-gpu may be, and the fair share
+// is clamped to (gpurun/select/cpu_quota.hpp).
+inline constexpr int kMinCpusPerGpu = 8;
+inline constexpr int kMaxCpusPerGpu = 24;
+
 // The Slurm backend's site settings (backend slurm; gpurun/slurm/slurm_launch.hpp).
 struct SlurmSettings {
   std::string partition;  // empty: the cluster's default partition

@@ -3,10 +3,9 @@
 #include <optional>
 #include <string>
 
-namespace gpurun {
+#include "gpurun/config/options.hpp"
 
-inline constexpr int kMinCpusPerGpu = 8;
-inline constexpr int kMaxCpusPerGpu = 24;
+namespace gpurun {
 
 struct CpuPlan {
   int per_gpu = 0;

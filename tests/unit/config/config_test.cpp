@@ -267,6 +267,14 @@ TEST_F(ConfigTest, GpurunProfileChoosesAProfileAndTheFlagOverridesIt) {
 
   in.profile = "b";
   EXPECT_EQ(load_config(in).at("gpus").value, 3);
+
+  // The `gpurun --no-config` a Slurm step runs inherits GPURUN_PROFILE, and reads no file that
+  // defines it: it failed with "unknown profile".
+  in.profile.reset();
+  in.no_config = true;
+  const Config step = load_config(in);
+  EXPECT_FALSE(step.profile.has_value());
+  EXPECT_EQ(step.at("gpus").value, 1);
 }
 
 TEST_F(ConfigTest, UnknownProfileListsTheKnownOnes) {
@@ -587,7 +595,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValueCase{R"({"wait": "soon"})", "key \"wait\": --wait=soon"},
                       BadValueCase{R"({"gpus": 0})", "key \"gpus\": expected a whole number of at least 1, got 0"},
                       BadValueCase{R"({"gpus": 2.5})", "key \"gpus\": expected a whole number"},
-                      BadValueCase{R"({"cpus_per_gpu": 99999999999})", "key \"cpus_per_gpu\": expected a whole"},
+                      BadValueCase{R"({"cpus_per_gpu": 99999999999})",
+                                   "key \"cpus_per_gpu\": 99999999999 is outside 8..24"},
                       BadValueCase{R"({"smi_timeout": -1})", "key \"smi_timeout\": expected a number of seconds"},
                       BadValueCase{R"({"volumes": "/a:/a"})", "key \"volumes\": expected a list of strings"},
                       BadValueCase{R"({"env": ["A=1", 2]})", "key \"env\": expected a list of strings"},
