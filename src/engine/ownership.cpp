@@ -48,7 +48,9 @@ std::optional<ContainerOwner> container_owner(const std::vector<std::string>& in
   // docker: exit 1 and "No such object" (or container); podman: 125 and "no such container". docker's
   // 1 alone is also a daemon that is down, a socket this user may not open, or an ambiguous prefix:
   // those are said as they are, not as a container that is not there.
-  const bool no_such = text::to_lower(result.err).find("no such") != std::string::npos;
+  const std::string said = text::to_lower(result.err);  // (docker 28's daemon down: "…: no such file or directory")
+  const bool no_such =
+      said.find("no such container") != std::string::npos || said.find("no such object") != std::string::npos;
   if (result.end == ProcessResult::End::exited && no_such && result.out.find('{') == std::string::npos)
     return std::nullopt;
   if (!result.succeeded())

@@ -172,6 +172,7 @@ extern "C" void note_interrupt(int signal) { interrupted_by = signal; }
 class InterruptibleWait {
  public:
   InterruptibleWait() {
+    interrupted_by = 0;
     struct sigaction action {};
     action.sa_handler = note_interrupt;
     sigemptyset(&action.sa_mask);
@@ -256,6 +257,11 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
   bool looked = false;  // a look that went through: a later one that fails is waited out
   // Ctrl-C also reaches nvidia-smi and docker (gpurun's process group): a look it cut short, or
   // one that found the GPUs as it came, ends the wait, never the launch.
+  const auto interrupted = [&] { return waits && interrupted_by != 0; };
+  // Looks that failed one after another once the wait was under way, and the last one's error.
+  constexpr int kMostFailedLooks = 5;
+  int failed_looks = 0;
+  std::string last_failure;
   const auto stopped_waiting = [&] {
     selection = FileLock();
     status->clear();
@@ -274,15 +280,21 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
           warn_once({warning}, told);
         result = pick_units(options, inventory);
       } catch (const Error& e) {
-        if (interrupted_by != 0) return stopped_waiting();
-        if (!waits || !looked) throw;
+        if (interrupted()) return stopped_waiting();
         // An nvidia-smi that timed out once, a selection lock held long: a wait of hours goes on.
+        // One that keeps failing (a driver upgraded under it) ends it, and frees the queue behind.
+        if (!waits || !looked || ++failed_looks >= kMostFailedLooks) throw;
         selection = FileLock();
-        warn_once({fmt::format("{} (still waiting: looking again each second)", e.what())}, told);
+        last_free = "?";
+        last_failure = e.what();
+        if (last_failure.ends_with("; try again")) last_failure.resize(last_failure.size() - 11);
+        warn_once({fmt::format("while waiting: {} (the wait goes on: gpurun looks again)", last_failure)}, told);
       }
-      if (interrupted_by != 0) return stopped_waiting();
+      if (interrupted()) return stopped_waiting();
       if (result) {
         looked = true;
+        failed_looks = 0;
+        last_failure.clear();
         if (result->ok()) {
           chosen = result->chosen;
           return std::nullopt;  // leaving the queue (the ticket's destructor) lets the next waiter try
@@ -298,8 +310,10 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
     }
     const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
     if (waited >= wait_limit)
-      throw Error(fmt::format("gave up after waiting {} for {} free GPU{} ({} free now)", format_duration(waited),
-                              options.gpus, options.gpus == 1 ? "" : "s", last_free));
+      throw Error(fmt::format("gave up after waiting {} for {} free GPU{} ({}){}", format_duration(waited),
+                              options.gpus, options.gpus == 1 ? "" : "s",
+                              last_failure.empty() ? fmt::format("{} free now", last_free) : "the last look failed",
+                              last_failure.empty() ? std::string() : fmt::format(": {}", last_failure)));
     status->show(
         fmt::format("{} of {} free, {}", last_free, options.gpus,
                     position == 0 ? std::string("first in the queue") : fmt::format("{} ahead in the queue", position)),
@@ -309,7 +323,7 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
     while (interrupted_by == 0 && std::chrono::steady_clock::now() < next &&
            std::chrono::steady_clock::now() - started < wait_limit)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (interrupted_by != 0) return stopped_waiting();
+    if (interrupted()) return stopped_waiting();
   }
 }
 

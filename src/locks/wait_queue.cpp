@@ -20,12 +20,12 @@
 namespace gpurun {
 namespace {
 
-// A ticket nobody holds a lock on belongs to a waiter that is gone. One this user cannot open (a
+// A ticket nobody holds a lock on belongs to a waiter that is gone. One this user may not open (a
 // ticket an older gpurun made under sudo's umask) cannot be told: it is taken as live, never
-// removed under its waiter.
+// removed under its waiter; anything else that cannot be opened (a link) is no waiter's.
 bool is_live(const std::string& path) {
   const Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd.valid()) return errno != ENOENT;
+  if (!fd.valid()) return errno == EACCES;
   return ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
@@ -34,7 +34,9 @@ bool is_live(const std::string& path) {
 WaitTicket::WaitTicket(const std::string& lock_dir) : lock_dir_(lock_dir) {
   const AsRoot root;  // under sudo the queue lives in the root-owned lock directory
   // The order of arrival on the clock every process shares and nobody sets back (NTP, an admin's
-  // date): a waiter that came later never sorts ahead.
+  // date): a waiter that came later never sorts ahead. (An older gpurun's waiter, named by the
+  // wall clock, sorts after every one of these while both run, an upgrade's moment: counting it
+  // ahead as well would have each wait for the other.)
   timespec now{};
   ::clock_gettime(CLOCK_BOOTTIME, &now);
   name_ = fmt::format("{}{:011}{:09}-{}", kTicketPrefix, now.tv_sec, now.tv_nsec, ::getpid());

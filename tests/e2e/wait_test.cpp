@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <sstream>
@@ -75,6 +77,30 @@ TEST_F(GpurunTest, WaitGivesUpAtItsLimitWith125) {
   EXPECT_FALSE(docker_ran());
   for (const auto& entry : std::filesystem::directory_iterator(lock_dir()))
     EXPECT_FALSE(entry.path().filename().string().starts_with("ticket-")) << entry.path();
+}
+
+// Once the wait is under way, a look that fails (nvidia-smi timing out once) is waited out; one
+// that keeps failing (a driver upgraded under it) ends the wait, rather than keeping the queue
+// behind it waiting forever, and says why.
+TEST_F(GpurunTest, AWaitOutlastsAFailedLookButNotLooksThatKeepFailing) {
+  // The stand-in answers the first look (its two queries), then fails: the driver is gone.
+  const std::string smi = dir() + "/nvidia-smi";
+  const std::string count = dir() + "/looks";
+  std::ofstream(smi)
+      << "#!/bin/sh\necho x >> '" << count << "'\n[ $(wc -l < '" << count
+      << "') -le 2 ] || { echo 'Failed to initialize NVML: Driver/library version mismatch' >&2; exit 18; }\n"
+      << "exec '" << fake("nvidia-smi") << "' \"$@\"\n";
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  Env env = fakes("busy_dgx.json");
+  for (auto& [name, value] : env)
+    if (name == "GPURUN_NVIDIA_SMI") value = smi;
+  const Outcome outcome = gpurun({"--wait", "--image", "img", "3"}, env);
+  EXPECT_EQ(outcome.exit_code, 125);
+  EXPECT_THAT(outcome.err, HasSubstr("while waiting: "));
+  EXPECT_THAT(outcome.err, HasSubstr("(the wait goes on: gpurun looks again)"));
+  EXPECT_THAT(outcome.err, HasSubstr("gpurun: error: "));
+  EXPECT_THAT(outcome.err, HasSubstr("Driver/library version mismatch"));
+  EXPECT_FALSE(docker_ran());
 }
 
 TEST_F(GpurunTest, CtrlCWhileWaitingLeavesNothingBehind) {

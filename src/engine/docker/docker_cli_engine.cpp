@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "access_hint.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/process.hpp"
@@ -59,8 +62,11 @@ std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds
 }
 
 std::optional<bool> DockerCliEngine::rootless() const {
-  if (name_ != "podman") return std::nullopt;
-  return ::geteuid() != 0;
+  if (name_ == "podman") return ::geteuid() != 0;
+  // Rootless docker's socket is in its user's runtime directory; a context may name any engine.
+  const char* host = std::getenv("DOCKER_HOST");
+  if (host != nullptr && std::string_view(host).starts_with("unix:///run/user/")) return true;
+  return std::nullopt;
 }
 
 CdiSupport DockerCliEngine::cdi_support(std::chrono::milliseconds timeout) {
