@@ -26,6 +26,17 @@ WallTime time_of(const json& value) {
   return *when;
 }
 
+// `text` as `path`, mode 0600, replacing it at once (a crash leaves the old one or the new one);
+// a message where it cannot.
+std::optional<std::string> replace_private(const std::string& path, const std::string& text) {
+  const std::string next = path + ".new";
+  std::optional<std::string> error = write_whole(next, text);
+  if (!error && (::chmod(next.c_str(), 0600) != 0 || std::rename(next.c_str(), path.c_str()) != 0))
+    error = std::strerror(errno);
+  if (error) (void)std::remove(next.c_str());
+  return error;
+}
+
 }  // namespace
 
 std::optional<std::string> keep_notifications(const std::string& path,
@@ -42,12 +53,7 @@ std::optional<std::string> keep_notifications(const std::string& path,
                      {"mailed", kept.mailed},
                      {"posted", kept.posted}});
   }
-  const std::string next = path + ".new";
-  std::optional<std::string> error = write_whole(next, json_line(items));
-  if (!error && (::chmod(next.c_str(), 0600) != 0 || std::rename(next.c_str(), path.c_str()) != 0))
-    error = std::strerror(errno);
-  if (error) (void)std::remove(next.c_str());
-  return error;
+  return replace_private(path, json_line(items));
 }
 
 std::vector<SpooledNotification> read_kept_notifications(const std::string& path, WallTime now) {
@@ -102,12 +108,7 @@ void forget_kept_notifications(const std::string& path, std::string_view why) {
 }
 
 std::optional<std::string> keep_run_keys(const std::string& path, const std::set<std::string>& keys) {
-  const std::string next = path + ".new";
-  std::optional<std::string> error = write_whole(next, json_line(json(keys)));
-  if (!error && (::chmod(next.c_str(), 0600) != 0 || std::rename(next.c_str(), path.c_str()) != 0))
-    error = std::strerror(errno);
-  if (error) (void)std::remove(next.c_str());
-  return error;
+  return replace_private(path, json_line(json(keys)));
 }
 
 std::set<std::string> read_run_keys(const std::string& path) {

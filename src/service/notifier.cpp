@@ -161,9 +161,7 @@ void Notifier::deliver(Pending& pending) const {
                       !again           ? "; giving up"
                       : past_give_up() ? "; kept for the next start"
                                        : "; trying again");
-      if (again)
-        pending.mail_due =
-            std::chrono::steady_clock::now() + backoff_.first * (1 << std::min(pending.mail_attempts - 1, 10));
+      if (again) pending.mail_due = std::chrono::steady_clock::now() + backoff_.after(pending.mail_attempts);
     } else {
       pending.mailed = true;
       spdlog::warn("notify: no mail about {}: \"{}\" is not a user mail can go to", n.event,
@@ -185,7 +183,7 @@ void Notifier::deliver(Pending& pending) const {
       spdlog::error("notify: webhook for {} (attempt {}): {}{}", n.event, pending.attempts, posted.error,
                     again ? "; trying again" : "; giving up");
       if (!again) pending.posted = true;  // given up
-      pending.due = std::chrono::steady_clock::now() + backoff_.first * (1 << std::min(pending.attempts - 1, 10));
+      pending.due = std::chrono::steady_clock::now() + backoff_.after(pending.attempts);
     }
   }
 }

@@ -4,6 +4,7 @@
 // mail to the run's user through `sendmail -t`. Deliveries run on a thread of their own, so a
 // slow or dead receiver never delays sampling; a failed webhook, or a sendmail that could not reach
 // its relay (exit 75, or no end in 10 s), is tried again with backoff.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -55,6 +56,8 @@ class Notifier {
     std::chrono::milliseconds first{2000};  // doubled after each failure
     int attempts = 5;
     std::chrono::seconds attempt_limit{10};  // per webhook POST and per sendmail run
+    // The wait before the next try after `failed` tries (of a webhook, or of a mail).
+    std::chrono::milliseconds after(int failed) const { return first * (1 << std::min(failed - 1, 10)); }
   };
   // `kept`: a file in gpurund's state directory where what a stop leaves undelivered is kept, to
   // be sent at the next start under the same rules (take_up_kept; "": none kept).
