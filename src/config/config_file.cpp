@@ -1,6 +1,7 @@
 #include "config_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "gpurun/config/service_section.hpp"
 #include "gpurun/config/settings.hpp"
 #include "gpurun/config/values.hpp"
+#include "gpurun/util/accounts.hpp"
 #include "gpurun/util/docker_args.hpp"
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/suggest.hpp"
@@ -269,6 +271,10 @@ std::optional<std::string> untrusted(const struct stat& st, uid_t user) {
   if (st.st_uid != user && st.st_uid != 0)
     return fmt::format("it belongs to uid {}, not to you (uid {})", st.st_uid, user);
   if ((st.st_mode & S_IWOTH) != 0) return std::string("anyone may write it");
+  // Group write is harmless where the group is the owner's private one (umask 002 with user
+  // private groups); otherwise each member of the group could choose the owner's image and mounts.
+  if ((st.st_mode & S_IWGRP) != 0 && !group_private_to(st.st_gid, st.st_uid))
+    return fmt::format("the members of group {} may write it", text::terminal_safe(group_name(st.st_gid)));
   return std::nullopt;
 }
 

@@ -65,8 +65,9 @@ bool is_policy_object(std::string_view key);
 std::optional<std::pair<std::string, std::string>> policy_object_problem(std::string_view key,
                                                                          const nlohmann::json& value);
 
-// Why a .gpurun.json found by the search must not be used; nullopt when it may. Root's files are
-// trusted: whoever controls root controls gpurun anyway.
+// Why a .gpurun.json found by the search must not be used; nullopt when it may: the user's own (or
+// root's: whoever controls root controls gpurun anyway), writable by no one else. Group write counts
+// only where the group has others in it (group_private_to).
 std::optional<std::string> untrusted(const struct stat& st, uid_t user);
 
 }  // namespace gpurun

@@ -49,6 +49,58 @@ std::string group_name(gid_t gid) {
   return found->gr_name;
 }
 
+namespace {
+
+std::optional<std::string> login_name(uid_t uid) {
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  std::unique_ptr<char[]> buffer;
+  const int status = with_entry_buffer(
+      buffer, [&](char* data, std::size_t size) { return ::getpwuid_r(uid, &entry, data, size, &found); });
+  if (status != 0 || found == nullptr || found->pw_name == nullptr) return std::nullopt;
+  return found->pw_name;
+}
+
+// The users whose primary group is `gid`, from the whole passwd database (getpwent_r: local files,
+// and a directory service only where it enumerates). nullopt when the enumeration fails.
+std::optional<std::vector<uid_t>> primary_members(gid_t gid) {
+  std::vector<uid_t> members;
+  ::setpwent();
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  std::unique_ptr<char[]> buffer;
+  int status = 0;
+  while ((status = with_entry_buffer(
+              buffer, [&](char* data, std::size_t size) { return ::getpwent_r(&entry, data, size, &found); })) == 0 &&
+         found != nullptr)
+    if (found->pw_gid == gid) members.push_back(found->pw_uid);
+  ::endpwent();
+  if (status != 0 && status != ENOENT) return std::nullopt;
+  return members;
+}
+
+}  // namespace
+
+bool group_private_to(gid_t gid, uid_t user) {
+  // Debian's rule for OpenSSH's StrictModes with user private groups (user-group-modes).
+  struct group entry {};
+  struct group* found = nullptr;
+  std::unique_ptr<char[]> buffer;
+  const int status = with_entry_buffer(
+      buffer, [&](char* data, std::size_t size) { return ::getgrgid_r(gid, &entry, data, size, &found); });
+  if (status != 0 || found == nullptr) return false;
+  const std::optional<std::vector<uid_t>> primary = primary_members(gid);
+  if (!primary) return false;
+  for (const uid_t member : *primary)
+    if (member != user) return false;
+  const std::optional<std::string> login = login_name(user);
+  if (!login) return false;
+  std::size_t listed = 0;
+  for (char** name = found->gr_mem; name != nullptr && *name != nullptr; ++name, ++listed)
+    if (*login != *name) return false;
+  return !primary->empty() || listed > 0;
+}
+
 std::vector<gid_t> group_list(const std::string& login, gid_t primary) {
   // getgrouplist says how many there are when they do not fit; they may change between the calls.
   int count = 64;
@@ -73,20 +125,6 @@ std::vector<gid_t> group_ids_of(const std::string& name) {
   if (status != 0 || found == nullptr) return {};
   return group_list(name, found->pw_gid);
 }
-
-namespace {
-
-std::optional<std::string> login_name(uid_t uid) {
-  struct passwd entry {};
-  struct passwd* found = nullptr;
-  std::unique_ptr<char[]> buffer;
-  const int status = with_entry_buffer(
-      buffer, [&](char* data, std::size_t size) { return ::getpwuid_r(uid, &entry, data, size, &found); });
-  if (status != 0 || found == nullptr || found->pw_name == nullptr) return std::nullopt;
-  return found->pw_name;
-}
-
-}  // namespace
 
 std::string user_name(uid_t uid) { return login_name(uid).value_or(std::to_string(uid)); }
 

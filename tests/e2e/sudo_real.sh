@@ -303,4 +303,19 @@ grep -q "writable by anyone" "$tmp/err" && expect_eq "sudo gpurun mended the dir
 as_c --docker /bin/true --image $IMAGE 1 -- true
 (($? == 0)) && pass "$C launches again once mended" || fail "$C after the mend: $(cat "$tmp/err")"
 
+# A project file its owner's private group may write (useradd's user private group, umask 002) is
+# the owner's; one a shared group may write is ignored: each member could choose the image.
+printf '{"image": "planted/by-project-file"}\n' >"$home_a/work/.gpurun.json"
+chown $A:"$(id -gn $A)" "$home_a/work/.gpurun.json" && chmod 664 "$home_a/work/.gpurun.json"
+if [[ $(getent group "$(id -g $A)" | cut -d: -f4) == "" && $(id -gn $A) == "$A" ]]; then
+  as $A "$home_a/work" --dry-run --gpu-request gpus 1 -- true
+  grep -q 'planted/by-project-file' "$tmp/out" && ! grep -q 'ignoring' "$tmp/err" &&
+    pass "a project file its owner's private group may write is read" || fail "private group: $(cat "$tmp/out" "$tmp/err")"
+else say "SKIP: useradd gave $A no private group (USERGROUPS_ENAB), so that case is not checked"; fi
+chgrp $G "$home_a/work/.gpurun.json"
+as $A "$home_a/work" --dry-run --gpu-request gpus --image $IMAGE 1 -- true
+! grep -q 'planted/by-project-file' "$tmp/out" && grep -q "ignoring .*members of group $G may write it" "$tmp/err" &&
+  pass "a project file group $G (with $C in it) may write is ignored" || fail "shared group: $(cat "$tmp/out" "$tmp/err")"
+rm -f "$home_a/work/.gpurun.json"
+
 summary

@@ -17,6 +17,11 @@ std::optional<gid_t> group_id(const std::string& name);
 // The name of group `gid`, or its number when it has none.
 std::string group_name(gid_t gid);
 
+// Whether group `gid` is `user`'s private group: `user` is its one member, whether by primary
+// group (passwd, enumerated) or by the group's member list. False for an unknown group or user,
+// and for a group with no members at all (such groups are for setgid programs).
+bool group_private_to(gid_t gid, uid_t user);
+
 // The groups of `login` whose primary group is `primary`: it first, then the supplementary ones
 // (getgrouplist).
 std::vector<gid_t> group_list(const std::string& login, gid_t primary);

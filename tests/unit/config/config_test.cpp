@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -694,6 +695,25 @@ TEST_F(ConfigTest, ProjectFileOfAnotherUserOrWritableByAnyoneIsIgnored) {
 
   ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
   EXPECT_EQ(load_config(in).at("image").value, "planted");
+}
+
+TEST_F(ConfigTest, ProjectFileWritableByAGroupWithOthersInItIsIgnored) {
+  // Group write is the owner's alone only in their private group (tests/e2e/sudo_real.sh checks
+  // that one with real accounts); nobody's group has nobody in it, who is not us.
+  const struct passwd* nobody = ::getpwnam("nobody");
+  if (::geteuid() == 0 && nobody != nullptr && nobody->pw_uid != 0 && nobody->pw_gid != 0) {
+    const gid_t shared = nobody->pw_gid;
+    const std::string file = write("work/.gpurun.json", R"({"image": "planted"})");
+    ASSERT_EQ(::chown(file.c_str(), 0, shared), 0);
+    ASSERT_EQ(::chmod(file.c_str(), 0664), 0);
+    ConfigInputs in = inputs();
+    in.cwd = path("work/proj");
+    const Config config = load_config(in);
+    EXPECT_EQ(config.at("image").value, nullptr);
+    EXPECT_THAT(config.warnings, ElementsAre(HasSubstr("may write it")));
+  } else {
+    GTEST_SKIP() << "needs root and a user nobody with a group of its own";
+  }
 }
 
 TEST_F(ConfigTest, AnUntrustedProjectFileIsNotReadAtAllWhateverItsSizeOrMode) {
