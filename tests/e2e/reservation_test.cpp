@@ -231,6 +231,10 @@ TEST_F(ContainerAwarenessTest, PsListsContainersHoldingGpus) {
   EXPECT_EQ(json.at("containers").at(0).at("gpus").at(0).at("uuid"), "GPU-a84bba07-931d-b925-306a-0799dc6ebd71");
   EXPECT_EQ(json["containers"][1]["started_by_gpurun"], false);
   EXPECT_EQ(json["containers"][0]["command"], "python train.py --lr 0.1");
+  // Unknown is null, not "" or -1 (the table's "?").
+  EXPECT_EQ(json["containers"][1]["user"], nullptr);
+  EXPECT_EQ(json["containers"][1]["command"], nullptr);
+  EXPECT_GT(json["containers"][1]["running_s"], 0);
 }
 
 TEST_F(ContainerAwarenessTest, PsAllAsksTheEngineForStoppedContainersToo) {
