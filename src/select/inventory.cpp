@@ -107,7 +107,9 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
   if (!holders.error.empty())
     spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by the GPUs' processes alone: {}",
                  engine->name() == "podman" ? "Podman" : "Docker", holders.error);
-  return assess_inventory(options, lock_dir, std::move(snapshot), std::move(holders.containers));
+  Inventory inventory = assess_inventory(options, lock_dir, std::move(snapshot), std::move(holders.containers));
+  if (ask_engine) inventory.engine = EngineAnswer{.engine = engine->name(), .error = holders.error};
+  return inventory;
 }
 
 Inventory assess_inventory(const Options& options, const std::string& lock_dir, Snapshot snapshot,

@@ -60,4 +60,8 @@ std::string json_line(const nlohmann::json& value) {
   return escape_invisible(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+nlohmann::ordered_json string_or_null(const std::string& text) {
+  return text.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(text);
+}
+
 }  // namespace gpurun

@@ -40,11 +40,6 @@ std::optional<long long> seconds_since(const std::string& rfc3339) {
   return static_cast<long long>(now - started);
 }
 
-// What the table shows as "?" is null in JSON: unknown, not a user or command named "".
-nlohmann::ordered_json or_null(const std::string& text) {
-  return text.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(text);
-}
-
 // "1h 2m", or "?" where docker's start time cannot be read.
 std::string running_for(const GpuContainer& c) {
   const auto seconds = seconds_since(c.started_at);
@@ -104,11 +99,11 @@ int run_ps(const Options& options, std::ostream& out) {
       const auto running_s = seconds_since(c.started_at);
       list.push_back({{"id", c.id},
                       {"name", c.name},
-                      {"user", or_null(c.user)},
+                      {"user", string_or_null(c.user)},
                       {"image", c.image},
                       {"status", c.status},
-                      {"started_at", or_null(c.started_at)},
-                      {"command", or_null(c.command)},
+                      {"started_at", string_or_null(c.started_at)},
+                      {"command", string_or_null(c.command)},
                       {"running_s", running_s ? nlohmann::ordered_json(*running_s) : nlohmann::ordered_json()},
                       {"gpus", held},
                       {"devices", c.devices},

@@ -70,6 +70,12 @@ int run_status(const Options& options, std::ostream& out) {
   if (options.json) {
     auto json = status_json(inventory.assessed, inventory.lost, inventory.source, inventory.mig_units);
     json["lock_dir"] = lock_dir.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(lock_dir);
+    // Whether holders are the engine's word or the GPU processes' alone (the warning is on stderr).
+    json["containers"] = inventory.engine
+                             ? nlohmann::ordered_json{{"engine", inventory.engine->engine},
+                                                      {"checked", inventory.engine->error.empty()},
+                                                      {"error", string_or_null(inventory.engine->error)}}
+                             : nlohmann::ordered_json{{"engine", nullptr}, {"checked", false}, {"error", nullptr}};
     // With the service: how long each GPU has been idle while held (null: busy, free or unknown).
     if (const auto idle = service_idle_gpus(options))
       for (auto& gpu : json["gpus"]) {

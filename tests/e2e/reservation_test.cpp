@@ -194,6 +194,15 @@ TEST_F(ContainerAwarenessTest, AnEngineOutOfReachIsAWarningNotAFailure) {
   EXPECT_THAT(pick.err, HasSubstr("warning: cannot ask the Docker engine which containers hold GPUs, going by "
                                   "the GPUs' processes alone: `" +
                                   fake("docker") + " ps` exited with status 1: Cannot connect"));
+  // status --json says so too, for a program that does not read stderr.
+  const auto down = nlohmann::json::parse(gpurun({"status", "--json"}, env).out);
+  EXPECT_EQ(down.at("containers").at("engine"), "docker");
+  EXPECT_EQ(down.at("containers").at("checked"), false);
+  EXPECT_THAT(down.at("containers").at("error").get<std::string>(), HasSubstr("Cannot connect"));
+  const auto up = nlohmann::json::parse(gpurun({"status", "--json"}, fakes("all_free_8.json")).out);
+  EXPECT_EQ(up.at("containers"), nlohmann::json({{"engine", "docker"}, {"checked", true}, {"error", nullptr}}));
+  const auto unasked = nlohmann::json::parse(gpurun({"status", "--json", "--ignore-containers"}, env).out);
+  EXPECT_EQ(unasked.at("containers"), nlohmann::json({{"engine", nullptr}, {"checked", false}, {"error", nullptr}}));
 }
 
 TEST_F(ContainerAwarenessTest, NoAccessToTheEngineIsSaidWholeWithWhatToAskFor) {

@@ -3,6 +3,7 @@
 // nvidia-smi cannot show (reservations of other launches, containers holding GPUs), assessed.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,12 @@ Thresholds thresholds_from(const Options& options);
 // --smi-timeout: the same bound serves every child gpurun asks.
 std::chrono::milliseconds smi_timeout(const Options& options);
 
+// Whether the container engine was asked which containers hold GPUs, and what came of it.
+struct EngineAnswer {
+  std::string engine;  // "docker" or "podman"
+  std::string error;   // why it could not say; empty when it answered
+};
+
 struct Inventory {
   std::vector<GpuContainer> containers;  // running containers that hold GPUs
   std::vector<GpuAssessment> assessed;   // one per GPU, in index order
@@ -31,6 +38,7 @@ struct Inventory {
   std::vector<GpuAssessment> mig_units;  // the MIG instances as units (mig_units.hpp), assessed
   bool topology_readable = false;        // sysfs places GPUs on this host (never for a snapshot)
   std::vector<GpuLink> links;            // the links the GPU source knows; empty: ask gpu_links()
+  std::optional<EngineAnswer> engine;    // nullopt: not asked (a snapshot, --ignore-containers)
 };
 
 // The GPU source the options name: the --from-csv snapshot (with --from-apps-csv), or nvidia-smi.

@@ -15,4 +15,8 @@ std::string json_text(const nlohmann::json& value);
 std::string json_line(const nlohmann::ordered_json& value);
 std::string json_line(const nlohmann::json& value);
 
+// `text`, or null where it is empty: what a table shows as "?" (unknown) is null in JSON, not a
+// user or command named "".
+nlohmann::ordered_json string_or_null(const std::string& text);
+
 }  // namespace gpurun
