@@ -54,6 +54,9 @@ ParsedFile parse_file(const std::string& path, Kind layer, const std::string& te
   if (scan.duplicate)
     throw Error(fmt::format("{}:{}: key \"{}\" is given twice (first on line {}): keep one of the two", path,
                             scan.duplicate->line, dotted(scan.duplicate->path), scan.duplicate->first_line));
+  if (scan.overflow)
+    throw Error(fmt::format("{}:{}: the number {} is beyond what any setting takes (at most about 1.8e308)", path,
+                            scan.overflow->line, text::printable(scan.overflow->number, 40)));
   ParsedFile file{path, layer, json::object(), std::move(scan.lines)};
   if (!scan.has_content) return file;  // blank or comments only: sets nothing
   try {

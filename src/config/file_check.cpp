@@ -3,15 +3,25 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <vector>
 
 #include "config_file.hpp"
+#include "gpurun/config/inputs.hpp"
 #include "gpurun/config/settings.hpp"
 
 namespace gpurun {
 
 std::string check_config_file(const std::string& path) {
-  // Checked as the system file, whose keys are a superset; policy keys then say where they may go.
+  // A .gpurun.json is checked as what the search makes it, a project file (it may set less);
+  // any other as the system file, whose keys are a superset: policy keys then say where they may go.
+  if (std::filesystem::path(path).filename() == kProjectFileName) {
+    const ParsedFile file = *load_file(path, ConfigSource::Kind::project, true);
+    std::vector<std::string> keys;
+    for (const auto& item : file.content.items()) keys.push_back(item.key());
+    if (keys.empty()) return fmt::format("{}: valid, and sets nothing", path);
+    return fmt::format("{}: valid as a project file; sets {}", path, fmt::join(keys, ", "));
+  }
   const ParsedFile file = *load_file(path, ConfigSource::Kind::system, true);
   std::vector<std::string> options;
   std::vector<std::string> policy;

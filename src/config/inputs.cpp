@@ -21,7 +21,7 @@ std::optional<std::string> find_project_file(const std::string& cwd) {
   if (ec) return std::nullopt;
   if (!dir.has_filename() && dir.has_parent_path() && dir != dir.root_path()) dir = dir.parent_path();
   while (true) {
-    const fs::path candidate = dir / ".gpurun.json";
+    const fs::path candidate = dir / kProjectFileName;
     if (fs::is_regular_file(candidate, ec)) return candidate.string();
     if (dir == dir.root_path() || !dir.has_parent_path()) return std::nullopt;
     dir = dir.parent_path();

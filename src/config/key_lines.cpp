@@ -1,7 +1,12 @@
 #include "key_lines.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cctype>
+#include <clocale>
+#include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "gpurun/util/text.hpp"
@@ -11,6 +16,28 @@ namespace gpurun {
 std::string join_path(const std::string& parent, std::string_view key) {
   return parent.empty() ? std::string(key) : parent + "/" + std::string(key);
 }
+
+namespace {
+
+// A key's text as JSON reads it (escapes decoded, by nlohmann); as written where it is not valid,
+// which the parse then refuses with its position.
+std::string decoded_key(std::string_view raw) {
+  if (raw.find('\\') == std::string_view::npos) return std::string(raw);
+  try {
+    return nlohmann::json::parse("\"" + std::string(raw) + "\"").get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+    return std::string(raw);
+  }
+}
+
+// Whether a number's text is beyond a double (read in the C locale, as JSON is).
+bool overflows_double(std::string_view number) {
+  static const locale_t c_locale = ::newlocale(LC_ALL_MASK, "C", locale_t{});
+  const std::string text(number);
+  return std::isinf(::strtod_l(text.c_str(), nullptr, c_locale));
+}
+
+}  // namespace
 
 KeyScan scan_keys(std::string_view s) {
   struct Frame {
@@ -45,14 +72,22 @@ KeyScan scan_keys(std::string_view s) {
       const std::string_view str = s.substr(i + 1, std::min(j, s.size()) - i - 1);
       if (!stack.empty() && stack.back().object && stack.back().expect_key) {
         Frame& object = stack.back();
-        object.key = std::string(str);
+        object.key = decoded_key(str);
         object.expect_key = false;
-        const std::string path = join_path(object.path, str);
+        const std::string path = join_path(object.path, object.key);
         if (const auto [first, fresh] = object.key_lines.try_emplace(object.key, line); !fresh && !scan.duplicate)
           scan.duplicate = KeyScan::Duplicate{.path = path, .first_line = first->second, .line = line};
         scan.lines[path] = line;
       }
       i = j + 1;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      scan.has_content = true;
+      std::size_t j = i + 1;
+      while (j < s.size() && std::string_view("0123456789+-.eE").find(s[j]) != std::string_view::npos) ++j;
+      if (!scan.overflow && overflows_double(s.substr(i, j - i)))
+        scan.overflow =
+            KeyScan::Overflow{.number = std::string(s.substr(i, std::min<std::size_t>(j - i, 40))), .line = line};
+      i = j;
     } else {
       scan.has_content = true;
       if ((c == '{' || c == '[') && stack.size() == kMaxNesting) {

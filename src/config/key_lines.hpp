@@ -13,6 +13,7 @@ namespace gpurun {
 
 // Every key's line, by path ("image", "profiles/jupyter/gpus"), found by a scan that knows strings
 // and comments: a plain text search would find a profile's "gpus" when the top-level one is meant.
+// Keys are compared and recorded as JSON reads them: "im\u0061ge" is "image".
 struct KeyScan {
   std::map<std::string, std::size_t> lines;
   bool has_content = false;       // anything besides blanks and comments
@@ -25,6 +26,12 @@ struct KeyScan {
     std::size_t line = 0;
   };
   std::optional<Duplicate> duplicate;
+  // The first number beyond a double's range (1e400), which nlohmann refuses without a position.
+  struct Overflow {
+    std::string number;
+    std::size_t line = 0;
+  };
+  std::optional<Overflow> overflow;
 };
 // Far deeper than any setting (profiles, a profile, its list: four levels): a file nested deeper is no configuration,
 // and following it would cost memory as the square of its depth.

@@ -139,6 +139,14 @@ TEST_F(ConfigTest, CheckValidatesAFileWithoutInstallingIt) {
   EXPECT_EQ(refused.exit_code, 125);
   EXPECT_THAT(refused.err, HasSubstr(bad + ":3: unknown key \"max_utl\" (did you mean \"max_util\"?)"));
   EXPECT_EQ(gpurun({"config", "--check", dir() + "/none.json"}).exit_code, 125);
+  // A .gpurun.json is checked as the project file it would be: it may not choose programs.
+  std::filesystem::create_directories(dir() + "/repo");
+  const std::string project = dir() + "/repo/.gpurun.json";
+  std::ofstream(project) << "{\n  \"image\": \"x\",\n  \"docker\": \"./evil.sh\"\n}\n";
+  EXPECT_THAT(gpurun({"config", "--check", project}).err,
+              HasSubstr(project + ":3: key \"docker\": a project's .gpurun.json cannot choose a program"));
+  std::ofstream(project) << "{\"image\": \"x\"}\n";
+  EXPECT_EQ(gpurun({"config", "--check", project}).out, project + ": valid as a project file; sets image\n");
   // A choice that is none of its words, and CPUs per GPU outside 8..24, said at their lines: they
   // passed, then stopped every gpurun command on the machine, naming no file.
   const std::string choices = dir() + "/choices.json";

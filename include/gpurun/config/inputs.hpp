@@ -11,6 +11,9 @@ namespace gpurun {
 // $XDG_CONFIG_HOME/gpurun/config.json (when absolute), else $HOME/.config/gpurun/config.json.
 std::optional<std::string> default_user_config_path(const std::optional<std::string>& xdg_config_home,
                                                     const std::optional<std::string>& home);
+// A project file's name.
+inline constexpr std::string_view kProjectFileName = ".gpurun.json";
+
 // The nearest .gpurun.json in `cwd` or one of its parents; nullopt when there is none.
 std::optional<std::string> find_project_file(const std::string& cwd);
 // The variables of an environ-style array whose names start with `prefix` ("SUDO_").

@@ -793,6 +793,20 @@ TEST_F(ConfigTest, AKeyGivenTwiceInOneObjectIsRefusedWithBothLines) {
   // The same key in two objects is no repetition.
   in.extra_files = {write("apart.json", R"({"profiles": {"a": {"gpus": 1}, "b": {"gpus": 2}}, "gpus": 3})")};
   EXPECT_EQ(load_config(in).at("gpus").value, 3);
+  // A key written with escapes is the same key: "im\u0061ge" is "image".
+  in.extra_files = {write("escaped.json", "{\n  \"image\": \"a\",\n  \"im\\u0061ge\": \"b\"\n}")};
+  EXPECT_THAT(error_of([&] { load_config(in); }),
+              HasSubstr(in.extra_files[0] + ":3: key \"image\" is given twice (first on line 2)"));
+}
+
+TEST_F(ConfigTest, ANumberBeyondADoubleIsRefusedAtItsLine) {
+  // nlohmann says "number overflow" with no position; a string holding the same text is no number.
+  ConfigInputs in = inputs();
+  in.extra_files = {write("huge.json", "{\n  \"image\": \"1e400\",\n  \"gpus\": 1e400\n}")};
+  EXPECT_THAT(error_of([&] { load_config(in); }),
+              HasSubstr(in.extra_files[0] + ":3: the number 1e400 is beyond what any setting takes"));
+  in.extra_files = {write("tiny.json", "{\"max_util\": 1e-400}")};  // underflow reads as 0, as JSON allows
+  EXPECT_EQ(load_config(in).at("max_util").value, 0.0);
 }
 
 TEST_F(ConfigTest, AFoundProjectFileCannotChooseProgramsButAConfigFileCan) {
