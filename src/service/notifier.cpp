@@ -111,10 +111,32 @@ Notifier::~Notifier() {
   worker_.join();
 }
 
+bool Notifier::asked_post_fits(const std::string& user, std::chrono::steady_clock::time_point now) {
+  std::deque<std::chrono::steady_clock::time_point>& posts = asked_posts_[user];
+  while (!posts.empty() && now - posts.front() >= std::chrono::hours(1)) posts.pop_front();
+  if (posts.size() >= kMostAskedPostsPerHour) return false;
+  posts.push_back(now);
+  return true;
+}
+
 void Notifier::send(Notification notification, bool asked) {
-  if (!policy_.wants(notification.event) && !(asked && (!policy_.webhook.empty() || policy_.mail))) return;
+  const bool wanted = policy_.wants(notification.event);
+  if (!wanted && !(asked && (!policy_.webhook.empty() || policy_.mail))) return;
   {
     const std::lock_guard hold(mutex_);
+    bool post = !policy_.webhook.empty();
+    if (post && !wanted) {
+      post = asked_post_fits(notification.user, std::chrono::steady_clock::now());
+      if (post)
+        asked_over_told_.erase(notification.user);
+      else if (asked_over_told_.insert(notification.user).second)  // once, until one fits again
+        spdlog::warn(
+            "notify: {}'s runs asked (--notify) for more than {} posts to the webhook within an hour; "
+            "the rest of this hour's {}",
+            text::printable(notification.user, 64), kMostAskedPostsPerHour,
+            policy_.mail ? "go by mail alone" : "are not sent (mail is off)");
+      if (!post && !policy_.mail) return;
+    }
     if (queue_.size() >= kMostWaiting) {
       // The oldest news of a run's end goes first: a warning the rules count as given is kept.
       auto dropped = std::find_if(queue_.begin(), queue_.end(),
@@ -127,7 +149,7 @@ void Notifier::send(Notification notification, bool asked) {
     }
     queue_.push_back({.notification = std::move(notification),
                       .mailed = !policy_.mail,
-                      .posted = policy_.webhook.empty(),
+                      .posted = !post,
                       .attempts = 0,
                       .due = std::chrono::steady_clock::now()});
   }

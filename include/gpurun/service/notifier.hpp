@@ -10,9 +10,11 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -75,8 +77,11 @@ class Notifier {
   const NotifyPolicy& policy() const { return policy_; }
 
   // Queues `notification` when the policy wants its event (or `asked`: the run's own --notify);
-  // never blocks on the network. Past 1000 waiting, the oldest is dropped (logged).
+  // never blocks on the network. Past 1000 waiting, the oldest is dropped (logged). What a run's
+  // own --notify asks for reaches the lab's webhook kMostAskedPostsPerHour times an hour per user
+  // (the rest by mail alone, logged once): the channel is the lab's, not one user's to flood.
   void send(Notification notification, bool asked = false);
+  static constexpr std::size_t kMostAskedPostsPerHour = 30;
 
   // Sends what the last stop kept (the same rules are in force again: PolicyRules::resume), but
   // the warnings of runs no longer `running`, and marked late where written over a minute ago; the
@@ -103,6 +108,8 @@ class Notifier {
   void keep_for_next_start();
   // One attempt at what `pending` still lacks, none past give_up_time() (each within kAttemptLimit).
   void deliver(Pending& pending) const;
+  // Whether one more of `user`'s asked-for posts fits in this hour (counted when it does; under the lock).
+  bool asked_post_fits(const std::string& user, std::chrono::steady_clock::time_point now);
   // 5 s after the stop request or the destructor, whichever came first; nullopt before either.
   std::optional<std::chrono::steady_clock::time_point> give_up_time() const;
 
@@ -112,6 +119,8 @@ class Notifier {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;
+  std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> asked_posts_;  // per user, this hour
+  std::set<std::string> asked_over_told_;      // users told of that their asked-for posts went over
   std::size_t kept_waiting_ = 0;               // of those taken up from `kept_`
   bool stopping_ = false;                      // the destructor runs: the worker ends once it has kept what is left
   std::atomic<std::int64_t> destroyed_ns_{0};  // when it began, on the steady clock; 0: not yet

@@ -170,6 +170,29 @@ TEST(Notifier, MailsThroughSendmailAndSendsOnlyTheEventsAsked) {
   EXPECT_THAT(mail, HasSubstr("To: dave@lab.example.org\nSubject: [gpurun] run 3 (x) stopped\n"));
 }
 
+TEST(Notifier, OneUsersAskedForPostsAreCappedPerHourSoTheyCannotFloodTheLabsChannel) {
+  const test::WebhookReceiver receiver;
+  NotifyPolicy policy;
+  policy.webhook = receiver.url();
+  const std::size_t cap = Notifier::kMostAskedPostsPerHour;
+  {
+    Notifier notifier(policy, {.first = 10ms, .attempts = 2});
+    Notification ended = notification("eve", "run 5 ended");
+    ended.event = "run_ended";
+    for (std::size_t i = 0; i < cap + 5; ++i) notifier.send(ended, true);
+    ended.user = "frank";  // another user's are not held back by eve's
+    notifier.send(ended, true);
+    notifier.send(notification("eve"));  // what the site's rules send is never capped
+    ASSERT_TRUE(eventually([&] { return receiver.bodies().size() >= cap + 2; }));
+    std::this_thread::sleep_for(300ms);
+  }
+  const std::vector<std::string> bodies = receiver.bodies();
+  EXPECT_EQ(bodies.size(), cap + 2);
+  EXPECT_EQ(std::count_if(bodies.begin(), bodies.end(),
+                          [](const std::string& b) { return b.find("run 5 ended") != std::string::npos; }),
+            static_cast<std::ptrdiff_t>(cap + 1));
+}
+
 TEST(Notifier, ANameNoMailCanGoToIsLoggedNotSent) {
   const test::TempDir dir;
   const std::string sendmail = test::write_script(dir / "sendmail", "cat >> " + (dir / "mail"));
