@@ -208,10 +208,12 @@ std::string peer_of(int fd, int family) {
   if (family == AF_UNIX) {
     ucred peer{};
     socklen_t size = sizeof peer;
-    return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 ? fmt::format("uid {}", peer.uid) : "?";
+    return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 ? fmt::format("uid {}", person_of(peer.uid))
+                                                                        : "?";
   }
   if (const auto local = local_peer(fd)) {
-    if (local->owner && *local->owner >= first_user_uid()) return fmt::format("uid {} on this host", *local->owner);
+    if (local->owner && *local->owner >= first_user_uid())
+      return fmt::format("uid {} on this host", person_of(*local->owner));
     static std::atomic<bool> told{false};
     if (!local->owner && !told.exchange(true))
       spdlog::warn(

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "gpurun/util/accounts.hpp"
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/whole_file.hpp"
@@ -152,6 +153,27 @@ uid_t first_user_uid(std::string_view login_defs) {
       first = static_cast<uid_t>(number);
   }
   return first;
+}
+
+std::optional<uid_t> subordinate_owner(uid_t uid, std::string_view subuid,
+                                       const std::function<std::optional<uid_t>(const std::string&)>& uid_of) {
+  for (const std::string_view line : text::split(subuid, '\n')) {
+    const std::vector<std::string_view> fields = text::split(text::trim(line), ':');
+    if (fields.size() != 3 || fields[0].empty() || fields[0].starts_with('#')) continue;
+    const auto first = text::parse_integer(fields[1]);
+    const auto count = text::parse_integer(fields[2]);
+    if (!first || !count || *first < 0 || *count <= 0 || uid < *first || uid - *first >= *count) continue;
+    if (const auto number = text::parse_integer(fields[0]); number && *number >= 0 && *number < 0xffffffffLL)
+      return static_cast<uid_t>(*number);
+    return uid_of(std::string(fields[0]));
+  }
+  return std::nullopt;
+}
+
+uid_t person_of(uid_t uid) {
+  const auto text = read_bounded("/etc/subuid", 1 << 20, FileKinds::regular_only).text;
+  if (!text) return uid;
+  return subordinate_owner(uid, *text, [](const std::string& name) { return user_id(name); }).value_or(uid);
 }
 
 uid_t first_user_uid() {

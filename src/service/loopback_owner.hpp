@@ -5,7 +5,9 @@
 // listener holds each person to one share, as the unix socket does by its credentials.
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace gpurun {
@@ -24,5 +26,15 @@ std::optional<LocalPeer> local_peer(int connection);
 // serve everyone. `login_defs`: that file's text.
 uid_t first_user_uid(std::string_view login_defs);
 uid_t first_user_uid();  // of /etc/login.defs, read once
+
+// The person whose subordinate uids hold `uid` (`subuid`: /etc/subuid's text, lines of
+// NAME_OR_UID:FIRST:COUNT, as newuidmap reads them): a rootless container's processes reach the
+// kernel as such ids, one for each uid inside it, and would each get a share of their own.
+// nullopt where no range holds `uid`. `uid_of`: a login name's uid.
+std::optional<uid_t> subordinate_owner(uid_t uid, std::string_view subuid,
+                                       const std::function<std::optional<uid_t>(const std::string&)>& uid_of);
+// `uid`'s person: its owner by /etc/subuid (read at each call: ranges are added while gpurund
+// runs), else `uid` itself.
+uid_t person_of(uid_t uid);
 
 }  // namespace gpurun

@@ -115,6 +115,17 @@ std::vector<gid_t> group_list(const std::string& login, gid_t primary) {
   return {primary};  // a list that keeps growing: the primary group alone, never more rights
 }
 
+std::optional<uid_t> user_id(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  std::unique_ptr<char[]> buffer;
+  const int status = with_entry_buffer(
+      buffer, [&](char* data, std::size_t size) { return ::getpwnam_r(name.c_str(), &entry, data, size, &found); });
+  if (status != 0 || found == nullptr) return std::nullopt;
+  return found->pw_uid;
+}
+
 std::vector<gid_t> group_ids_of(const std::string& name) {
   if (name.empty()) return {};
   struct passwd entry {};

@@ -29,6 +29,9 @@ std::vector<gid_t> group_list(const std::string& login, gid_t primary);
 // The groups of the user `name` (group_list with their primary group); empty when there is no such user.
 std::vector<gid_t> group_ids_of(const std::string& name);
 
+// The uid of the user `name`; nullopt when there is no such user (or `name` is empty).
+std::optional<uid_t> user_id(const std::string& name);
+
 // The login name of user `uid`, or its number when it has none.
 std::string user_name(uid_t uid);
 

@@ -408,4 +408,18 @@ TEST(WebServer, AnAddressInUseIsRefusedWithTheReason) {
 }
 
 }  // namespace
+TEST(SubordinateOwner, ARootlessContainersIdsAreTheirOwnersShare) {
+  const std::string subuid = "# comment\nalice:100000:65536\n1002:165536:65536\nbroken line\nbob:231072:0\n";
+  const auto uid_of = [](const std::string& name) -> std::optional<uid_t> {
+    if (name == "alice") return 1001;
+    return std::nullopt;
+  };
+  EXPECT_EQ(subordinate_owner(100000, subuid, uid_of), 1001U);
+  EXPECT_EQ(subordinate_owner(165535, subuid, uid_of), 1001U);
+  EXPECT_EQ(subordinate_owner(165536, subuid, uid_of), 1002U);         // a uid written as a number
+  EXPECT_EQ(subordinate_owner(231072, subuid, uid_of), std::nullopt);  // an empty range holds none
+  EXPECT_EQ(subordinate_owner(1001, subuid, uid_of), std::nullopt);
+  EXPECT_EQ(subordinate_owner(100000, "ghost:100000:10\n", uid_of), std::nullopt);  // no such user
+}
+
 }  // namespace gpurun
