@@ -169,16 +169,20 @@ void runs_table(std::string& html, const LabPage& page) {
     html += fmt::format(R"(<section id="runs"><h2>Runs of {}</h2><p class="note stale">{}</p></section>)",
                         html_escape(page_safe(page.user)), html_escape(page.runs_why));
   if (!page.runs) return;
-  html += fmt::format(R"(<section id="runs"><h2>Runs of {}</h2><div class="scroll"><table class="runs"><thead><tr>)"
-                      R"(<th>Run</th><th>Name</th><th>GPUs</th><th>Start</th><th>Duration</th><th>GPU-hours</th>)"
-                      R"(<th>Efficiency</th><th>Idle</th><th>Ended by</th></tr></thead><tbody>)",
-                      html_escape(page_safe(page.user)));
+  html += fmt::format(R"(<section id="runs"><h2>Runs of {}</h2>)", html_escape(page_safe(page.user)));
+  if (page.runs_cut)  // as `gpurun history` and /api/runs say it: never a list cut without a word
+    html += fmt::format(R"(<p class="note">These are the newest {} runs, as many as one answer holds; )"
+                        R"(<code>gpurun history --user NAME --since …</code> narrows them.</p>)",
+                        page.runs->size());
+  html += R"(<div class="scroll"><table class="runs"><thead><tr>)"
+          R"(<th>Run</th><th>Name</th><th>GPUs</th><th>Start</th><th>Duration</th><th>GPU-hours</th>)"
+          R"(<th>Efficiency</th><th>Idle</th><th>Ended by</th></tr></thead><tbody>)";
   for (const RunRecord& run : *page.runs) {
     const auto efficiency = run.efficiency();
     const WallTime end = run.end.value_or(std::max(page.now, run.start));  // (the JSON has no last_seen)
     html += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-        run.id, html_escape(text::printable(run.name, 80)), fmt::join(run.gpus, ","), html_escape(rfc3339(run.start)),
+        run.id, html_escape(page_safe(run.name, 80)), fmt::join(run.gpus, ","), html_escape(rfc3339(run.start)),
         html_escape(format_duration(std::chrono::floor<std::chrono::seconds>(end - run.start), DurationStyle::brief)),
         hours(run.gpu_seconds / 3600), efficiency ? fmt::format("{:.0f} %", *efficiency) : "?",
         html_escape(format_duration(std::chrono::seconds(std::llround(run.idle_seconds)), DurationStyle::brief)),

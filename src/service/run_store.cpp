@@ -302,6 +302,10 @@ void RunStore::each_run(const RunQuery& query, const std::function<void(const Ru
   while (select.executeStep()) visit(run_from(select));
 }
 
+bool names_container_id_prefix(const std::string& name) {
+  return name.size() >= 4 && name.size() <= 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 std::optional<RunRecord> RunStore::find(const std::string& name, const std::string& user) const {
   // By id, name or the start of a container's ID, each through an index: a range of IDs from the
   // prefix to the prefix followed by 'g' (after every hex digit) is the IDs it begins. The run of
@@ -312,8 +316,7 @@ std::optional<RunRecord> RunStore::find(const std::string& name, const std::stri
       AND (?3 = '' OR user = ?3)
     ORDER BY id = ?1 DESC, start_ms DESC, id DESC LIMIT 1)");
   const auto id = text::parse_integer(name);
-  const bool id_prefix =
-      name.size() >= 4 && name.size() <= 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
+  const bool id_prefix = names_container_id_prefix(name);
   select.bind(1, static_cast<std::int64_t>(id.value_or(-1)));
   select.bind(2, name);
   select.bind(3, user);

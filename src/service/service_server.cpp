@@ -108,7 +108,8 @@ std::optional<RunRecord> find_run(ServedRuns& served, const std::string& name, c
   };
   std::optional<RunRecord> found;
   for (const RunRecord& live : fresh) {
-    const bool named = by_id(live) || live.name == name || (name.size() >= 4 && live.container_id.starts_with(name));
+    const bool named =
+        by_id(live) || live.name == name || (names_container_id_prefix(name) && live.container_id.starts_with(name));
     if (named && (user.empty() || live.user == user) && (!found || before(*found, live))) found = live;
   }
   if (const auto stored = served.read_store([&](const RunStore& store) { return store.find(name, user); })) {

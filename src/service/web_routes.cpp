@@ -102,9 +102,10 @@ HttpReply page_reply(const Target& target, ServedRuns& runs, const ServerSetting
       page.user = user->second;
       const ServiceAnswer answer =
           may_read_store ? from_service("/v1/runs", {{"user", page.user}}, runs, settings, now) : busy;
-      if (answer.status == 200)
+      if (answer.status == 200) {
         page.runs = runs_from_json(json::parse(answer.body));
-      else
+        page.runs_cut = !answer.note.empty() || page.runs->size() >= kMostRunsAnAnswer;
+      } else
         page.runs_why = not_read(answer);
     }
   } else {

@@ -153,12 +153,13 @@ int run_report(const std::string& name, const Options& options, std::ostream& ou
   const auto line = [&](std::string_view label, const std::string& value) {
     out << fmt::format("  {:<15} {}\n", label, value);
   };
-  out << fmt::format("gpurun: run report: {} (run {})\n", text::printable(run.name, 80), run.id);
-  line("user", run.user.empty() ? "?" : text::printable(run.user, 32));
-  line("holder", run.container_id.empty() ? "a process (no container)"
-                                          : fmt::format("container {} ({})", run.container_id.substr(0, 12),
-                                                        run.image.empty() ? "?" : text::printable(run.image, 80)));
-  line("command", run.command.empty() ? "?" : text::printable(run.command, 200));
+  out << fmt::format("gpurun: run report: {} (run {})\n", text::terminal_safe_cut(run.name, 80), run.id);
+  line("user", run.user.empty() ? "?" : text::terminal_safe_cut(run.user, 32));
+  line("holder", run.container_id.empty()
+                     ? "a process (no container)"
+                     : fmt::format("container {} ({})", run.container_id.substr(0, 12),
+                                   run.image.empty() ? "?" : text::terminal_safe_cut(run.image, 80)));
+  line("command", run.command.empty() ? "?" : text::terminal_safe_cut(run.command, 200));
   line("GPUs", fmt::format("{}", fmt::join(run.gpus, ", ")));
   line("started", local_time(run.start));
   line("ended", run.end ? fmt::format("{} ({})", local_time(*run.end), state(run)) : "still running");

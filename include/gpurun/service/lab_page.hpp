@@ -30,6 +30,7 @@ struct LabPage {
   std::string hidden_why;                      // why usage and runs are not shown ("" when they are)
   std::string usage_why;                       // why the usage could not be read ("" when it was)
   std::string runs_why;                        // why the user's runs could not be read ("" when they were)
+  bool runs_cut = false;                       // `runs` are the newest of more than one answer holds
   int refresh_s = 5;
   WallTime now{};  // a running run's duration runs up to it
 };

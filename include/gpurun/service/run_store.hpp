@@ -29,6 +29,10 @@ struct RunQuery {
   std::optional<std::size_t> limit = {};  // the newest this many only
 };
 
+// Whether `name` may be the start of a container's ID (4 to 64 lower-case hex digits), as `gpurun
+// report` reads it: for a run stored and for one still going alike.
+bool names_container_id_prefix(const std::string& name);
+
 class RunStore {
  public:
   // Opens (or creates) the database at `path`. `moved_aside` receives the new name of a file that
@@ -67,7 +71,8 @@ class RunStore {
   // The same runs handed to `visit` one at a time, none kept: a sum over a year of runs (`gpurun
   // usage`) holds one run in memory, not all of them.
   void each_run(const RunQuery& query, const std::function<void(const RunRecord&)>& visit) const;
-  // The newest run `name` names: its id, its name, or its container's id (a prefix of 4 or more).
+  // The newest run `name` names: its id, its name, or its container's id (a prefix of 4 or more:
+  // names_container_id_prefix).
   // `user`: only that user's runs ("" for anyone's).
   std::optional<RunRecord> find(const std::string& name, const std::string& user = "") const;
 

@@ -156,6 +156,15 @@ TEST(LabPageHtml, WithoutUsageSaysWhyAndWithAUserShowsTheirRuns) {
   EXPECT_THAT(html, HasSubstr("<td>3</td><td>&lt;i&gt;job&lt;/i&gt;</td><td>0,1</td>"));
   EXPECT_THAT(html, HasSubstr("<td>2h</td>"));
   EXPECT_THAT(html, HasSubstr("<td>running</td>"));
+  EXPECT_THAT(html, Not(HasSubstr("newest")));
+
+  // A name is shown as everywhere on the page: UTF-8 whole, a backslash spelled out (a name
+  // spelling "\x1b" is not one holding ESC); a list cut to one answer says so.
+  page.runs->front().name = "обучение\\x1b\x1b";
+  page.runs_cut = true;
+  const std::string cut = lab_page_html(page);
+  EXPECT_THAT(cut, HasSubstr("<td>обучение\\x5cx1b\\x1b</td>"));
+  EXPECT_THAT(cut, HasSubstr(R"(<p class="note">These are the newest 1 runs, as many as one answer holds;)"));
 }
 
 class WebRoutesTest : public ::testing::Test {
