@@ -161,7 +161,10 @@ void credit_users(const std::vector<RunRecord>& before, const std::vector<RunRec
     double busy = now.busy_gpu_seconds;
     double unmeasured = now.unmeasured_gpu_seconds;
     const auto old = std::find_if(before.begin(), before.end(), [&now](const RunRecord& r) { return r.id == now.id; });
-    if (old != before.end()) {
+    // A run whose user was learnt late (a rootless container first seen without one) is its user's
+    // whole, as `gpurun usage` counts it; what user="" was credited before stays, a counter.
+    const bool user_learnt = old != before.end() && old->user.empty() && !now.user.empty();
+    if (old != before.end() && !user_learnt) {
       gpu -= old->gpu_seconds;
       busy -= old->busy_gpu_seconds;
       unmeasured -= old->unmeasured_gpu_seconds;

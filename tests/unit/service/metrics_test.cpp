@@ -294,6 +294,16 @@ TEST(CreditUsers, TimeWithUnknownUtilizationIsCountedApart) {
   EXPECT_DOUBLE_EQ(totals["dave"].unmeasured, 30);
 }
 
+TEST(CreditUsers, ARunWhoseUserIsLearntLateIsThatUsersWhole) {
+  // As `gpurun usage` counts it: the store's row is the user's from its start.
+  std::map<std::string, UserSeconds> totals;
+  credit_users({}, {run(1, "a", "", 10, 5)}, {}, totals);
+  credit_users({run(1, "a", "", 10, 5)}, {run(1, "a", "erin", 30, 15)}, {}, totals);
+  EXPECT_DOUBLE_EQ(totals["erin"].gpu, 30);
+  EXPECT_DOUBLE_EQ(totals["erin"].busy, 15);
+  EXPECT_DOUBLE_EQ(totals[""].gpu, 10);  // a counter: what it was credited stays
+}
+
 TEST(CreditUsers, ACounterNeverGoesDown) {
   std::map<std::string, UserSeconds> totals;
   credit_users({run(1, "a", "alice", 50, 50)}, {run(1, "a", "alice", 40, 40)}, {}, totals);
