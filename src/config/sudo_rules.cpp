@@ -66,13 +66,14 @@ bool mount_ok(const Value& v) {
 bool not_false(const Value& v) { return docker_bool(v).value_or(true); }  // --rm=false would leave it behind
 
 // A registry reference, as docker's grammar has it (distribution/reference):
-// [HOST[:PORT]/]PATH[:TAG][@DIGEST]. Not an engine's transport: podman reads
+// [HOST[:PORT]/]PATH[:TAG][@DIGEST], HOST a name or a bracketed IPv6 address ([::1]:5000/img, as
+// distribution/reference takes since v3). Not an engine's transport: podman reads
 // "oci-archive:/home/bob/x.tar", "dir:/root/img" or "containers-storage:[…]" as a path, which root
 // would open and unpack into the caller's container.
 bool registry_reference(const std::string& image) {
   constexpr std::size_t kLongestReference = 512;  // a name of 255 and a digest; bounds the matcher too
   static const std::regex reference(
-      R"((?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*)"
+      R"((?:(?:\[[a-fA-F0-9:]+\]|(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*))"
       R"((?::[0-9]+)?/)?)"
       R"([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
       R"((?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?)"

@@ -240,19 +240,20 @@ TEST(SudoRules, GpurunsOwnLabelsAreRefusedEvenWhereTheAdminAllowsLabels) {
 // podman reads "TRANSPORT:PATH" as an image source, which root would open and unpack into the
 // caller's container; under sudo an image is a registry reference alone.
 TEST(SudoRules, AnImageIsARegistryReferenceNotAnEnginesTransport) {
-  for (const char* image :
-       {"oci-archive:/home/bob/private.tar", "dir:/root/img", "docker-archive:/etc/x.tar",
-        "containers-storage:[overlay@/other/root]img", "docker-daemon:img:1", "docker://alpine", "Alpine",
-        "img:tag:more", "/abs/path", "dir:0/root/img", "oci-archive:0/x.tar", "OCI:1/x", "tarball:1/x"}) {
+  for (const char* image : {"oci-archive:/home/bob/private.tar", "dir:/root/img", "docker-archive:/etc/x.tar",
+                            "containers-storage:[overlay@/other/root]img", "docker-daemon:img:1", "docker://alpine",
+                            "Alpine", "img:tag:more", "/abs/path", "dir:0/root/img", "[::1/x", "[]:5000/img",
+                            "[dir:/root]/img", "oci-archive:0/x.tar", "OCI:1/x", "tarball:1/x"}) {
     Options o = caller_options({});
     o.image = image;
     const auto e = test::caught_error([&] { enforce_caller_rules(o, false); });
     EXPECT_EQ(e.exit_code, 125) << image;
     EXPECT_THAT(e.message, HasSubstr("a registry reference, [REGISTRY/]NAME[:TAG][@DIGEST]")) << image;
   }
-  for (const char* image : {"alpine", "alpine:3.20", "nvcr.io/nvidia/pytorch:24.05-py3", "localhost:5000/me/img",
-                            "registry.lab.example.org:443/team/train_v2:v1.0",
-                            "me/img@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
+  for (const char* image :
+       {"alpine", "alpine:3.20", "nvcr.io/nvidia/pytorch:24.05-py3", "localhost:5000/me/img",
+        "registry.lab.example.org:443/team/train_v2:v1.0", "[::1]:5000/me/img", "[fd00:1::5]/team/img:1",
+        "me/img@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
     Options o = caller_options({});
     o.image = image;
     enforce_caller_rules(o, false);
