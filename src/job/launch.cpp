@@ -106,8 +106,11 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   if (options.caller) request.identity.login = options.caller->login;  // names the container below
   request.tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   request.detach = options.detach;
+  // A leading '/' is dropped, as docker drops it from the name it keeps: in the gpurun.name label
+  // it would no longer match the name, and the container would not count as gpurun's (no time
+  // limit, no idle scope, no stop by its own user).
   request.name = options.name.empty() ? container_name(request.identity.login, request.gpu_indices, random_suffix())
-                                      : options.name;
+                                      : options.name.substr(options.name.starts_with('/') ? 1 : 0);
   request.env = options.env;
   request.volumes = options.volumes;
   request.publish = options.publish;

@@ -181,6 +181,11 @@ TEST_F(GpurunTest, ExtraDockerOptionsComeInOrderBeforeTheImage) {
                                  " --label gpurun.name=nn --label gpurun.time-limit= --label gpurun.notify=" +
                                  " --env A=1 --env 'B=2 3' --volume /data:/data --publish 8888:8888 --ipc=host "
                                  "--network=none img\n"));
+  // docker keeps "/nn" as "nn": so does the label, or it would not match and the container would
+  // not count as gpurun's (its time limit and its user's stop lost).
+  const Outcome slashed = gpurun({"--dry-run", "--image", "img", "--name", "/nn", "1"}, fakes("busy_dgx.json"));
+  EXPECT_THAT(slashed.out, HasSubstr(" --name nn "));
+  EXPECT_THAT(slashed.out, HasSubstr("--label gpurun.name=nn "));
 }
 
 TEST_F(GpurunTest, NoTtyFlagWhenStdinIsNotATerminal) {
