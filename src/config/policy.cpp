@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "gpurun/config/options.hpp"
@@ -66,6 +68,33 @@ std::string origin_of(const ItemOrigins& origins, const std::string& key, const 
   if (list == origins.end()) return "";
   const auto it = list->second.find(item);
   return it == list->second.end() || it->second.empty() ? "" : fmt::format(" (from {})", it->second);
+}
+
+// Where a mount option puts its mount in the container: -v SRC:DST[:MODE] (or an anonymous volume
+// at -v DST), --tmpfs DST[:OPTIONS], --mount …,dst=DST,…; nullopt for any other option.
+std::optional<std::string> mount_target(const DockerArg& arg) {
+  if (!arg.value) return std::nullopt;
+  const std::string& value = *arg.value;
+  if (arg.name == "volume") {
+    const std::vector<std::string_view> parts = text::split(value, ':');
+    return std::string(parts.size() >= 2 ? parts[1] : parts[0]);
+  }
+  if (arg.name == "tmpfs") return value.substr(0, value.find(':'));
+  if (arg.name == "mount")
+    for (const std::string_view field : text::split(value, ',')) {
+      const std::string_view key = text::trim(field.substr(0, field.find('=')));
+      if ((key == "target" || key == "dst" || key == "destination") && field.find('=') != std::string_view::npos)
+        return std::string(text::trim(field.substr(field.find('=') + 1)));
+    }
+  return std::nullopt;
+}
+
+// The NVIDIA toolkit's device list as volume mounts (accept-nvidia-visible-devices-as-volume-mounts,
+// which NVIDIA advises for Kubernetes nodes): a mount under these names chooses the GPUs, over
+// the environment. Compared as the toolkit does, as a prefix of the mount's normalized target.
+bool names_toolkit_device_list(const std::string& target) {
+  const std::string normal = std::filesystem::path(target).lexically_normal().string();
+  return normal.starts_with("/var/run/nvidia-container-devices") || normal.starts_with("/run/nvidia-container-devices");
 }
 
 }  // namespace
@@ -149,6 +178,7 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
     const std::string value = arg.value.value_or("");
     if (arg.name == "env") return gpu_selecting_env(value);
     if (arg.name == "gpus") return true;
+    if (const auto target = mount_target(arg)) return names_toolkit_device_list(*target);
     // --device /dev/nvidia3, --device nvidia.com/gpu=all (CDI)
     return arg.name == "device" &&
            (value.starts_with("nvidia.com/gpu") || (value.starts_with("/dev/nvidia") && value.size() > 11 &&

@@ -398,6 +398,23 @@ TEST(Policy, GpuSelectingVariablesAreRefusedEverywhere) {
     o.docker_opts = {device};
     EXPECT_NO_THROW(enforce_policy(o)) << device;
   }
+  // The toolkit's device list as volume mounts (accept-nvidia-visible-devices-as-volume-mounts).
+  for (const std::vector<std::string>& opts : std::vector<std::vector<std::string>>{
+           {"--tmpfs=/run/nvidia-container-devices/GPU-x"},
+           {"--tmpfs", "/var/run/nvidia-container-devices/all:size=1k"},
+           {"-v", "/tmp:/var/run/nvidia-container-devices/all"},
+           {"-v/tmp://var/run/./nvidia-container-devices/0:ro"},
+           {"--mount", "type=tmpfs,dst=/var/run/nvidia-container-devices/1"},
+           {"--mount=type=bind,src=/tmp,target=/run/x/../nvidia-container-devices/2"}}) {
+    o.docker_opts = opts;
+    EXPECT_THAT(test::caught_error([&] { enforce_policy(o); }).message, HasSubstr("outside its reservation"))
+        << opts.back();
+  }
+  o.docker_opts = {};
+  o.volumes = {"/data:/var/run/nvidia-container-devices/all"};
+  EXPECT_THAT(test::caught_error([&] { enforce_policy(o); }).message, HasSubstr("outside its reservation"));
+  o.volumes = {"/data:/data", "/var/run/nvidia-container-devices:/host-list:ro"};  // a source there is no choice
+  EXPECT_NO_THROW(enforce_policy(o));
 }
 
 TEST(Policy, AllowedImagesAreShellWildcards) {
