@@ -48,8 +48,19 @@ const UserIds& caller_ids() { return taken(); }
 AsRoot::AsRoot() {
   if (!acting_for_caller() || ::geteuid() == 0) return;  // not under sudo, or raised already
   // Back to root: uid first (the group calls need it), then root's own gid and groups.
-  if (::seteuid(0) != 0 || ::setegid(0) != 0 || ::setgroups(root_groups().size(), root_groups().data()) != 0)
+  if (::seteuid(0) != 0) fail("take on root's rights again");
+  if (::setegid(0) != 0 || ::setgroups(root_groups().size(), root_groups().data()) != 0) {
+    // Half raised (a seccomp or LSM denial): back to the caller before the error is thrown, since
+    // those who catch it go on with what they meant to do with the caller's rights.
+    const int error = errno;
+    try {
+      lower_to(taken());
+    } catch (const Error&) {
+      std::abort();  // never go on as root where the caller's rights were meant
+    }
+    errno = error;
     fail("take on root's rights again");
+  }
   raised_ = true;
 }
 
