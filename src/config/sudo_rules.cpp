@@ -24,6 +24,12 @@ bool one_of(const Value& v, std::initializer_list<std::string_view> words) {
 }
 bool ipc_ok(const Value& v) { return one_of(v, {"private", "shareable", "none"}); }
 bool network_ok(const Value& v) { return one_of(v, {"none", "bridge", "default"}); }
+// A limit of processes, never none: 0 and -1 lift podman's default of 2048 (a fork bomb as root's
+// engine's container).
+bool pids_limit_ok(const Value& v) {
+  const auto limit = v ? text::parse_integer(*v) : std::nullopt;
+  return limit && *limit > 0;
+}
 // gpurun's labels say who owns the container (and its time limit): never the caller's to give. A
 // key must begin with a letter or digit, so that no engine trimming blanks (of any kind) before it
 // reads gpurun's own. Nor the labels tools running as root act on: podman's auto-update restarts
@@ -125,7 +131,7 @@ const std::vector<DockerOptionRule>& sudo_docker_rules() {
       {"memory", true, "limits only lower"},
       {"memory-reservation", true, "limits only lower"},
       {"memory-swap", true, "limits only lower"},
-      {"pids-limit", true, "limits only lower"},
+      {"pids-limit", true, "a positive limit (0 and -1 lift podman's default)", pids_limit_ok},
       {"cap-drop", true, "drops only"},
       {"security-opt", true, "only no-new-privileges, which gpurun adds anyway", security_ok},
       {"read-only", true, "the container's root file system"},

@@ -161,7 +161,10 @@ TEST(SudoRules, EverySpellingOfARefusedOptionIsRefusedNamingIt) {
                                              {"--rm=false"},
                                              {"--mount", "type=volume,src=shared,dst=/d"},
                                              {"--mount", "src=/x,dst=/y"},
-                                             {"--mount", "\"type=bind\",src=/x,dst=/y"}}) {
+                                             {"--mount", "\"type=bind\",src=/x,dst=/y"},
+                                             {"--pids-limit=-1"},
+                                             {"--pids-limit", "0"},
+                                             {"--pids-limit=lots"}}) {
     const std::string message = refusal(words);
     EXPECT_THAT(message, HasSubstr("not allowed under sudo: ")) << words.front();
   }
@@ -284,6 +287,8 @@ TEST(SudoRules, AnEnvironmentVariableWithoutAValueIsRefusedSayingHowToPassIt) {
   EXPECT_THAT(test::caught_error([&] { enforce_caller_rules(o, false); }).message,
               HasSubstr("docker option \"-e HF_TOKEN\" without a value"));
   o.docker_opts = {"--env=A=1"};
+  EXPECT_NO_THROW(enforce_caller_rules(o, false));
+  o.docker_opts = {"--pids-limit=4096"};  // a limit of its own (refused: 0 and -1, which lift it)
   EXPECT_NO_THROW(enforce_caller_rules(o, false));
 }
 
