@@ -38,7 +38,10 @@ std::string find_program(const std::string& program, int& error) {
 
 std::string locate_program(const std::string& program) {
   int error = 0;
-  std::string path = find_program(program, error);
+  std::string path = [&] {
+    const AsRoot root;
+    return find_program(program, error);
+  }();
   if (!path.empty()) return path;
   if (error == ENOENT)
     throw Error(fmt::format("{} not found{}: {}", program, program.find('/') == std::string::npos ? " on PATH" : "",
@@ -53,8 +56,8 @@ std::string locate_program(const std::string& program) {
 
 void exec_program(const std::vector<std::string>& argv) {
   if (argv.empty()) throw Error("nothing to execute");
-  const AsRoot root;  // under sudo the docker client runs as root; it came from the admin's file only
   const std::string path = locate_program(argv.front());
+  const AsRoot root;  // under sudo the docker client runs as root; it came from the admin's file only
   const std::vector<char*> args = c_argv(argv);
   spdlog::default_logger()->flush();
   ::execv(path.c_str(), args.data());

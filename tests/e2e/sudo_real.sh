@@ -318,4 +318,17 @@ as $A "$home_a/work" --dry-run --gpu-request gpus --image $IMAGE 1 -- true
   pass "a project file group $G (with $C in it) may write is ignored" || fail "shared group: $(cat "$tmp/out" "$tmp/err")"
 rm -f "$home_a/work/.gpurun.json"
 
+# The admin's docker in a directory only root may search: --detach finds and runs it as an
+# attached launch does (it was looked for with the caller's rights: "not found", 127).
+mkdir -m 700 "$tmp/root-only" && cp -p "$tmp/docker-for-root" "$tmp/root-only/docker" &&
+  sed "s|$tmp/docker-for-root|$tmp/root-only/docker|" /etc/gpurun/config.json >"$tmp/root-only.json" &&
+  cp /etc/gpurun/config.json "$tmp/config.before-root-only" && cp "$tmp/root-only.json" /etc/gpurun/config.json
+as $A "$home_a/work" --detach --gpu-request gpus --image $IMAGE 1 -- true
+rc=$?
+detached=$(head -n 1 "$tmp/out")
+((rc == 0)) && [[ -n $detached ]] && pass "--detach runs the admin's docker from a directory only root may search" ||
+  fail "--detach with a root-only docker: rc $rc $(cat "$tmp/out" "$tmp/err")"
+[[ -n $detached ]] && "$tmp/docker-for-root" rm -f "$detached" >/dev/null 2>&1
+cp "$tmp/config.before-root-only" /etc/gpurun/config.json
+
 summary

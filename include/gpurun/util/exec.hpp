@@ -11,6 +11,8 @@ namespace gpurun {
 std::string find_program(const std::string& program, int& error);
 
 // find_program, or Error: exit 127 when `program` is not found, 126 when it cannot be executed.
+// Under sudo (gpurun/util/privileges.hpp) with root's rights, as the program will run: it came from
+// the admin's file, and may lie in a directory only root can search.
 std::string locate_program(const std::string& program);
 
 // Flushes the logs and execs argv. Returns only by throwing Error: exit 127 when the program is
