@@ -4,10 +4,21 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <string_view>
+
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 namespace {
+
+// The pid of a holder "process:PID:" (gone from /proc, still listed by the driver); nullopt otherwise.
+std::optional<long> exited_pid(std::string_view key) {
+  if (!key.starts_with("process:") || !key.ends_with(':')) return std::nullopt;
+  const auto pid = text::parse_integer(key.substr(8, key.size() - 9));
+  return pid && *pid > 0 ? std::optional<long>(*pid) : std::nullopt;
+}
 
 void merge_gpus(std::vector<int>& into, const std::vector<int>& more) {
   into.insert(into.end(), more.begin(), more.end());
@@ -102,9 +113,23 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   // A process gone from /proc that the driver still lists (it is letting go) is the run of its pid
   // (the latest seen, should the pid have been used twice), not a new one; renamed before the merge,
   // so that its GPUs join those listed while /proc still had it.
+  // One that was a container's last sample is that container's run (its job exiting), if still running.
   std::vector<HolderSample> holders = sample.holders;
-  for (HolderSample& holder : holders)
-    if (const RunRecord* same_pid = run_of_holder(running_, holder.key)) holder.key = same_pid->key;
+  std::map<long, std::string> container_of_pid;
+  for (const HolderSample& holder : holders)
+    for (const long pid : holder.pids) container_of_pid[pid] = holder.key;
+  for (HolderSample& holder : holders) {
+    if (const RunRecord* same_pid = run_of_holder(running_, holder.key)) {
+      holder.key = same_pid->key;
+    } else if (const auto pid = exited_pid(holder.key)) {
+      const auto was = container_of_pid_.find(*pid);
+      if (was != container_of_pid_.end() && run_of_holder(running_, was->second) != nullptr) {
+        holder.key = was->second;
+        container_of_pid.emplace(*pid, was->second);  // for as long as the driver lists it
+      }
+    }
+  }
+  container_of_pid_ = std::move(container_of_pid);
   std::map<std::string, HolderSample> seen;  // by key: new runs are numbered in key order
   for (HolderSample& holder : merged_holders(holders)) {
     std::sort(holder.gpus.begin(), holder.gpus.end());

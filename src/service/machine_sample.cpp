@@ -138,12 +138,13 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
     std::sort(gpus.begin(), gpus.end());
     if (gpus.empty()) continue;
     std::vector<int> computing;  // the GPUs one of its processes is on
+    std::vector<long> pids;      // those processes
     for (const Gpu& gpu : snapshot.gpus)
       for (const GpuProcess& p : gpu.processes) {
         const std::optional<ProcessOwner>& owner = owner_of(p.pid);
-        if (owner && owner->container && runs_in(*owner->container, c, asking_uid) &&
-            std::find(computing.begin(), computing.end(), gpu.index) == computing.end())
-          computing.push_back(gpu.index);
+        if (!owner || !owner->container || !runs_in(*owner->container, c, asking_uid)) continue;
+        if (std::find(computing.begin(), computing.end(), gpu.index) == computing.end()) computing.push_back(gpu.index);
+        if (std::find(pids.begin(), pids.end(), p.pid) == pids.end()) pids.push_back(p.pid);
       }
     std::sort(computing.begin(), computing.end());
     if (!held_parts.empty())
@@ -164,7 +165,8 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
          .time_limit = c.time_limit,
          .notify_end = c.notify_end,
          .listed_by_engine = !c.from_processes,
-         .started_at = parse_rfc3339(c.started_at)});
+         .started_at = parse_rfc3339(c.started_at),
+         .pids = std::move(pids)});
   }
 
   // A GPU process outside every container is a holder of its own.

@@ -52,6 +52,9 @@ struct HolderSample {
   // A time limit counts from it: a run ended and begun again (the engine silent past its grace)
   // is the same container, not a new limit.
   std::optional<WallTime> started_at = std::nullopt;
+  // A container's GPU processes: one that leaves /proc while the driver still lists it (a holder
+  // "process:PID:") continues the container's run, not a run of its own.
+  std::vector<long> pids = {};
 };
 
 // One GPU's readings in one sample.
@@ -161,6 +164,7 @@ class RunTracker {
   std::optional<SampleTime> previous_;  // the last sample's time
   std::vector<RunRecord> running_;
   std::map<int, WallTime> idle_since_;
+  std::map<long, std::string> container_of_pid_;  // the last sample's container processes: pid → key
 };
 
 }  // namespace gpurun

@@ -94,6 +94,31 @@ TEST(RunTracker, AProcessGoneFromProcThatTheDriverStillListsContinuesItsRun) {
   EXPECT_EQ(tracker.running().size(), 2u);
 }
 
+TEST(RunTracker, AContainersProcessGoneFromProcContinuesTheContainersRunNotARunOfItsOwn) {
+  // The job exits: /proc lets go of pid 514 a moment before the driver does, and the process no
+  // longer names its container. It was a phantom run "pid 514" of nobody, kept for good.
+  HolderSample job = container("c", {0});
+  job.pids = {514};
+  HolderSample exiting;
+  exiting.key = "process:514:";
+  exiting.name = "pid 514";
+  exiting.gpus = {0};
+  RunTracker tracker;
+  tracker.observe(at(0s, {90}, {job}));
+  tracker.observe(at(10s, {90}, {job}));
+  HolderSample left = container("c", {0});  // the engine still lists it, its process gone from /proc
+  tracker.observe(at(20s, {50}, {left, exiting}));
+  tracker.observe(at(21s, {0}, {exiting}));  // and once more, the container gone from the list
+  ASSERT_EQ(tracker.running().size(), 1u);
+  EXPECT_EQ(tracker.running().front().key, "container:c");
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 21);
+  // Another pid gone from /proc that no container had is a holder of its own, as before.
+  HolderSample other = exiting;
+  other.key = "process:77:";
+  tracker.observe(at(22s, {0}, {other}));
+  EXPECT_EQ(tracker.running().size(), 2u);
+}
+
 TEST(RunTracker, MissingOnceIsNoEnd) {
   RunTracker tracker;
   tracker.observe(at(0s, {90}, {container("a", {0})}));

@@ -122,6 +122,7 @@ TEST_F(MachineSampleTest, AContainersProcessIsCountedAsTheContainerOnlyOnce) {
   EXPECT_EQ(sample.holders[0].name, "alice_gpu0_1234");
   EXPECT_EQ(sample.holders[0].user, "alice");
   EXPECT_THAT(sample.holders[0].gpus, ElementsAre(0));
+  EXPECT_THAT(sample.holders[0].pids, ElementsAre(5000));  // should it leave /proc before the driver lets go
 }
 
 TEST_F(MachineSampleTest, AContainerTheEngineDidNotNameIsFoundThroughItsProcess) {
