@@ -177,6 +177,13 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
     run->last_seen = std::max(run->last_seen, sample.when);
     merge_gpus(run->gpus, holder.gpus);
     if (run->user.empty() && !holder.user.empty()) run->user = holder.user;  // learnt later
+    // The engine's word on what it is: a container first seen through its processes alone (the
+    // engine did not answer) had a placeholder name and image; one renamed is found by its new name.
+    if (holder.listed_by_engine) {
+      run->name = holder.name;
+      run->image = holder.image;
+      if (!holder.command.empty()) run->command = holder.command;
+    }
     if (holder.memory_used_mib) run->max_memory_mib = std::max(run->max_memory_mib, *holder.memory_used_mib);
     if (is_new || credit_s <= 0) continue;
 

@@ -118,7 +118,8 @@ void RunStore::save(const std::vector<RunRecord>& running, const std::vector<Run
                       gpu_seconds, busy_gpu_seconds, idle_seconds, max_memory_mib, ended_by, unmeasured_gpu_seconds)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT(id) DO UPDATE SET
-      name = excluded.name, user = excluded.user, gpus = excluded.gpus, last_seen_ms = excluded.last_seen_ms,
+      name = excluded.name, user = excluded.user, image = excluded.image, command = excluded.command,
+      gpus = excluded.gpus, last_seen_ms = excluded.last_seen_ms,
       end_ms = excluded.end_ms, gpu_seconds = excluded.gpu_seconds, busy_gpu_seconds = excluded.busy_gpu_seconds,
       idle_seconds = excluded.idle_seconds, max_memory_mib = excluded.max_memory_mib, ended_by = excluded.ended_by,
       unmeasured_gpu_seconds = excluded.unmeasured_gpu_seconds)");

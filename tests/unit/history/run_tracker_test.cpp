@@ -119,6 +119,27 @@ TEST(RunTracker, AContainersProcessGoneFromProcContinuesTheContainersRunNotARunO
   EXPECT_EQ(tracker.running().size(), 2u);
 }
 
+TEST(RunTracker, ARunTakesTheEnginesNameAndImageOnceTheEngineListsIt) {
+  // First seen through its process alone (the engine did not answer): a placeholder name and image.
+  HolderSample unlisted = container("c", {0});
+  unlisted.name = "c";
+  unlisted.image = "docker container";
+  HolderSample listed = container("c", {0});
+  listed.name = "trainjob";
+  listed.image = "me/torch:1";
+  listed.command = "python train.py";
+  listed.listed_by_engine = true;
+  RunTracker tracker;
+  tracker.observe(at(0s, {90}, {unlisted}));
+  tracker.observe(at(10s, {90}, {listed}));
+  EXPECT_EQ(tracker.running().front().name, "trainjob");
+  EXPECT_EQ(tracker.running().front().image, "me/torch:1");
+  EXPECT_EQ(tracker.running().front().command, "python train.py");
+  listed.name = "renamed";  // docker rename
+  tracker.observe(at(20s, {90}, {listed, unlisted}));
+  EXPECT_EQ(tracker.running().front().name, "renamed");
+}
+
 TEST(RunTracker, MissingOnceIsNoEnd) {
   RunTracker tracker;
   tracker.observe(at(0s, {90}, {container("a", {0})}));

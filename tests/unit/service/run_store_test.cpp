@@ -134,6 +134,9 @@ TEST_F(RunStoreTest, SavingARunAgainUpdatesItAndAnEndedOneLeavesTheOpenOnes) {
   run.gpu_seconds = 100;
   run.end = run.last_seen;
   run.ended_by = "gone";
+  run.name = "renamed";  // what the engine said later (a placeholder before, or a docker rename)
+  run.image = "me/torch:2";
+  run.command = "python other.py";
   store.save({}, {run});
   EXPECT_THAT(store.open_runs(), IsEmpty());
   const std::vector<RunRecord> all = store.runs({});
@@ -141,6 +144,9 @@ TEST_F(RunStoreTest, SavingARunAgainUpdatesItAndAnEndedOneLeavesTheOpenOnes) {
   EXPECT_DOUBLE_EQ(all[0].gpu_seconds, 100);
   EXPECT_EQ(all[0].ended_by, "gone");
   EXPECT_EQ(all[0].end, kT0 + 10s);
+  EXPECT_EQ(all[0].name, "renamed");
+  EXPECT_EQ(all[0].image, "me/torch:2");
+  EXPECT_EQ(all[0].command, "python other.py");
 }
 
 TEST_F(RunStoreTest, RunsAreNewestFirstFilteredByUserAndTime) {
