@@ -216,9 +216,12 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
 
   std::vector<RunRecord> ended;
   for (auto run = running_.begin(); run != running_.end();) {
-    const bool engine_silent = sample.containers_unknown && run->key.starts_with("container:") &&
-                               sample.when - run->last_seen <= settings_.engine_outage_grace;
-    if (seen.contains(run->key) || engine_silent || ++run->missed < settings_.gone_after_samples) {
+    const bool within_grace = sample.when - run->last_seen <= settings_.engine_outage_grace;
+    const bool engine_silent = sample.containers_unknown && run->key.starts_with("container:") && within_grace;
+    const bool gpus_unread =
+        !run->gpus.empty() && within_grace &&
+        std::all_of(run->gpus.begin(), run->gpus.end(), [&](int gpu) { return sample.gpus_unknown.contains(gpu); });
+    if (seen.contains(run->key) || engine_silent || gpus_unread || ++run->missed < settings_.gone_after_samples) {
       ++run;
       continue;
     }

@@ -212,6 +212,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   // The GPUs as last read, without their processes: which ones a container holds when the source
   // fails and only the engine answers.
   std::vector<Gpu> last_gpus;
+  std::set<int> gpus_read;  // every GPU a read has given: one left out later is unread, not free
   // The GPU source failed: time limits need only the engine's containers, and hold (a driver
   // upgraded under running jobs fails every read until a reboot, and no --time-limit held).
   const auto enforce_time_limits = [&] {
@@ -255,6 +256,11 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       source_trouble.fine();
       last_gpus = snapshot.gpus;
       for (Gpu& gpu : last_gpus) gpu.processes.clear();
+      std::set<int> gpus_unknown = gpus_read;
+      for (const Gpu& gpu : snapshot.gpus) {
+        gpus_unknown.erase(gpu.index);
+        gpus_read.insert(gpu.index);
+      }
       std::vector<GpuContainer> containers;
       bool containers_unknown = false;
       if (machine.engine && !options.ignore_containers) {
@@ -273,6 +279,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           machine_sample(std::chrono::system_clock::now(), snapshot, std::move(containers), host_proc_root());
       sample.monotonic = std::chrono::steady_clock::now();
       sample.containers_unknown = containers_unknown;
+      sample.gpus_unknown = std::move(gpus_unknown);
       const std::vector<GpuSampleRow> rows = gpu_sample_rows(sample);
       rollup.add(rows);
       unsaved_samples.insert(unsaved_samples.end(), rows.begin(), rows.end());

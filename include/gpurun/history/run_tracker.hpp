@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,9 @@ struct MachineSample {
   // The container engine was asked and did not answer: a container it alone shows (one with no
   // process on a GPU: an idle one) is missing from `holders`, not gone.
   bool containers_unknown = false;
+  // GPUs an earlier read gave that this one left out (the driver failed to list one GPU's
+  // processes): their holders are missing from `holders`, not gone.
+  std::set<int> gpus_unknown = {};
 
   SampleTime time() const { return {when, monotonic}; }
 };
@@ -128,7 +132,8 @@ struct TrackerSettings {
   // How long a container run missing from samples whose engine did not answer is held open (not
   // counted missing): a restarting or busy engine must not end and restart every idle container's
   // run, and with it its idle time. After that, or once the engine answers without it, it ends
-  // where it was last seen.
+  // where it was last seen. A run whose GPUs a read left out (MachineSample::gpus_unknown) is held
+  // as long.
   std::chrono::milliseconds engine_outage_grace{std::chrono::minutes(10)};
 };
 

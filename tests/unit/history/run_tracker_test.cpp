@@ -12,6 +12,7 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 
 const WallTime kT0 = WallTime{} + std::chrono::hours(24 * 365 * 56);  // 2026
 
@@ -138,6 +139,29 @@ TEST(RunTracker, ARunTakesTheEnginesNameAndImageOnceTheEngineListsIt) {
   listed.name = "renamed";  // docker rename
   tracker.observe(at(20s, {90}, {listed, unlisted}));
   EXPECT_EQ(tracker.running().front().name, "renamed");
+}
+
+TEST(RunTracker, ARunOnAGpuTheReadLeftOutIsHeldNotEnded) {
+  // The driver failed to list GPU 3's processes twice: its job is not gone, nor a new run after.
+  RunTracker tracker;
+  const auto without_gpu3 = [](std::chrono::seconds t) {
+    MachineSample sample = at(t, {0}, {container("b", {0})});
+    sample.gpus_unknown = {3};
+    return sample;
+  };
+  MachineSample first = at(0s, {0}, {container("b", {0})});
+  first.holders.push_back(container("a", {3}));
+  tracker.observe(first);
+  EXPECT_THAT(tracker.observe(without_gpu3(10s)), IsEmpty());
+  EXPECT_THAT(tracker.observe(without_gpu3(20s)), IsEmpty());
+  EXPECT_THAT(tracker.observe(without_gpu3(30s)), IsEmpty());
+  tracker.observe(at(40s, {0}, {container("b", {0}), container("a", {3})}));
+  ASSERT_EQ(tracker.running().size(), 2u);
+  EXPECT_EQ(tracker.running().front().key, "container:a");
+  EXPECT_EQ(tracker.running().front().id, 1);  // the same run, not a new one
+  // Read and not there: gone, as ever.
+  tracker.observe(at(50s, {0, 0, 0, 0}, {container("b", {0})}));
+  EXPECT_THAT(tracker.observe(at(60s, {0, 0, 0, 0}, {container("b", {0})})), SizeIs(1));
 }
 
 TEST(RunTracker, MissingOnceIsNoEnd) {
