@@ -36,6 +36,9 @@ namespace {
 
 // Raw sample rows kept in memory while the store cannot be written: about 3 days of 8 GPUs at 10 s.
 constexpr std::size_t kMaxUnsavedSamples = 200'000;
+// Ended runs held while the store cannot be written: more than a weekend of a CI runner's job
+// every ten seconds, and at most some 80 MB of command lines; past it the oldest half goes, said.
+constexpr std::size_t kMaxUnsavedRuns = 20'000;
 
 // Logs a failure once while it repeats, and says when it is over.
 class Trouble {
@@ -197,8 +200,15 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       store_trouble.fine();
     } catch (const std::exception& e) {  // a full disk, a read-only file system: keep them in memory
       store_trouble.failed(e.what());
-      // Runs are few and kept whole; raw samples are many: past a bound (days at the default
-      // interval) the oldest go, so memory stays flat however long the disk stays full.
+      // Runs are few and kept whole, but for a flood of short jobs; raw samples are many: past a
+      // bound (days at the default interval) the oldest go, so memory stays flat however long the
+      // disk stays full.
+      if (unsaved.size() > kMaxUnsavedRuns) {
+        const std::size_t dropped = unsaved.size() / 2;
+        spdlog::error("the store has not been written for {} ended runs; dropping the oldest {} (runs {} to {})",
+                      unsaved.size(), dropped, unsaved.front().id, unsaved[dropped - 1].id);
+        unsaved.erase(unsaved.begin(), unsaved.begin() + static_cast<std::ptrdiff_t>(dropped));
+      }
       if (unsaved_samples.size() > kMaxUnsavedSamples)
         unsaved_samples.erase(unsaved_samples.begin(),
                               unsaved_samples.begin() + static_cast<std::ptrdiff_t>(unsaved_samples.size() / 2));
