@@ -103,9 +103,10 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   double credit_s = 0;
   if (previous_) {
     const std::chrono::milliseconds gap = sample.time().since(*previous_);
-    if (gap <= settings_.max_credit) credit_s = std::chrono::duration<double>(gap).count();
+    if (gap <= settings_.max_credit + allowance_) credit_s = std::chrono::duration<double>(gap).count();
   }
   previous_ = sample.time();
+  allowance_ = std::chrono::milliseconds(0);
 
   std::map<int, std::optional<double>> utilization;
   for (const GpuReading& gpu : sample.gpus) utilization[gpu.index] = gpu.utilization_percent;

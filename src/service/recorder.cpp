@@ -331,7 +331,10 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       // fail; one under way finishes even when gpurund is asked to stop.
       const WaitsOutlastStop stops_finish;
       rules_reached = true;
+      const auto acting_from = std::chrono::steady_clock::now();
       rules.observe(sample, tracker.running(), machine.engine.get(), [&stop] { return stop.requested(); });
+      tracker.acted_for(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - acting_from));
       sample_trouble.fine();
     } catch (const Error& e) {
       if (stop.requested()) break;  // given up for the stop: no trouble

@@ -159,6 +159,10 @@ class RunTracker {
 
   const std::vector<RunRecord>& running() const { return running_; }
 
+  // Time spent acting on the last sample (the site's rules stopping containers, 10 s or more
+  // each): the next sample is that much late, which is no gap nobody measured (max_credit).
+  void acted_for(std::chrono::milliseconds spent) { allowance_ += spent; }
+
   // Since when each held GPU has been at or below the idle threshold, sample after sample (from
   // the first such sample). A GPU nobody holds, a busy one or one of unknown utilization is absent.
   const std::map<int, WallTime>& idle_since() const { return idle_since_; }
@@ -169,7 +173,9 @@ class RunTracker {
   std::optional<SampleTime> previous_;  // the last sample's time
   std::vector<RunRecord> running_;
   std::map<int, WallTime> idle_since_;
-  std::map<long, std::string> container_of_pid_;  // the last sample's container processes: pid → key
+  std::map<long, std::string> container_of_pid_;
+  std::chrono::milliseconds allowance_{
+      0};  // acted_for, until the next sample  // the last sample's container processes: pid → key
 };
 
 }  // namespace gpurun

@@ -164,6 +164,19 @@ TEST(RunTracker, ARunOnAGpuTheReadLeftOutIsHeldNotEnded) {
   EXPECT_THAT(tracker.observe(at(60s, {0, 0, 0, 0}, {container("b", {0})})), SizeIs(1));
 }
 
+TEST(RunTracker, TimeSpentStoppingContainersIsNoGapNobodyMeasured) {
+  // Three idle containers stopped after one sample, 20 s each: the next sample is 70 s on.
+  RunTracker tracker;
+  tracker.observe(at(0s, {90}, {container("a", {0})}));
+  tracker.observe(at(10s, {90}, {container("a", {0})}));
+  tracker.acted_for(60s);
+  tracker.observe(at(80s, {90}, {container("a", {0})}));
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 80);
+  // Once: a long gap after that is one nobody measured, as ever.
+  tracker.observe(at(180s, {90}, {container("a", {0})}));
+  EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 80);
+}
+
 TEST(RunTracker, MissingOnceIsNoEnd) {
   RunTracker tracker;
   tracker.observe(at(0s, {90}, {container("a", {0})}));
