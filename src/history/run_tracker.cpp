@@ -207,17 +207,28 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
 
   std::set<int> held;
   for (const auto& entry : seen) held.insert(entry.second.gpus.begin(), entry.second.gpus.end());
-  std::map<int, WallTime> idle_now;
+  std::map<int, SampleTime> idle_from;
+  idle_since_.clear();
   for (const auto& [index, util] : utilization) {
     if (!held.contains(index) || !util || *util > settings_.idle_threshold_percent) continue;
-    const auto before = idle_since_.find(index);
-    idle_now[index] = before != idle_since_.end() ? before->second : sample.when;
+    const auto before = idle_from_.find(index);
+    const SampleTime from = before != idle_from_.end() ? before->second : sample.time();
+    idle_from.emplace(index, from);
+    idle_since_[index] = sample.when - sample.time().since(from);
   }
-  idle_since_ = std::move(idle_now);
+  idle_from_ = std::move(idle_from);
 
+  for (const auto& entry : seen) last_seen_[entry.first] = sample.time();
   std::vector<RunRecord> ended;
   for (auto run = running_.begin(); run != running_.end();) {
-    const bool within_grace = sample.when - run->last_seen <= settings_.engine_outage_grace;
+    // Since it was last seen on the steady clock where this tracker saw it; a run resumed from the
+    // store and not seen since, by the wall clock.
+    const auto seen_at = last_seen_.find(run->key);
+    const std::chrono::milliseconds unseen =
+        seen_at != last_seen_.end()
+            ? sample.time().since(seen_at->second)
+            : std::chrono::duration_cast<std::chrono::milliseconds>(sample.when - run->last_seen);
+    const bool within_grace = unseen <= settings_.engine_outage_grace;
     const bool engine_silent = sample.containers_unknown && run->key.starts_with("container:") && within_grace;
     const bool gpus_unread =
         !run->gpus.empty() && within_grace &&
@@ -228,6 +239,7 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
     }
     run->end = run->last_seen;
     run->ended_by = "gone";
+    last_seen_.erase(run->key);
     ended.push_back(std::move(*run));
     run = running_.erase(run);
   }

@@ -165,6 +165,8 @@ class RunTracker {
 
   // Since when each held GPU has been at or below the idle threshold, sample after sample (from
   // the first such sample). A GPU nobody holds, a busy one or one of unknown utilization is absent.
+  // Measured on the steady clock and given as of the last sample's wall clock: a step of the wall
+  // clock (NTP, an admin) moves neither the idle time nor an alert on it.
   const std::map<int, WallTime>& idle_since() const { return idle_since_; }
 
  private:
@@ -173,6 +175,8 @@ class RunTracker {
   std::optional<SampleTime> previous_;  // the last sample's time
   std::vector<RunRecord> running_;
   std::map<int, WallTime> idle_since_;
+  std::map<int, SampleTime> idle_from_;          // the first idle sample of each, as idle_since_ counts
+  std::map<std::string, SampleTime> last_seen_;  // each run's last sample, for the holding graces
   std::map<long, std::string> container_of_pid_;
   std::chrono::milliseconds allowance_{
       0};  // acted_for, until the next sample  // the last sample's container processes: pid → key

@@ -177,6 +177,31 @@ TEST(RunTracker, TimeSpentStoppingContainersIsNoGapNobodyMeasured) {
   EXPECT_DOUBLE_EQ(tracker.running().front().gpu_seconds, 80);
 }
 
+TEST(RunTracker, AWallClockStepNeitherEndsAHeldRunNorMovesTheIdleTime) {
+  const std::chrono::steady_clock::time_point boot{};
+  const auto sample = [&](std::chrono::seconds wall, std::chrono::seconds steady, std::vector<HolderSample> holders) {
+    MachineSample s = at(wall, {0}, std::move(holders));
+    s.monotonic = boot + steady;
+    return s;
+  };
+  RunTracker tracker;
+  tracker.observe(sample(0s, 0s, {container("a", {0})}));
+  tracker.observe(sample(10s, 10s, {container("a", {0})}));
+  // NTP steps the wall clock 15 minutes forward: the GPU has been idle 20 s, not 15 min 20 s.
+  tracker.observe(sample(20s + 15min, 20s, {container("a", {0})}));
+  EXPECT_EQ(tracker.idle_since().at(0), kT0 + 15min);
+  // The engine goes silent, and the wall clock is stepped meanwhile: the run is held for the
+  // grace (10 minutes), which the step does not use up.
+  RunTracker held;
+  held.observe(sample(0s, 0s, {container("a", {0})}));
+  for (const auto t : {10s, 20s, 30s}) {
+    MachineSample silent = sample(t + 15min, t, {});
+    silent.containers_unknown = true;
+    EXPECT_THAT(held.observe(silent), IsEmpty()) << t.count();
+  }
+  EXPECT_EQ(held.running().size(), 1u);
+}
+
 TEST(RunTracker, MissingOnceIsNoEnd) {
   RunTracker tracker;
   tracker.observe(at(0s, {90}, {container("a", {0})}));
