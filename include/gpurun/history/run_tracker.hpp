@@ -175,11 +175,10 @@ class RunTracker {
   std::optional<SampleTime> previous_;  // the last sample's time
   std::vector<RunRecord> running_;
   std::map<int, WallTime> idle_since_;
-  std::map<int, SampleTime> idle_from_;          // the first idle sample of each, as idle_since_ counts
-  std::map<std::string, SampleTime> last_seen_;  // each run's last sample, for the holding graces
-  std::map<long, std::string> container_of_pid_;
-  std::chrono::milliseconds allowance_{
-      0};  // acted_for, until the next sample  // the last sample's container processes: pid → key
+  std::map<int, SampleTime> idle_from_;           // the first idle sample of each, as idle_since_ counts
+  std::map<std::string, SampleTime> last_seen_;   // each run's last sample, for the holding graces
+  std::map<long, std::string> container_of_pid_;  // the last sample's container processes: pid → key
+  std::chrono::milliseconds allowance_{0};        // acted_for, until the next sample
 };
 
 }  // namespace gpurun

@@ -410,7 +410,12 @@ TEST(Policy, GpuSelectingVariablesAreRefusedEverywhere) {
            {"-v", "/tmp:/var/run/nvidia-container-devices/all"},
            {"-v/tmp://var/run/./nvidia-container-devices/0:ro"},
            {"--mount", "type=tmpfs,dst=/var/run/nvidia-container-devices/1"},
-           {"--mount=type=bind,src=/tmp,target=/run/x/../nvidia-container-devices/2"}}) {
+           {"--mount=type=bind,src=/tmp,target=/run/x/../nvidia-container-devices/2"},
+           {"--mount=type=bind,source=/dev/null,Target=/var/run/nvidia-container-devices/all"},  // docker lowercases
+                                                                                                 // keys
+           {"--mount=type=bind,source=/dev/null,dst=/data,dst=/var/run/nvidia-container-devices/all"},  // the last
+                                                                                                        // counts
+           {"--mount=type=tmpfs,\"dst=/var/run/nvidia-container-devices/all\""}}) {                     // CSV, quoted
     o.docker_opts = opts;
     EXPECT_THAT(test::caught_error([&] { enforce_policy(o); }).message, HasSubstr("outside its reservation"))
         << opts.back();
