@@ -274,8 +274,8 @@ std::optional<std::string> untrusted(const struct stat& st, uid_t user) {
   if (st.st_uid != user && st.st_uid != 0)
     return fmt::format("it belongs to uid {}, not to you (uid {})", st.st_uid, user);
   if ((st.st_mode & S_IWOTH) != 0) return std::string("anyone may write it");
-  // Group write is harmless where the group is the owner's private one (umask 002 with user
-  // private groups); otherwise each member of the group could choose the owner's image and mounts.
+  // Group write is harmless where the group is the owner's private one (useradd's, with umask
+  // 002); otherwise each member of the group could choose the owner's image and mounts.
   if ((st.st_mode & S_IWGRP) != 0 && !group_private_to(st.st_gid, st.st_uid))
     return fmt::format("the members of group {} may write it", text::terminal_safe(group_name(st.st_gid)));
   return std::nullopt;

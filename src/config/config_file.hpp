@@ -66,8 +66,8 @@ std::optional<std::pair<std::string, std::string>> policy_object_problem(std::st
                                                                          const nlohmann::json& value);
 
 // Why a .gpurun.json found by the search must not be used; nullopt when it may: the user's own (or
-// root's: whoever controls root controls gpurun anyway), writable by no one else. Group write counts
-// only where the group has others in it (group_private_to).
+// root's: whoever controls root controls gpurun anyway), writable by no one else. Group write is
+// the owner's alone only in their private group (group_private_to).
 std::optional<std::string> untrusted(const struct stat& st, uid_t user);
 
 }  // namespace gpurun

@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 namespace gpurun {
@@ -61,44 +62,30 @@ std::optional<std::string> login_name(uid_t uid) {
   return found->pw_name;
 }
 
-// The users whose primary group is `gid`, from the whole passwd database (getpwent_r: local files,
-// and a directory service only where it enumerates). nullopt when the enumeration fails.
-std::optional<std::vector<uid_t>> primary_members(gid_t gid) {
-  std::vector<uid_t> members;
-  ::setpwent();
-  struct passwd entry {};
-  struct passwd* found = nullptr;
-  std::unique_ptr<char[]> buffer;
-  int status = 0;
-  while ((status = with_entry_buffer(
-              buffer, [&](char* data, std::size_t size) { return ::getpwent_r(&entry, data, size, &found); })) == 0 &&
-         found != nullptr)
-    if (found->pw_gid == gid) members.push_back(found->pw_uid);
-  ::endpwent();
-  if (status != 0 && status != ENOENT) return std::nullopt;
-  return members;
-}
-
 }  // namespace
 
 bool group_private_to(gid_t gid, uid_t user) {
-  // Debian's rule for OpenSSH's StrictModes with user private groups (user-group-modes).
+  // A user private group as useradd makes one (USERGROUPS_ENAB): named as its user, the user's
+  // primary group, and no one else in its member list. Checked without enumerating passwd for
+  // others whose primary group it is: on a directory service that is slow, or not done at all.
+  struct passwd owner {};
+  struct passwd* found_owner = nullptr;
+  std::unique_ptr<char[]> owner_buffer;
+  if (with_entry_buffer(
+          owner_buffer,
+          [&](char* data, std::size_t size) { return ::getpwuid_r(user, &owner, data, size, &found_owner); }) != 0 ||
+      found_owner == nullptr || found_owner->pw_name == nullptr || found_owner->pw_gid != gid)
+    return false;
   struct group entry {};
   struct group* found = nullptr;
   std::unique_ptr<char[]> buffer;
-  const int status = with_entry_buffer(
-      buffer, [&](char* data, std::size_t size) { return ::getgrgid_r(gid, &entry, data, size, &found); });
-  if (status != 0 || found == nullptr) return false;
-  const std::optional<std::vector<uid_t>> primary = primary_members(gid);
-  if (!primary) return false;
-  for (const uid_t member : *primary)
-    if (member != user) return false;
-  const std::optional<std::string> login = login_name(user);
-  if (!login) return false;
-  std::size_t listed = 0;
-  for (char** name = found->gr_mem; name != nullptr && *name != nullptr; ++name, ++listed)
-    if (*login != *name) return false;
-  return !primary->empty() || listed > 0;
+  if (with_entry_buffer(
+          buffer, [&](char* data, std::size_t size) { return ::getgrgid_r(gid, &entry, data, size, &found); }) != 0 ||
+      found == nullptr || found->gr_name == nullptr || std::string_view(found->gr_name) != found_owner->pw_name)
+    return false;
+  for (char** name = found->gr_mem; name != nullptr && *name != nullptr; ++name)
+    if (std::string_view(*name) != found_owner->pw_name) return false;
+  return true;
 }
 
 std::vector<gid_t> group_list(const std::string& login, gid_t primary) {

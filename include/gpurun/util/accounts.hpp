@@ -17,9 +17,8 @@ std::optional<gid_t> group_id(const std::string& name);
 // The name of group `gid`, or its number when it has none.
 std::string group_name(gid_t gid);
 
-// Whether group `gid` is `user`'s private group: `user` is its one member, whether by primary
-// group (passwd, enumerated) or by the group's member list. False for an unknown group or user,
-// and for a group with no members at all (such groups are for setgid programs).
+// Whether group `gid` is `user`'s private group, as useradd makes one: named as the user, the
+// user's primary group, no one else in its member list. False for an unknown group or user.
 bool group_private_to(gid_t gid, uid_t user);
 
 // The groups of `login` whose primary group is `primary`: it first, then the supplementary ones
