@@ -5,12 +5,16 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "gpurun/util/accounts.hpp"
@@ -171,9 +175,28 @@ std::optional<uid_t> subordinate_owner(uid_t uid, std::string_view subuid,
 }
 
 uid_t person_of(uid_t uid) {
-  const auto text = read_bounded("/etc/subuid", 1 << 20, FileKinds::regular_only).text;
-  if (!text) return uid;
-  return subordinate_owner(uid, *text, [](const std::string& name) { return user_id(name); }).value_or(uid);
+  // /etc/subuid read again only when it changed (its inode, size or time), and each owner's name
+  // looked up once per text: connections are accepted on one thread, and a directory service may be slow.
+  static std::mutex guard;
+  static std::string text;
+  static struct stat seen {};
+  static std::map<std::string, std::optional<uid_t>> names;
+  const std::lock_guard hold(guard);
+  struct stat now {};
+  if (::stat("/etc/subuid", &now) != 0) return uid;
+  if (now.st_ino != seen.st_ino || now.st_size != seen.st_size || now.st_mtim.tv_sec != seen.st_mtim.tv_sec ||
+      now.st_mtim.tv_nsec != seen.st_mtim.tv_nsec) {
+    text = read_bounded("/etc/subuid", 1 << 20, FileKinds::regular_only).text.value_or("");
+    seen = now;
+    names.clear();
+  }
+  const auto owner = subordinate_owner(uid, text, [](const std::string& name) {
+    const auto known = names.find(name);
+    return known != names.end() ? known->second : names.emplace(name, user_id(name)).first->second;
+  });
+  // Never root or a system account (LXD's root:1000000:1000000000): a container's uids are not
+  // those that share the whole.
+  return owner && *owner >= first_user_uid() ? *owner : uid;
 }
 
 uid_t first_user_uid() {

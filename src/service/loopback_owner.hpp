@@ -33,8 +33,8 @@ uid_t first_user_uid();  // of /etc/login.defs, read once
 // nullopt where no range holds `uid`. `uid_of`: a login name's uid.
 std::optional<uid_t> subordinate_owner(uid_t uid, std::string_view subuid,
                                        const std::function<std::optional<uid_t>(const std::string&)>& uid_of);
-// `uid`'s person: its owner by /etc/subuid (read at each call: ranges are added while gpurund
-// runs), else `uid` itself.
+// `uid`'s person: its owner by /etc/subuid (read again whenever it changed: ranges are added while
+// gpurund runs) where that is a person (not root nor a system account), else `uid` itself.
 uid_t person_of(uid_t uid);
 
 }  // namespace gpurun
