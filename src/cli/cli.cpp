@@ -417,6 +417,10 @@ int main(int argc, char** argv) {
     for (const auto& warning : config.warnings) spdlog::warn("{}", warning);
     invocation.config = &config;
     return verb.run(invocation, std::cout);
+  } catch (const SudoIdRefusal& e) {
+    log_sudo_id_refusal(e.claimed_uid, e.what());
+    report_error(e.what());
+    return e.exit_code();
   } catch (const Refusal& e) {
     log_refusal(parsed.options, parsed.config_inputs.caller, e.what());
     report_error(e.what());

@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <optional>
 
 #include "gpurun/config/options.hpp"
@@ -33,20 +32,9 @@ std::string field(std::string_view value) {
   return quoted + '"';
 }
 
-// SUDO_UID, where root runs gpurun with one: a refusal before the caller was known (a SUDO_UID or
-// SUDO_GID set on sudo's command line) names whom it claimed.
-std::optional<std::string> claimed_sudo_uid() {
-  const char* claimed = std::getenv("SUDO_UID");
-  if (::geteuid() != 0 || claimed == nullptr) return std::nullopt;
-  return std::string(claimed);
-}
-
 std::string who(const std::optional<Caller>& caller) {
   if (caller) return fmt::format("user={} sudo=yes", field(caller->login));
-  const std::string user = field(own_login_name().value_or(std::to_string(::getuid())));
-  if (const auto claimed = claimed_sudo_uid())
-    return fmt::format("user={} sudo=refused SUDO_UID={}", user, field(*claimed));
-  return fmt::format("user={} sudo=no", user);
+  return fmt::format("user={} sudo=no", field(own_login_name().value_or(std::to_string(::getuid()))));
 }
 
 std::string job(const Options& options) {
@@ -113,8 +101,20 @@ void log_launch(const Options& options, std::string_view gpus, std::string_view 
 }
 
 void log_refusal(const Options& options, const std::optional<Caller>& caller, std::string_view why) {
-  const LogFacility facility = caller || claimed_sudo_uid() ? LogFacility::authpriv : LogFacility::user;
+  const LogFacility facility = caller ? LogFacility::authpriv : LogFacility::user;
   if (send_to_syslog(facility, LogSeverity::warning, refusal_log_line(options, caller, why)) != SyslogSent::sent)
+    spdlog::debug("no system log listens at /dev/log: the refusal is not recorded there");
+}
+
+std::string sudo_id_refusal_log_line(uid_t claimed_uid, std::string_view why) {
+  return fmt::format("refused user={} sudo=refused SUDO_UID={} reason={}",
+                     field(own_login_name().value_or(std::to_string(::getuid()))), claimed_uid,
+                     field(text::printable(why, kMaxField)));
+}
+
+void log_sudo_id_refusal(uid_t claimed_uid, std::string_view why) {
+  if (send_to_syslog(LogFacility::authpriv, LogSeverity::warning, sudo_id_refusal_log_line(claimed_uid, why)) !=
+      SyslogSent::sent)
     spdlog::debug("no system log listens at /dev/log: the refusal is not recorded there");
 }
 

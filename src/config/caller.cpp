@@ -114,16 +114,19 @@ std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std
   // `sudo -i`, or `sudo -b`), the session's login uid must not name another user.
   if (const auto invoker = sudo_invoker(parent, proc_root)) {
     if (*invoker != uid)
-      throw Refusal(
+      throw SudoIdRefusal(
           fmt::format("SUDO_UID {} is not who ran sudo (uid {}): most likely it was set on sudo's command line, "
                       "which a sudoers rule with SETENV allows; run `sudo gpurun ...` without setting SUDO_*, and "
                       "ask your admin to drop SETENV from gpurun's rule",
-                      uid, *invoker));
+                      uid, *invoker),
+          uid);
   } else if (const auto login = login_uid(proc_root); login && *login != uid && *login != 0) {
-    throw Refusal(fmt::format(
-        "SUDO_UID {} is not this session's user (uid {}, who logged in): gpurun will not act for another user; "
-        "run `sudo gpurun ...` itself (not from a root shell of another user's sudo, nor with sudo -b)",
-        uid, *login));
+    throw SudoIdRefusal(
+        fmt::format(
+            "SUDO_UID {} is not this session's user (uid {}, who logged in): gpurun will not act for another user; "
+            "run `sudo gpurun ...` itself (not from a root shell of another user's sudo, nor with sudo -b)",
+            uid, *login),
+        uid);
   }
   if (uid == 0) return std::nullopt;  // root using sudo is root
   Caller caller;
@@ -138,11 +141,12 @@ std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std
   // set SUDO_GID=0 too, and the container would run with root's group.
   const std::vector<gid_t> theirs = group_list(caller.login, entry->pw_gid);
   if (caller.ids.gid != entry->pw_gid && std::find(theirs.begin(), theirs.end(), caller.ids.gid) == theirs.end())
-    throw Refusal(
+    throw SudoIdRefusal(
         fmt::format("SUDO_GID {} is not a group of {}: most likely it was set on sudo's command line, which a "
                     "sudoers rule with SETENV allows (after newgrp into a group you are not a member of, run gpurun "
                     "from your own group)",
-                    caller.ids.gid, caller.login));
+                    caller.ids.gid, caller.login),
+        uid);
   caller.ids.groups = group_list(caller.login, caller.ids.gid);
   return caller;
 }

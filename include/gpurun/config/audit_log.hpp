@@ -22,4 +22,9 @@ std::string refusal_log_line(const Options& options, const std::optional<Caller>
 void log_launch(const Options& options, std::string_view gpus, std::string_view name);
 void log_refusal(const Options& options, const std::optional<Caller>& caller, std::string_view why);
 
+// A SUDO_UID or SUDO_GID that is not who ran sudo (SudoIdRefusal), refused before any caller was
+// known: "refused user=root sudo=refused SUDO_UID=N reason=…", to authpriv beside sudo's lines.
+std::string sudo_id_refusal_log_line(uid_t claimed_uid, std::string_view why);
+void log_sudo_id_refusal(uid_t claimed_uid, std::string_view why);
+
 }  // namespace gpurun

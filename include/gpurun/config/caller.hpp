@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "gpurun/util/error.hpp"
 #include "gpurun/util/privileges.hpp"
 
 namespace gpurun {
@@ -21,11 +22,20 @@ struct Caller {
   std::string home;   // the caller's home directory, from the password database
 };
 
+// SUDO_UID or SUDO_GID not who ran sudo (set on sudo's command line): refused, and on record
+// naming the SUDO_UID claimed (log_sudo_id_refusal).
+class SudoIdRefusal : public Refusal {
+ public:
+  SudoIdRefusal(const std::string& what, uid_t claimed) : Refusal(what), claimed_uid(claimed) {}
+  uid_t claimed_uid;
+};
+
 // The caller gpurun runs for under sudo, or nullopt when it runs for whoever started it (not
 // root, or root with no SUDO_UID, or sudo from root). `envp` is the process environment.
-// Throws Error (125) when SUDO_UID/SUDO_GID are not numbers or name no user, or when they are not
-// who ran the sudo that started gpurun (`proc_root`'s process tree from `parent` up, else the
-// session's login uid): a sudoers rule with SETENV lets a caller set SUDO_UID=0 on the command line.
+// Throws Error (125) when SUDO_UID/SUDO_GID are not numbers or name no user, and SudoIdRefusal when
+// they are not who ran the sudo that started gpurun (`proc_root`'s process tree from `parent` up,
+// else the session's login uid): a sudoers rule with SETENV lets a caller set SUDO_UID=0 on the
+// command line.
 std::optional<Caller> sudo_caller(uid_t euid, const char* const* envp, const std::string& proc_root = "/proc",
                                   long parent = ::getppid());
 
