@@ -2,11 +2,15 @@
 #include "gpurun/job/supervise.hpp"
 
 #include "gpurun/gpu/gpu_monitor.hpp"
+#include "gpurun/util/exec.hpp"
 #include "gpurun/util/foreground.hpp"
 
 namespace gpurun {
 
 int run_supervised(const SupervisedRun& run, JobReport& report) {
+  // Looked for before the monitor's thread starts: under sudo the search raises the whole process.
+  std::vector<std::string> argv = run.argv;
+  argv.front() = locate_program(argv.front());  // 126/127 as for an attached launch
   ForegroundJob job;  // before the monitor's thread starts, so that it inherits the signal mask
   std::vector<int> indices;
   for (const Gpu& g : report.gpus) indices.push_back(g.index);
@@ -14,7 +18,7 @@ int run_supervised(const SupervisedRun& run, JobReport& report) {
                               : make_smi_stream_sampler(run.nvidia_smi, indices, run.interval),
                      indices);
   const auto started = std::chrono::steady_clock::now();
-  report.exit_status = job.run(run.argv);
+  report.exit_status = job.run(argv);
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   report.stats = monitor.stop();
   return report.exit_status;

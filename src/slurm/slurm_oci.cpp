@@ -16,6 +16,7 @@
 #include "gpurun/slurm/slurm_environment.hpp"
 #include "gpurun/slurm/slurm_query.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/exec.hpp"
 #include "gpurun/util/foreground.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/shell_quote.hpp"
@@ -275,8 +276,9 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     // Slurm takes the root file system from BUNDLE/rootfs and refuses a symlink there: a tree of
     // hard links to the cached one is made per job (quick, and no copy of the files).
     run_checked({"cp", "-al", (image / "rootfs").string(), (bundle / "rootfs").string()}, std::chrono::minutes(10));
-    const auto argv = oci_step_argv(options, job, id, bundle.string(), fmt::format("{}", fmt::join(gpus, ",")));
+    auto argv = oci_step_argv(options, job, id, bundle.string(), fmt::format("{}", fmt::join(gpus, ",")));
     spdlog::debug("{}", shell_join(argv));
+    argv.front() = locate_program(argv.front());  // 126/127
     out.flush();
     status = ForegroundJob().run(argv);  // srun as our child, in the terminal's foreground
   } catch (...) {

@@ -447,7 +447,7 @@ bool ChildStream::read(std::string& sink, std::chrono::milliseconds timeout) {
 }
 
 pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
-  const std::string path = locate_program(argv.front());
+  const std::string& path = argv.front();
   SpawnAttributes attributes;
   ::posix_spawnattr_setpgroup(attributes.get(), 0);  // its own group: terminal signals reach it alone
   short flags = 0;

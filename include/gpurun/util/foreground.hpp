@@ -20,8 +20,8 @@ class ForegroundJob {
   ForegroundJob(const ForegroundJob&) = delete;
   ForegroundJob& operator=(const ForegroundJob&) = delete;
 
-  // Runs argv until it ends; its exit status, 128+N when signal N ended it. Throws Error
-  // (126/127) when it cannot be started.
+  // Runs argv (its program's path first: spawn_foreground_job) until it ends; its exit status,
+  // 128+N when signal N ended it. Throws Error (126) when it cannot be started.
   int run(const std::vector<std::string>& argv);
 
  private:

@@ -88,7 +88,9 @@ class ChildStream {
 };
 
 // Starts argv with our stdin, stdout and stderr, in a process group of its own, with default
-// signal handling. Throws Error (126/127) when it cannot be started.
+// signal handling. argv.front() is the program's path, as locate_program gives it: looked for
+// before any thread starts (under sudo the search raises the whole process to root). Throws Error
+// (126) when it cannot be started.
 pid_t spawn_foreground_job(const std::vector<std::string>& argv);
 
 }  // namespace gpurun
