@@ -205,8 +205,10 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       // disk stays full.
       if (unsaved.size() > kMaxUnsavedRuns) {
         const std::size_t dropped = unsaved.size() / 2;
-        spdlog::error("the store has not been written for {} ended runs; dropping the oldest {} (runs {} to {})",
-                      unsaved.size(), dropped, unsaved.front().id, unsaved[dropped - 1].id);
+        spdlog::error(
+            "the store has not been written for {} ended runs; dropping the oldest {} (runs {} to {}): the store "
+            "keeps them open as last written, and a restart ends them there",
+            unsaved.size(), dropped, unsaved.front().id, unsaved[dropped - 1].id);
         unsaved.erase(unsaved.begin(), unsaved.begin() + static_cast<std::ptrdiff_t>(dropped));
       }
       if (unsaved_samples.size() > kMaxUnsavedSamples)
