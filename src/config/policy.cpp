@@ -70,26 +70,6 @@ std::string origin_of(const ItemOrigins& origins, const std::string& key, const 
   return it == list->second.end() || it->second.empty() ? "" : fmt::format(" (from {})", it->second);
 }
 
-// --mount's fields as docker reads them, a line of CSV: "a,b" quoted keeps its comma, "" is a quote.
-std::vector<std::string> csv_fields(std::string_view line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') {
-      fields.back() += '"';
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
-    }
-  }
-  return fields;
-}
-
 // Where a mount option puts its mount in the container: -v SRC:DST[:MODE] (or an anonymous volume
 // at -v DST), --tmpfs DST[:OPTIONS], --mount …,dst=DST,… (keys in any case, the last one counting,
 // as docker reads them); nullopt for any other option.
@@ -102,14 +82,8 @@ std::optional<std::string> mount_target(const DockerArg& arg) {
   }
   if (arg.name == "tmpfs") return value.substr(0, value.find(':'));
   if (arg.name != "mount") return std::nullopt;
-  std::optional<std::string> target;
-  for (const std::string& field : csv_fields(value)) {
-    const std::size_t eq = field.find('=');
-    const std::string key = text::to_lower(text::trim(std::string_view(field).substr(0, eq)));
-    if ((key == "target" || key == "dst" || key == "destination") && eq != std::string::npos)
-      target = std::string(text::trim(std::string_view(field).substr(eq + 1)));
-  }
-  return target;
+  const auto target = mount_field(value, {"target", "dst", "destination"});
+  return target ? std::optional<std::string>(std::string(text::trim(*target))) : std::nullopt;
 }
 
 // The NVIDIA toolkit's device list as volume mounts (accept-nvidia-visible-devices-as-volume-mounts,

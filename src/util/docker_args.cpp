@@ -120,8 +120,10 @@ bool paths_overlap_as_mounted(const std::string& a, const std::string& b) {
 // The host side of a --volume value ("/a:/b:ro") or of a --mount value ("type=bind,src=/a,dst=/b").
 std::string volume_source(const std::string& value) { return value.substr(0, value.find(':')); }
 std::string mount_source(const std::string& value) {
-  // As docker reads it: one CSV record (a quoted field may hold commas, "" is a quote), each
-  // field KEY=VALUE with the key in any case ("SRC=/run/docker.sock" is the source too).
+  return mount_field(value, {"source", "src"}).value_or("");  // "SRC=/run/docker.sock" is the source too
+}
+
+std::optional<std::string> mount_field(const std::string& value, std::initializer_list<std::string_view> keys) {
   std::vector<std::string> fields(1);
   bool quoted = false;
   for (std::size_t i = 0; i < value.size(); ++i) {
@@ -137,13 +139,14 @@ std::string mount_source(const std::string& value) {
       fields.back() += c;
     }
   }
-  std::string source;
+  std::optional<std::string> found;
   for (const std::string& field : fields) {
-    const std::string key = text::to_lower(field.substr(0, field.find('=')));
-    if ((key == "source" || key == "src") && field.find('=') != std::string::npos)
-      source = field.substr(field.find('=') + 1);  // the last one given, as docker keeps it
+    const std::size_t eq = field.find('=');
+    const std::string key = text::to_lower(text::trim(std::string_view(field).substr(0, eq)));
+    if (eq != std::string::npos && std::find(keys.begin(), keys.end(), key) != keys.end())
+      found = field.substr(eq + 1);  // the last one given, as docker keeps it
   }
-  return source;
+  return found;
 }
 
 std::string capability(std::string_view name) {

@@ -3,6 +3,7 @@
 // option holds for every spelling of it: --name=value, --name value, -v value, -vvalue, -v=value,
 // and clusters of short booleans such as -it.
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,11 @@ bool paths_overlap_as_mounted(const std::string& a, const std::string& b);
 // The host side of a --volume value ("/a:/b:ro") and of a --mount value ("type=bind,src=/a,dst=/b").
 std::string volume_source(const std::string& value);
 std::string mount_source(const std::string& value);
+
+// A --mount value's field of one of `keys` ("target", "dst", "destination"), as docker reads the
+// value: one CSV record (a quoted field may hold commas, "" is a quote), each field KEY=VALUE with
+// the key in any case, the last one given counting. nullopt where none is given.
+std::optional<std::string> mount_field(const std::string& value, std::initializer_list<std::string_view> keys);
 
 // A capability's name as docker compares it: upper case, without "CAP_".
 std::string capability(std::string_view name);
