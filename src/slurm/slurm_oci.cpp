@@ -276,7 +276,11 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     // Slurm takes the root file system from BUNDLE/rootfs and refuses a symlink there: a tree of
     // hard links to the cached one is made per job (quick, and no copy of the files).
     run_checked({"cp", "-al", (image / "rootfs").string(), (bundle / "rootfs").string()}, std::chrono::minutes(10));
-    auto argv = oci_step_argv(options, job, id, bundle.string(), fmt::format("{}", fmt::join(gpus, ",")));
+    // The container has the node's /dev/nvidiaN of its GPUs alone, which CUDA numbers from 0 (as
+    // under docker's --gpus device=2): the node's numbers would name devices it does not have.
+    std::vector<int> in_container(gpus.size());
+    for (std::size_t i = 0; i < gpus.size(); ++i) in_container[i] = static_cast<int>(i);
+    auto argv = oci_step_argv(options, job, id, bundle.string(), fmt::format("{}", fmt::join(in_container, ",")));
     spdlog::debug("{}", shell_join(argv));
     argv.front() = locate_program(argv.front());  // 126/127
     out.flush();

@@ -170,7 +170,7 @@ else
     sh -c 'echo "$(cat input.txt) $(cat /vol/v.txt) $MODE $CUDA_VISIBLE_DEVICES $(ls /dev | grep nvidia | tr "\n" " ")"; exit 5' 2>"$work/oci.err")
   expect_eq "oci: exit status" 5 "$?"
   expect_eq "oci: workdir, volume, env, CUDA_VISIBLE_DEVICES and only its GPUs' device nodes" \
-    "data vol oci 2,3 nvidia2 nvidia3 " "$out"
+    "data vol oci 0,1 nvidia2 nvidia3 " "$out"
   wait "$holder"
   [[ -z $(squeue -h) ]] && pass "oci: the allocation is released" || fail "oci: jobs left: $(squeue -h)"
   [[ -z $(ls "$D/oci-cache/jobs" 2>/dev/null) ]] && pass "oci: the job's bundle is removed" || fail "oci: bundle left"
@@ -201,7 +201,7 @@ else
   for _ in $(seq 1 150); do [[ -z $(squeue -h -j "$id" 2>/dev/null) ]] && break; sleep 0.2; done
   touch "$work/holder2.release"
   expect_eq "oci -d: the batch job's container saw the workdir, volume, env and only its GPUs" \
-    "data vol batch 2,3 nvidia2 nvidia3 " "$(head -1 "$work/gpurun-$id.out" 2>/dev/null)"
+    "data vol batch 0,1 nvidia2 nvidia3 " "$(head -1 "$work/gpurun-$id.out" 2>/dev/null)"
   expect_match "oci -d: the job's exit status is Slurm's" 'ExitCode=5:0' "$(scontrol show job "$id" 2>&1)"
   expect_match "oci -d --report: the report is in the job's output" 'granted +2 GPUs \(2, 3\).*exit status +5|exit status +5.*granted +2 GPUs \(2, 3\)' \
     "$(tr '\n' ' ' <"$work/gpurun-$id.out" 2>/dev/null)"
