@@ -154,6 +154,10 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
   enforce_policy(options);                         // whoever calls the library: the site policy holds
   enforce_caller_rules(options, options.dry_run);  // under sudo: refused (the job would run as root)
   if (options.from_csv) throw Error("--from-csv describes one server's GPUs; it cannot go with the Slurm backend");
+  if (options.mig)  // Slurm would give whole GPUs: the job would hold more than it asked for
+    throw Error(
+        "--mig picks MIG instances on this server; under Slurm ask the cluster's MIG type itself, e.g. "
+        "--slurm-opt=--gres=gpu:1g.10gb:1 (the names are the site's gres.conf), or use --backend local");
   const bool report = options.report;
   if (report && inside_slurm_step()) return run_step_report(options);  // the inner gpurun, on the node
   warn_local_only(options);

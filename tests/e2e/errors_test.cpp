@@ -231,6 +231,8 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "--time-limit", "90", "1"},
                   "--time-limit: expected a duration with its unit, such as \"90m\" or \"90s\", got \"90\""},
         UsageCase{{"--image", "img", "--name", "bad name", "1"}, "--name \"bad name\": a container name is letters"},
+        UsageCase{{"--backend", "slurm", "--mig=1g.10gb", "--image", "img", "1"},
+                  "--mig picks MIG instances on this server"},
         UsageCase{{"--image", "img", "-v", "data/in:/in", "1"},
                   "--volume \"data/in:/in\": a host path must be absolute (docker reads data/in as a volume's name)"},
         UsageCase{{"stop", "a", "b"}, "gpurun stop takes one name, but got \"b\" after \"a\": run it once for each"},
