@@ -62,7 +62,7 @@ std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds
 }
 
 std::optional<bool> DockerCliEngine::rootless() const {
-  if (name_ == "podman") return ::geteuid() != 0;
+  if (name_ == "podman") return ::getuid() != 0;  // the CLI runs with the real ids: root's under sudo
   // Rootless docker's socket is in its user's runtime directory; a context may name any engine.
   const char* host = std::getenv("DOCKER_HOST");
   if (host != nullptr && std::string_view(host).starts_with("unix:///run/user/")) return true;

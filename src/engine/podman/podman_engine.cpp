@@ -9,6 +9,7 @@
 
 #include "docker/docker_api.hpp"
 #include "docker/docker_cli_engine.hpp"
+#include "gpurun/util/privileges.hpp"
 
 namespace gpurun {
 namespace {
@@ -21,7 +22,8 @@ std::optional<std::string> env_value(const char* name) {
 }  // namespace
 
 PodmanEnvironment PodmanEnvironment::from_process() {
-  return {static_cast<unsigned>(::geteuid()), env_value("CONTAINER_HOST"), env_value("XDG_RUNTIME_DIR")};
+  // The real uid: under sudo the CLI and the socket are root's (the effective uid is the caller's).
+  return {static_cast<unsigned>(::getuid()), env_value("CONTAINER_HOST"), env_value("XDG_RUNTIME_DIR")};
 }
 
 std::optional<std::string> podman_socket_path(const PodmanEnvironment& env) {
@@ -39,12 +41,16 @@ std::optional<std::string> podman_socket_path(const PodmanEnvironment& env) {
 std::unique_ptr<ContainerEngine> make_podman_engine(const std::string& podman_cli) {
   if (const auto socket = podman_socket_path(PodmanEnvironment::from_process())) {
     struct stat st {};
-    if (::stat(socket->c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && ::access(socket->c_str(), R_OK | W_OK) == 0) {
+    const bool usable = [&] {
+      const AsRoot root;  // under sudo: root's /run/podman, as the client will reach it
+      return ::stat(socket->c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && ::access(socket->c_str(), R_OK | W_OK) == 0;
+    }();
+    if (usable) {
       spdlog::debug("asking podman's API at {}", *socket);
       return make_docker_api_engine_at(podman_cli, *socket, "podman");
     }
     spdlog::debug("asking {} (the CLI), not podman's API: no socket of ours at {} (systemctl{} start podman.socket)",
-                  podman_cli, *socket, ::geteuid() == 0 ? "" : " --user");
+                  podman_cli, *socket, ::getuid() == 0 ? "" : " --user");
   }
   return std::make_unique<DockerCliEngine>(podman_cli, "podman");
 }

@@ -11,7 +11,8 @@
 namespace gpurun {
 
 // Where podman's API socket is for a process of `euid` (CONTAINER_HOST=unix://... first, as
-// podman's own client reads it; then the rootful or rootless default).
+// podman's own client reads it; then the rootful or rootless default). from_process gives the real
+// uid: under sudo, root's podman (the client runs with the real ids).
 struct PodmanEnvironment {
   unsigned euid = 0;
   std::optional<std::string> container_host;   // CONTAINER_HOST
