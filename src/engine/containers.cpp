@@ -54,13 +54,21 @@ bool add_cdi_device(GpuContainer& container, std::string_view name) {
   return true;
 }
 
+// A request docker's nvidia driver serves: Driver "nvidia", or no driver and a capability set
+// that driver has whole (daemon/nvidia_linux.go: gpu, nvidia and the toolkit's capabilities; a
+// compose file's `capabilities: [compute, utility]` gets the GPUs too).
 bool is_gpu_request(const json& request) {
-  if (string_at(request, json::json_pointer("/Driver")) == "nvidia") return true;
+  const std::string driver = string_at(request, json::json_pointer("/Driver"));
+  if (driver == "nvidia") return true;
+  if (!driver.empty()) return false;
+  constexpr std::array<std::string_view, 8> kNvidiaCapabilities{"gpu",      "nvidia",  "compute", "compat32",
+                                                                "graphics", "utility", "video",   "display"};
   const json* capabilities = member(request, "Capabilities");
   if (capabilities == nullptr || !capabilities->is_array()) return false;
-  return std::any_of(capabilities->begin(), capabilities->end(), [](const json& set) {
-    return set.is_array() && std::any_of(set.begin(), set.end(), [](const json& c) {
-             return c.is_string() && c.get_ref<const std::string&>() == "gpu";
+  return std::any_of(capabilities->begin(), capabilities->end(), [&](const json& set) {
+    return set.is_array() && !set.empty() && std::all_of(set.begin(), set.end(), [&](const json& c) {
+             return c.is_string() && std::find(kNvidiaCapabilities.begin(), kNvidiaCapabilities.end(),
+                                               c.get_ref<const std::string&>()) != kNvidiaCapabilities.end();
            });
   });
 }

@@ -116,6 +116,19 @@ TEST(ParseGpuContainers, CountMinusOneIsAllGpusAndCountNIsTheFirstN) {
   EXPECT_THAT(held_gpu_indices(containers[1], four_gpus()), ElementsAre(0, 1));
 }
 
+TEST(ParseGpuContainers, AnyCapabilitySetOfDockersNvidiaDriverGetsGpus) {
+  // compose's `capabilities: [compute, utility]` with no driver: docker's nvidia driver serves it.
+  const auto containers = parse_gpu_containers(R"([
+    {"Name": "/compose", "HostConfig": {"DeviceRequests": [{"Count": -1, "Capabilities": [["compute", "utility"]]}]}},
+    {"Name": "/nvidia", "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["1"], "Capabilities": [["nvidia"]]}]}},
+    {"Name": "/mixed", "HostConfig": {"DeviceRequests": [{"Count": -1, "Capabilities": [["gpu", "fpga"]]}]}},
+    {"Name": "/empty", "HostConfig": {"DeviceRequests": [{"Count": -1, "Capabilities": [[]]}]}}
+  ])");
+  ASSERT_EQ(containers.size(), 2U);
+  EXPECT_TRUE(containers[0].all_gpus);
+  EXPECT_THAT(held_gpu_indices(containers[1], four_gpus()), ElementsAre(1));
+}
+
 TEST(ParseGpuContainers, ContainersWithoutGpusAreLeftOut) {
   EXPECT_THAT(parse_gpu_containers(R"([
     {"Name": "/web", "Config": {"Env": ["NVIDIA_VISIBLE_DEVICES=void"]}, "HostConfig": {"DeviceRequests": []}},
