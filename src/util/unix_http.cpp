@@ -158,16 +158,20 @@ void UnixHttpClient::get_each(const std::vector<std::string>& targets, std::size
     bool connected;
   };
   std::optional<Failure> failure;
+  // Past the deadline (or a stop): what the drain below runs of answers already read is dropped,
+  // and starts no next exchange, which would run with no deadline at all.
+  bool ending = false;
 
   // Each lane connects (once), writes, reads, then takes the next target, until none is left or
   // one failed. Asynchronous, so that the io_context's deadline can stop them all.
   // (The handlers hold the lane's connection and exchange by pointer: both outlive them.)
   std::function<void(std::size_t)> start = [&](std::size_t lane) {
-    if (failure || next == targets.size()) return;
+    if (ending || failure || next == targets.size()) return;
     const std::size_t i = next++;
     Connection* c = s.connections[lane].get();
     Exchange* x = &exchanges[lane].emplace(targets[i], peer_);
     const auto finish = [&, c, x, lane, i](error_code ec) {
+      if (ending) return;
       if (ec) {
         if (!failure) failure = Failure{targets[i], ec, c->connected};
         for (const auto& other : s.connections) other->close();  // the others end at once
@@ -220,7 +224,8 @@ void UnixHttpClient::get_each(const std::vector<std::string>& targets, std::size
   }
   if (done == targets.size()) return;
 
-  const bool timed_out = !failure;                 // (closing below fails what is pending: not the cause)
+  const bool timed_out = !failure;  // (closing below fails what is pending: not the cause)
+  ending = true;
   for (const auto& c : s.connections) c->close();  // let what is pending end before the exchanges go
   s.io.restart();
   s.io.run();
