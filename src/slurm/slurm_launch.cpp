@@ -58,10 +58,13 @@ int cpus_per_gpu(const Options& options) {
   } catch (const Error& e) {
     throw Error(fmt::format("{} (or pass --cpus-per-gpu K to skip asking for the partition's CPUs per GPU)", e.what()));
   }
-  if (options.gpus > partition.gpus_per_node)
-    throw Error(fmt::format("{} GPUs asked, but the nodes of partition {} have {}: gpurun runs a job on one node",
-                            options.gpus, partition.name, partition.gpus_per_node));
-  const CpuPlan plan = plan_cpus(options.gpus, partition.gpus_per_node, partition.cpus_per_node, std::nullopt);
+  if (options.gpus > partition.most_gpus_per_node)
+    throw Error(
+        fmt::format("{} GPUs asked, but the nodes of partition {} have {} at most: gpurun runs a job on one node",
+                    options.gpus, partition.name, partition.most_gpus_per_node));
+  // The share of the smallest GPU node, fitting any; a job larger than that node, of the larger ones.
+  const int node_gpus = std::max(partition.gpus_per_node, options.gpus);
+  const CpuPlan plan = plan_cpus(options.gpus, node_gpus, partition.cpus_per_node, std::nullopt);
   spdlog::debug("partition {}: {} CPUs and {} GPUs per node; {} CPUs per GPU", partition.name, partition.cpus_per_node,
                 partition.gpus_per_node, plan.per_gpu);
   return std::max(1, plan.total / options.gpus);

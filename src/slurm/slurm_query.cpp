@@ -107,13 +107,17 @@ std::vector<SlurmPartition> parse_partitions(const std::string& sinfo_out) {
     }
     p.cpus_per_node = to_int(fields[1]);
     p.gpus_per_node = gres_gpu_count(fields[2]);
+    p.most_gpus_per_node = p.gpus_per_node;
     const auto same =
         std::find_if(partitions.begin(), partitions.end(), [&](const auto& q) { return q.name == p.name; });
     if (same == partitions.end()) {
       partitions.push_back(p);
-    } else if (p.gpus_per_node > 0 && (same->gpus_per_node == 0 || p.gpus_per_node < same->gpus_per_node)) {
-      same->cpus_per_node = p.cpus_per_node;
-      same->gpus_per_node = p.gpus_per_node;
+    } else {
+      same->most_gpus_per_node = std::max(same->most_gpus_per_node, p.gpus_per_node);
+      if (p.gpus_per_node > 0 && (same->gpus_per_node == 0 || p.gpus_per_node < same->gpus_per_node)) {
+        same->cpus_per_node = p.cpus_per_node;
+        same->gpus_per_node = p.gpus_per_node;
+      }
     }
   }
   return partitions;

@@ -18,7 +18,8 @@ struct SlurmPartition {
   std::string name;
   bool is_default = false;
   int cpus_per_node = 0;
-  int gpus_per_node = 0;
+  int gpus_per_node = 0;       // of its smallest GPU node: the CPU share must fit any of them
+  int most_gpus_per_node = 0;  // of its largest: the most GPUs one job of gpurun's can ask for
 };
 
 // `sinfo -h -o %P|%c|%G`: one line per partition and node configuration. A partition with nodes

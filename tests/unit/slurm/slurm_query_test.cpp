@@ -40,6 +40,8 @@ TEST(Partitions, DefaultAndSmallestGpuNode) {
   const SlurmPartition big = choose_partition(partitions, "big");
   EXPECT_EQ(big.cpus_per_node, 64);
   EXPECT_EQ(big.gpus_per_node, 4);
+  EXPECT_EQ(big.most_gpus_per_node, 8);  // a job of 8 fits its larger nodes
+  EXPECT_EQ(gpu.most_gpus_per_node, 4);
   EXPECT_THAT(caught_error([&] { choose_partition(partitions, "cpu"); }).message, HasSubstr("has no GPUs"));
   EXPECT_THAT(caught_error([&] { choose_partition(partitions, "nope"); }).message,
               HasSubstr("no such partition (the cluster has: gpu, cpu, big)"));
