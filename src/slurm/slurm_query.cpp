@@ -162,9 +162,13 @@ std::vector<SlurmNode> parse_nodes(const std::string& sinfo_out) {
 std::vector<SlurmJobInfo> parse_jobs(const std::string& squeue_out) {
   std::vector<SlurmJobInfo> jobs;
   for (const std::string& line : lines_of(squeue_out)) {
+    // The job's name last, whole: any user names a job, '|' and all (a name with a line end is
+    // cut there, its line's fields still read).
     const auto f = split(line, '|');
     if (f.size() < 9) continue;
-    SlurmJobInfo j{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], 0};
+    std::string name = f[8];
+    for (std::size_t k = 9; k < f.size(); ++k) name += "|" + f[k];
+    SlurmJobInfo j{f[0], f[1], std::move(name), f[2], f[3], f[4], f[5], f[6], f[7], 0};
     // squeue writes "gres:gpu:2" (or "gres/gpu:2" in newer Slurm) for a job's GPUs per node.
     std::string gres = j.gres;
     for (const std::string prefix : {"gres:", "gres/"})
@@ -185,7 +189,7 @@ std::vector<SlurmNode> query_nodes(std::chrono::milliseconds timeout) {
 }
 
 std::vector<SlurmJobInfo> query_jobs(std::chrono::milliseconds timeout) {
-  return parse_jobs(ask({"squeue", "-h", "-o", "%i|%u|%j|%T|%M|%l|%b|%N|%r"}, timeout));
+  return parse_jobs(ask({"squeue", "-h", "-o", "%i|%u|%T|%M|%l|%b|%N|%r|%j"}, timeout));
 }
 
 }  // namespace gpurun

@@ -43,7 +43,7 @@ struct SlurmJobInfo {
   int gpus = 0;
 };
 
-// `squeue -h -o %i|%u|%j|%T|%M|%l|%b|%N|%r`: the jobs that ask for GPUs.
+// `squeue -h -o %i|%u|%T|%M|%l|%b|%N|%r|%j`: the jobs that ask for GPUs (the name last: it may hold a |).
 std::vector<SlurmJobInfo> parse_jobs(const std::string& squeue_out);
 
 // The queries themselves (run with gpurun/util/process.hpp; Error when Slurm does not answer).

@@ -65,10 +65,12 @@ TEST(Nodes, RecordedSinfo) {
 
 TEST(Jobs, OnlyGpuJobs) {
   const auto jobs = parse_jobs(
-      "4|root|c|PENDING|0:00|UNLIMITED|gres:gpu:2||Resources\n"
-      "2|ada|a|RUNNING|1:01|4:00:00|gres/gpu:a100:2|node7|None\n"
-      "5|bob|cpu-only|RUNNING|0:10|UNLIMITED|N/A|node1|None\n");
+      "4|root|PENDING|0:00|UNLIMITED|gres:gpu:2||Resources|c\n"
+      "2|ada|RUNNING|1:01|4:00:00|gres/gpu:a100:2|node7|None|a|b|c\n"  // a name of "a|b|c"
+      "5|bob|RUNNING|0:10|UNLIMITED|N/A|node1|None|cpu-only\n");
   ASSERT_EQ(jobs.size(), 2U);
+  EXPECT_EQ(jobs[0].name, "c");
+  EXPECT_EQ(jobs[1].name, "a|b|c");
   EXPECT_EQ(jobs[0].id, "4");
   EXPECT_EQ(jobs[0].state, "PENDING");
   EXPECT_EQ(jobs[0].reason, "Resources");
