@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -228,6 +229,23 @@ SlurmJob oci_batch_job(const Options& options, SlurmJob job, const std::string& 
   return job;
 }
 
+// Signals held (blocked, left pending) for its life; the mask as it was after.
+class SignalsHeld {
+ public:
+  explicit SignalsHeld(std::initializer_list<int> signals) {
+    sigset_t held;
+    sigemptyset(&held);
+    for (const int s : signals) sigaddset(&held, s);
+    ::pthread_sigmask(SIG_BLOCK, &held, &before_);
+  }
+  ~SignalsHeld() { ::pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t before_{};
+};
+
 int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) {
   if (options.image.empty()) throw Error("slurm_container oci needs an image: pass --image IMAGE");
   // In a batch script or an salloc shell the job is there already; else gpurun allocates one.
@@ -241,9 +259,21 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     if (enclosing.empty()) out << shell_join({"scancel", id}) << '\n';
     return 0;
   }
+  // salloc -Q leaves out "Granted job allocation N": the allocation could not be released.
+  for (const std::string& opt : job.extra)
+    if (opt == "-Q" || opt == "--quiet")
+      throw Error(
+          fmt::format("slurm_container oci: the Slurm option {} hides the job id salloc gives, which gpurun "
+                      "needs to release the allocation; leave it out",
+                      text::printable(opt)));
   const fs::path cache = cache_dir(options);
   const fs::path image = image_bundle(options, cache);
 
+  // From the allocation until it is released, Ctrl-C, SIGTERM and SIGHUP wait (the children get
+  // them): released first, then they act. Ended between salloc and srun (scontrol, cp of the
+  // rootfs), gpurun left the allocation holding its GPUs until its time limit. (While salloc
+  // waits in the queue they act at once: salloc, in the terminal's group, gets Ctrl-C too.)
+  std::optional<SignalsHeld> held;
   std::string id = enclosing;
   if (id.empty()) {
     const auto queue_timeout = std::chrono::hours(24 * 365);
@@ -255,6 +285,7 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     }
     id = parse_salloc_job_id(allocated.err);
   }
+  held.emplace(std::initializer_list<int>{SIGINT, SIGTERM, SIGHUP});
   const fs::path bundle = cache / "jobs" / id;
   const auto release = [&] {
     if (enclosing.empty()) (void)run_process({{"scancel", id}, {}}, std::chrono::seconds(30));
