@@ -102,18 +102,14 @@ json bundle_config(const fs::path& bundle) {
   return config;
 }
 
-// The container step: `srun --jobid=ID --container=BUNDLE env CUDA_VISIBLE_DEVICES=GPUS K=V... COMMAND`.
-// Slurm gives the container neither our environment nor the GPU variables: the command sets them.
+// The container step: `srun --jobid=ID --container=BUNDLE env CUDA_VISIBLE_DEVICES=GPUS COMMAND`.
+// Slurm gives the container neither our environment nor the GPU variables: the command sets the
+// GPUs', the bundle's config.json the job's -e (their values never on a command line `ps` shows).
 // With --report it is the child of a gpurun step that samples the GPUs beside it (overlapping it).
 std::vector<std::string> oci_step_argv(const Options& options, const SlurmJob& job, const std::string& id,
                                        const std::string& bundle, const std::string& gpus) {
   std::vector<std::string> argv{"srun", "--jobid=" + id, "--container=" + bundle, "env",
                                 "CUDA_VISIBLE_DEVICES=" + gpus};
-  for (const std::string& e : job.env)
-    if (e.find('=') != std::string::npos)
-      argv.push_back(e);
-    else if (const char* v = std::getenv(e.c_str()))
-      argv.push_back(e + "=" + v);
   argv.insert(argv.end(), job.command.begin(), job.command.end());
   if (!options.report) return argv;
   std::vector<std::string> sampler{"srun", "--jobid=" + id, "--overlap"};
@@ -165,6 +161,14 @@ json oci_job_config(json config, const OciJobSpec& spec) {
                       {"source", source},
                       {"options", {"rbind", read_only ? "ro" : "rw"}}});
   };
+  json& env = config["process"]["env"];
+  if (!env.is_array()) env = json::array();
+  for (const std::string& item : spec.env) {  // the job's over the image's
+    const std::string key = item.substr(0, item.find('=') + 1);
+    for (auto it = env.begin(); it != env.end();)
+      it = it->is_string() && it->get_ref<const std::string&>().starts_with(key) ? env.erase(it) : std::next(it);
+    env.push_back(item);
+  }
   bind(spec.workdir, spec.workdir, false);
   for (const std::string& volume : spec.volumes) {
     const std::string checked = pyxis_mount(volume);  // the same rules: absolute source, ro/rw only
@@ -298,9 +302,22 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     if (gpus.empty()) throw Error(fmt::format("Slurm job {}: scontrol shows no GPU indices (GRES=gpu:N(IDX:...))", id));
     json config = bundle_config(image);
     const LaunchIdentity who = current_identity();
-    config = oci_job_config(config, {job.workdir, who.uid, who.gid, job.volumes, gpus});
+    std::vector<std::string> env;  // -e K=V, and -e K as ours
+    for (const std::string& e : job.env)
+      if (e.find('=') != std::string::npos)
+        env.push_back(e);
+      else if (const char* v = std::getenv(e.c_str()))
+        env.push_back(e + "=" + v);
+    config = oci_job_config(config, {job.workdir, who.uid, who.gid, job.volumes, gpus, env});
     std::error_code error;
     fs::create_directories(bundle, error);
+    // Ours alone (its config.json holds the job's variables): not a link, nor another user's
+    // directory planted in a shared cache, whose config.json we would write through.
+    struct stat made {};
+    if (::lstat(bundle.c_str(), &made) != 0 || !S_ISDIR(made.st_mode) || made.st_uid != ::geteuid() ||
+        ::chmod(bundle.c_str(), 0700) != 0)
+      throw Error(fmt::format("slurm_container oci: the job's bundle {} is not a directory of yours; remove it",
+                              text::printable(bundle.string(), 200)));
     if (const auto problem = write_whole((bundle / "config.json").string(), config.dump(1) + "\n"))
       throw Error(fmt::format("slurm_container oci: cannot write {}: {}",
                               text::printable((bundle / "config.json").string(), 200), *problem));

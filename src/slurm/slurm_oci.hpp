@@ -21,6 +21,7 @@ struct OciJobSpec {
   unsigned uid = 0, gid = 0;
   std::vector<std::string> volumes;  // docker -v form: SRC:DST[:ro|rw]
   std::vector<int> gpus;             // the allocated GPUs' indices: /dev/nvidiaN, major 195, minor N
+  std::vector<std::string> env;      // K=V for the job's process (in the file, not on srun's command line)
 };
 
 // The image's config.json (from umoci) made into the job's; Error for a volume it cannot mount.
