@@ -134,13 +134,17 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
                            "--label", fmt::format("{}={}", kLabelNotify, request.notify ? "run_ended" : "")});
   for (unsigned group : request.identity.groups)
     if (group != request.identity.gid) argv.insert(argv.end(), {"--group-add", std::to_string(group)});
+  // An image's own ENV cannot widen what the runtime hands out (the runtime form sets it already):
+  // under sudo whatever the form, and for CDI always, since docker sets the variable for --gpus
+  // alone, and where the nvidia runtime is the engine's default (DGX OS) it read a CUDA image's
+  // NVIDIA_VISIBLE_DEVICES=all and gave the job every GPU, others' among them.
+  if (request.gpu_request == GpuRequestForm::cdi ||
+      (request.for_caller && request.gpu_request != GpuRequestForm::runtime))
+    argv.insert(argv.end(),
+                {"--env", "NVIDIA_VISIBLE_DEVICES=" +
+                              visible_devices(request.gpu_request, request.gpu_indices, request.gpu_uuids)});
   if (request.for_caller) {
     argv.insert(argv.end(), {"--security-opt", "no-new-privileges"});
-    // An image's own ENV cannot widen what the runtime hands out (the runtime form sets it already).
-    if (request.gpu_request != GpuRequestForm::runtime)
-      argv.insert(argv.end(),
-                  {"--env", "NVIDIA_VISIBLE_DEVICES=" +
-                                visible_devices(request.gpu_request, request.gpu_indices, request.gpu_uuids)});
     // Nor an image's ENV the toolkit's switches that hand the container host devices besides
     // its GPUs (InfiniBand, NVSwitch, GPUDirect Storage and RDMA), which --device is refused for.
     for (const std::string_view device_switch : kToolkitDeviceSwitches)

@@ -64,6 +64,8 @@ TEST(BuildDockerArgv, TheGpuFormTakesTheGpusPlaceBeforeCpus) {
   EXPECT_THAT(std::vector<std::string>(argv.begin() + 4, argv.begin() + 13),
               ElementsAre("--name", "job", "--device", "nvidia.com/gpu=" + kUuid3, "--device",
                           "nvidia.com/gpu=" + kUuid6, "--cpus", "8", "--user"));
+  // The nvidia runtime as the engine's default reads the variable over CDI: pinned to the same GPUs.
+  EXPECT_THAT(argv, ::testing::Contains("NVIDIA_VISIBLE_DEVICES=" + kUuid3 + "," + kUuid6));
 }
 
 TEST(CdiFromSpecDirs, DockerInfosAnswer) {
