@@ -178,10 +178,15 @@ GpuContainer read_container(const json& c) {
   if (container.started_by_gpurun) read_policy_labels(*labels, container);
 
   bool requests_gpus = false;
+  bool docker_sets_env = false;  // a --gpus request: docker gives the runtime NVIDIA_VISIBLE_DEVICES itself
   const json* requests = find_at(c, "/HostConfig/DeviceRequests"_json_pointer);
   if (requests != nullptr && requests->is_array())
     for (const json& request : *requests)
-      if (request.is_object()) requests_gpus = add_device_request(container, request) || requests_gpus;
+      if (request.is_object()) {
+        const bool gpus = add_device_request(container, request);
+        requests_gpus = requests_gpus || gpus;
+        docker_sets_env = docker_sets_env || (gpus && string_at(request, json::json_pointer("/Driver")) != "cdi");
+      }
   const json* mappings = find_at(c, "/HostConfig/Devices"_json_pointer);
   if (mappings != nullptr && mappings->is_array())
     for (const json& mapping : *mappings) requests_gpus = add_device_mapping(container, mapping) || requests_gpus;
@@ -189,14 +194,16 @@ GpuContainer read_container(const json& c) {
   const json* privileged = find_at(c, "/HostConfig/Privileged"_json_pointer);
   if (privileged != nullptr && privileged->is_boolean() && privileged->get<bool>()) container.all_gpus = true;
 
-  // NVIDIA_VISIBLE_DEVICES says which GPUs a container holds only without a GPU request (the
-  // legacy --runtime=nvidia form): NVIDIA's images set it to "all" in their own environment, and
-  // with --gpus docker hands the runtime the requested devices instead (CDI and device nodes
-  // ignore it), so "all" there would claim every GPU for nothing. Nor under docker's plain runc
-  // (its default), which never reads it: a CPU job of an NVIDIA image holds no GPU. The nvidia
-  // runtime does, and so may podman's (its NVIDIA hook, where installed, runs under any runtime).
+  // NVIDIA_VISIBLE_DEVICES says which GPUs a container holds without a GPU request (the legacy
+  // --runtime=nvidia form): NVIDIA's images set it to "all" in their own environment, and with
+  // --gpus docker hands the runtime the requested devices in its own variable, so "all" there
+  // would claim every GPU for nothing. Nor under docker's plain runc (its default), which never
+  // reads it: a CPU job of an NVIDIA image holds no GPU. The nvidia runtime does, and so may
+  // podman's (its NVIDIA hook, where installed, runs under any runtime); under the nvidia runtime
+  // (DGX OS's default) it reads the image's "all" beside CDI devices and device nodes too.
   const std::string runtime = string_at(c, json::json_pointer("/HostConfig/Runtime"));
-  const bool env_read = !requests_gpus && runtime != "runc" && runtime != "io.containerd.runc.v2";
+  const bool env_read = runtime != "runc" && runtime != "io.containerd.runc.v2" &&
+                        (!requests_gpus || (runtime == "nvidia" && !docker_sets_env));
   const json* env = env_read ? find_at(c, "/Config/Env"_json_pointer) : nullptr;
   if (env != nullptr && env->is_array()) {
     for (const json& entry : *env) {

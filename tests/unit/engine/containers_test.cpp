@@ -196,6 +196,27 @@ TEST(ParseGpuContainers, TheNvidiaRuntimeWithNvidiaVisibleDevices) {
   EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(1, 2));
 }
 
+// Under the nvidia runtime (DGX OS's default) the toolkit reads an image's NVIDIA_VISIBLE_DEVICES=all
+// beside CDI devices and device nodes: such a container holds every GPU. Not beside --gpus, for
+// which docker gives the runtime its own variable.
+TEST(ParseGpuContainers, TheNvidiaRuntimeReadsTheImagesVariableBesideCdiAndDeviceNodes) {
+  const auto containers = parse_gpu_containers(R"([
+    {"Name": "/cdi", "Config": {"Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+     "HostConfig": {"Runtime": "nvidia", "DeviceRequests": [{"Driver": "cdi", "DeviceIDs": ["nvidia.com/gpu=0"]}]}},
+    {"Name": "/node", "Config": {"Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+     "HostConfig": {"Runtime": "nvidia", "Devices": [{"PathOnHost": "/dev/nvidia0", "PathInContainer": "/dev/nvidia0"}]}},
+    {"Name": "/gpus", "Config": {"Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+     "HostConfig": {"Runtime": "nvidia", "DeviceRequests": [{"Driver": "", "DeviceIDs": ["1"], "Capabilities": [["gpu"]]}]}},
+    {"Name": "/runc", "Config": {"Env": ["NVIDIA_VISIBLE_DEVICES=all"]},
+     "HostConfig": {"Runtime": "runc", "DeviceRequests": [{"Driver": "cdi", "DeviceIDs": ["nvidia.com/gpu=0"]}]}}
+  ])");
+  ASSERT_EQ(containers.size(), 4U);
+  EXPECT_THAT(held_gpu_indices(containers[0], four_gpus()), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(held_gpu_indices(containers[1], four_gpus()), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(held_gpu_indices(containers[2], four_gpus()), ElementsAre(1));
+  EXPECT_THAT(held_gpu_indices(containers[3], four_gpus()), ElementsAre(0));
+}
+
 // `docker run --device /dev/nvidia3 --device /dev/nvidiactl --device /dev/nvidia-uvm …`: the GPU's
 // own node is held; the control nodes every GPU user shares are not GPUs.
 TEST(ParseGpuContainers, DeviceNodesAreRecordedByMinorNumber) {
