@@ -85,11 +85,19 @@ TEST(SlurmJobFrom, RefusesWhatSlurmCannotDo) {
   EXPECT_THAT(caught_error([&] { slurm_job_from(o, 16, "/w", false); }).message, HasSubstr("--slurm-opt"));
 }
 
+TEST(OciJobConfig, TheJobsVariablesAreInTheFileOverTheImages) {
+  // Never on srun's command line, which `ps` shows everyone.
+  const json image = {{"process", {{"env", {"PATH=/usr/bin", "HF_TOKEN=image", "LANG=C"}}}}};
+  const json config = oci_job_config(image, {"/work", 0, 0, {}, {}, {"HF_TOKEN=secret", "MODE=oci"}});
+  EXPECT_THAT(config["process"]["env"].get<std::vector<std::string>>(),
+              ElementsAre("PATH=/usr/bin", "LANG=C", "HF_TOKEN=secret", "MODE=oci"));
+}
+
 TEST(OciJobConfig, WorkdirVolumesUserAndOnlyTheJobsGpus) {
   const json image = json::parse(R"({"process": {"cwd": "/", "user": {"uid": 0, "gid": 0}, "terminal": true},
     "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
     "linux": {"resources": {"devices": [{"allow": false, "access": "rwm"}]}}})");
-  const json c = oci_job_config(image, {"/home/ada/p", 1000, 100, {"/data:/in:ro"}, {5, 7}});
+  const json c = oci_job_config(image, {"/home/ada/p", 1000, 100, {"/data:/in:ro"}, {5, 7}, {}});
   EXPECT_EQ(c["process"]["cwd"], "/home/ada/p");
   EXPECT_EQ(c["process"]["user"], json::parse(R"({"uid": 1000, "gid": 100})"));
   EXPECT_EQ(c["process"]["terminal"], false);
@@ -107,7 +115,7 @@ TEST(OciJobConfig, WorkdirVolumesUserAndOnlyTheJobsGpus) {
   EXPECT_EQ(c["linux"]["resources"]["devices"][0], json::parse(R"({"allow": false, "access": "rwm"})"));
   EXPECT_EQ(c["linux"]["resources"]["devices"][1]["allow"], true);
   EXPECT_THAT(caught_error([&] {
-                oci_job_config(image, {"/w", 0, 0, {"named:/x"}, {0}});
+                oci_job_config(image, {"/w", 0, 0, {"named:/x"}, {0}, {}});
               }).message,
               HasSubstr("no named Docker volumes"));
 }
