@@ -32,9 +32,12 @@ std::string field(std::string_view value) {
   return quoted + '"';
 }
 
+// This process's own user, as a field: its login, or its uid where it has none.
+std::string own_user() { return field(own_login_name().value_or(std::to_string(::getuid()))); }
+
 std::string who(const std::optional<Caller>& caller) {
   if (caller) return fmt::format("user={} sudo=yes", field(caller->login));
-  return fmt::format("user={} sudo=no", field(own_login_name().value_or(std::to_string(::getuid()))));
+  return fmt::format("user={} sudo=no", own_user());
 }
 
 std::string job(const Options& options) {
@@ -107,8 +110,7 @@ void log_refusal(const Options& options, const std::optional<Caller>& caller, st
 }
 
 std::string sudo_id_refusal_log_line(uid_t claimed_uid, std::string_view why) {
-  return fmt::format("refused user={} sudo=refused SUDO_UID={} reason={}",
-                     field(own_login_name().value_or(std::to_string(::getuid()))), claimed_uid,
+  return fmt::format("refused user={} sudo=refused SUDO_UID={} reason={}", own_user(), claimed_uid,
                      field(text::printable(why, kMaxField)));
 }
 
