@@ -105,6 +105,12 @@ bool add_device_mapping(GpuContainer& container, const json& mapping) {
   if (!mapping.is_object()) return false;
   const std::string path = string_at(mapping, json::json_pointer("/PathOnHost"));
   if (add_cdi_device(container, path)) return true;
+  constexpr std::string_view cap = "/dev/nvidia-caps/nvidia-cap";
+  if (path.starts_with(cap)) {
+    if (const auto n = text::parse_integer(std::string_view(path).substr(cap.size())); n && *n >= 0 && *n < 1000000)
+      container.mig_caps.push_back(static_cast<int>(*n));
+    return false;  // a capability alone holds no GPU
+  }
   constexpr std::string_view node = "/dev/nvidia";
   if (!path.starts_with(node)) return false;
   const std::string_view minor = std::string_view(path).substr(node.size());

@@ -156,6 +156,29 @@ std::optional<int> nvidia_device_minor(const Gpu& gpu, const std::string& root) 
   return std::nullopt;
 }
 
+std::optional<MigCapMinors> mig_cap_minors(int gpu_minor, int gpu_instance_id, int compute_instance_id,
+                                           const std::string& root) {
+  const BoundedRead file = read_bounded(under(root, "/proc/driver/nvidia-caps/mig-minors").string(),
+                                        std::size_t{256} << 10, FileKinds::regular_only);
+  if (!file.text) return std::nullopt;
+  const std::string gi = fmt::format("gpu{}/gi{}/access", gpu_minor, gpu_instance_id);
+  const std::string ci = fmt::format("gpu{}/gi{}/ci{}/access", gpu_minor, gpu_instance_id, compute_instance_id);
+  std::optional<int> gi_minor;
+  std::optional<int> ci_minor;
+  for (const auto& line : text::non_blank_lines(*file.text)) {
+    const std::string_view row = text::trim(line.text);
+    const std::size_t space = row.find(' ');
+    if (space == std::string_view::npos) continue;
+    const std::string_view name = row.substr(0, space);
+    const auto minor = text::parse_integer(text::trim(row.substr(space + 1)));
+    if (!minor || *minor < 0 || *minor >= 1'000'000) continue;
+    if (name == gi) gi_minor = static_cast<int>(*minor);
+    if (name == ci) ci_minor = static_cast<int>(*minor);
+  }
+  if (!gi_minor || !ci_minor) return std::nullopt;
+  return MigCapMinors{.gpu_instance = *gi_minor, .compute_instance = *ci_minor};
+}
+
 std::vector<GpuLink> parse_topo_matrix(std::string_view output) {
   std::vector<int> columns;  // the GPU of each leading matrix column
   std::map<std::pair<int, int>, std::string> kinds;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <regex>
 
 namespace gpurun {
@@ -22,7 +23,10 @@ std::pair<int, int> size_of(const std::string& profile) {
 
 std::vector<Gpu> mig_units(const Snapshot& snapshot) {
   std::vector<Gpu> units;
+  std::map<int, int> devices_of;  // per parent GPU, its MIG devices so far
   for (const MigInstance& instance : snapshot.mig_instances) {
+    const auto parent = std::find_if(snapshot.gpus.begin(), snapshot.gpus.end(),
+                                     [&](const Gpu& gpu) { return gpu.index == instance.gpu_index; });
     Gpu unit;
     unit.index = static_cast<int>(units.size());
     unit.uuid = instance.uuid;
@@ -30,7 +34,14 @@ std::vector<Gpu> mig_units(const Snapshot& snapshot) {
     unit.memory_used_mib = instance.memory_used_mib;
     unit.memory_total_mib = instance.memory_total_mib;
     unit.processes = instance.processes;
-    unit.mig = MigPlace{instance.gpu_index, instance.gpu_instance_id, instance.compute_instance_id, instance.profile};
+    unit.mig = MigPlace{.gpu_index = instance.gpu_index,
+                        .gpu_instance_id = instance.gpu_instance_id,
+                        .compute_instance_id = instance.compute_instance_id,
+                        .profile = instance.profile,
+                        .device_index = devices_of[instance.gpu_index]++,
+                        .parent_uuid = parent == snapshot.gpus.end() ? std::string() : parent->uuid};
+    // The parent's place on the bus: its /dev/nvidiaN is the instance's too.
+    if (parent != snapshot.gpus.end()) unit.pci_bus_id = parent->pci_bus_id;
     units.push_back(std::move(unit));
   }
   return units;

@@ -12,6 +12,7 @@
 #include "gpurun/engine/gpu_process_owner.hpp"
 #include "gpurun/history/time_text.hpp"
 #include "gpurun/select/claims.hpp"
+#include "gpurun/select/mig_units.hpp"
 
 namespace gpurun {
 namespace {
@@ -105,6 +106,9 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
   // On a MIG GPU a holder holds instances, not the GPU: which ones, by the processes in each (and
   // a container's by the instances it was given), so that it is credited their share alone.
   const std::map<std::string, MigPart> parts = mig_parts(snapshot);
+  std::map<std::string, std::string> uuid_at_place;
+  for (const Gpu& unit : mig_units(snapshot))
+    uuid_at_place[fmt::format("{}:{}", unit.mig->gpu_index, unit.mig->device_index)] = unit.uuid;
   std::map<long, std::vector<const MigPart*>> parts_of_pid;
   for (const MigInstance& mig : snapshot.mig_instances)
     if (const auto part = parts.find(mig.uuid); part != parts.end())
@@ -131,8 +135,12 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
         working_parts.insert(pid_parts.begin(), pid_parts.end());
     }
     std::set<const MigPart*> held_parts = working_parts;
-    for (const std::string& device : c.devices)
-      if (const auto part = parts.find(device); part != parts.end() && !c.all_gpus) held_parts.insert(&part->second);
+    for (const std::string& device : c.devices) {
+      const auto placed = uuid_at_place.find(device);  // "1:0" names an instance as its UUID does
+      if (const auto part = parts.find(placed == uuid_at_place.end() ? device : placed->second);
+          part != parts.end() && !c.all_gpus)
+        held_parts.insert(&part->second);
+    }
     for (const MigPart* part : held_parts)
       if (std::find(gpus.begin(), gpus.end(), part->gpu) == gpus.end()) gpus.push_back(part->gpu);
     std::sort(gpus.begin(), gpus.end());

@@ -21,6 +21,9 @@ struct GpuContainer {
   // Indices or UUIDs (MIG ones too), as the engine was told; "minor:N" for a device node
   // /dev/nvidiaN given with --device (see device_minor).
   std::vector<std::string> devices;
+  // N of each /dev/nvidia-caps/nvidia-capN given with --device: which MIG instances its parent's
+  // node reaches (podman shows a CDI MIG device so; select/claims.cpp reads them).
+  std::vector<int> mig_caps;
   bool started_by_gpurun = false;
   std::optional<std::chrono::seconds> time_limit;  // gpurun's label: stop it this long after its start
   bool notify_end = false;                         // gpurun's label: tell its user when it ends

@@ -21,6 +21,10 @@ struct MigPlace {
   int gpu_instance_id = 0;
   int compute_instance_id = 0;
   std::string profile;  // "1g.10gb"
+  // How a container may name it besides its MIG UUID: "GPU:N", N its place among its GPU's MIG
+  // devices as the NVIDIA toolkit counts them; or by its parent (index, UUID, /dev/nvidiaN).
+  int device_index = 0;
+  std::string parent_uuid;
 };
 
 struct Gpu {

@@ -39,6 +39,17 @@ void locate_gpus(std::vector<Gpu>& gpus, const std::string& root);
 // not say (no bus id, another driver, a tree without it). Usually the index, but not always.
 std::optional<int> nvidia_device_minor(const Gpu& gpu, const std::string& root);
 
+// The capability minors that reach one MIG instance (/dev/nvidia-caps/nvidia-capN): its GPU
+// instance's and its compute instance's, as the driver lists them in
+// /proc/driver/nvidia-caps/mig-minors under `root` ("gpu0/gi1/access 12", "gpu0/gi1/ci0/access 13",
+// gpuN by the GPU's minor number); nullopt where it does not say.
+struct MigCapMinors {
+  int gpu_instance = 0;
+  int compute_instance = 0;
+};
+std::optional<MigCapMinors> mig_cap_minors(int gpu_minor, int gpu_instance_id, int compute_instance_id,
+                                           const std::string& root);
+
 // The links between GPUs in `nvidia-smi topo -m` output: one per pair (a < b), by GPU index.
 // NIC columns, the CPU/NUMA affinity columns, the legend and terminal escapes are ignored.
 std::vector<GpuLink> parse_topo_matrix(std::string_view output);

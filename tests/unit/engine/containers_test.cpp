@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpurun/gpu/topology.hpp"
+#include "gpurun/select/mig_units.hpp"
 #include "gpurun/util/error.hpp"
 #include "support/test_support.hpp"
 
@@ -260,6 +261,74 @@ TEST(HeldGpuIndices, ADeviceNodeIsTheGpuOfThatMinorNumberAsTheDriverSaysIt) {
   }
   const test::EnvGuard nowhere("GPURUN_SYSFS_ROOT", root / "none");
   EXPECT_THAT(held_gpu_indices(node, gpus), ElementsAre(3));  // the driver says nothing: the index
+}
+
+// On a MIG host the units are numbered 0.. among the instances: unit 1 is GPU 0's second
+// instance, not GPU 1. A container holds an instance by its MIG UUID, by "GPU:N", or by its
+// whole parent (index, UUID, device node); it held the unit of its GPU's number before.
+TEST(HeldGpuIndices, AMigUnitIsHeldByItsUuidItsPlaceOrItsParentNotByItsNumber) {
+  Snapshot snapshot;
+  snapshot.gpus = four_gpus();
+  for (int gpu : {0, 1})
+    for (int gi : {1, 2})
+      snapshot.mig_instances.push_back({.uuid = fmt::format("MIG-{}-{}", gpu, gi),
+                                        .gpu_index = gpu,
+                                        .gpu_instance_id = gi,
+                                        .compute_instance_id = 0,
+                                        .profile = "3g.40gb",
+                                        .memory_used_mib = {},
+                                        .memory_total_mib = {},
+                                        .processes = {}});
+  const std::vector<Gpu> units = mig_units(snapshot);  // 0: 0:0, 1: 0:1, 2: 1:0, 3: 1:1
+  const auto held = [&](std::vector<std::string> devices) {
+    GpuContainer c;
+    c.devices = std::move(devices);
+    return held_gpu_indices(c, units);
+  };
+  EXPECT_THAT(held({"1"}), ElementsAre(2, 3));  // the whole GPU 1
+  EXPECT_THAT(held({"GPU-00000001"}), ElementsAre(2, 3));
+  EXPECT_THAT(held({"1:0"}), ElementsAre(2));
+  EXPECT_THAT(held({"0:1", "MIG-1-2"}), ElementsAre(1, 3));
+  EXPECT_THAT(held({"3"}), IsEmpty());  // GPU 3 has no instances
+  const test::EnvGuard nowhere("GPURUN_SYSFS_ROOT", "/nonexistent/sysfs");
+  EXPECT_THAT(held({"minor:0"}), ElementsAre(0, 1));  // /dev/nvidia0: GPU 0's node, both instances
+}
+
+// podman shows a CDI MIG device as its parent's node and the capabilities of one instance: those
+// say which (the driver's mig-minors); where the driver does not say, the parent's every instance.
+TEST(HeldGpuIndices, ParentNodeWithMigCapabilitiesHoldsTheInstanceTheyOpen) {
+  const auto containers = parse_gpu_containers(R"([{
+    "Name": "/bob_mig", "Config": {"Image": "img"},
+    "HostConfig": {"Devices": [{"PathOnHost": "/dev/nvidia1", "PathInContainer": "/dev/nvidia1"},
+                               {"PathOnHost": "/dev/nvidia-caps/nvidia-cap21", "PathInContainer": "/dev/nvidia-caps/nvidia-cap21"},
+                               {"PathOnHost": "/dev/nvidia-caps/nvidia-cap22", "PathInContainer": "/dev/nvidia-caps/nvidia-cap22"},
+                               {"PathOnHost": "/dev/nvidiactl", "PathInContainer": "/dev/nvidiactl"}]}}])");
+  ASSERT_EQ(containers.size(), 1u);
+  EXPECT_THAT(containers[0].devices, ElementsAre("minor:1"));
+  EXPECT_THAT(containers[0].mig_caps, ElementsAre(21, 22));
+  Snapshot snapshot;
+  snapshot.gpus = four_gpus();
+  for (int gi : {1, 2})
+    snapshot.mig_instances.push_back({.uuid = fmt::format("MIG-1-{}", gi),
+                                      .gpu_index = 1,
+                                      .gpu_instance_id = gi,
+                                      .compute_instance_id = 0,
+                                      .profile = "3g.40gb",
+                                      .memory_used_mib = {},
+                                      .memory_total_mib = {},
+                                      .processes = {}});
+  const std::vector<Gpu> units = mig_units(snapshot);
+  const test::TempDir root("gpurun-caps");
+  std::filesystem::create_directories(root / "proc/driver/nvidia-caps");
+  test::write_file(root / "proc/driver/nvidia-caps/mig-minors",
+                   "config 1\nmonitor 2\ngpu0/gi1/access 3\ngpu0/gi1/ci0/access 4\ngpu1/gi1/access 12\n"
+                   "gpu1/gi1/ci0/access 13\ngpu1/gi2/access 21\ngpu1/gi2/ci0/access 22\n");
+  {
+    const test::EnvGuard at("GPURUN_SYSFS_ROOT", root.str());
+    EXPECT_THAT(held_gpu_indices(containers[0], units), ElementsAre(1));  // GI 2, not GI 1
+  }
+  const test::EnvGuard nowhere("GPURUN_SYSFS_ROOT", root / "none");
+  EXPECT_THAT(held_gpu_indices(containers[0], units), ElementsAre(0, 1));
 }
 
 // podman (and docker compose before 2.30) keep a CDI name given to --device as a device mapping.

@@ -52,6 +52,24 @@ TEST(MigUnits, EachInstanceIsAUnitNamedByItsMigUuidWithoutUtilization) {
   EXPECT_EQ(units[2].mig->gpu_instance_id, 9);
   EXPECT_EQ(units[2].mig->profile, "1g.10gb");
   EXPECT_EQ(units[2].processes.size(), 1u);
+  EXPECT_EQ(units[2].mig->device_index, 2);  // GPU 1's third MIG device: "1:2"
+}
+
+TEST(MigUnits, EachUnitKnowsItsPlaceOnItsGpuAndItsParent) {
+  Snapshot s = mig_box();
+  s.gpus.resize(2);
+  s.gpus[1].index = 1;
+  s.gpus[1].uuid = "GPU-one";
+  s.gpus[1].pci_bus_id = "00000000:0F:00.0";
+  s.mig_instances.insert(s.mig_instances.begin(), instance(0, 1, "7g.80gb", 0, 81920));
+  const std::vector<Gpu> units = mig_units(s);
+  ASSERT_EQ(units.size(), 5u);
+  EXPECT_EQ(units[0].mig->device_index, 0);
+  EXPECT_EQ(units[1].mig->device_index, 0);  // each GPU counts its own from 0
+  EXPECT_EQ(units[4].mig->device_index, 3);
+  EXPECT_EQ(units[4].mig->parent_uuid, "GPU-one");
+  EXPECT_EQ(units[4].pci_bus_id, "00000000:0F:00.0");
+  EXPECT_EQ(units[0].mig->parent_uuid, "");  // GPU 0 not in the snapshot
 }
 
 TEST(MigUnits, ProfileServes) {

@@ -159,6 +159,10 @@ TEST_F(MachineSampleTest, OnAMigGpuEachHolderHoldsItsInstancesShareNotTheGpu) {
   EXPECT_EQ(sample.holders[1].key, "process:100:1");
   EXPECT_EQ(sample.holders[1].mig_share, (std::map<int, double>{{0, 0.25}}));
 
+  // Given the instance as "GPU:N" (--gpus device=0:1, its second MIG device), it holds the same.
+  c.devices = {"0:1"};
+  EXPECT_EQ(machine_sample(WallTime{}, s, {c}, root_).holders[0].mig_share, (std::map<int, double>{{0, 3.0 / 7}}));
+
   // A container given every GPU (--gpus all) holds each whole, MIG or not, but where its
   // processes run in an instance: that instance is its share, as anyone's there.
   c.all_gpus = true;
