@@ -181,7 +181,10 @@ GpuContainer read_container(const json& c) {
   }
   // Nobody else's: the engine records no one who ran a container, and an image's Config.User
   // ("ubuntu", "1000") is an account inside it, not a person to name, mail or exempt.
-  if (container.started_by_gpurun) read_policy_labels(*labels, container);
+  // The time limit and notification labels came with gpurun.name (one release wrote all four):
+  // without it they are an image's (a LABEL in a Dockerfile), and a plain `docker run` of that
+  // image is no launch of gpurun's to stop or mail about.
+  if (container.started_by_gpurun && labels->contains(std::string(kLabelName))) read_policy_labels(*labels, container);
 
   bool requests_gpus = false;
   bool docker_sets_env = false;  // a --gpus request: docker gives the runtime NVIDIA_VISIBLE_DEVICES itself

@@ -785,7 +785,7 @@ TEST_F(IdlePolicyTest, UnderADryRunTheIdlePolicyOnlySaysWhatItWouldStop) {
 constexpr const char* kTimedContainers = R"([
  {"Id": "c1", "Name": "/bob_gpu2", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},
   "Path": "python", "Args": ["train.py"], "Config": {"Image": "bob/train:1", "Labels": {"gpurun.user": "bob",
-  "gpurun.gpus": "2", "gpurun.time-limit": "2", "gpurun.notify": "run_ended"}},
+  "gpurun.gpus": "2", "gpurun.time-limit": "2", "gpurun.notify": "run_ended", "gpurun.name": "bob_gpu2"}},
   "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
  {"Id": "c2", "Name": "/notebook", "State": {"Status": "running", "StartedAt": "2026-01-01T00:00:00Z"},
   "Path": "jupyter", "Config": {"Image": "jupyter:1", "User": "carol", "Labels": {"gpurun.time-limit": "1"}},

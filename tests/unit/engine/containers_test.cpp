@@ -355,7 +355,7 @@ TEST(ParseGpuContainers, AResolvedCdiDeviceIsReadFromGpurunsLabel) {
 TEST(ParseGpuContainers, ReadsTheTimeLimitAndNotifyLabelsOfGpurunsContainersOnly) {
   const auto containers = parse_gpu_containers(R"([
     {"Id": "a", "Name": "/a", "Config": {"Image": "img", "Labels": {"gpurun.user": "alice", "gpurun.gpus": "0",
-     "gpurun.time-limit": "3600", "gpurun.notify": "run_ended"}},
+     "gpurun.time-limit": "3600", "gpurun.notify": "run_ended", "gpurun.name": "a"}},
      "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["0"], "Capabilities": [["gpu"]]}]}},
     {"Id": "b", "Name": "/b", "Config": {"Image": "img", "Labels": {"gpurun.user": "bob", "gpurun.gpus": "1",
      "gpurun.time-limit": "-5", "gpurun.notify": "yes"}},
@@ -363,9 +363,17 @@ TEST(ParseGpuContainers, ReadsTheTimeLimitAndNotifyLabelsOfGpurunsContainersOnly
     {"Id": "c", "Name": "/c", "Config": {"Image": "img", "Labels": {"gpurun.time-limit": "60"}},
      "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
     {"Id": "d", "Name": "/d", "Config": {"Image": "img", "Labels": {"gpurun.user": "dan", "gpurun.gpus": "3",
-     "gpurun.time-limit": "9000000000000000000"}},
+     "gpurun.time-limit": "9000000000000000000", "gpurun.name": "d"}},
+     "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["3"], "Capabilities": [["gpu"]]}]}},
+    {"Id": "e", "Name": "/e", "Config": {"Image": "img", "Labels": {"gpurun.user": "eve", "gpurun.gpus": "3",
+     "gpurun.time-limit": "60", "gpurun.notify": "run_ended"}},
      "HostConfig": {"DeviceRequests": [{"DeviceIDs": ["3"], "Capabilities": [["gpu"]]}]}}])");
-  ASSERT_EQ(containers.size(), 4U);
+  ASSERT_EQ(containers.size(), 5U);
+  // Policy labels without gpurun.name (written with them by every launch that writes them) are
+  // an image's LABELs: a plain `docker run` of it is not stopped after 60 s.
+  EXPECT_TRUE(containers[4].started_by_gpurun);
+  EXPECT_FALSE(containers[4].time_limit);
+  EXPECT_FALSE(containers[4].notify_end);
   EXPECT_FALSE(containers[3].time_limit);  // past a year: written by hand, and past the clock's range
   EXPECT_EQ(containers[0].time_limit, std::chrono::seconds(3600));
   EXPECT_TRUE(containers[0].notify_end);
