@@ -20,6 +20,7 @@
 #include "gpurun/util/exec.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/shell_quote.hpp"
+#include "gpurun/util/text.hpp"
 #include "slurm_oci.hpp"
 #include "slurm_report.hpp"
 
@@ -111,6 +112,47 @@ SlurmJob report_job(const Options& options, SlurmJob job) {
   return job;
 }
 
+// What gpurun itself asks of the allocation, and what to pass instead: a --slurm-opt after it
+// would win (srun's last option does), past the site's max_runtime or GPU count.
+struct SetByGpurun {
+  std::string_view option;
+  std::string_view instead;
+};
+constexpr SetByGpurun kSetByGpurun[] = {
+    {"--time", "--time-limit (or slurm_time)"},
+    {"--gpus", "the GPU count"},
+    {"--gpus-per-node", "the GPU count"},
+    {"--gpus-per-task", "the GPU count"},
+    {"--gpus-per-socket", "the GPU count"},
+    {"--gres", "the GPU count (slurm_gres for the --gres form)"},
+    {"--cpus-per-gpu", "--cpus"},
+    {"--cpus-per-task", "--cpus"},
+};
+
+// Refuses a --slurm-opt that sets what gpurun sets: a long option by its name or any prefix
+// srun would take for it (getopt takes "--gpus-per-n"), a short one (-t, -G, -c) anywhere in a
+// group of letters; --gres only where it names GPUs.
+void refuse_srun_opts_gpurun_sets(const std::vector<std::string>& opts) {
+  for (const std::string& opt : opts) {
+    const std::string_view item = opt;
+    if (item.starts_with("--")) {
+      const std::string_view name = item.substr(0, item.find('='));
+      if (name.size() < 4) continue;  // "--", "--t": too short to be taken for one
+      for (const SetByGpurun& set : kSetByGpurun) {
+        if (!set.option.starts_with(name)) continue;
+        if (set.option == "--gres" && name == "--gres" && item.find("gpu") == std::string_view::npos) continue;
+        throw Refusal(fmt::format("--slurm-opt {}: gpurun sets srun's {} itself; pass {} instead", text::printable(opt),
+                                  set.option, set.instead));
+      }
+    } else if (item.starts_with('-') && item.find_first_of("tGc") != std::string_view::npos) {
+      throw Refusal(
+          fmt::format("--slurm-opt {}: may set srun's -t, -G or -c, which gpurun sets itself; give srun's "
+                      "option in its long form (--constraint=tesla, not -Ctesla)",
+                      text::printable(opt)));
+    }
+  }
+}
+
 }  // namespace
 
 SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::string& workdir, bool tty) {
@@ -135,11 +177,14 @@ SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::str
   // is shorter (or slurm_time is not a duration this can compare, such as UNLIMITED).
   const auto limit = launch_time_limit(options.policy, options);
   const auto asked = parse_slurm_duration(options.slurm.time_limit);
-  if (!options.time_limit && !options.slurm.time_limit.empty() && (!limit || (asked && *asked <= *limit)))
+  // slurm_time 0 is Slurm's "no limit": never within max_runtime.
+  if (!options.time_limit && !options.slurm.time_limit.empty() &&
+      (!limit || (asked && *asked > std::chrono::seconds::zero() && *asked <= *limit)))
     job.time_limit = options.slurm.time_limit;
   else
     job.time_limit = limit ? slurm_duration(*limit) : "";
   job.qos = options.slurm.qos;
+  refuse_srun_opts_gpurun_sets(options.slurm.srun_opts);
   job.extra = options.slurm.srun_opts;
   job.queue = options.wait.enabled;
   job.queue_limit = options.wait.limit;

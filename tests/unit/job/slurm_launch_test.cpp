@@ -74,6 +74,29 @@ TEST(SlurmJobFrom, TheTimeLimitIsSlurmsTimeCappedByMaxRuntime) {
   EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "1:00:00");
   o.slurm.time_limit = "UNLIMITED";  // not comparable: the site's limit holds
   EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "2-00:00:00");
+  for (const char* none : {"0", "0:0", "0-0"}) {  // Slurm's "no limit" in other words
+    o.slurm.time_limit = none;
+    EXPECT_EQ(slurm_job_from(o, 16, "/w", false).time_limit, "2-00:00:00") << none;
+  }
+}
+
+// srun takes its last option: one given with --slurm-opt after gpurun's would lift the site's
+// max_runtime or GPU count.
+TEST(SlurmJobFrom, RefusesSrunOptionsThatSetWhatGpurunSets) {
+  Options o;
+  o.policy.max_runtime = std::chrono::hours(48);
+  for (const char* opt : {"--time=7-0", "--time", "--tim=0", "-t", "-t0", "-lt10", "--gpus=8", "--gpus-per-n=8", "-G8",
+                          "--gres=gpu:8", "--gres=gpu:a100:8", "--cpus-per-gpu=64", "-c64"}) {
+    o.slurm.srun_opts = {"--exclusive", opt};
+    EXPECT_THROW(slurm_job_from(o, 16, "/w", false), Refusal) << opt;
+  }
+  o.slurm.srun_opts = {"--time-limit-x"};  // no option of srun's this is a prefix of: srun says
+  EXPECT_NO_THROW(slurm_job_from(o, 16, "/w", false));
+  o.slurm.srun_opts = {"--gres=nvme:1", "--constraint=tesla", "--exclusive", "--mem=64G", "-N1"};
+  EXPECT_NO_THROW(slurm_job_from(o, 16, "/w", false));
+  o.slurm.srun_opts = {"--time=1:00:00"};
+  EXPECT_THAT(caught_error([&] { slurm_job_from(o, 16, "/w", false); }).message,
+              HasSubstr("--slurm-opt --time=1:00:00: gpurun sets srun's --time itself; pass --time-limit"));
 }
 
 TEST(SlurmJobFrom, RefusesWhatSlurmCannotDo) {
