@@ -7,8 +7,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <regex>
@@ -41,12 +44,6 @@ std::string run_checked(const std::vector<std::string>& argv, std::chrono::milli
   return result.out;
 }
 
-std::string cache_key(const std::string& image) {
-  std::string key;
-  for (char c : image) key += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-') ? c : '_';
-  return key;
-}
-
 fs::path cache_dir(const Options& options) {
   if (!options.slurm.oci_cache.empty()) return options.slurm.oci_cache;
   const char* xdg = std::getenv("XDG_CACHE_HOME");
@@ -57,9 +54,22 @@ fs::path cache_dir(const Options& options) {
   return fs::path(home) / ".cache" / "gpurun" / "oci";
 }
 
-// The image unpacked once into the cache (skopeo copy, then umoci unpack); reused afterwards.
+// A directory of this process's alone under `parent` (mkdtemp: made 0700, never one that was there).
+fs::path private_directory(const fs::path& parent, const std::string& prefix) {
+  std::string name = (parent / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(name.data()) == nullptr)
+    throw Error(
+        fmt::format("slurm_container oci: cannot make a directory in {}: {}; set slurm_oci_cache "
+                    "(--slurm-oci-cache) to a directory you may write",
+                    text::printable(parent.string(), 200), std::strerror(errno)));
+  return name;
+}
+
+// The image unpacked once into the cache (skopeo copy, then umoci unpack, in a directory of this
+// launch's own, renamed into place whole); reused afterwards. Two launches building one image at
+// once each build their own, and the one that comes second uses the first's.
 fs::path image_bundle(const Options& options, const fs::path& cache) {
-  const fs::path dir = cache / "images" / cache_key(options.image);
+  const fs::path dir = cache / "images" / oci_cache_key(options.image);
   fs::path bundle = dir / "bundle";
   std::error_code error;
   if (fs::exists(bundle / "config.json", error)) return bundle;
@@ -68,20 +78,29 @@ fs::path image_bundle(const Options& options, const fs::path& cache) {
         fmt::format("slurm_container oci: cannot make the bundle cache {}: {}; set slurm_oci_cache "
                     "(--slurm-oci-cache) to a directory you may write",
                     text::printable(dir.string(), 200), error.message()));
+  const fs::path work = private_directory(dir, "building.");
+  struct Cleanup {
+    fs::path path;
+    ~Cleanup() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } cleanup{work};
   const auto timeout = std::chrono::hours(1);  // a pull can take long
   spdlog::info("slurm_container oci: building the bundle of {} in {}", options.image, bundle.string());
   run_checked(
-      {"skopeo", "copy", "--quiet", skopeo_source(options.image), "oci:" + (dir / "layout").string() + ":image"},
+      {"skopeo", "copy", "--quiet", skopeo_source(options.image), "oci:" + (work / "layout").string() + ":image"},
       timeout);
   std::vector<std::string> unpack{"umoci", "unpack"};
   if (::geteuid() != 0) unpack.emplace_back("--rootless");
-  unpack.insert(unpack.end(), {"--image", (dir / "layout").string() + ":image", (dir / "unpacking").string()});
-  fs::remove_all(dir / "unpacking", error);
+  unpack.insert(unpack.end(), {"--image", (work / "layout").string() + ":image", (work / "bundle").string()});
   run_checked(unpack, timeout);
-  fs::rename(dir / "unpacking", bundle, error);  // whole or not at all
-  if (error)
+  if (::rename((work / "bundle").c_str(), bundle.c_str()) != 0) {  // whole or not at all
+    const int why = errno;
+    if ((why == EEXIST || why == ENOTEMPTY) && fs::exists(bundle / "config.json", error)) return bundle;
     throw Error(fmt::format("slurm_container oci: cannot put the bundle in {}: {}",
-                            text::printable(bundle.string(), 200), error.message()));
+                            text::printable(bundle.string(), 200), std::strerror(why)));
+  }
   return bundle;
 }
 
@@ -126,6 +145,22 @@ std::vector<int> job_gpus(const std::string& id, bool inside) {
 }
 
 }  // namespace
+
+std::string oci_cache_key(const std::string& image) {
+  constexpr std::size_t kLongest = 150;  // escaped; a directory name may have 255 bytes
+  std::string key = "img-";
+  for (const char c : image) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-')
+      key += c;
+    else
+      key += fmt::format("_{:02x}", static_cast<unsigned char>(c));
+  }
+  if (key.size() <= kLongest) return key;
+  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a
+  for (const char c : image) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  key.resize(kLongest);
+  return fmt::format("{}~{:016x}", key, hash);
+}
 
 std::string skopeo_source(const std::string& image) {
   for (const char* transport :
@@ -290,14 +325,19 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
     id = parse_salloc_job_id(allocated.err);
   }
   held.emplace(std::initializer_list<int>{SIGINT, SIGTERM, SIGHUP});
-  const fs::path bundle = cache / "jobs" / id;
+  // One directory per launch, not per job: two launches in one allocation (a batch script's,
+  // an salloc shell's) each write their own config.json and remove only their own.
+  fs::path bundle;
   const auto release = [&] {
     if (enclosing.empty()) (void)run_process({{"scancel", id}, {}}, std::chrono::seconds(30));
     std::error_code ignored;
-    fs::remove_all(bundle, ignored);
+    if (!bundle.empty()) fs::remove_all(bundle, ignored);
   };
   int status = exit_code::failure;
   try {
+    std::error_code made_jobs;
+    fs::create_directories(cache / "jobs", made_jobs);
+    bundle = private_directory(cache / "jobs", id + ".");
     const std::vector<int> gpus = job_gpus(id, !enclosing.empty());
     if (gpus.empty()) throw Error(fmt::format("Slurm job {}: scontrol shows no GPU indices (GRES=gpu:N(IDX:...))", id));
     json config = bundle_config(image);
@@ -309,15 +349,7 @@ int run_oci_job(const Options& options, const SlurmJob& job, std::ostream& out) 
       else if (const char* v = std::getenv(e.c_str()))
         env.push_back(e + "=" + v);
     config = oci_job_config(config, {job.workdir, who.uid, who.gid, job.volumes, gpus, env});
-    std::error_code error;
-    fs::create_directories(bundle, error);
-    // Ours alone (its config.json holds the job's variables): not a link, nor another user's
-    // directory planted in a shared cache, whose config.json we would write through.
-    struct stat made {};
-    if (::lstat(bundle.c_str(), &made) != 0 || !S_ISDIR(made.st_mode) || made.st_uid != ::geteuid() ||
-        ::chmod(bundle.c_str(), 0700) != 0)
-      throw Error(fmt::format("slurm_container oci: the job's bundle {} is not a directory of yours; remove it",
-                              text::printable(bundle.string(), 200)));
+    // Ours alone (its config.json holds the job's variables): mkdtemp made it, 0700.
     if (const auto problem = write_whole((bundle / "config.json").string(), config.dump(1) + "\n"))
       throw Error(fmt::format("slurm_container oci: cannot write {}: {}",
                               text::printable((bundle / "config.json").string(), 200), *problem));

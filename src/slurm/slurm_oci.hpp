@@ -27,6 +27,12 @@ struct OciJobSpec {
 // The image's config.json (from umoci) made into the job's; Error for a volume it cannot mount.
 nlohmann::json oci_job_config(nlohmann::json config, const OciJobSpec& spec);
 
+// The image's directory name in the bundle cache: one name for one reference, and no two
+// references one name ("a/my_img" and "a/my/img" were both "a_my_img"): letters, digits, '.'
+// and '-' as they are, any other byte as "_XX" (hex), behind "img-" (never "." or ".."); a long
+// reference cut, with a 64-bit FNV-1a hash of the whole behind it.
+std::string oci_cache_key(const std::string& image);
+
 // The skopeo source of an image: "docker://IMAGE" unless it names a transport (oci:, docker-archive:, ...).
 std::string skopeo_source(const std::string& image);
 

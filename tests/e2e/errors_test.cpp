@@ -33,7 +33,7 @@ TEST_F(GpurunTest, ASlurmOciCacheThatIsNoCacheSaysWhatToRemoveOrSet) {
   // words, and a cache that is a file the filesystem library's.
   test::write_script(dir() + "/bin/srun", "exit 0");
   test::write_script(dir() + "/bin/sinfo", "echo gpu:8");
-  const std::string bundle = dir() + "/cache/images/img/bundle";
+  const std::string bundle = dir() + "/cache/images/img-img/bundle";
   std::filesystem::create_directories(bundle);
   ASSERT_EQ(::mkfifo((bundle + "/config.json").c_str(), 0600), 0);
   Env env = fakes("all_free_8.json");
@@ -55,7 +55,7 @@ TEST_F(GpurunTest, ASlurmOciCacheThatIsNoCacheSaysWhatToRemoveOrSet) {
   EXPECT_THAT(run.err, HasSubstr("the cached bundle's " + bundle +
                                  "/config.json is unusable (it is not a regular "
                                  "file); remove " +
-                                 dir() + "/cache/images/img and it is built again"));
+                                 dir() + "/cache/images/img-img and it is built again"));
   std::filesystem::remove(bundle + "/config.json");
   test::write_file(bundle + "/config.json", "{\"ociVersion\": ");
   run = gpurun(launch, env);
@@ -66,7 +66,7 @@ TEST_F(GpurunTest, ASlurmOciCacheThatIsNoCacheSaysWhatToRemoveOrSet) {
   run = gpurun(in_a_file, env);
   EXPECT_EQ(run.exit_code, 125);
   EXPECT_THAT(run.err, HasSubstr("cannot make the bundle cache " + dir() +
-                                 "/a-file/images/img: Not a directory; set "
+                                 "/a-file/images/img-img: Not a directory; set "
                                  "slurm_oci_cache"));
 }
 

@@ -108,6 +108,20 @@ TEST(SlurmJobFrom, RefusesWhatSlurmCannotDo) {
   EXPECT_THAT(caught_error([&] { slurm_job_from(o, 16, "/w", false); }).message, HasSubstr("--slurm-opt"));
 }
 
+// One cache directory per image reference, and none for two: "a/my_img" and "a/my/img" were
+// one ("a_my_img"), and the first unpacked was run for the other.
+TEST(OciCacheKey, OneNameForEachReferenceAndNeverTheSameForTwo) {
+  EXPECT_EQ(oci_cache_key("nvcr.io/nvidia/pytorch:24.05-py3"), "img-nvcr.io_2fnvidia_2fpytorch_3a24.05-py3");
+  EXPECT_NE(oci_cache_key("a/my_img"), oci_cache_key("a/my/img"));
+  EXPECT_NE(oci_cache_key("repo/img:v1"), oci_cache_key("repo/img_v1"));
+  EXPECT_EQ(oci_cache_key(".."), "img-..");
+  const std::string long_a = std::string(300, 'a') + "/x";
+  const std::string long_b = std::string(300, 'a') + "/y";
+  EXPECT_LE(oci_cache_key(long_a).size(), 200u);
+  EXPECT_NE(oci_cache_key(long_a), oci_cache_key(long_b));
+  EXPECT_EQ(oci_cache_key(long_a), oci_cache_key(long_a));
+}
+
 TEST(OciJobConfig, TheJobsVariablesAreInTheFileOverTheImages) {
   // Never on srun's command line, which `ps` shows everyone.
   const json image = {{"process", {{"env", {"PATH=/usr/bin", "HF_TOKEN=image", "LANG=C"}}}}};
