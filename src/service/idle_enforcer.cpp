@@ -132,6 +132,7 @@ std::vector<PolicyAction> IdleEnforcer::observe(const MachineSample& sample, con
       const bool clock_went_back = !streak->second.last.monotonic && now.when < streak->second.last.when;
       if (gap > max_gap || clock_went_back) {
         streak->second.idle = {};
+        streak->second.warned_at.reset();  // the last streak's warning is not this one's
         done_.erase(holder.key);
       } else {
         streak->second.idle += gap;

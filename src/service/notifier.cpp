@@ -50,6 +50,7 @@ void Notifier::take_up_kept(const std::vector<RunRecord>& running) {
   std::vector<SpooledNotification> kept = read_kept_notifications(kept_, now);
   {
     const std::lock_guard hold(mutex_);
+    kept_taken_up_ = true;
     for (SpooledNotification& one : kept) {
       Notification& n = one.notification;
       // A warning of a run that has ended since (stopped while gpurund was down, or gone) warns
@@ -90,14 +91,17 @@ void Notifier::keep_for_next_start() {
     spdlog::warn("notify: stopping with {} notification(s) undelivered", queue_.size());
     return;
   }
+  // What the last stop kept and this run has not taken up yet (stopped again within its first
+  // samples) goes back into the file before this run's: written over, it was never sent.
   std::vector<SpooledNotification> pending;
+  if (!kept_taken_up_) pending = read_kept_notifications(kept_, std::chrono::system_clock::now());
   for (const Pending& p : queue_)
     pending.push_back({.notification = p.notification, .mailed = p.mailed, .posted = p.posted});
   if (const auto error = keep_notifications(kept_, pending))
-    spdlog::error("notify: stopping with {} notification(s) undelivered; cannot keep them in {}: {}", queue_.size(),
+    spdlog::error("notify: stopping with {} notification(s) undelivered; cannot keep them in {}: {}", pending.size(),
                   kept_, *error);
   else
-    spdlog::warn("notify: stopping with {} notification(s) undelivered; kept in {} for the next start", queue_.size(),
+    spdlog::warn("notify: stopping with {} notification(s) undelivered; kept in {} for the next start", pending.size(),
                  kept_);
 }
 
@@ -138,9 +142,13 @@ void Notifier::send(Notification notification, bool asked) {
       if (!post && !policy_.mail) return;
     }
     if (queue_.size() >= kMostWaiting) {
-      // The oldest news of a run's end goes first: a warning the rules count as given is kept.
+      // The oldest news of a run's end goes first, then the oldest of anything but a warning: a
+      // warning the rules count as given is kept while anything else can go.
       auto dropped = std::find_if(queue_.begin(), queue_.end(),
                                   [](const Pending& p) { return p.notification.event == "run_ended"; });
+      if (dropped == queue_.end())
+        dropped = std::find_if(queue_.begin(), queue_.end(),
+                               [](const Pending& p) { return !p.notification.event.ends_with("_warning"); });
       if (dropped == queue_.end()) dropped = queue_.begin();
       spdlog::error("notify: {} notifications wait already; dropping the oldest {}", queue_.size(),
                     dropped->notification.event);

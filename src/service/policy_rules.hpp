@@ -55,9 +55,10 @@ class PolicyRules {
   // their warnings are dropped (Notifier::take_up_kept).
   void resume(const std::vector<RunRecord>& running, const GpuSampleWalk& samples, WallTime since,
               int samples_to_end = 2);
-  // After a restart under other rules: what the last stop kept to notify is dropped, as its
-  // warnings are (logged).
-  void start_afresh() const;
+  // After a restart under other rules: the warnings the last stop kept are dropped (logged), as
+  // every warning starts afresh; its news of what happened (a stop, a run's end) is still sent,
+  // after `samples_to_end` samples as on resume.
+  void start_afresh(int samples_to_end = 2);
   // After any restart: the open runs whose launch asked to be told of their end (--notify), as
   // kept beside the notifications; whatever the rules, a run's own request stands.
   void take_up_asked(const std::vector<RunRecord>& running);

@@ -133,7 +133,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           },
           *since, settings.tracker.gone_after_samples);
     } else {
-      rules.start_afresh();
+      rules.start_afresh(settings.tracker.gone_after_samples);
     }
   } catch (const std::exception& e) {  // a full disk: the rules start afresh
     spdlog::warn("the store: {}; the idle policy and time limits start afresh", e.what());

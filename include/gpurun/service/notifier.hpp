@@ -122,6 +122,7 @@ class Notifier {
   std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> asked_posts_;  // per user, this hour
   std::set<std::string> asked_over_told_;      // users told of that their asked-for posts went over
   std::size_t kept_waiting_ = 0;               // of those taken up from `kept_`
+  bool kept_taken_up_ = false;                 // `kept_` read into the queue (take_up_kept)
   bool stopping_ = false;                      // the destructor runs: the worker ends once it has kept what is left
   std::atomic<std::int64_t> destroyed_ns_{0};  // when it began, on the steady clock; 0: not yet
   const StopRequest* stop_;

@@ -393,6 +393,22 @@ TEST(IdleEnforcer, AfterARestartLongerThanTheGapAStreakStartsAfresh) {
   expect_one(enforcer.observe(sample(360s, 0, {c}), running), Kind::warn, 60s);
 }
 
+// A streak broken by a gap nobody measured starts afresh, its warning too: with a stop 20 s after
+// the warning and samples 40 s apart, the last streak's warning let the new one stop unwarned.
+TEST(IdleEnforcer, AStreakAfterAGapIsWarnedAgainBeforeItsStop) {
+  const HolderSample c = holder("container:c", 0, "c", true);
+  const std::vector<RunRecord> running = run_on_gpu0(c);
+  IdlePolicy close = policy();
+  close.stop_after = 80s;
+  IdleEnforcer enforcer(close, 40s);
+  EXPECT_THAT(enforcer.observe(sample(0s, 0, {c}), running), ::testing::IsEmpty());
+  EXPECT_THAT(enforcer.observe(sample(30s, 0, {c}), running), ::testing::IsEmpty());
+  expect_one(enforcer.observe(sample(60s, 0, {c}), running), Kind::warn, 60s);
+  EXPECT_THAT(enforcer.observe(sample(160s, 0, {c}), running), ::testing::IsEmpty());  // 100 s unmeasured
+  EXPECT_THAT(enforcer.observe(sample(200s, 0, {c}), running), ::testing::IsEmpty());
+  expect_one(enforcer.observe(sample(240s, 0, {c}), running), Kind::warn, 80s);  // not a stop
+}
+
 // The wall clock set back across the restart (a clock that ran ahead, mended while gpurund was
 // down): the stored streak ends later than the first sample after it, and how long nobody
 // measured is not known, so the streak starts afresh; it is neither stopped at once nor kept.

@@ -238,6 +238,31 @@ TEST(Notifier, WhatAStopLeavesUndeliveredIsSentAtTheNextStart) {
   EXPECT_FALSE(std::filesystem::exists(kept));
 }
 
+// Stopped again before it took up what the last stop kept (within its first samples, a package
+// upgrade's two restarts): the file holds the last stop's notifications and this run's, not only
+// this run's.
+TEST(Notifier, AStopBeforeTheKeptAreTakenUpKeepsThemToo) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  Notification first = notification("alice", "kept from the first stop");
+  first.time = std::chrono::system_clock::now();
+  ASSERT_EQ(keep_notifications(kept, {{.notification = first, .mailed = true, .posted = false}}), std::nullopt);
+  const test::WebhookReceiver down({503});
+  NotifyPolicy policy;
+  policy.webhook = down.url();
+  {
+    Notifier notifier(policy, {.first = 60s, .attempts = 5}, kept);
+    Notification second = notification("bob", "queued in the second run");
+    second.time = std::chrono::system_clock::now();
+    notifier.send(second);
+    ASSERT_TRUE(eventually([&] { return down.bodies().size() == 1; }));
+  }
+  const std::vector<SpooledNotification> left = read_kept_notifications(kept, std::chrono::system_clock::now());
+  ASSERT_EQ(left.size(), 2U);
+  EXPECT_EQ(left[0].notification.text, "kept from the first stop");
+  EXPECT_EQ(left[1].notification.text, "queued in the second run");
+}
+
 // A webhook that takes the POST and never answers: gpurund asked to stop (SIGTERM) while it waits,
 // and still finishing a `docker stop` for 6 s, must not be held by it past 5 s after the request
 // (systemd waits 30 s in all); the POST is cut, and its notification kept for the next start.

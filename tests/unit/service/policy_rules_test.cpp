@@ -240,6 +240,30 @@ TEST(PolicyRules, TheLastStopsUndeliveredNotificationsGoOutOnlyUnderTheSameRules
   EXPECT_FALSE(std::filesystem::exists(kept));
   EXPECT_TRUE(receiver.bodies().empty());
 
+  // A stop the last rules made is still news under the new ones: its user is told, the warning
+  // beside it is not.
+  {
+    const test::WebhookReceiver told;
+    SitePolicy other = policy;
+    other.notify->webhook = told.url();
+    Notification stopped = warning;
+    stopped.event = "idle_stopped";
+    stopped.text = "run 3 stopped";
+    ASSERT_EQ(keep_notifications(kept, {{.notification = warning, .mailed = true, .posted = false},
+                                        {.notification = stopped, .mailed = true, .posted = false}}),
+              std::nullopt);
+    {
+      PolicyRules other_rules(other, "dgx1", 10s, kept);
+      other_rules.start_afresh(1);
+      const MachineSample sample{.when = kStart + 10s, .gpus = {}, .holders = {}};
+      other_rules.observe(sample, {}, nullptr);
+      for (int i = 0; i < 100 && told.bodies().empty(); ++i) std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_EQ(told.bodies().size(), 1U);
+    EXPECT_THAT(told.bodies().front(), ::testing::HasSubstr("run 3 stopped"));
+    EXPECT_FALSE(std::filesystem::exists(kept));
+  }
+
   ASSERT_EQ(keep_notifications(kept, {{.notification = warning, .mailed = true, .posted = false}}), std::nullopt);
   {
     PolicyRules same_rules(policy, "dgx1", 10s, kept);
