@@ -124,9 +124,10 @@ void merge_environment(Config& config, const std::map<std::string, std::string>&
   for (const auto& [variable, raw] : environment) {
     // Not settings: the profile, the sysfs root tests point at a tree of their own
     // (gpurun/gpu/topology.hpp), the system file they replace (read by the CLI, not under sudo) and
-    // their system log (gpurun/util/syslog.hpp).
+    // their system log (gpurun/util/syslog.hpp), and the mark of the inner gpurun of a Slurm step
+    // (src/slurm/slurm_report.hpp).
     if (variable == "GPURUN_PROFILE" || variable == "GPURUN_SYSFS_ROOT" || variable == "GPURUN_SYSTEM_CONFIG" ||
-        variable == "GPURUN_SYSLOG_SOCKET" || raw.empty())
+        variable == "GPURUN_SYSLOG_SOCKET" || variable == "GPURUN_SLURM_REPORT_STEP" || raw.empty())
       continue;  // empty: unset
     // Taken for --dry-run's, it would let a real launch go ahead where the user asked for none.
     if (variable == "GPURUN_DRY_RUN" && value_from_text(ValueType::boolean, raw, variable) != json(false))

@@ -207,7 +207,7 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
         "--mig picks MIG instances on this server; under Slurm ask the cluster's MIG type itself, e.g. "
         "--slurm-opt=--gres=gpu:1g.10gb:1 (the names are the site's gres.conf), or use --backend local");
   const bool report = options.report;
-  if (report && inside_slurm_step()) return run_step_report(options);  // the inner gpurun, on the node
+  if (report && inside_report_step()) return run_step_report(options);  // the inner gpurun, on the node
   warn_local_only(options);
   const SlurmContainer container = options.slurm.container;
   if (container == SlurmContainer::none && !options.image.empty())

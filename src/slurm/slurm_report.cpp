@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <iostream>
 
 #include "gpurun/job/job_report.hpp"
@@ -57,7 +58,14 @@ std::vector<std::string> report_flags(const Options& options) {
 std::vector<std::string> report_step_command(const Options& options, const std::string& self,
                                              const std::vector<std::string>& command) {
   // --no-config: the inner gpurun must do what this one decided, whatever the node's files say.
-  std::vector<std::string> argv{self, "--no-config", "--backend", "slurm", "--slurm-container", "none"};
+  std::vector<std::string> argv{"/usr/bin/env",
+                                fmt::format("{}=1", kReportStepVariable),
+                                self,
+                                "--no-config",
+                                "--backend",
+                                "slurm",
+                                "--slurm-container",
+                                "none"};
   const auto flags = report_flags(options);
   argv.insert(argv.end(), flags.begin(), flags.end());
   // N before the "--": a command whose first word is a number (a program named 2) is the
@@ -68,7 +76,10 @@ std::vector<std::string> report_step_command(const Options& options, const std::
   return argv;
 }
 
+bool inside_report_step() { return inside_slurm_step() && slurm_variable(kReportStepVariable) == "1"; }
+
 int run_step_report(const Options& options) {
+  ::unsetenv(kReportStepVariable);  // the command's own gpurun, if it runs one, is a launch
   if (options.command.empty()) throw Error("--report inside a Slurm step: no command to run");
   const std::vector<int> indices = step_gpu_indices();
   JobReport report;

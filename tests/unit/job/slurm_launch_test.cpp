@@ -176,9 +176,26 @@ TEST(SlurmReport, TheStepRunsGpurunItself) {
   o.command = {"2", "t.py"};  // a program named 2
   o.gpus = 3;
   EXPECT_THAT(report_step_command(o, "/opt/gpurun", o.command),
-              ElementsAre("/opt/gpurun", "--no-config", "--backend", "slurm", "--slurm-container", "none", "--report",
-                          "--nvidia-smi", "/usr/bin/nvidia-smi", "--report-interval", "0.5", "--report-threshold", "80",
-                          "--gpu-source", "auto", "--report-json", "/tmp/r.json", "3", "--", "2", "t.py"));
+              ElementsAre("/usr/bin/env", "GPURUN_SLURM_REPORT_STEP=1", "/opt/gpurun", "--no-config", "--backend",
+                          "slurm", "--slurm-container", "none", "--report", "--nvidia-smi", "/usr/bin/nvidia-smi",
+                          "--report-interval", "0.5", "--report-threshold", "80", "--gpu-source", "auto",
+                          "--report-json", "/tmp/r.json", "3", "--", "2", "t.py"));
+}
+
+// In a step of one's own (`srun --pty bash`: SLURM_JOB_ID and SLURM_STEP_ID set), a --report
+// launch ran its command there and then, without its image, GPU count or time limit: only the
+// step the outer gpurun starts is the inner gpurun's.
+TEST(SlurmReport, OnlyTheStepGpurunStartsIsTheInnerGpurun) {
+  const test::EnvGuard job("SLURM_JOB_ID", "77");
+  const test::EnvGuard step("SLURM_STEP_ID", "0");
+  {
+    const test::EnvGuard unmarked(kReportStepVariable, std::nullopt);
+    EXPECT_FALSE(inside_report_step());
+  }
+  const test::EnvGuard marked(kReportStepVariable, "1");
+  EXPECT_TRUE(inside_report_step());
+  const test::EnvGuard no_step("SLURM_STEP_ID", std::nullopt);
+  EXPECT_FALSE(inside_report_step());
 }
 
 TEST(SlurmOci, DetachedTheBatchScriptRunsGpurunOnTheNode) {
