@@ -159,21 +159,36 @@ std::vector<SlurmNode> parse_nodes(const std::string& sinfo_out) {
   return nodes;
 }
 
+namespace {
+
+// The GPUs of one TRES request ("gres:gpu:2", "gres/gpu:a100:2"); 0 for none or "N/A".
+int tres_gpu_count(std::string tres) {
+  for (const std::string prefix : {"gres:", "gres/"})
+    for (std::size_t at; (at = tres.find(prefix)) != std::string::npos;) tres.erase(at, prefix.size());
+  return gres_gpu_count(tres);
+}
+
+}  // namespace
+
 std::vector<SlurmJobInfo> parse_jobs(const std::string& squeue_out) {
   std::vector<SlurmJobInfo> jobs;
-  for (const std::string& line : lines_of(squeue_out)) {
-    // The job's name last, whole: any user names a job, '|' and all (a name with a line end is
-    // cut there, its line's fields still read).
+  for (std::string line : lines_of(squeue_out)) {
+    // Every field ends in '|'. The job's name last, whole: any user names a job, '|' and all (a
+    // name with a line end is cut there, its line's fields still read).
+    if (line.ends_with('|')) line.pop_back();
     const auto f = split(line, '|');
-    if (f.size() < 9) continue;
-    std::string name = f[8];
-    for (std::size_t k = 9; k < f.size(); ++k) name += "|" + f[k];
-    SlurmJobInfo j{f[0], f[1], std::move(name), f[2], f[3], f[4], f[5], f[6], f[7], 0};
-    // squeue writes "gres:gpu:2" (or "gres/gpu:2" in newer Slurm) for a job's GPUs per node.
-    std::string gres = j.gres;
-    for (const std::string prefix : {"gres:", "gres/"})
-      for (std::size_t at; (at = gres.find(prefix)) != std::string::npos;) gres.erase(at, prefix.size());
-    j.gpus = gres_gpu_count(gres);
+    if (f.size() < 12) continue;
+    std::string name = f[11];
+    for (std::size_t k = 12; k < f.size(); ++k) name += "|" + f[k];
+    SlurmJobInfo j{f[0], f[1], std::move(name), f[2], f[3], f[4], f[5], f[9], f[10], 0};
+    // GPUs asked per node (--gpus-per-node, --gres), else for the whole job (--gpus), else per
+    // task (--gpus-per-task) times the tasks: `%b` alone showed only the first.
+    j.gpus = tres_gpu_count(f[5]);
+    if (j.gpus == 0 && (j.gpus = tres_gpu_count(f[6])) > 0) j.gres = f[6];
+    if (j.gpus == 0 && (j.gpus = tres_gpu_count(f[7])) > 0) {
+      j.gres = f[7];
+      if (const int tasks = to_int(f[8]); tasks > 1) j.gpus *= tasks;
+    }
     if (j.gpus > 0) jobs.push_back(j);
   }
   return jobs;
@@ -189,7 +204,10 @@ std::vector<SlurmNode> query_nodes(std::chrono::milliseconds timeout) {
 }
 
 std::vector<SlurmJobInfo> query_jobs(std::chrono::milliseconds timeout) {
-  return parse_jobs(ask({"squeue", "-h", "-o", "%i|%u|%T|%M|%l|%b|%N|%r|%j"}, timeout));
+  return parse_jobs(ask({"squeue", "-h", "-O",
+                         "JobID:|,UserName:|,State:|,TimeUsed:|,TimeLimit:|,tres-per-node:|,tres-per-job:|,"
+                         "tres-per-task:|,NumTasks:|,NodeList:|,Reason:|,Name:|"},
+                        timeout));
 }
 
 }  // namespace gpurun

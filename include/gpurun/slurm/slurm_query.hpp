@@ -43,7 +43,9 @@ struct SlurmJobInfo {
   int gpus = 0;
 };
 
-// `squeue -h -o %i|%u|%T|%M|%l|%b|%N|%r|%j`: the jobs that ask for GPUs (the name last: it may hold a |).
+// `squeue -h -O JobID:|,UserName:|,State:|,TimeUsed:|,TimeLimit:|,tres-per-node:|,tres-per-job:|,
+// tres-per-task:|,NumTasks:|,NodeList:|,Reason:|,Name:|`: the jobs that ask for GPUs, per node,
+// per job (--gpus) or per task (the name last: it may hold a |). `gres` is the request counted.
 std::vector<SlurmJobInfo> parse_jobs(const std::string& squeue_out);
 
 // The queries themselves (run with gpurun/util/process.hpp; Error when Slurm does not answer).

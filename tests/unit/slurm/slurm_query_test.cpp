@@ -65,10 +65,17 @@ TEST(Nodes, RecordedSinfo) {
 
 TEST(Jobs, OnlyGpuJobs) {
   const auto jobs = parse_jobs(
-      "4|root|PENDING|0:00|UNLIMITED|gres:gpu:2||Resources|c\n"
-      "2|ada|RUNNING|1:01|4:00:00|gres/gpu:a100:2|node7|None|a|b|c\n"  // a name of "a|b|c"
-      "5|bob|RUNNING|0:10|UNLIMITED|N/A|node1|None|cpu-only\n");
-  ASSERT_EQ(jobs.size(), 2U);
+      "4|root|PENDING|0:00|UNLIMITED|gres:gpu:2|N/A|N/A|1||Resources|c|\n"
+      "2|ada|RUNNING|1:01|4:00:00|gres/gpu:a100:2|N/A|N/A|1|node7|None|a|b|c|\n"  // a name of "a|b|c"
+      "5|bob|RUNNING|0:10|UNLIMITED|N/A|N/A|N/A|1|node1|None|cpu-only|\n"
+      "6|cy|RUNNING|0:10|UNLIMITED|N/A|gres:gpu:3|N/A|1|node1|None|whole-job|\n"   // --gpus=3
+      "7|di|RUNNING|0:10|UNLIMITED|N/A|N/A|gres:gpu:1|4|node2|None|per-task|\n");  // -n 4 --gpus-per-task=1
+  ASSERT_EQ(jobs.size(), 4U);
+  EXPECT_EQ(jobs[2].name, "whole-job");
+  EXPECT_EQ(jobs[2].gpus, 3);  // squeue's %b said N/A: the job was not listed
+  EXPECT_EQ(jobs[2].gres, "gres:gpu:3");
+  EXPECT_EQ(jobs[3].gpus, 4);
+  EXPECT_EQ(jobs[3].nodes, "node2");
   EXPECT_EQ(jobs[0].name, "c");
   EXPECT_EQ(jobs[1].name, "a|b|c");
   EXPECT_EQ(jobs[0].id, "4");
