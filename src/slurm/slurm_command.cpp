@@ -40,8 +40,15 @@ std::vector<std::string> env_prefix(const SlurmJob& job) {
 // The allocation: the same for srun and sbatch.
 std::vector<std::string> allocation_options(const SlurmJob& job) {
   std::vector<std::string> argv{"--nodes=1"};
-  argv.push_back(job.gres ? fmt::format("--gres=gpu:{}", job.gpus) : fmt::format("--gpus-per-node={}", job.gpus));
-  argv.push_back(fmt::format("--cpus-per-gpu={}", job.cpus_per_gpu));
+  // The --gres form is for clusters without cons_tres, which knows no --cpus-per-gpu either: there
+  // the job's one task gets the same CPUs.
+  if (job.gres) {
+    argv.push_back(fmt::format("--gres=gpu:{}", job.gpus));
+    argv.push_back(fmt::format("--cpus-per-task={}", job.gpus * job.cpus_per_gpu));
+  } else {
+    argv.push_back(fmt::format("--gpus-per-node={}", job.gpus));
+    argv.push_back(fmt::format("--cpus-per-gpu={}", job.cpus_per_gpu));
+  }
   if (!job.name.empty()) argv.push_back("--job-name=" + job.name);
   if (!job.partition.empty()) argv.push_back("--partition=" + job.partition);
   if (!job.account.empty()) argv.push_back("--account=" + job.account);

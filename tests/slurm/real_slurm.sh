@@ -53,7 +53,9 @@ expect_eq "dry run prints the srun line" \
   "srun --nodes=1 --gpus-per-node=2 --cpus-per-gpu=16 --job-name=gpurun --immediate sh -c 'echo hi'" "$out"
 out=$(run --dry-run --wait=90s --slurm-gres --slurm-partition gpu --slurm-time 5 1 -- true)
 expect_eq "dry run: --wait=90s, --gres, partition and time" \
-  "srun --nodes=1 --gres=gpu:1 --cpus-per-gpu=16 --job-name=gpurun --partition=gpu --time=5 --immediate=90 true" "$out"
+  "srun --nodes=1 --gres=gpu:1 --cpus-per-task=16 --job-name=gpurun --partition=gpu --time=5 --immediate=90 true" "$out"
+out=$(run --slurm-gres 2 -- sh -c 'echo "$SLURM_STEP_GPUS $SLURM_CPUS_PER_TASK"')
+expect_eq "--slurm-gres: the job holds 2 GPUs and their CPUs" "0,1 32" "$out"
 
 # --- the exit status passes through srun -----------------------------------------------------
 run 1 -- sh -c 'exit 7' 2>/dev/null

@@ -68,7 +68,7 @@ TEST(SrunArgv, SiteSettingsGresPtyAndExtraOptions) {
   job.queue = true;
   job.extra = {"--constraint=nvlink"};
   EXPECT_THAT(build_srun_argv(job),
-              ElementsAre("srun", "--nodes=1", "--gres=gpu:2", "--cpus-per-gpu=16", "--job-name=gpurun",
+              ElementsAre("srun", "--nodes=1", "--gres=gpu:2", "--cpus-per-task=32", "--job-name=gpurun",
                           "--partition=h100", "--account=lab", "--time=4:00:00", "--qos=high", "--pty",
                           "--constraint=nvlink", "python", "train.py"));
 }
