@@ -77,7 +77,7 @@ expect_match "ps shows job three pending" $'root +three +PENDING +[0-9:]+ +2 +\\
 json=$(run ps --json)
 expect_match "ps --json lists the jobs" '"name": "three"' "$json"
 # A job that asked for GPUs per job (--gpus=1, not per node): squeue's %b says N/A for it.
-byhand=$(sbatch --parsable --gpus=1 -J byhand --wrap 'sleep 30' 2>&1)
+byhand=$(sbatch --parsable --gpus=1 -J byhand --output=/dev/null --wrap 'sleep 30' 2>&1)
 expect_match "ps shows a job that asked with --gpus=1" $'root +byhand +PENDING +[0-9:]+ +1 +\\(' "$(run ps)"
 scancel "$byhand" 2>/dev/null
 [[ -e $work/three.gpus ]] && fail "the third job ran while the GPUs were taken" || pass "the third job waits"
