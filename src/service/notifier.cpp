@@ -31,7 +31,16 @@ std::chrono::steady_clock::time_point Notifier::next_due(const Pending& pending)
 }
 
 Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept, const StopRequest* stop)
-    : policy_(std::move(policy)), backoff_(backoff), kept_(std::move(kept)), stop_(stop), worker_([this] { work(); }) {}
+    : policy_(std::move(policy)), backoff_(backoff), kept_(std::move(kept)), stop_(stop) {
+  if (!kept_.empty())
+    for (SpooledNotification& one : read_kept_notifications(kept_, std::chrono::system_clock::now()))
+      untaken_.push_back({.notification = std::move(one.notification),
+                          .mailed = one.mailed,
+                          .posted = one.posted,
+                          .attempts = 0,
+                          .due = {}});
+  worker_ = std::thread([this] { work(); });
+}
 
 std::optional<std::chrono::steady_clock::time_point> Notifier::give_up_time() const {
   std::optional<std::chrono::steady_clock::time_point> stopped =
@@ -47,11 +56,9 @@ std::optional<std::chrono::steady_clock::time_point> Notifier::give_up_time() co
 void Notifier::take_up_kept(const std::vector<RunRecord>& running) {
   if (kept_.empty()) return;
   const WallTime now = std::chrono::system_clock::now();
-  std::vector<SpooledNotification> kept = read_kept_notifications(kept_, now);
   {
     const std::lock_guard hold(mutex_);
-    kept_taken_up_ = true;
-    for (SpooledNotification& one : kept) {
+    for (Pending& one : std::exchange(untaken_, {})) {
       Notification& n = one.notification;
       // A warning of a run that has ended since (stopped while gpurund was down, or gone) warns
       // of nothing: "stops it in 10m", then at once "stopped", or of a run that is no more.
@@ -64,6 +71,15 @@ void Notifier::take_up_kept(const std::vector<RunRecord>& running) {
         spdlog::info("notify: a kept {} is not sent: its run has ended since", n.event);
         continue;
       }
+      // Under the rules in force now (changed ones after start_afresh): an event they no longer
+      // want is not sent (a run's end may be its own --notify's), nor by a way they no longer have.
+      if (n.event != "run_ended" && !policy_.wants(n.event)) {
+        spdlog::info("notify: a kept {} is not sent: the rules no longer ask for it", n.event);
+        continue;
+      }
+      one.mailed = one.mailed || !policy_.mail;
+      one.posted = one.posted || policy_.webhook.empty();
+      if (one.mailed && one.posted) continue;
       // What was kept over a stop says so: its "in 10m" counted from when it was written.
       if (now - n.time > std::chrono::minutes(1))
         n.text = fmt::format("(late: written {}, kept while gpurund was stopped) {}", rfc3339(n.time), n.text);
@@ -73,36 +89,55 @@ void Notifier::take_up_kept(const std::vector<RunRecord>& running) {
                         .attempts = 0,
                         .due = std::chrono::steady_clock::now(),
                         .from_kept = true});
-      ++kept_waiting_;
     }
-    if (kept_waiting_ == 0) (void)std::remove(kept_.c_str());  // none left to send (too old, or ended)
+    if (const auto error = spool())  // without what is not sent
+      spdlog::error("notify: cannot keep {}: {}", kept_, *error);
   }
   wake_.notify_all();
 }
 
+std::size_t Notifier::drop_kept_warnings() {
+  const std::lock_guard hold(mutex_);
+  const std::size_t dropped =
+      std::erase_if(untaken_, [](const Pending& one) { return one.notification.event.ends_with("_warning"); });
+  if (dropped > 0)
+    if (const auto error = spool()) spdlog::error("notify: cannot keep {}: {}", kept_, *error);
+  return dropped;
+}
+
+std::optional<std::string> Notifier::spool() {
+  if (kept_.empty()) return std::nullopt;
+  std::vector<SpooledNotification> undelivered;
+  const auto add = [&undelivered](const Pending& p) {
+    undelivered.push_back({.notification = p.notification, .mailed = p.mailed, .posted = p.posted});
+  };
+  std::for_each(untaken_.begin(), untaken_.end(), add);
+  std::for_each(queue_.begin(), queue_.end(), add);
+  if (in_flight_) add(*in_flight_);
+  if (undelivered.empty()) {
+    if (std::remove(kept_.c_str()) != 0 && errno != ENOENT)
+      return fmt::format("cannot remove it: {}; the next start sends what it holds again", std::strerror(errno));
+    return std::nullopt;
+  }
+  return keep_notifications(kept_, undelivered);
+}
+
 void Notifier::done_with(const Pending& pending) {
-  if (pending.from_kept && kept_waiting_ > 0 && --kept_waiting_ == 0 && std::remove(kept_.c_str()) != 0)
-    spdlog::error("notify: cannot remove {}: {}; the next start sends it again", kept_, std::strerror(errno));
+  if (!pending.from_kept && !pending.written_ahead) return;  // never in the file
+  if (const auto error = spool()) spdlog::error("notify: cannot keep {}: {}", kept_, *error);
 }
 
 void Notifier::keep_for_next_start() {
-  if (queue_.empty()) return;
+  const std::size_t left = untaken_.size() + queue_.size();
   if (kept_.empty()) {
-    spdlog::warn("notify: stopping with {} notification(s) undelivered", queue_.size());
+    if (!queue_.empty()) spdlog::warn("notify: stopping with {} notification(s) undelivered", queue_.size());
     return;
   }
-  // What the last stop kept and this run has not taken up yet (stopped again within its first
-  // samples) goes back into the file before this run's: written over, it was never sent.
-  std::vector<SpooledNotification> pending;
-  if (!kept_taken_up_) pending = read_kept_notifications(kept_, std::chrono::system_clock::now());
-  for (const Pending& p : queue_)
-    pending.push_back({.notification = p.notification, .mailed = p.mailed, .posted = p.posted});
-  if (const auto error = keep_notifications(kept_, pending))
-    spdlog::error("notify: stopping with {} notification(s) undelivered; cannot keep them in {}: {}", pending.size(),
-                  kept_, *error);
-  else
-    spdlog::warn("notify: stopping with {} notification(s) undelivered; kept in {} for the next start", pending.size(),
-                 kept_);
+  if (const auto error = spool())
+    spdlog::error("notify: stopping with {} notification(s) undelivered; cannot keep them in {}: {}", left, kept_,
+                  *error);
+  else if (!queue_.empty())
+    spdlog::warn("notify: stopping with {} notification(s) undelivered; kept in {} for the next start", left, kept_);
 }
 
 Notifier::~Notifier() {
@@ -152,14 +187,21 @@ void Notifier::send(Notification notification, bool asked) {
       if (dropped == queue_.end()) dropped = queue_.begin();
       spdlog::error("notify: {} notifications wait already; dropping the oldest {}", queue_.size(),
                     dropped->notification.event);
-      done_with(*dropped);
+      const Pending gone = std::move(*dropped);
       queue_.erase(dropped);
+      done_with(gone);
     }
+    // A warning or a stop notice is in the file before the rules go on as if it were given.
+    const bool ahead = notification.event != "run_ended";
     queue_.push_back({.notification = std::move(notification),
                       .mailed = !policy_.mail,
                       .posted = !post,
                       .attempts = 0,
-                      .due = std::chrono::steady_clock::now()});
+                      .due = std::chrono::steady_clock::now(),
+                      .written_ahead = ahead});
+    if (ahead)
+      if (const auto error = spool())
+        spdlog::error("notify: cannot keep {} ({}): a crash before its delivery would lose it", kept_, *error);
   }
   wake_.notify_all();
 }
@@ -257,6 +299,7 @@ void Notifier::work() {
     }
     Pending pending = std::move(*next);
     queue_.erase(next);
+    if (pending.from_kept || pending.written_ahead) in_flight_ = pending;  // still the file's while delivered
     lock.unlock();  // deliveries take seconds; send() must not wait for them
     try {
       deliver(pending);
@@ -265,6 +308,7 @@ void Notifier::work() {
       pending.mailed = pending.posted = true;
     }
     lock.lock();
+    in_flight_.reset();
     if (!pending.mailed || !pending.posted)
       queue_.push_back(std::move(pending));
     else

@@ -109,23 +109,12 @@ void PolicyRules::keep_asked() const {
 
 void PolicyRules::start_afresh(int samples_to_end) {
   if (kept_notifications_.empty()) return;
-  std::vector<SpooledNotification> kept =
-      read_kept_notifications(kept_notifications_, std::chrono::system_clock::now());
-  const std::size_t warnings =
-      std::erase_if(kept, [](const SpooledNotification& one) { return one.notification.event.ends_with("_warning"); });
-  if (kept.empty() || !notifier_) {
+  if (!notifier_) {
     forget_kept_notifications(kept_notifications_, "the rules changed, and every warning starts afresh");
     return;
   }
-  if (warnings > 0) {
-    if (const auto error = keep_notifications(kept_notifications_, kept)) {
-      forget_kept_notifications(kept_notifications_, fmt::format("the rules changed, and it cannot be kept without "
-                                                                 "its warnings: {}",
-                                                                 *error));
-      return;
-    }
-    spdlog::info("notify: the rules changed: {} kept warning(s) dropped, as every warning starts afresh", warnings);
-  }
+  if (const std::size_t dropped = notifier_->drop_kept_warnings(); dropped > 0)
+    spdlog::info("notify: the rules changed: {} kept warning(s) dropped, as every warning starts afresh", dropped);
   kept_after_samples_ = samples_to_end;  // the stops and ends it tells of happened all the same
 }
 

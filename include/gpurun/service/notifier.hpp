@@ -61,8 +61,11 @@ class Notifier {
     // The wait before the next try after `failed` tries (of a webhook, or of a mail).
     std::chrono::milliseconds after(int failed) const { return first * (1 << std::min(failed - 1, 10)); }
   };
-  // `kept`: a file in gpurund's state directory where what a stop leaves undelivered is kept, to
-  // be sent at the next start under the same rules (take_up_kept; "": none kept).
+  // `kept`: a file in gpurund's state directory where what is undelivered is kept, to be sent at
+  // the next start under the same rules (take_up_kept; "": none kept): at the stop, and as soon as
+  // a warning or a stop notice is queued (the rules count it as given from then on: a crash before
+  // its delivery sends it at the next start, not never), until it is delivered. What the file
+  // holds at the start is read here and held until take_up_kept or drop_kept_warnings.
   // `stop`: gpurund's stop request. Once it is made, deliveries go on for 5 s at most (a webhook
   // POST under way is cut then; a sendmail run gets at most its own 10 s), whatever else gpurund
   // still finishes (a `docker stop` takes up to 20 s, and systemd waits 30 before its SIGKILL).
@@ -87,6 +90,10 @@ class Notifier {
   // the warnings of runs no longer `running`, and marked late where written over a minute ago; the
   // file goes once all of it is delivered or given up.
   void take_up_kept(const std::vector<RunRecord>& running);
+  // Under other rules (a restart that changed them): the kept warnings are dropped, as every
+  // warning starts afresh; the rest (a stop, a run's end) is still sent at take_up_kept. Returns
+  // how many were dropped.
+  std::size_t drop_kept_warnings();
 
  private:
   struct Pending {
@@ -96,15 +103,20 @@ class Notifier {
     int attempts = 0;                           // webhook attempts made
     std::chrono::steady_clock::time_point due;  // of the webhook's next attempt
     bool from_kept = false;                     // taken up from `kept_`
+    bool written_ahead = false;                 // in `kept_` since it was queued (spool())
     int mail_attempts = 0;
     std::chrono::steady_clock::time_point mail_due = {};  // of sendmail's next run
   };
   void work();
   static std::chrono::steady_clock::time_point next_due(const Pending& pending);
-  // One queued notification done with (delivered or given up): the kept file goes with the last
-  // of those it held.
+  // One queued notification done with (delivered or given up): out of the kept file too, where
+  // it is there (under the lock).
   void done_with(const Pending& pending);
-  // Writes what is still queued to `kept_` (under the lock, as the worker ends).
+  // `kept_` made what is undelivered now: what the last stop kept and is not taken up yet, the
+  // queue, the one being delivered; removed where that is nothing. Under the lock; a message
+  // where it cannot be written.
+  std::optional<std::string> spool();
+  // Writes what is still undelivered to `kept_` (under the lock, as the worker ends).
   void keep_for_next_start();
   // One attempt at what `pending` still lacks, none past give_up_time() (each within kAttemptLimit).
   void deliver(Pending& pending) const;
@@ -121,8 +133,8 @@ class Notifier {
   std::deque<Pending> queue_;
   std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> asked_posts_;  // per user, this hour
   std::set<std::string> asked_over_told_;      // users told of that their asked-for posts went over
-  std::size_t kept_waiting_ = 0;               // of those taken up from `kept_`
-  bool kept_taken_up_ = false;                 // `kept_` read into the queue (take_up_kept)
+  std::vector<Pending> untaken_;               // read from `kept_` at the start, not yet taken up
+  std::optional<Pending> in_flight_;           // a copy of the one being delivered
   bool stopping_ = false;                      // the destructor runs: the worker ends once it has kept what is left
   std::atomic<std::int64_t> destroyed_ns_{0};  // when it began, on the steady clock; 0: not yet
   const StopRequest* stop_;

@@ -238,6 +238,27 @@ TEST(Notifier, WhatAStopLeavesUndeliveredIsSentAtTheNextStart) {
   EXPECT_FALSE(std::filesystem::exists(kept));
 }
 
+// A warning is in the file from the moment it is queued: the rules count it as given at once,
+// and a crash (OOM, power) before its delivery would otherwise stop its run unwarned. Delivered,
+// it leaves the file.
+TEST(Notifier, AWarningIsKeptFromTheMomentItIsQueuedUntilItIsDelivered) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  const test::WebhookReceiver flaky({503});
+  NotifyPolicy policy;
+  policy.webhook = flaky.url();
+  Notifier notifier(policy, {.first = 300ms, .attempts = 5}, kept);
+  Notification warning = notification("alice", "run 3 is idle");
+  warning.event = "idle_warning";
+  warning.time = std::chrono::system_clock::now();
+  notifier.send(warning);
+  const std::vector<SpooledNotification> ahead = read_kept_notifications(kept, std::chrono::system_clock::now());
+  ASSERT_EQ(ahead.size(), 1U);  // before any attempt
+  EXPECT_EQ(ahead[0].notification.text, "run 3 is idle");
+  ASSERT_TRUE(eventually([&] { return flaky.bodies().size() == 2; }));  // the 503, then taken
+  ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(kept); }));
+}
+
 // Stopped again before it took up what the last stop kept (within its first samples, a package
 // upgrade's two restarts): the file holds the last stop's notifications and this run's, not only
 // this run's.
