@@ -34,12 +34,14 @@ std::vector<Gpu> mig_units(const Snapshot& snapshot) {
     unit.memory_used_mib = instance.memory_used_mib;
     unit.memory_total_mib = instance.memory_total_mib;
     unit.processes = instance.processes;
-    unit.mig = MigPlace{.gpu_index = instance.gpu_index,
-                        .gpu_instance_id = instance.gpu_instance_id,
-                        .compute_instance_id = instance.compute_instance_id,
-                        .profile = instance.profile,
-                        .device_index = devices_of[instance.gpu_index]++,
-                        .parent_uuid = parent == snapshot.gpus.end() ? std::string() : parent->uuid};
+    unit.mig =
+        MigPlace{.gpu_index = instance.gpu_index,
+                 .gpu_instance_id = instance.gpu_instance_id,
+                 .compute_instance_id = instance.compute_instance_id,
+                 .profile = instance.profile,
+                 .device_index = instance.device_index >= 0 ? instance.device_index : devices_of[instance.gpu_index],
+                 .parent_uuid = parent == snapshot.gpus.end() ? std::string() : parent->uuid};
+    ++devices_of[instance.gpu_index];
     // The parent's place on the bus: its /dev/nvidiaN is the instance's too.
     if (parent != snapshot.gpus.end()) unit.pci_bus_id = parent->pci_bus_id;
     units.push_back(std::move(unit));

@@ -20,6 +20,9 @@ struct MigInstance {
   std::optional<double> memory_used_mib;
   std::optional<double> memory_total_mib;
   std::vector<GpuProcess> processes;  // gpu_uuid: the instance's MIG UUID
+  // Its slot among its GPU's MIG devices as NVML numbers them (the NVIDIA toolkit's "GPU:N");
+  // -1 where the source does not say (then its place among its GPU's instances read).
+  int device_index = -1;
 };
 
 // How two GPUs are connected, as `nvidia-smi topo -m` names it: "NV12", "SYS", "PIX", ...

@@ -148,6 +148,7 @@ std::vector<MigInstance> DeviceReader::mig_instances(nvml::Device device, std::v
     try {
       MigInstance instance;
       instance.gpu_index = index_;
+      instance.device_index = static_cast<int>(slot);
       instance.uuid = text(library_.device_get_uuid, mig, "MIG device UUID", true);
       unsigned id = 0;
       if (library_.device_get_gpu_instance_id != nullptr &&

@@ -278,7 +278,8 @@ TEST(HeldGpuIndices, AMigUnitIsHeldByItsUuidItsPlaceOrItsParentNotByItsNumber) {
                                         .profile = "3g.40gb",
                                         .memory_used_mib = {},
                                         .memory_total_mib = {},
-                                        .processes = {}});
+                                        .processes = {},
+                                        .device_index = -1});
   const std::vector<Gpu> units = mig_units(snapshot);  // 0: 0:0, 1: 0:1, 2: 1:0, 3: 1:1
   const auto held = [&](std::vector<std::string> devices) {
     GpuContainer c;
@@ -316,7 +317,8 @@ TEST(HeldGpuIndices, ParentNodeWithMigCapabilitiesHoldsTheInstanceTheyOpen) {
                                       .profile = "3g.40gb",
                                       .memory_used_mib = {},
                                       .memory_total_mib = {},
-                                      .processes = {}});
+                                      .processes = {},
+                                      .device_index = -1});
   const std::vector<Gpu> units = mig_units(snapshot);
   const test::TempDir root("gpurun-caps");
   std::filesystem::create_directories(root / "proc/driver/nvidia-caps");

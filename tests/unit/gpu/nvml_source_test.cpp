@@ -164,16 +164,17 @@ TEST_F(NvmlSourceTest, MigInstancesWithTheirProfilesMemoryAndProcesses) {
   struct Expected {
     std::string uuid;
     int gi;
+    int slot;  // an empty slot 2: the toolkit's "1:3" is the third instance
     std::string profile;
     double used;
     double total;
   };
   const std::vector<Expected> expected{
-      {"MIG-1f2e3d4c-5b6a-5978-8a9b-0c1d2e3f4a5b", 2, "3g.40gb", 18232, 40320},
-      {"MIG-2a3b4c5d-6e7f-5a8b-9c0d-1e2f3a4b5c6d", 3, "2g.20gb", 15, 20096},
-      {"MIG-3b4c5d6e-7f8a-5b9c-8d1e-2f3a4b5c6d7e", 9, "1g.10gb", 3891, 9984},
+      {"MIG-1f2e3d4c-5b6a-5978-8a9b-0c1d2e3f4a5b", 2, 0, "3g.40gb", 18232, 40320},
+      {"MIG-2a3b4c5d-6e7f-5a8b-9c0d-1e2f3a4b5c6d", 3, 1, "2g.20gb", 15, 20096},
+      {"MIG-3b4c5d6e-7f8a-5b9c-8d1e-2f3a4b5c6d7e", 9, 3, "1g.10gb", 3891, 9984},
       // No name from NVML: the profile comes from the slice count and memory size.
-      {"MIG-4c5d6e7f-8a9b-5c0d-9e2f-3a4b5c6d7e8f", 10, "1g.10gb", 12, 9984},
+      {"MIG-4c5d6e7f-8a9b-5c0d-9e2f-3a4b5c6d7e8f", 10, 4, "1g.10gb", 12, 9984},
   };
   for (std::size_t i = 0; i < expected.size(); ++i) {
     SCOPED_TRACE("instance " + std::to_string(i));
@@ -181,6 +182,7 @@ TEST_F(NvmlSourceTest, MigInstancesWithTheirProfilesMemoryAndProcesses) {
     EXPECT_EQ(instance.uuid, expected[i].uuid);
     EXPECT_EQ(instance.gpu_index, 1);
     EXPECT_EQ(instance.gpu_instance_id, expected[i].gi);
+    EXPECT_EQ(instance.device_index, expected[i].slot);
     EXPECT_EQ(instance.compute_instance_id, 0);
     EXPECT_EQ(instance.profile, expected[i].profile);
     EXPECT_EQ(instance.memory_used_mib, expected[i].used);

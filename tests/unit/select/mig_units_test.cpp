@@ -70,6 +70,10 @@ TEST(MigUnits, EachUnitKnowsItsPlaceOnItsGpuAndItsParent) {
   EXPECT_EQ(units[4].mig->parent_uuid, "GPU-one");
   EXPECT_EQ(units[4].pci_bus_id, "00000000:0F:00.0");
   EXPECT_EQ(units[0].mig->parent_uuid, "");  // GPU 0 not in the snapshot
+  // Where NVML says the slot (an empty slot or an instance left out before it), the slot.
+  s.mig_instances[2].device_index = 5;
+  EXPECT_EQ(mig_units(s)[2].mig->device_index, 5);
+  EXPECT_EQ(mig_units(s)[3].mig->device_index, 2);
 }
 
 TEST(MigUnits, ProfileServes) {

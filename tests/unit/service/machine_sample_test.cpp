@@ -58,7 +58,8 @@ MigInstance small_instance(std::vector<long> pids, std::optional<double> total_m
                   .profile = profile,
                   .memory_used_mib = 500.0,
                   .memory_total_mib = total_mib,
-                  .processes = {}};
+                  .processes = {},
+                  .device_index = -1};
   for (const long pid : pids)
     mig.processes.push_back({.gpu_uuid = uuid, .pid = pid, .used_memory_mib = 100.0, .user = ""});
   return mig;
