@@ -450,7 +450,7 @@ std::vector<Setting> make_settings() {
       {.key = "slurm_gres",
        .type = T::boolean,
        .flag = "--slurm-gres",
-       .help = "ask for GPUs as --gres=gpu:N instead of --gpus-per-node=N",
+       .help = "ask for GPUs as --gres=gpu:N and CPUs per task (older sites)",
        .group = kSlurm,
        .fallback = "false",
        .example = "false",

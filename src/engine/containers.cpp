@@ -181,9 +181,10 @@ GpuContainer read_container(const json& c) {
   }
   // Nobody else's: the engine records no one who ran a container, and an image's Config.User
   // ("ubuntu", "1000") is an account inside it, not a person to name, mail or exempt.
-  // The time limit and notification labels came with gpurun.name (one release wrote all four):
-  // without it they are an image's (a LABEL in a Dockerfile), and a plain `docker run` of that
-  // image is no launch of gpurun's to stop or mail about.
+  // Every launch writes gpurun.name beside the time limit and notification labels (since
+  // 2026-11-27; a container of the two days before keeps max_runtime, not its own limit): without
+  // it they are an image's (a LABEL in a Dockerfile), and a plain `docker run` of that image is
+  // no launch of gpurun's to stop or mail about.
   if (container.started_by_gpurun && labels->contains(std::string(kLabelName))) read_policy_labels(*labels, container);
 
   bool requests_gpus = false;

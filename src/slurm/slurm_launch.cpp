@@ -113,10 +113,12 @@ SlurmJob report_job(const Options& options, SlurmJob job) {
 }
 
 // What gpurun itself asks of the allocation, and what to pass instead: a --slurm-opt after it
-// would win (srun's last option does), past the site's max_runtime or GPU count.
+// would win (srun's last option does), past the site's max_runtime or GPU count. `gres_only`:
+// what gpurun sets only with slurm_gres (its CPUs are per task there).
 struct SetByGpurun {
   std::string_view option;
   std::string_view instead;
+  bool gres_only = false;
 };
 constexpr SetByGpurun kSetByGpurun[] = {
     {"--time", "--time-limit (or slurm_time)"},
@@ -124,31 +126,40 @@ constexpr SetByGpurun kSetByGpurun[] = {
     {"--gpus-per-node", "the GPU count"},
     {"--gpus-per-task", "the GPU count"},
     {"--gpus-per-socket", "the GPU count"},
+    {"--tres-per-task", "the GPU count"},
     {"--gres", "the GPU count (slurm_gres for the --gres form)"},
-    {"--cpus-per-gpu", "--cpus"},
-    {"--cpus-per-task", "--cpus"},
+    {"--nodes", "nothing: gpurun runs one job on one node"},
+    {"--cpus-per-gpu", "--cpus-per-gpu to gpurun"},
+    {"--cpus-per-task", "--cpus-per-gpu to gpurun"},
+    {"--ntasks", "one task (with slurm_gres the CPUs are the task's)", true},
 };
 
 // Refuses a --slurm-opt that sets what gpurun sets: a long option by its name or any prefix
-// srun would take for it (getopt takes "--gpus-per-n"), a short one (-t, -G, -c) anywhere in a
-// group of letters; --gres only where it names GPUs.
-void refuse_srun_opts_gpurun_sets(const std::vector<std::string>& opts) {
-  for (const std::string& opt : opts) {
-    const std::string_view item = opt;
+// srun would take for it (getopt takes "--gpus-per-n"), a short one (-t, -G, -c, -N; -n with
+// slurm_gres) anywhere in a group of letters; --gres only where it names GPUs (in its value, or
+// in the next item, which srun reads as its value).
+void refuse_srun_opts_gpurun_sets(const std::vector<std::string>& opts, bool gres) {
+  const std::string_view letters = gres ? "tGcNn" : "tGcN";
+  for (std::size_t i = 0; i < opts.size(); ++i) {
+    const std::string_view item = opts[i];
     if (item.starts_with("--")) {
-      const std::string_view name = item.substr(0, item.find('='));
+      const std::size_t equals = item.find('=');
+      const std::string_view name = item.substr(0, equals);
       if (name.size() < 4) continue;  // "--", "--t": too short to be taken for one
       for (const SetByGpurun& set : kSetByGpurun) {
-        if (!set.option.starts_with(name)) continue;
-        if (set.option == "--gres" && name == "--gres" && item.find("gpu") == std::string_view::npos) continue;
-        throw Refusal(fmt::format("--slurm-opt {}: gpurun sets srun's {} itself; pass {} instead", text::printable(opt),
-                                  set.option, set.instead));
+        if (!set.option.starts_with(name) || (set.gres_only && !gres)) continue;
+        const std::string_view value = equals != std::string_view::npos
+                                           ? item.substr(equals + 1)
+                                           : (i + 1 < opts.size() ? std::string_view(opts[i + 1]) : "");
+        if (set.option == "--gres" && name == "--gres" && value.find("gpu") == std::string_view::npos) continue;
+        throw Refusal(fmt::format("--slurm-opt {}: gpurun sets srun's {} itself; pass {} instead",
+                                  text::printable(opts[i]), set.option, set.instead));
       }
-    } else if (item.starts_with('-') && item.find_first_of("tGc") != std::string_view::npos) {
+    } else if (item.starts_with('-') && item.find_first_of(letters) != std::string_view::npos) {
       throw Refusal(
-          fmt::format("--slurm-opt {}: may set srun's -t, -G or -c, which gpurun sets itself; give srun's "
-                      "option in its long form (--constraint=tesla, not -Ctesla)",
-                      text::printable(opt)));
+          fmt::format("--slurm-opt {}: may set srun's -t, -G, -c or -N{}, which gpurun sets itself; give "
+                      "srun's option in its long form (--constraint=tesla, not -Ctesla)",
+                      text::printable(opts[i]), gres ? " (or -n, with slurm_gres)" : ""));
     }
   }
 }
@@ -184,7 +195,7 @@ SlurmJob slurm_job_from(const Options& options, int cpus_per_gpu, const std::str
   else
     job.time_limit = limit ? slurm_duration(*limit) : "";
   job.qos = options.slurm.qos;
-  refuse_srun_opts_gpurun_sets(options.slurm.srun_opts);
+  refuse_srun_opts_gpurun_sets(options.slurm.srun_opts, options.slurm.gres);
   job.extra = options.slurm.srun_opts;
   job.queue = options.wait.enabled;
   job.queue_limit = options.wait.limit;

@@ -65,6 +65,25 @@ fs::path private_directory(const fs::path& parent, const std::string& prefix) {
   return name;
 }
 
+// Builds that a killed launch left (Ctrl-C or SIGKILL during an hour's pull never unwinds): a
+// build takes two hours at most (skopeo's hour and umoci's), so one untouched for three is
+// nobody's. Only this user's own directories (the cache may be shared); errors are ignored.
+void remove_abandoned_builds(const fs::path& dir) {
+  std::error_code error;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (!it->path().filename().string().starts_with("building.")) continue;
+    struct stat info {};
+    if (::lstat(it->path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::geteuid()) continue;
+    std::error_code ignored;
+    const auto touched = fs::last_write_time(it->path(), ignored);
+    if (!ignored && now - touched > std::chrono::hours(3)) {
+      spdlog::info("slurm_container oci: removing an abandoned build, {}", it->path().string());
+      fs::remove_all(it->path(), ignored);
+    }
+  }
+}
+
 // The image unpacked once into the cache (skopeo copy, then umoci unpack, in a directory of this
 // launch's own, renamed into place whole); reused afterwards. Two launches building one image at
 // once each build their own, and the one that comes second uses the first's.
@@ -78,6 +97,7 @@ fs::path image_bundle(const Options& options, const fs::path& cache) {
         fmt::format("slurm_container oci: cannot make the bundle cache {}: {}; set slurm_oci_cache "
                     "(--slurm-oci-cache) to a directory you may write",
                     text::printable(dir.string(), 200), error.message()));
+  remove_abandoned_builds(dir);
   const fs::path work = private_directory(dir, "building.");
   struct Cleanup {
     fs::path path;

@@ -70,6 +70,32 @@ TEST_F(GpurunTest, ASlurmOciCacheThatIsNoCacheSaysWhatToRemoveOrSet) {
                                  "slurm_oci_cache"));
 }
 
+// A build that a killed launch left (Ctrl-C in an hour's pull) is removed by the next build of
+// its image once it is older than any build can take; a build under way is not.
+TEST_F(GpurunTest, ASlurmOciBuildALaunchAbandonedIsRemovedByTheNext) {
+  test::write_script(dir() + "/bin/srun", "exit 0");
+  test::write_script(dir() + "/bin/sinfo", "echo gpu:8");
+  test::write_script(dir() + "/bin/skopeo", "echo 'skopeo: no registry here' >&2; exit 1");
+  const std::string image_dir = dir() + "/cache/images/img-img";
+  std::filesystem::create_directories(image_dir + "/building.abandoned/layout");
+  std::filesystem::create_directories(image_dir + "/building.underway/layout");
+  std::filesystem::last_write_time(image_dir + "/building.abandoned",
+                                   std::filesystem::file_time_type::clock::now() - std::chrono::hours(4));
+  Env env = fakes("all_free_8.json");
+  env.insert(env.end(), {{"PATH", dir() + "/bin:/usr/bin:/bin"}, {"SLURM_JOB_ID", "77"}, {"SLURM_JOB_GPUS", "0"}});
+  const Outcome run = gpurun({"--backend", "slurm", "--slurm-container", "oci", "--cpus-per-gpu", "8",
+                              "--slurm-oci-cache", dir() + "/cache", "--image", "img", "1", "true"},
+                             env);
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("skopeo: no registry here"));
+  EXPECT_FALSE(std::filesystem::exists(image_dir + "/building.abandoned"));
+  EXPECT_TRUE(std::filesystem::exists(image_dir + "/building.underway"));
+  int builds = 0;  // this launch's own, removed as it failed
+  for (const auto& entry : std::filesystem::directory_iterator(image_dir))
+    builds += entry.path().filename().string().starts_with("building.") ? 1 : 0;
+  EXPECT_EQ(builds, 1);
+}
+
 TEST_F(GpurunTest, MissingImageIsAClearError) {
   const Outcome run = gpurun({"2", "python"}, fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 125);

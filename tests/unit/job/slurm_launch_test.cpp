@@ -85,14 +85,27 @@ TEST(SlurmJobFrom, TheTimeLimitIsSlurmsTimeCappedByMaxRuntime) {
 TEST(SlurmJobFrom, RefusesSrunOptionsThatSetWhatGpurunSets) {
   Options o;
   o.policy.max_runtime = std::chrono::hours(48);
-  for (const char* opt : {"--time=7-0", "--time", "--tim=0", "-t", "-t0", "-lt10", "--gpus=8", "--gpus-per-n=8", "-G8",
-                          "--gres=gpu:8", "--gres=gpu:a100:8", "--cpus-per-gpu=64", "-c64"}) {
+  for (const char* opt :
+       {"--time=7-0", "--time", "--tim=0", "-t", "-t0", "-lt10", "--gpus=8", "--gpus-per-n=8", "-G8", "--gres=gpu:8",
+        "--gres=gpu:a100:8", "--cpus-per-gpu=64", "-c64", "--nodes=4", "-N4", "--tres-per-task=gres/gpu:2"}) {
     o.slurm.srun_opts = {"--exclusive", opt};
     EXPECT_THROW(slurm_job_from(o, 16, "/w", false), Refusal) << opt;
   }
+  o.slurm.srun_opts = {"--gres", "gpu:8"};  // the value in the next item, as srun reads it
+  EXPECT_THROW(slurm_job_from(o, 16, "/w", false), Refusal);
+  o.slurm.srun_opts = {"--gres", "nvme:1"};
+  EXPECT_NO_THROW(slurm_job_from(o, 16, "/w", false));
+  o.slurm.srun_opts = {"--ntasks=4", "-n4"};  // tasks share the node's GPUs: no more of anything
+  EXPECT_NO_THROW(slurm_job_from(o, 16, "/w", false));
+  o.slurm.gres = true;  // but with slurm_gres the CPUs are per task: 4 tasks, 4 times the CPUs
+  for (const char* opt : {"--ntasks=4", "-n4"}) {
+    o.slurm.srun_opts = {opt};
+    EXPECT_THROW(slurm_job_from(o, 16, "/w", false), Refusal) << opt;
+  }
+  o.slurm.gres = false;
   o.slurm.srun_opts = {"--time-limit-x"};  // no option of srun's this is a prefix of: srun says
   EXPECT_NO_THROW(slurm_job_from(o, 16, "/w", false));
-  o.slurm.srun_opts = {"--gres=nvme:1", "--constraint=tesla", "--exclusive", "--mem=64G", "-N1"};
+  o.slurm.srun_opts = {"--gres=nvme:1", "--constraint=tesla", "--exclusive", "--mem=64G", "-l"};
   EXPECT_NO_THROW(slurm_job_from(o, 16, "/w", false));
   o.slurm.srun_opts = {"--time=1:00:00"};
   EXPECT_THAT(caught_error([&] { slurm_job_from(o, 16, "/w", false); }).message,
