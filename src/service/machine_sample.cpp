@@ -106,8 +106,9 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
   // On a MIG GPU a holder holds instances, not the GPU: which ones, by the processes in each (and
   // a container's by the instances it was given), so that it is credited their share alone.
   const std::map<std::string, MigPart> parts = mig_parts(snapshot);
+  const std::vector<Gpu> units = mig_units(snapshot);
   std::map<std::string, std::string> uuid_at_place;
-  for (const Gpu& unit : mig_units(snapshot))
+  for (const Gpu& unit : units)
     uuid_at_place[fmt::format("{}:{}", unit.mig->gpu_index, unit.mig->device_index)] = unit.uuid;
   std::map<long, std::vector<const MigPart*>> parts_of_pid;
   for (const MigInstance& mig : snapshot.mig_instances)
@@ -141,6 +142,11 @@ MachineSample machine_sample(WallTime when, const Snapshot& snapshot, std::vecto
           part != parts.end() && !c.all_gpus)
         held_parts.insert(&part->second);
     }
+    // Its parent's node with MIG capabilities (podman's CDI MIG device): the instances they open.
+    if (!c.mig_caps.empty() && !c.all_gpus)
+      for (const int unit : held_gpu_indices(c, units))
+        if (const auto part = parts.find(units[static_cast<std::size_t>(unit)].uuid); part != parts.end())
+          held_parts.insert(&part->second);
     for (const MigPart* part : held_parts)
       if (std::find(gpus.begin(), gpus.end(), part->gpu) == gpus.end()) gpus.push_back(part->gpu);
     std::sort(gpus.begin(), gpus.end());

@@ -172,6 +172,30 @@ TEST_F(MachineSampleTest, OnAMigGpuEachHolderHoldsItsInstancesShareNotTheGpu) {
   EXPECT_THAT(machine_sample(WallTime{}, s, {c}, root_).holders[0].mig_share, ::testing::IsEmpty());
 }
 
+// podman shows a CDI MIG device as its parent's node and one instance's capabilities: the
+// container holds that instance's share, not the whole GPU it was credited before.
+TEST_F(MachineSampleTest, AParentNodeWithMigCapabilitiesHoldsTheInstanceTheyOpen) {
+  Snapshot s = two_gpus();
+  s.gpus[0].mig_enabled = true;
+  s.gpus[0].utilization_percent.reset();
+  s.mig_instances = {small_instance({}), small_instance({}, std::nullopt, "MIG-half", "3g.40gb")};
+  s.mig_instances[1].gpu_instance_id = 2;
+  const test::TempDir driver("gpurun-caps");
+  std::filesystem::create_directories(driver / "proc/driver/nvidia-caps");
+  test::write_file(driver / "proc/driver/nvidia-caps/mig-minors",
+                   "gpu0/gi9/access 90\ngpu0/gi9/ci0/access 91\ngpu0/gi2/access 20\ngpu0/gi2/ci0/access 21\n");
+  const test::EnvGuard at("GPURUN_SYSFS_ROOT", driver.str());
+  GpuContainer c;
+  c.id = kId;
+  c.name = "podman_mig";
+  c.devices = {"minor:0"};
+  c.mig_caps = {90, 91};
+  const MachineSample sample = machine_sample(WallTime{}, s, {c}, root_);
+  ASSERT_EQ(sample.holders.size(), 1u);
+  EXPECT_THAT(sample.holders[0].gpus, ElementsAre(0));
+  EXPECT_EQ(sample.holders[0].mig_share, (std::map<int, double>{{0, 0.25}}));  // MIG-small, 20 of 80 GiB
+}
+
 // A container given an instance, idle in it, beside a process that works there: the instance is
 // the process's whole (the idle holder takes none of it, as on a whole GPU).
 TEST_F(MachineSampleTest, AnInstanceIsTheirsWhoWorkInIt) {
