@@ -304,12 +304,14 @@ ItemOrigins item_origins(const Config& config) {
 
 bool gpu_allowed(const Config& config, int index) { return gpu_allowed(config.policy, index); }
 std::string gpu_not_allowed_reason(const Config& config) { return gpu_not_allowed_reason(config.policy); }
-void check_gpu_count(const Config& config, int gpus) { check_gpu_count(config.policy, gpus); }
+void check_gpu_count(const Config& config, int gpus, bool mig_instances) {
+  check_gpu_count(config.policy, gpus, mig_instances);
+}
 void check_docker_options(const Config& config, const Options& options) {
   check_docker_options(config.policy, item_origins(config), options);
 }
 void check_policy(const Config& config, const Options& options) {
-  check_gpu_count(config, options.gpus);
+  check_gpu_count(config, options.gpus, options.mig.has_value());
   check_sharing(config.policy, options);
   check_docker_options(config, options);
 }

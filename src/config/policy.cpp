@@ -129,13 +129,15 @@ std::string gpu_not_allowed_reason(const SitePolicy& policy) {
   return fmt::format("not offered by the site policy \"allowed_gpus\" in {}", location(policy, "allowed_gpus"));
 }
 
-void check_gpu_count(const SitePolicy& policy, int gpus) {
+void check_gpu_count(const SitePolicy& policy, int gpus, bool mig_instances) {
   if (policy.max_gpus_per_launch && gpus > *policy.max_gpus_per_launch)
     throw Refusal(
         fmt::format("{} GPUs asked for, but the site policy \"max_gpus_per_launch\" in {} allows at most {} "
                     "per launch",
                     gpus, location(policy, "max_gpus_per_launch"), *policy.max_gpus_per_launch));
-  if (policy.allowed_gpus && static_cast<std::size_t>(gpus) > policy.allowed_gpus->size())
+  // MIG instances are not GPUs: seven may sit on one allowed GPU (the selection offers those of
+  // allowed GPUs alone).
+  if (policy.allowed_gpus && !mig_instances && static_cast<std::size_t>(gpus) > policy.allowed_gpus->size())
     throw Refusal(fmt::format("{} GPUs asked for, but the site policy \"allowed_gpus\" in {} offers only {}: {}", gpus,
                               location(policy, "allowed_gpus"), policy.allowed_gpus->size(),
                               fmt::join(*policy.allowed_gpus, ", ")));
@@ -235,7 +237,7 @@ std::optional<std::chrono::seconds> launch_time_limit(const SitePolicy& policy, 
 }
 
 void enforce_policy(const Options& options) {
-  check_gpu_count(options.policy, options.gpus);
+  check_gpu_count(options.policy, options.gpus, options.mig.has_value());
   check_sharing(options.policy, options);
   if (!options.image.empty() && !image_allowed(options.policy, options.image))
     throw Refusal(fmt::format("image \"{}\" is not allowed by the site policy \"allowed_images\" in {} ({})",

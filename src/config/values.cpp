@@ -137,10 +137,17 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
     case ValueType::appended_list:
       if (!all_strings(j)) return expected();
       return std::nullopt;
-    case ValueType::gpu_indices:
+    case ValueType::gpu_indices: {
       if (!j.is_array() || !std::all_of(j.begin(), j.end(), [](const json& i) { return whole(i, 0); }))
         return expected();
+      std::vector<long long> seen;  // [0, 0, 0, 0] is one GPU, not four
+      for (const json& i : j) {
+        if (std::find(seen.begin(), seen.end(), i.get<long long>()) != seen.end())
+          return fmt::format("GPU {} is listed twice; list each GPU once", i.get<long long>());
+        seen.push_back(i.get<long long>());
+      }
       return std::nullopt;
+    }
   }
   return expected();
 }

@@ -122,7 +122,7 @@ ItemOrigins item_origins(const Config& config);
 // The site policy's checks (gpurun/config/policy.hpp) with the policy of `config`.
 bool gpu_allowed(const Config& config, int index);
 std::string gpu_not_allowed_reason(const Config& config);
-void check_gpu_count(const Config& config, int gpus);
+void check_gpu_count(const Config& config, int gpus, bool mig_instances = false);
 void check_docker_options(const Config& config, const Options& options);
 void check_policy(const Config& config, const Options& options);  // these and check_sharing
 

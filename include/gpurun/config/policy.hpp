@@ -58,7 +58,8 @@ bool gpu_allowed(const SitePolicy& policy, int index);
 std::string gpu_not_allowed_reason(const SitePolicy& policy);
 
 // Each refusal is an Error naming the rule, its value and the file:line that sets it.
-void check_gpu_count(const SitePolicy& policy, int gpus);  // max_gpus_per_launch, allowed_gpus
+// max_gpus_per_launch, and allowed_gpus's size (not for MIG instances, `mig_instances`).
+void check_gpu_count(const SitePolicy& policy, int gpus, bool mig_instances = false);
 void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, const Options& options);
 // The refused host paths ("-v /srv/licensed") against the real paths a sudo caller's mounts were
 // pinned at: what docker will mount, not the path as typed, which a symlink may change meanwhile.

@@ -405,6 +405,12 @@ TEST_F(PolicyTest, GpuCountIsCappedByMaxGpusPerLaunchAndAllowedGpus) {
   const Config two = load_config(inputs());
   EXPECT_THAT(error_of([&] { check_gpu_count(two, 3); }),
               HasSubstr("the site policy \"allowed_gpus\" in " + path("etc/config.json") + ":1 offers only 2: 2, 5"));
+  // Three MIG instances may sit on one allowed GPU: not refused for the count of GPUs listed.
+  EXPECT_NO_THROW(check_gpu_count(two, 3, /*mig_instances=*/true));
+
+  // [2, 2, 2] is one GPU, which passed a three-GPU launch here and failed it later.
+  write("etc/config.json", R"({"allowed_gpus": [2, 2, 2]})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("GPU 2 is listed twice; list each GPU once"));
 }
 
 TEST_F(PolicyTest, AllowSharingFalseRefusesAllowBusyAndMinFreeMemory) {
