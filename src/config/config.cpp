@@ -202,7 +202,17 @@ Config load_config(const ConfigInputs& inputs) {
   std::optional<ParsedFile> system;
   {
     const AsRoot root;  // the admin's file, whoever may read it
-    system = load_file(inputs.system_file, Kind::system, false);
+    if (const std::optional<FileText> text = read_text(inputs.system_file, false)) {
+      if (inputs.caller)
+        if (const auto why = not_roots_alone(inputs.system_file, text->st))
+          throw Refusal(fmt::format(
+              "the system file {} is not root's alone ({}): under sudo it chooses the programs root runs, so "
+              "nothing is run until it is; make it so with `sudo chown root:root {} && sudo chmod 644 {}` (and "
+              "its directory root's, mode 755)",
+              text::terminal_safe(inputs.system_file), *why, text::terminal_safe(inputs.system_file),
+              text::terminal_safe(inputs.system_file)));
+      system = checked_file(inputs.system_file, Kind::system, text->text);
+    }
   }
   if (system) {
     load_policy(config, *system);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -254,6 +255,20 @@ ParsedFile checked_file(const std::string& path, Kind layer, const std::string& 
   ParsedFile file = parse_file(path, layer, text);
   check_file(file);
   return file;
+}
+
+std::optional<std::string> not_roots_alone(const std::string& path, const struct stat& st) {
+  const auto trusted_owner = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
+  if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return fmt::format("it is uid {}'s with mode {:04o}", st.st_uid, st.st_mode & 07777);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  struct stat parent {};
+  if (::stat(dir.empty() ? "." : dir.c_str(), &parent) != 0)
+    return fmt::format("its directory: {}", std::strerror(errno));
+  if (!trusted_owner(parent.st_uid) || ((parent.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (parent.st_mode & S_ISVTX) == 0))
+    return fmt::format("its directory {} is uid {}'s with mode {:04o}", text::terminal_safe(dir), parent.st_uid,
+                       parent.st_mode & 07777);
+  return std::nullopt;
 }
 
 std::optional<ParsedFile> load_file(const std::string& path, Kind layer, bool must_exist) {

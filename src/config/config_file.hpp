@@ -65,6 +65,12 @@ bool is_policy_object(std::string_view key);
 std::optional<std::pair<std::string, std::string>> policy_object_problem(std::string_view key,
                                                                          const nlohmann::json& value);
 
+// Why the system file (`path`, whose opened file is `st`) must not be believed under sudo, where it
+// chooses the programs root runs (docker, nvidia-smi) and the library it loads: anyone but root
+// (or whoever runs gpurun: a test's own) who may write it, or replace it in its directory (one
+// others may write, but for a sticky one), could choose them. nullopt when it may be believed.
+std::optional<std::string> not_roots_alone(const std::string& path, const struct stat& st);
+
 // Why a .gpurun.json found by the search must not be used; nullopt when it may: the user's own (or
 // root's: whoever controls root controls gpurun anyway), writable by no one else. Group write is
 // the owner's alone only in their private group (group_private_to).

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "gpurun/config/caller.hpp"
 #include "gpurun/config/config.hpp"
 #include "gpurun/config/options.hpp"
@@ -128,6 +130,36 @@ TEST(SudoRules, LoadConfigRefusesAFlagSettingDockerUnderSudo) {
             "not allowed under sudo: flag --docker sets \"docker\"; under sudo it comes only from the "
             "system file " +
                 dir / "none.json" + ", which the admin writes");
+}
+
+// Under sudo the system file chooses the programs root runs: one that others may write, or
+// replace in a directory they may write (a group-writable /etc/gpurun), is refused, with the fix.
+TEST(SudoRules, ASystemFileOthersMayWriteOrReplaceIsRefusedUnderSudo) {
+  test::TempDir dir;
+  const std::string etc = dir / "etc";
+  std::filesystem::create_directories(etc);
+  std::filesystem::permissions(etc, std::filesystem::perms(0755));
+  const std::string system = etc + "/config.json";
+  test::write_file(system, R"({"docker": "/usr/bin/docker"})");
+  std::filesystem::permissions(system, std::filesystem::perms(0664));
+  ConfigInputs in;
+  in.system_file = system;
+  in.caller = Caller{{1000, 1000, {}}, "alice", dir.str()};
+  EXPECT_THAT(test::caught_error([&] { load_config(in); }).message,
+              HasSubstr("the system file " + system + " is not root's alone (it is uid " + std::to_string(::geteuid()) +
+                        "'s with mode 0664)"));
+  EXPECT_THAT(test::caught_error([&] { load_config(in); }).message, HasSubstr("sudo chmod 644 " + system));
+  ConfigInputs plain = in;  // without sudo nobody gains: read as before
+  plain.caller.reset();
+  EXPECT_NO_THROW(load_config(plain));
+
+  std::filesystem::permissions(system, std::filesystem::perms(0644));
+  EXPECT_NO_THROW(load_config(in));
+  std::filesystem::permissions(etc, std::filesystem::perms(0775));
+  EXPECT_THAT(test::caught_error([&] { load_config(in); }).message,
+              HasSubstr("its directory " + etc + " is uid " + std::to_string(::geteuid()) + "'s with mode 0775"));
+  std::filesystem::permissions(etc, std::filesystem::perms(01777));  // sticky: nobody else may replace it
+  EXPECT_NO_THROW(load_config(in));
 }
 
 TEST(SudoRules, EverySpellingOfARefusedOptionIsRefusedNamingIt) {
