@@ -118,6 +118,25 @@ void check_project_docker_options(const ParsedFile& f, const std::string& key_pa
   }
 }
 
+// srun's options that run a program of their own (on the submit host or the node): a project's
+// file choosing one would run the repository's script at every launch from it, as a program
+// choice would (`docker`, `nvidia_smi`). Any prefix srun would take for them counts.
+void check_project_srun_options(const ParsedFile& f, const std::string& key_path, const json& value) {
+  static constexpr std::string_view kRunPrograms[] = {"--prolog", "--epilog", "--task-prolog", "--task-epilog"};
+  for (const json& item : value) {
+    if (!item.is_string()) continue;
+    const std::string_view word = item.get_ref<const std::string&>();
+    const std::string_view name = word.substr(0, word.find('='));
+    if (name.size() < 4 || !name.starts_with("--")) continue;
+    for (const std::string_view option : kRunPrograms)
+      if (option.starts_with(name))
+        throw f.error(key_path, fmt::format("a project's .gpurun.json cannot choose a program srun runs ({}: a "
+                                            "cloned repository could run anything); give it with --slurm-opt or "
+                                            "in your user file",
+                                            text::printable(std::string(word))));
+  }
+}
+
 void check_option(const ParsedFile& f, const std::string& key_path, const std::string& key, const json& value,
                   bool in_profile) {
   const Setting* info = find_setting(key);
@@ -141,6 +160,7 @@ void check_option(const ParsedFile& f, const std::string& key_path, const std::s
   if (const auto problem = info->problem(value)) throw f.error(key_path, *problem);
   if ((key == "docker_opts" || key == "volumes") && found_project(f))
     check_project_docker_options(f, key_path, key, value);
+  if (key == "slurm_srun_opts" && found_project(f)) check_project_srun_options(f, key_path, value);
 }
 
 void check_profiles(const ParsedFile& f, const json& profiles) {

@@ -842,6 +842,20 @@ TEST_F(ConfigTest, AFoundProjectFileCannotMoveTheMachinesReservations) {
   }
 }
 
+// srun's --prolog and --task-prolog run a program at every launch (the submit host's, the node's):
+// a cloned repository's file choosing one is refused, as `docker` or `nvidia_smi` is.
+TEST_F(ConfigTest, AFoundProjectFileCannotChooseAProgramSrunRuns) {
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  for (const char* given : {R"({"slurm_srun_opts": ["--prolog=./p.sh"]})", R"({"slurm_srun_opts": ["--task-pro=x"]})",
+                            R"({"slurm_srun_opts": ["--epilog", "./e.sh"]})"}) {
+    write("work/.gpurun.json", given);
+    EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("cannot choose a program srun runs")) << given;
+  }
+  write("work/.gpurun.json", R"({"slurm_srun_opts": ["--constraint=h100", "--exclusive"]})");
+  EXPECT_EQ(load_config(in).at("slurm_srun_opts").value, json({"--constraint=h100", "--exclusive"}));
+}
+
 TEST_F(ConfigTest, AFoundProjectFileCannotGiveItsJobPowerOverTheHost) {
   // A cloned repository's code runs in the job: --privileged, or the engine's socket, is root on the host.
   ConfigInputs in = inputs();
