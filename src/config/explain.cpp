@@ -84,7 +84,8 @@ std::string config_table(const Config& config) {
   }
   if (config.profile)
     rows.push_back({"profile", config.profile->name,
-                    config.profile->chosen_by == "--profile" ? "flag --profile" : "env " + config.profile->chosen_by});
+                    config.profile->chosen_by.starts_with("--profile") ? "flag " + config.profile->chosen_by
+                                                                       : "env " + config.profile->chosen_by});
 
   Table table({Column::fitted("KEY"),
                {"VALUE", Column::Align::left, 0, 40},

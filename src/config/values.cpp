@@ -64,7 +64,7 @@ std::string_view expectation(ValueType type) {
     case ValueType::word:
       return "a string, not empty";
     case ValueType::seconds:
-      return "a number of seconds above 0, at most 3600";
+      return "a number of seconds of at least 0.001, at most 3600";
     case ValueType::interval:
       return "a number of seconds above 0, at most 86400";
     case ValueType::count:
@@ -105,7 +105,9 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
       return std::nullopt;
     case ValueType::seconds:
     case ValueType::interval:
+      // Seconds are kept as whole milliseconds: 0.0001 was 0, a timeout that killed every child at once.
       if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() <= 0 ||
+          (type == ValueType::seconds && j.get<double>() < 0.001) ||
           j.get<double>() > (type == ValueType::seconds ? 3600 : 86400))
         return expected();
       return std::nullopt;

@@ -272,7 +272,7 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "--max-memory", "lots"}, "--max-memory \"lots\""},
         UsageCase{{"--image", "img", "--max-util", "150"}, "--max-util \"150\""},
         UsageCase{{"--image", "img", "--smi-timeout", "abc"}, "--smi-timeout"},
-        UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout: expected a number of seconds above 0"},
+        UsageCase{{"--image", "img", "--smi-timeout", "0"}, "--smi-timeout: expected a number of seconds of at least 0.001"},
         UsageCase{{"status", "2"}, "gpurun status takes no N"},
         UsageCase{{"status", "--count", "2"}, "--count 2 counts the frames of status --watch"},
         UsageCase{{"history", "alice"},

@@ -122,9 +122,12 @@ TEST(Values, TextIsReadAsTheTypeWants) {
 
 TEST(Values, ProblemsSayWhatWasExpected) {
   EXPECT_EQ(value_problem(ValueType::seconds, json(0), "--smi-timeout"),
-            "expected a number of seconds above 0, at most 3600, got 0");
+            "expected a number of seconds of at least 0.001, at most 3600, got 0");
   EXPECT_EQ(value_problem(ValueType::seconds, json(3601), "--smi-timeout"),
-            "expected a number of seconds above 0, at most 3600, got 3601");
+            "expected a number of seconds of at least 0.001, at most 3600, got 3601");
+  // Kept as whole milliseconds, 0.0001 s was a timeout of 0 that killed every child at once.
+  EXPECT_TRUE(value_problem(ValueType::seconds, json(0.0001), "--smi-timeout").has_value());
+  EXPECT_EQ(value_problem(ValueType::seconds, json(0.001), "--smi-timeout"), std::nullopt);
   EXPECT_EQ(value_problem(ValueType::whole, json(0), "--count"), std::nullopt);
   EXPECT_EQ(value_problem(ValueType::percent, json("150"), "--report-threshold"),
             "--report-threshold \"150\": expected a percentage from 0 to 100, such as 10 or 10%");
