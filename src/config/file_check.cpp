@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <vector>
@@ -9,6 +10,8 @@
 #include "config_file.hpp"
 #include "gpurun/config/inputs.hpp"
 #include "gpurun/config/settings.hpp"
+#include "gpurun/util/error.hpp"
+#include "gpurun/util/text.hpp"
 
 namespace gpurun {
 
@@ -16,7 +19,12 @@ std::string check_config_file(const std::string& path) {
   // A .gpurun.json is checked as what the search makes it, a project file (it may set less);
   // any other as the system file, whose keys are a superset: policy keys then say where they may go.
   if (std::filesystem::path(path).filename() == kProjectFileName) {
-    const ParsedFile file = *load_file(path, ConfigSource::Kind::project, true);
+    // As the search would judge it for whoever checks it: one it skips is said so, not "valid".
+    const std::optional<FileText> text = read_text(path, true, ::geteuid());
+    if (text->untrusted)
+      throw Error(fmt::format("{}: a launch here would ignore it ({}); make it yours alone (chmod go-w {})",
+                              text::terminal_safe(path), *text->untrusted, text::terminal_safe(path)));
+    const ParsedFile file = checked_file(path, ConfigSource::Kind::project, text->text);
     std::vector<std::string> keys;
     for (const auto& item : file.content.items()) keys.push_back(item.key());
     if (keys.empty()) return fmt::format("{}: valid, and sets nothing", path);

@@ -147,6 +147,13 @@ TEST_F(ConfigTest, CheckValidatesAFileWithoutInstallingIt) {
               HasSubstr(project + ":3: key \"docker\": a project's .gpurun.json cannot choose a program"));
   std::ofstream(project) << "{\"image\": \"x\"}\n";
   EXPECT_EQ(gpurun({"config", "--check", project}).out, project + ": valid as a project file; sets image\n");
+  // One a launch would skip (others may write it) is said so, not "valid".
+  std::filesystem::permissions(project, std::filesystem::perms(0666));
+  const Outcome skipped = gpurun({"config", "--check", project});
+  EXPECT_EQ(skipped.exit_code, 125);
+  EXPECT_THAT(skipped.err, HasSubstr(project + ": a launch here would ignore it ("));
+  EXPECT_THAT(skipped.err, HasSubstr("chmod go-w " + project));
+  std::filesystem::permissions(project, std::filesystem::perms(0644));
   // A choice that is none of its words, and CPUs per GPU outside 8..24, said at their lines: they
   // passed, then stopped every gpurun command on the machine, naming no file.
   const std::string choices = dir() + "/choices.json";
