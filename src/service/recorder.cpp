@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "owned_path.hpp"
 #include "policy_rules.hpp"
 #include "prune_clock.hpp"
+#include "store_schema.hpp"
 
 namespace gpurun {
 namespace {
@@ -178,6 +180,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   MinuteRollup rollup(settings.tracker.idle_threshold_percent, kept_minute);
   auto last_flush = std::chrono::steady_clock::now();
   const PruneClock prune_clock;
+  std::string store_damaged;  // why the store cannot be written again: the service ends
   const auto flush = [&] {
     std::vector<GpuMinute> minutes = rollup.take_finished();
     unsaved_minutes.insert(unsaved_minutes.end(), minutes.begin(), minutes.end());
@@ -200,6 +203,12 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       store_trouble.fine();
     } catch (const std::exception& e) {  // a full disk, a read-only file system: keep them in memory
       store_trouble.failed(e.what());
+      // A file damaged under the running service (a disk's bad sector, another program's write)
+      // fails every write and every answer for good: the service ends, and its next start (systemd
+      // restarts it) moves the file aside and records afresh, as it does for one found so at a start.
+      if (const auto* sqlite = dynamic_cast<const SQLite::Exception*>(&e);
+          sqlite != nullptr && (sqlite->getErrorCode() == SQLITE_CORRUPT || sqlite->getErrorCode() == SQLITE_NOTADB))
+        store_damaged = e.what();
       // Runs are few and kept whole, but for a flood of short jobs; raw samples are many: past a
       // bound (days at the default interval) the oldest go, so memory stays flat however long the
       // disk stays full.
@@ -358,16 +367,24 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     if (!stop.requested() &&
         (started || !unsaved.empty() || std::chrono::steady_clock::now() - last_flush >= settings.flush_every))
       flush();
+    if (!store_damaged.empty()) break;
     if (std::chrono::steady_clock::now() > next) next = std::chrono::steady_clock::now();  // never catch up
     sleep_until(next, stop);
   }
-  flush();
+  if (store_damaged.empty()) flush();
   if (job_map) {
     try {
       job_map->clear();
     } catch (const Error& e) {
       spdlog::warn("{}", e.what());
     }
+  }
+  if (!store_damaged.empty()) {
+    spdlog::critical(
+        "the store {} is damaged ({}): stopping, so that the next start moves it aside and records afresh "
+        "(under systemd, in 5 s); {} run(s) open and {} ended ones not yet written are lost",
+        database, store_damaged, tracker.running().size(), unsaved.size());
+    return 1;
   }
   spdlog::info("stopped; {} run(s) open", tracker.running().size());
   return 0;

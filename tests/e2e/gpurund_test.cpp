@@ -303,6 +303,26 @@ TEST_F(GpurundTest, AFullDiskKeepsSamplingInMemorySaysSoOnceAndWritesItAllWhenTh
   EXPECT_EQ(runs().size(), 7U);
 }
 
+// The store damaged under the running service (garbage over the file, as a bad sector or another
+// program's write leaves it): every write and answer failed for good. It ends, saying why; its
+// next start moves the file aside and records afresh.
+TEST_F(GpurundTest, AStoreDamagedWhileItRunsEndsItAndTheNextStartRecordsAfresh) {
+  pid_t pid = start(scenario("busy_dgx.json"), false, {"--write-every", "0.3"});
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(state() + "/gpurund.db") && runs().size() == 7; }));
+  shell("for f in " + state() + "/gpurund.db " + state() + "/gpurund.db-wal " + state() +
+        "/gpurund.db-shm; do [ -e $f ] && head -c $(stat -c %s $f) /dev/urandom | dd of=$f conv=notrunc "
+        "2>/dev/null; done; true");
+  const std::string err_path = dir() + "/gpurund.err";
+  ASSERT_TRUE(eventually([&] { return read_file(err_path).find("is damaged") != std::string::npos; }))
+      << read_file(err_path);
+  EXPECT_EQ(stop(pid, 0), 1);  // signal 0: only waits for it to end
+  pid = start();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+  EXPECT_THAT(read_file(err_path), HasSubstr("moved aside to"));
+  EXPECT_EQ(runs().size(), 7U);  // recorded afresh
+}
+
 TEST_F(GpurundTest, ARestartOnAFullDiskLeavesTheDatabaseAsItIsAndWaitsForRoom) {
   if (const std::string why = mount_small_state_dir(); !why.empty()) GTEST_SKIP() << why;
   pid_t pid = start();
