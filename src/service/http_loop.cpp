@@ -240,13 +240,18 @@ bool shares_the_whole(const std::string& peer) { return peer == "uid 0" || peer 
 bool ConnectionShares::admit(const std::string& peer) {
   if (open_ >= kMost) return false;
   const bool whole = shares_the_whole(peer);
+  const std::string network = network_of(peer);
   if (!whole) {
     const auto it = by_peer_.find(peer);  // found, not made: a peer turned away leaves no entry
-    if (open_by_others_ >= kMost - kKeptForTheWhole || (it != by_peer_.end() && it->second >= kPerPeer)) return false;
+    const auto in = by_network_.find(network);
+    if (open_by_others_ >= kMost - kKeptForTheWhole || (it != by_peer_.end() && it->second >= kPerPeer) ||
+        (!network.empty() && in != by_network_.end() && in->second >= kPerNetwork))
+      return false;
     ++open_by_others_;
   }
   ++open_;
   ++by_peer_[peer];
+  if (!network.empty()) ++by_network_[network];
   return true;
 }
 
@@ -254,6 +259,18 @@ void ConnectionShares::release(const std::string& peer) {
   --open_;
   if (!shares_the_whole(peer)) --open_by_others_;
   if (--by_peer_[peer] == 0) by_peer_.erase(peer);
+  if (const std::string network = network_of(peer); !network.empty() && --by_network_[network] == 0)
+    by_network_.erase(network);
+}
+
+std::string network_of(const std::string& peer) {
+  in6_addr ip{};
+  if (peer.find(':') == std::string::npos || ::inet_pton(AF_INET6, peer.c_str(), &ip) != 1) return "";
+  if (IN6_IS_ADDR_V4MAPPED(&ip) || IN6_IS_ADDR_LOOPBACK(&ip) || IN6_IS_ADDR_LINKLOCAL(&ip)) return "";
+  std::memset(&ip.s6_addr[8], 0, 8);
+  char text[INET6_ADDRSTRLEN] = {};
+  if (::inet_ntop(AF_INET6, &ip, text, sizeof text) == nullptr) return "";
+  return std::string(text) + "/64";
 }
 
 std::string peer_of_address(const sockaddr_storage& address) {
@@ -265,12 +282,9 @@ std::string peer_of_address(const sockaddr_storage& address) {
   }
   if (address.ss_family != AF_INET6) return "?";
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
-  in6_addr ip = reinterpret_cast<const sockaddr_in6&>(address).sin6_addr;
-  // (Link-local ones share fe80::/64 on every LAN: each is counted whole.)
-  const bool network = !IN6_IS_ADDR_V4MAPPED(&ip) && !IN6_IS_ADDR_LOOPBACK(&ip) && !IN6_IS_ADDR_LINKLOCAL(&ip);
-  if (network) std::memset(&ip.s6_addr[8], 0, 8);  // one host holds a /64 whole
-  if (::inet_ntop(AF_INET6, &ip, text, sizeof text) == nullptr) return "?";
-  return network ? std::string(text) + "/64" : std::string(text);
+  const in6_addr& ip = reinterpret_cast<const sockaddr_in6&>(address).sin6_addr;
+  // Each address is a peer: an IPv6 LAN's hosts share one /64 (ConnectionShares caps it apart).
+  return ::inet_ntop(AF_INET6, &ip, text, sizeof text) != nullptr ? std::string(text) : "?";
 }
 
 void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive) {

@@ -48,6 +48,9 @@ class ConnectionShares {
   static constexpr int kMost = 32;
   static constexpr int kPerPeer = 4;
   static constexpr int kKeptForTheWhole = 8;
+  // The most for one IPv6 /64: an IPv6 LAN's hosts share one (so each has kPerPeer of its own),
+  // and one host may hold the whole /64, one address a connection.
+  static constexpr int kPerNetwork = 16;
   // Counts a connection of `peer` in, where its share allows it.
   bool admit(const std::string& peer);
   void release(const std::string& peer);
@@ -55,17 +58,20 @@ class ConnectionShares {
 
  private:
   int open_ = 0;
-  int open_by_others_ = 0;              // of peers that do not share the whole
-  std::map<std::string, int> by_peer_;  // open connections per peer (none: no entry)
+  int open_by_others_ = 0;                 // of peers that do not share the whole
+  std::map<std::string, int> by_peer_;     // open connections per peer (none: no entry)
+  std::map<std::string, int> by_network_;  // per IPv6 /64 of the peers in one (network_of)
 };
+
+// The /64 of a global IPv6 peer ("2001:db8:1:2::/64"); "" for any other peer.
+std::string network_of(const std::string& peer);
 
 // Whether `peer` (as serve_http names it: "uid 0", "this host", "uid 1000 on this host", an
 // address) shares the whole listener rather than a peer's part.
 bool shares_the_whole(const std::string& peer);
 
-// A TCP peer as the per-peer share counts it: its address; an IPv6 one by its /64 (one host holds
-// a /64 whole, and could take every connection one address at a time), loopback, link-local and
-// IPv4-mapped ones whole.
+// A TCP peer as the per-peer share counts it: its address (an IPv6 one's /64 is capped too:
+// ConnectionShares::kPerNetwork).
 std::string peer_of_address(const sockaddr_storage& address);
 
 }  // namespace gpurun

@@ -3,6 +3,7 @@
 #include "gpurun/service/web_server.hpp"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
@@ -135,7 +136,7 @@ TEST(WebServer, AnHttp11RequestWithoutAHostOrWithTwoIsRefused) {
   EXPECT_THAT(send_whole(server.port(), "GET /metrics HTTP/1.0\r\n\r\n"), StartsWith("HTTP/1.0 200 OK"));
 }
 
-TEST(PeerOfAddress, AnIpv6PeerIsItsSlash64AndAnIpv4OneItsAddress) {
+TEST(PeerOfAddress, APeerIsItsAddressAndAnIpv6OnesNetworkItsSlash64) {
   const auto peer = [](int family, const char* text) {
     sockaddr_storage address{};
     address.ss_family = static_cast<sa_family_t>(family);
@@ -146,12 +147,31 @@ TEST(PeerOfAddress, AnIpv6PeerIsItsSlash64AndAnIpv4OneItsAddress) {
     EXPECT_EQ(::inet_pton(family, text, ip), 1) << text;
     return peer_of_address(address);
   };
-  EXPECT_EQ(peer(AF_INET6, "2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
-  EXPECT_EQ(peer(AF_INET6, "2001:db8:1:2:bbbb:cccc:dddd:eeee"), "2001:db8:1:2::/64");
+  EXPECT_EQ(peer(AF_INET6, "2001:db8:1:2:aaaa::1"), "2001:db8:1:2:aaaa::1");
+  EXPECT_EQ(network_of(peer(AF_INET6, "2001:db8:1:2:aaaa::1")), "2001:db8:1:2::/64");
+  EXPECT_EQ(network_of(peer(AF_INET6, "2001:db8:1:2:bbbb:cccc:dddd:eeee")), "2001:db8:1:2::/64");
+  EXPECT_EQ(network_of("::1"), "");
+  EXPECT_EQ(network_of("fe80::1:2"), "");
+  EXPECT_EQ(network_of("10.0.0.7"), "");
+  EXPECT_EQ(network_of("uid 1000 on this host"), "");
   EXPECT_EQ(peer(AF_INET6, "::1"), "::1");
   EXPECT_EQ(peer(AF_INET6, "fe80::1:2"), "fe80::1:2");
   EXPECT_EQ(peer(AF_INET6, "::ffff:10.0.0.7"), "::ffff:10.0.0.7");
   EXPECT_EQ(peer(AF_INET, "10.0.0.7"), "10.0.0.7");
+}
+
+// An IPv6 LAN's hosts share one /64: each its own 4 connections (a lab of ten browsers kept alive
+// were 4 in all), and the /64 as a whole 16 (one host may hold every address of it).
+TEST(ConnectionShares, EachIpv6AddressIsAPeerAndItsSlash64IsCappedApart) {
+  ConnectionShares shares;
+  for (int host = 1; host <= 4; ++host)
+    for (int i = 0; i < ConnectionShares::kPerPeer; ++i)
+      EXPECT_TRUE(shares.admit(fmt::format("2001:db8:1:2::{}", host))) << host;
+  EXPECT_FALSE(shares.admit("2001:db8:1:2::1"));   // its own 4
+  EXPECT_FALSE(shares.admit("2001:db8:1:2::99"));  // the /64's 16
+  EXPECT_TRUE(shares.admit("2001:db8:1:3::1"));    // another /64
+  shares.release("2001:db8:1:2::1");
+  EXPECT_TRUE(shares.admit("2001:db8:1:2::99"));
 }
 
 TEST(AnswersFor, IpAddressesLocalhostAndTheGivenNames) {
