@@ -263,6 +263,19 @@ TEST(HeldGpuIndices, ADeviceNodeIsTheGpuOfThatMinorNumberAsTheDriverSaysIt) {
   EXPECT_THAT(held_gpu_indices(node, gpus), ElementsAre(3));  // the driver says nothing: the index
 }
 
+// A 3g.40gb instance "MIG-GPU-GI" of GPU `gpu`, GPU instance `gi`.
+MigInstance mig_instance(int gpu, int gi) {
+  return {.uuid = fmt::format("MIG-{}-{}", gpu, gi),
+          .gpu_index = gpu,
+          .gpu_instance_id = gi,
+          .compute_instance_id = 0,
+          .profile = "3g.40gb",
+          .memory_used_mib = {},
+          .memory_total_mib = {},
+          .processes = {},
+          .device_index = -1};
+}
+
 // On a MIG host the units are numbered 0.. among the instances: unit 1 is GPU 0's second
 // instance, not GPU 1. A container holds an instance by its MIG UUID, by "GPU:N", or by its
 // whole parent (index, UUID, device node); it held the unit of its GPU's number before.
@@ -270,16 +283,7 @@ TEST(HeldGpuIndices, AMigUnitIsHeldByItsUuidItsPlaceOrItsParentNotByItsNumber) {
   Snapshot snapshot;
   snapshot.gpus = four_gpus();
   for (int gpu : {0, 1})
-    for (int gi : {1, 2})
-      snapshot.mig_instances.push_back({.uuid = fmt::format("MIG-{}-{}", gpu, gi),
-                                        .gpu_index = gpu,
-                                        .gpu_instance_id = gi,
-                                        .compute_instance_id = 0,
-                                        .profile = "3g.40gb",
-                                        .memory_used_mib = {},
-                                        .memory_total_mib = {},
-                                        .processes = {},
-                                        .device_index = -1});
+    for (int gi : {1, 2}) snapshot.mig_instances.push_back(mig_instance(gpu, gi));
   const std::vector<Gpu> units = mig_units(snapshot);  // 0: 0:0, 1: 0:1, 2: 1:0, 3: 1:1
   const auto held = [&](std::vector<std::string> devices) {
     GpuContainer c;
@@ -309,16 +313,7 @@ TEST(HeldGpuIndices, ParentNodeWithMigCapabilitiesHoldsTheInstanceTheyOpen) {
   EXPECT_THAT(containers[0].mig_caps, ElementsAre(21, 22));
   Snapshot snapshot;
   snapshot.gpus = four_gpus();
-  for (int gi : {1, 2})
-    snapshot.mig_instances.push_back({.uuid = fmt::format("MIG-1-{}", gi),
-                                      .gpu_index = 1,
-                                      .gpu_instance_id = gi,
-                                      .compute_instance_id = 0,
-                                      .profile = "3g.40gb",
-                                      .memory_used_mib = {},
-                                      .memory_total_mib = {},
-                                      .processes = {},
-                                      .device_index = -1});
+  for (int gi : {1, 2}) snapshot.mig_instances.push_back(mig_instance(1, gi));
   const std::vector<Gpu> units = mig_units(snapshot);
   const test::TempDir root("gpurun-caps");
   std::filesystem::create_directories(root / "proc/driver/nvidia-caps");
