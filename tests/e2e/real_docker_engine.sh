@@ -665,8 +665,9 @@ if [[ -x $gpurund ]]; then
     grep -q '"event":"run_ended"' "$tmp/webhook-bodies" 2>/dev/null && break
     sleep 0.2
   done
+  # (GPU 2 and perhaps another: a stand-in nvidia-smi PID the host reused inside the container counts.)
   if [[ $(dk inspect --format '{{.State.Running}}' "$timed" 2>/dev/null) != true ]] &&
-     grep -q "time limit: stopped run [0-9]* ($timed, user [^,]*, GPU [0-9]*), running for" "$tmp/timed.err"; then
+     grep -q "time limit: stopped run [0-9]* ($timed, user [^,]*, GPU [0-9,]*), running for" "$tmp/timed.err"; then
     pass "gpurund stopped $timed at its time limit on the real dockerd"
   else
     fail "$timed was not stopped at its time limit"; log_tail "$tmp/timed.err" 10
