@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/json_output.hpp"
 #include "gpurun/util/rounding.hpp"
 #include "gpurun/util/text.hpp"
 
@@ -205,9 +206,11 @@ json value_from_text(ValueType type, const std::string& raw, std::string_view wh
       // A JSON list holds several items; anything else is one item, never split on spaces.
       if (text::trim(raw).starts_with("[")) {
         json list = json::parse(raw, nullptr, false);
-        if (list.is_discarded())
-          throw Error(
-              fmt::format("{}: not a JSON list of strings, such as [\"/data:/data\", \"/scratch:/scratch\"]", where));
+        if (list.is_discarded())  // one item that starts with '[' ("[::1]:8080:80") is a JSON list of one
+          throw Error(fmt::format(
+              "{}: a value that starts with '[' is read as a JSON list of strings, and this is none; for one "
+              "item write it as a list of one: '{}'",
+              where, json_line(json::array({raw}))));
         return list;
       }
       return json::array({raw});

@@ -941,7 +941,13 @@ TEST_F(ConfigTest, BadEnvironmentValuesNameTheVariable) {
   EXPECT_EQ(error_of([&] { load_config(in); }),
             "GPURUN_GPUS=\"two\": expected a whole number of at least 1, got \"two\"");
   in.environment = {{"GPURUN_VOLUMES", "[\"/a:/a\""}};
-  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("GPURUN_VOLUMES: not a JSON list of strings"));
+  EXPECT_THAT(error_of([&] { load_config(in); }),
+              HasSubstr("GPURUN_VOLUMES: a value that starts with '[' is read as a JSON list of strings"));
+  // docker's -p for an IPv6 address begins with '[': the message gives the form that works.
+  in.environment = {{"GPURUN_PUBLISH", "[::1]:8080:80"}};
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr(R"(write it as a list of one: '["[::1]:8080:80"]')"));
+  in.environment = {{"GPURUN_PUBLISH", R"(["[::1]:8080:80"])"}};
+  EXPECT_EQ(load_config(in).at("publish").value, json({"[::1]:8080:80"}));
 }
 
 TEST_F(ConfigTest, UnknownEnvironmentVariablesAreWarnedAbout) {
