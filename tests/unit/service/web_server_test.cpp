@@ -136,6 +136,15 @@ TEST(WebServer, AnHttp11RequestWithoutAHostOrWithTwoIsRefused) {
   EXPECT_THAT(send_whole(server.port(), "GET /metrics HTTP/1.0\r\n\r\n"), StartsWith("HTTP/1.0 200 OK"));
 }
 
+// Headers over Beast's 8 KB: 431, said (read by a client that sent 200 KB of them).
+TEST(WebServer, AnOversizedRequestIsRefusedWith431) {
+  ServedRuns runs;
+  const WebServer server("127.0.0.1:0", runs, {});
+  const std::string request =
+      "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(200'000, 'a') + "\r\n\r\n";
+  EXPECT_THAT(send_whole(server.port(), request), StartsWith("HTTP/1.1 431 Request Header Fields Too Large"));
+}
+
 TEST(PeerOfAddress, APeerIsItsAddressAndAnIpv6OnesNetworkItsSlash64) {
   const auto peer = [](int family, const char* text) {
     sockaddr_storage address{};
