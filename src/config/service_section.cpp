@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "gpurun/config/idle_policy.hpp"
+#include "gpurun/util/ip_network.hpp"
 #include "gpurun/util/suggest.hpp"
 
 namespace gpurun {
@@ -66,6 +67,15 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       read.section.web_names = item.get<std::vector<std::string>>();
       continue;
     }
+    if (key == "trusted_peers") {
+      const auto is_network = [](const nlohmann::json& peer) {
+        return peer.is_string() && parse_ip_network(peer.get<std::string>()).has_value();
+      };
+      if (!item.is_array() || !std::all_of(item.begin(), item.end(), is_network))
+        return fail(key, "expected a list of addresses or networks, such as [\"10.0.0.5\", \"10.1.0.0/16\"]");
+      read.section.trusted_peers = item.get<std::vector<std::string>>();
+      continue;
+    }
     bool known = false;
     for (const NumberKey& number : kNumbers) {
       if (key != number.key) continue;
@@ -76,7 +86,7 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       read.section.*(number.field) = item.get<double>();
     }
     if (!known) {
-      std::vector<std::string> names{"state_dir", "listen", "web_names", "dcgm_job_mapping_dir"};
+      std::vector<std::string> names{"state_dir", "listen", "web_names", "trusted_peers", "dcgm_job_mapping_dir"};
       for (const NumberKey& n : kNumbers) names.emplace_back(n.key);
       return fail(key, fmt::format("not a setting of the service{}", suggestion(key, names)));
     }

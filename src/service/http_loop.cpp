@@ -237,9 +237,14 @@ std::string peer_of(int fd, int family) {
 // otherwise one user's idle connections to 127.0.0.1 would keep the page and the scrapes out.
 bool shares_the_whole(const std::string& peer) { return peer == "uid 0" || peer == "this host"; }
 
+bool ConnectionShares::whole(const std::string& peer) const {
+  return shares_the_whole(peer) || std::any_of(trusted_.begin(), trusted_.end(),
+                                               [&peer](const IpNetwork& network) { return in_network(network, peer); });
+}
+
 bool ConnectionShares::admit(const std::string& peer) {
   if (open_ >= kMost) return false;
-  const bool whole = shares_the_whole(peer);
+  const bool whole = this->whole(peer);
   const std::string network = network_of(peer);
   if (!whole) {
     const auto it = by_peer_.find(peer);  // found, not made: a peer turned away leaves no entry
@@ -257,7 +262,7 @@ bool ConnectionShares::admit(const std::string& peer) {
 
 void ConnectionShares::release(const std::string& peer) {
   --open_;
-  if (!shares_the_whole(peer)) --open_by_others_;
+  if (!whole(peer)) --open_by_others_;
   if (--by_peer_[peer] == 0) by_peer_.erase(peer);
   if (const std::string network = network_of(peer); !network.empty() && --by_network_[network] == 0)
     by_network_.erase(network);
@@ -287,12 +292,13 @@ std::string peer_of_address(const sockaddr_storage& address) {
   return ::inet_ntop(AF_INET6, &ip, text, sizeof text) != nullptr ? std::string(text) : "?";
 }
 
-void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive) {
+void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive,
+                const std::vector<IpNetwork>& trusted) {
   // Connections are served side by side, each on its thread: one that stalls (or many a user
   // opens) costs the others nothing, as far as ConnectionShares lets them in.
   std::mutex mutex;
   std::condition_variable ended;
-  ConnectionShares shares;
+  ConnectionShares shares(trusted);
   TurnAway turned_away;
   sockaddr_storage local{};
   socklen_t size = sizeof local;

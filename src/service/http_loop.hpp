@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpurun/util/ip_network.hpp"
+
 namespace gpurun {
 
 struct HttpRequest {
@@ -36,8 +38,10 @@ using HttpHandler = std::function<HttpReply(int connection, const HttpRequest& r
 
 // Accepts on `listener` and answers each request with `handler` until `stopping` is set (seen
 // within 0.1 s, mid-connection too). An exception from `handler` is a 500 answer. Without
-// `keep_alive` each connection takes one request (Connection: close).
-void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive);
+// `keep_alive` each connection takes one request (Connection: close). `trusted`: TCP peers that
+// share the connections whole (ConnectionShares).
+void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandler& handler, bool keep_alive,
+                const std::vector<IpNetwork>& trusted = {});
 
 // The listener's connections by peer: 32 at most, 4 from one peer, and 8 of the 32 kept for the
 // peers that share the whole (root, and this machine's system accounts: a proxy in front of the
@@ -45,6 +49,8 @@ void serve_http(int listener, const std::atomic<bool>& stopping, const HttpHandl
 // containers on the bridge) took every connection, and the scrapes and the proxy got none.
 class ConnectionShares {
  public:
+  // `trusted`: peers that share the whole besides root and this host (shares_the_whole).
+  explicit ConnectionShares(std::vector<IpNetwork> trusted = {}) : trusted_(std::move(trusted)) {}
   static constexpr int kMost = 32;
   static constexpr int kPerPeer = 4;
   static constexpr int kKeptForTheWhole = 8;
@@ -57,6 +63,8 @@ class ConnectionShares {
   int open() const { return open_; }
 
  private:
+  bool whole(const std::string& peer) const;
+  std::vector<IpNetwork> trusted_;
   int open_ = 0;
   int open_by_others_ = 0;                 // of peers that do not share the whole
   std::map<std::string, int> by_peer_;     // open connections per peer (none: no entry)

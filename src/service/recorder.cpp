@@ -85,6 +85,9 @@ void apply_service_section(const ServiceSection& section, RecorderSettings& sett
   if (section.idle_threshold_percent) settings.tracker.idle_threshold_percent = *section.idle_threshold_percent;
   if (section.listen) settings.listen = *section.listen;
   if (section.web_names) settings.server.web_names = *section.web_names;
+  if (section.trusted_peers)
+    for (const std::string& peer : *section.trusted_peers)
+      if (const auto network = parse_ip_network(peer)) settings.server.trusted_peers.push_back(*network);
   if (section.dcgm_job_mapping_dir) settings.dcgm_job_mapping_dir = *section.dcgm_job_mapping_dir;
 }
 

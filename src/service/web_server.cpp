@@ -104,7 +104,7 @@ WebServer::WebServer(const std::string& listen, ServedRuns& runs, ServerSettings
     // a second one (an HA pair of Prometheus servers) out.
     serve_http(
         listener_, stopping_, [this](int, const HttpRequest& request) { return answer_web(request, runs_, settings_); },
-        /*keep_alive=*/false);
+        /*keep_alive=*/false, settings_.trusted_peers);
   });
 }
 

@@ -4,6 +4,7 @@
 //   "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
 //               "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun",
 //               "listen": "127.0.0.1:9400", "web_names": ["gpus.lab.example.org"],
+//               "trusted_peers": ["10.0.0.5", "10.1.0.0/16"],
 //               "dcgm_job_mapping_dir": "/run/dcgm-job-map"}
 // Only the system file may have one (the service runs as root).
 #include <nlohmann/json.hpp>
@@ -24,6 +25,9 @@ struct ServiceSection {
   std::optional<std::string> listen;                  // HOST:PORT of /metrics; "" or absent: not served
   std::optional<std::string> dcgm_job_mapping_dir;    // where DCGM's job mapping files go; absent: none
   std::optional<std::vector<std::string>> web_names;  // more names the listener answers to (ServerSettings)
+  // Peers of the listener that share its connections whole, as this host's services do: a
+  // Prometheus or the page's proxy on another host (addresses or networks, "10.1.0.0/16").
+  std::optional<std::vector<std::string>> trusted_peers;
 };
 
 // The section's keys, read; the first problem as ("key", "what is wrong") where one is found.

@@ -27,6 +27,7 @@
 #include "gpurun/service/run_store.hpp"
 #include "gpurun/util/choices.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/ip_network.hpp"
 
 namespace gpurun {
 
@@ -95,6 +96,8 @@ struct ServerSettings {
   // the --listen host (a DNS alias of the machine, say): a request for any other Host is refused,
   // as a page on another site reaching it through DNS rebinding would send.
   std::vector<std::string> web_names;
+  // Peers of the web listener that share its connections whole (a Prometheus or proxy elsewhere).
+  std::vector<IpNetwork> trusted_peers;
 };
 
 struct ServiceRequest {

@@ -507,6 +507,14 @@ TEST_F(PolicyTest, TheServiceSectionIsReadFromTheSystemFileAloneAndCheckedKeyByK
     write("etc/config.json", fmt::format(R"({{"service": {{"web_names": {}}}}})", names));
     EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("expected a list of host names")) << names;
   }
+  write("etc/config.json", R"({"service": {"trusted_peers": ["10.0.0.5", "10.1.0.0/16", "2001:db8::/64"]}})");
+  EXPECT_EQ(load_config(inputs()).service.trusted_peers,
+            (std::vector<std::string>{"10.0.0.5", "10.1.0.0/16", "2001:db8::/64"}));
+  for (const char* peers : {R"("10.0.0.5")", R"(["prometheus.lab"])", R"(["10.0.0.0/40"])", R"([5])"}) {
+    write("etc/config.json", fmt::format(R"({{"service": {{"trusted_peers": {}}}}})", peers));
+    EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("expected a list of addresses or networks"))
+        << peers;
+  }
   write("etc/config.json", R"({"service": 10})");
   EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("key \"service\": expected an object"));
   fs::remove(path("etc/config.json"));

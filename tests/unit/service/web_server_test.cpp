@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gpurun/util/accounts.hpp"
+#include "gpurun/util/ip_network.hpp"
 #include "http_loop.hpp"
 #include "loopback_owner.hpp"
 #include "support/test_support.hpp"
@@ -181,6 +182,35 @@ TEST(ConnectionShares, EachIpv6AddressIsAPeerAndItsSlash64IsCappedApart) {
   EXPECT_TRUE(shares.admit("2001:db8:1:3::1"));    // another /64
   shares.release("2001:db8:1:2::1");
   EXPECT_TRUE(shares.admit("2001:db8:1:2::99"));
+}
+
+// A Prometheus or the page's proxy on another host, named in trusted_peers, shares the whole
+// listener as this host's own services do: six peers' idle connections no longer keep it out.
+TEST(ConnectionShares, ATrustedPeerSharesTheWhole) {
+  ConnectionShares shares({*parse_ip_network("10.1.0.0/16"), *parse_ip_network("2001:db8::7")});
+  for (int peer = 1; peer <= 6; ++peer)
+    for (int i = 0; i < ConnectionShares::kPerPeer; ++i) EXPECT_TRUE(shares.admit(fmt::format("10.9.0.{}", peer)));
+  EXPECT_FALSE(shares.admit("10.9.0.7"));                                  // the others' 24 are taken
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(shares.admit("10.1.2.3")) << i;  // past a peer's 4
+  EXPECT_TRUE(shares.admit("2001:db8::7"));
+  EXPECT_FALSE(shares.admit("2001:db8::8"));
+  shares.release("10.1.2.3");
+  EXPECT_EQ(shares.open(), 24 + 5 + 1 - 1);
+}
+
+TEST(IpNetwork, AddressesAndNetworksAsAnAdminWritesThem) {
+  const auto net = [](const char* text) { return parse_ip_network(text); };
+  EXPECT_TRUE(in_network(*net("10.1.0.0/16"), "10.1.255.4"));
+  EXPECT_FALSE(in_network(*net("10.1.0.0/16"), "10.2.0.1"));
+  EXPECT_TRUE(in_network(*net("10.0.0.5"), "10.0.0.5"));
+  EXPECT_FALSE(in_network(*net("10.0.0.5"), "10.0.0.6"));
+  EXPECT_TRUE(in_network(*net("10.0.0.0/8"), "::ffff:10.3.0.1"));  // an IPv4-mapped peer
+  EXPECT_TRUE(in_network(*net("2001:db8::/32"), "2001:db8:1:2::9"));
+  EXPECT_FALSE(in_network(*net("2001:db8::/32"), "10.0.0.1"));
+  EXPECT_FALSE(in_network(*net("10.0.0.0/8"), "uid 1000 on this host"));
+  EXPECT_TRUE(in_network(*net("0.0.0.0/0"), "192.168.1.1"));
+  for (const char* bad : {"", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/x", "host.example", "2001:db8::/129", "10.0.0"})
+    EXPECT_FALSE(net(bad).has_value()) << bad;
 }
 
 TEST(AnswersFor, IpAddressesLocalhostAndTheGivenNames) {
