@@ -203,10 +203,10 @@ Config load_config(const ConfigInputs& inputs) {
   {
     const AsRoot root;  // the admin's file, whoever may read it
     if (const std::optional<FileText> text = read_text(inputs.system_file, false)) {
-      if (inputs.caller)
+      if (inputs.caller || inputs.root_runs_what_it_names)
         if (const auto why = not_roots_alone(inputs.system_file, text->st))
           throw Refusal(fmt::format(
-              "the system file {} is not root's alone ({}): under sudo it chooses the programs root runs, so "
+              "the system file {} is not root's alone ({}): it chooses the programs root runs, so "
               "nothing is run until it is; make it so with `sudo chown root:root {} && sudo chmod 644 {}` (and "
               "its directory root's, mode 755)",
               text::terminal_safe(inputs.system_file), *why, text::terminal_safe(inputs.system_file),

@@ -281,14 +281,26 @@ std::optional<std::string> not_roots_alone(const std::string& path, const struct
   const auto trusted_owner = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
   if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
     return fmt::format("it is uid {}'s with mode {:04o}", st.st_uid, st.st_mode & 07777);
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  struct stat parent {};
-  if (::stat(dir.empty() ? "." : dir.c_str(), &parent) != 0)
-    return fmt::format("its directory: {}", std::strerror(errno));
-  if (!trusted_owner(parent.st_uid) || ((parent.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (parent.st_mode & S_ISVTX) == 0))
-    return fmt::format("its directory {} is uid {}'s with mode {:04o}", text::terminal_safe(dir), parent.st_uid,
-                       parent.st_mode & 07777);
-  return std::nullopt;
+  // Every directory above it, where the name points and where the file is (a link into a lab
+  // share): whoever may write one of them may put another file, or directory, in its place.
+  const auto directories_above = [&](const std::filesystem::path& file) -> std::optional<std::string> {
+    for (std::filesystem::path dir = file.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      struct stat info {};
+      if (::stat(dir.c_str(), &info) != 0)
+        return fmt::format("its directory {}: {}", text::terminal_safe(dir.string()), std::strerror(errno));
+      if (!trusted_owner(info.st_uid) || ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (info.st_mode & S_ISVTX) == 0))
+        return fmt::format("its directory {} is uid {}'s with mode {:04o}", text::terminal_safe(dir.string()),
+                           info.st_uid, info.st_mode & 07777);
+      if (dir == dir.root_path()) break;
+    }
+    return std::nullopt;
+  };
+  const std::filesystem::path named = std::filesystem::absolute(path);
+  if (auto why = directories_above(named)) return why;
+  std::error_code error;
+  const std::filesystem::path real = std::filesystem::canonical(named, error);
+  if (error) return fmt::format("where it leads: {}", error.message());
+  return real == named ? std::nullopt : directories_above(real);
 }
 
 std::optional<ParsedFile> load_file(const std::string& path, Kind layer, bool must_exist) {

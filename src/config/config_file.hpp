@@ -65,10 +65,10 @@ bool is_policy_object(std::string_view key);
 std::optional<std::pair<std::string, std::string>> policy_object_problem(std::string_view key,
                                                                          const nlohmann::json& value);
 
-// Why the system file (`path`, whose opened file is `st`) must not be believed under sudo, where it
-// chooses the programs root runs (docker, nvidia-smi) and the library it loads: anyone but root
-// (or whoever runs gpurun: a test's own) who may write it, or replace it in its directory (one
-// others may write, but for a sticky one), could choose them. nullopt when it may be believed.
+// Why the system file (`path`, whose opened file is `st`) must not be believed where root runs
+// what it names (under sudo; gpurund): anyone but root (or whoever runs gpurun: a test's own) who
+// may write it, or replace it or a directory above it (one others may write, but for a sticky
+// one), where its name points or where a link leads, could choose them. nullopt when it may.
 std::optional<std::string> not_roots_alone(const std::string& path, const struct stat& st);
 
 // Why a .gpurun.json found by the search must not be used; nullopt when it may: the user's own (or

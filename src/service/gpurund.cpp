@@ -1,6 +1,7 @@
 // gpurund, the gpurun service: watches every holder of every GPU and records its runs
 // (gpurun/service/recorder.hpp). Thin: options in, the recorder, errors out.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
     // The tests' stand-in for /etc/gpurun/config.json, as gpurun's (never the machine's in a test).
     if (const char* system = std::getenv("GPURUN_SYSTEM_CONFIG"); system != nullptr && *system != '\0')
       inputs.system_file = system;
+    // As root it runs the docker, nvidia-smi and sendmail the file names: it must be root's alone.
+    inputs.root_runs_what_it_names = ::geteuid() == 0;
     for (const auto& [key, value] : given) inputs.flags.emplace_back(key, value);
     Options options;
     const Config config = configure(inputs, options);

@@ -245,7 +245,7 @@ bool ConnectionShares::whole(const std::string& peer) const {
 bool ConnectionShares::admit(const std::string& peer) {
   if (open_ >= kMost) return false;
   const bool whole = this->whole(peer);
-  const std::string network = network_of(peer);
+  const std::string network = whole ? std::string() : network_of(peer);  // a trusted peer takes none of its /64's
   if (!whole) {
     const auto it = by_peer_.find(peer);  // found, not made: a peer turned away leaves no entry
     const auto in = by_network_.find(network);
@@ -262,9 +262,11 @@ bool ConnectionShares::admit(const std::string& peer) {
 
 void ConnectionShares::release(const std::string& peer) {
   --open_;
-  if (!whole(peer)) --open_by_others_;
+  const bool is_whole = whole(peer);
+  if (!is_whole) --open_by_others_;
   if (--by_peer_[peer] == 0) by_peer_.erase(peer);
-  if (const std::string network = network_of(peer); !network.empty() && --by_network_[network] == 0)
+  if (const std::string network = is_whole ? std::string() : network_of(peer);
+      !network.empty() && --by_network_[network] == 0)
     by_network_.erase(network);
 }
 

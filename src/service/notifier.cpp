@@ -39,6 +39,7 @@ Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept, const
                           .posted = one.posted,
                           .attempts = 0,
                           .due = {}});
+  spooled_ = !untaken_.empty();
   worker_ = std::thread([this] { work(); });
 }
 
@@ -107,23 +108,32 @@ std::size_t Notifier::drop_kept_warnings() {
 
 std::optional<std::string> Notifier::spool() {
   if (kept_.empty()) return std::nullopt;
-  std::vector<SpooledNotification> undelivered;
-  const auto add = [&undelivered](const Pending& p) {
-    undelivered.push_back({.notification = p.notification, .mailed = p.mailed, .posted = p.posted});
-  };
-  std::for_each(untaken_.begin(), untaken_.end(), add);
-  std::for_each(queue_.begin(), queue_.end(), add);
-  if (in_flight_) add(*in_flight_);
-  if (undelivered.empty()) {
-    if (std::remove(kept_.c_str()) != 0 && errno != ENOENT)
-      return fmt::format("cannot remove it: {}; the next start sends what it holds again", std::strerror(errno));
-    return std::nullopt;
+  try {
+    std::vector<SpooledNotification> undelivered;
+    const auto add = [&undelivered](const Pending& p) {
+      undelivered.push_back({.notification = p.notification, .mailed = p.mailed, .posted = p.posted});
+    };
+    std::for_each(untaken_.begin(), untaken_.end(), add);
+    std::for_each(queue_.begin(), queue_.end(), add);
+    if (in_flight_) add(*in_flight_);
+    if (undelivered.empty()) {
+      if (std::remove(kept_.c_str()) != 0 && errno != ENOENT)
+        return fmt::format("cannot remove it: {}; the next start sends what it holds again", std::strerror(errno));
+      spooled_ = false;
+      return std::nullopt;
+    }
+    auto error = keep_notifications(kept_, undelivered);
+    if (!error) spooled_ = true;
+    return error;
+  } catch (const std::exception& e) {  // no memory: the file stays as it was
+    return e.what();
   }
-  return keep_notifications(kept_, undelivered);
 }
 
-void Notifier::done_with(const Pending& pending) {
-  if (!pending.from_kept && !pending.written_ahead) return;  // never in the file
+void Notifier::done_with(const Pending&) {
+  // Out of the file, where the file holds anything (written ahead of another, or kept): it held
+  // this one too, and a crash would send it again.
+  if (!spooled_) return;
   if (const auto error = spool()) spdlog::error("notify: cannot keep {}: {}", kept_, *error);
 }
 
@@ -299,7 +309,9 @@ void Notifier::work() {
     }
     Pending pending = std::move(*next);
     queue_.erase(next);
-    if (pending.from_kept || pending.written_ahead) in_flight_ = pending;  // still the file's while delivered
+    if (spooled_) in_flight_ = pending;  // still the file's while delivered
+    const bool was_mailed = pending.mailed;
+    const bool was_posted = pending.posted;
     lock.unlock();  // deliveries take seconds; send() must not wait for them
     try {
       deliver(pending);
@@ -309,10 +321,15 @@ void Notifier::work() {
     }
     lock.lock();
     in_flight_.reset();
-    if (!pending.mailed || !pending.posted)
+    if (!pending.mailed || !pending.posted) {
+      // Half delivered (the mail went, the webhook waits): the file says so, or a crash mails again.
+      const bool changed = pending.mailed != was_mailed || pending.posted != was_posted;
       queue_.push_back(std::move(pending));
-    else
+      if (changed && spooled_)
+        if (const auto error = spool()) spdlog::error("notify: cannot keep {}: {}", kept_, *error);
+    } else {
       done_with(pending);
+    }
   }
 }
 

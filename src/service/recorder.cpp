@@ -383,10 +383,18 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     }
   }
   if (!store_damaged.empty()) {
+    // Moved aside here: a start's quick_check passes a file whose indexes alone are damaged, and
+    // it would fail at its first write again, and again after each restart.
+    std::string where;
+    try {
+      where = "moved aside to " + move_store_aside(database, store_damaged);
+    } catch (const Error& e) {
+      where = e.what();
+    }
     spdlog::critical(
-        "the store {} is damaged ({}): stopping, so that the next start moves it aside and records afresh "
-        "(under systemd, in 5 s); {} run(s) open and {} ended ones not yet written are lost",
-        database, store_damaged, tracker.running().size(), unsaved.size());
+        "the store {} is damaged ({}): {}; stopping, so that the next start records afresh (under systemd, "
+        "in 5 s); {} run(s) open and {} ended ones not yet written are lost",
+        database, store_damaged, where, tracker.running().size(), unsaved.size());
     return 1;
   }
   spdlog::info("stopped; {} run(s) open", tracker.running().size());

@@ -67,6 +67,16 @@ GpuMinute minute_from(const SQLite::Statement& row) {
 
 }  // namespace
 
+std::string move_store_aside(const std::string& path, const std::string& why) {
+  const std::string aside = fmt::format("{}.unusable-{}", path, unix_ms(std::chrono::system_clock::now()));
+  std::error_code error;
+  std::filesystem::rename(path, aside, error);
+  if (error) throw Error(fmt::format("{} cannot be used ({}) nor moved aside: {}", path, why, error.message()));
+  for (const char* suffix : {"-wal", "-shm"})
+    if (std::filesystem::exists(path + suffix, error)) std::filesystem::rename(path + suffix, aside + suffix, error);
+  return aside;
+}
+
 RunStore::RunStore(const std::string& path, std::string* moved_aside) {
   try {
     db_ = open_store_database(path);
@@ -81,11 +91,7 @@ RunStore::RunStore(const std::string& path, std::string* moved_aside) {
                       path, e.what()));
     // Not a database, or a damaged one: kept for a look (with its log, where SQLite left one), and
     // recording starts afresh.
-    const std::string aside = fmt::format("{}.unusable-{}", path, unix_ms(std::chrono::system_clock::now()));
-    std::filesystem::rename(path, aside, error);
-    if (error) throw Error(fmt::format("{} cannot be used ({}) nor moved aside: {}", path, e.what(), error.message()));
-    for (const char* suffix : {"-wal", "-shm"})
-      if (std::filesystem::exists(path + suffix, error)) std::filesystem::rename(path + suffix, aside + suffix, error);
+    const std::string aside = move_store_aside(path, e.what());
     spdlog::error("{} could not be used ({}): moved aside to {}; starting a fresh one", path, e.what(), aside);
     if (moved_aside != nullptr) *moved_aside = aside;
   }

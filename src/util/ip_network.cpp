@@ -38,7 +38,9 @@ std::optional<IpNetwork> parse_ip_network(std::string_view text) {
   const std::size_t slash = text.find('/');
   std::optional<IpNetwork> network = parse_address(std::string(text.substr(0, slash)));
   if (!network || slash == std::string_view::npos) return network;
-  const auto bits = text::parse_integer(text.substr(slash + 1));
+  auto bits = text::parse_integer(text.substr(slash + 1));
+  // An IPv4-mapped network ("::ffff:10.0.0.0/104") is written in IPv6's bits: the IPv4 one's 96 more.
+  if (bits && !network->v6 && text.find(':') != std::string_view::npos) *bits -= 96;
   if (!bits || *bits < 0 || *bits > network->prefix) return std::nullopt;
   network->prefix = static_cast<int>(*bits);
   return network;

@@ -316,10 +316,10 @@ TEST_F(GpurundTest, AStoreDamagedWhileItRunsEndsItAndTheNextStartRecordsAfresh) 
   ASSERT_TRUE(eventually([&] { return read_file(err_path).find("is damaged") != std::string::npos; }))
       << read_file(err_path);
   EXPECT_EQ(stop(pid, 0), 1);  // signal 0: only waits for it to end
+  EXPECT_THAT(read_file(err_path), HasSubstr("moved aside to " + state() + "/gpurund.db.unusable-"));
   pid = start();
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(stop(pid, SIGTERM), 0);
-  EXPECT_THAT(read_file(err_path), HasSubstr("moved aside to"));
   EXPECT_EQ(runs().size(), 7U);  // recorded afresh
 }
 

@@ -102,6 +102,8 @@ struct ConfigInputs {
   std::optional<uid_t> user_id;  // who may own a found .gpurun.json; nullopt: geteuid()
   std::optional<Caller> caller;  // under sudo (gpurun/config/caller.hpp): the caller's own user file
                                  // instead of user_file, and gpurun/config/sudo_rules.hpp holds
+  // The system file names programs root runs (gpurund as root; sudo: `caller`): it must be root's alone.
+  bool root_runs_what_it_names = false;
 };
 
 // Loads, checks and merges every layer. Throws Error (exit 125) naming file, line and key for a

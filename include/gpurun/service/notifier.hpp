@@ -134,7 +134,8 @@ class Notifier {
   std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> asked_posts_;  // per user, this hour
   std::set<std::string> asked_over_told_;      // users told of that their asked-for posts went over
   std::vector<Pending> untaken_;               // read from `kept_` at the start, not yet taken up
-  std::optional<Pending> in_flight_;           // a copy of the one being delivered
+  std::optional<Pending> in_flight_;           // a copy of the one being delivered (while spooled_)
+  bool spooled_ = false;                       // `kept_` holds notifications this one wrote
   bool stopping_ = false;                      // the destructor runs: the worker ends once it has kept what is left
   std::atomic<std::int64_t> destroyed_ns_{0};  // when it began, on the steady clock; 0: not yet
   const StopRequest* stop_;

@@ -33,6 +33,10 @@ struct RunQuery {
 // report` reads it: for a run stored and for one still going alike.
 bool names_container_id_prefix(const std::string& name);
 
+// Moves the store at `path` (and its WAL and shared-memory files) aside to PATH.unusable-TIME, for
+// a look, and returns that name; Error where it cannot be moved.
+std::string move_store_aside(const std::string& path, const std::string& why);
+
 class RunStore {
  public:
   // Opens (or creates) the database at `path`. `moved_aside` receives the new name of a file that

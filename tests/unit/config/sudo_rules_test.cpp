@@ -160,6 +160,23 @@ TEST(SudoRules, ASystemFileOthersMayWriteOrReplaceIsRefusedUnderSudo) {
               HasSubstr("its directory " + etc + " is uid " + std::to_string(::geteuid()) + "'s with mode 0775"));
   std::filesystem::permissions(etc, std::filesystem::perms(01777));  // sticky: nobody else may replace it
   EXPECT_NO_THROW(load_config(in));
+
+  // A link into a share others may write: the file there is root's 644, but anyone of the group
+  // may put another in its place.
+  std::filesystem::permissions(etc, std::filesystem::perms(0755));
+  const std::string share = dir / "share";
+  std::filesystem::create_directories(share);
+  std::filesystem::permissions(share, std::filesystem::perms(0775));
+  std::filesystem::rename(system, share + "/gpurun.json");
+  std::filesystem::create_symlink(share + "/gpurun.json", system);
+  EXPECT_THAT(test::caught_error([&] { load_config(in); }).message,
+              HasSubstr("its directory " + share + " is uid " + std::to_string(::geteuid()) + "'s with mode 0775"));
+  // gpurund as root reads it under the same rule, with no caller.
+  ConfigInputs service = plain;
+  service.root_runs_what_it_names = true;
+  EXPECT_THAT(test::caught_error([&] { load_config(service); }).message, HasSubstr("is not root's alone"));
+  std::filesystem::permissions(share, std::filesystem::perms(0755));
+  EXPECT_NO_THROW(load_config(service));
 }
 
 TEST(SudoRules, EverySpellingOfARefusedOptionIsRefusedNamingIt) {

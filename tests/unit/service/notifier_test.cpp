@@ -259,6 +259,31 @@ TEST(Notifier, AWarningIsKeptFromTheMomentItIsQueuedUntilItIsDelivered) {
   ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(kept); }));
 }
 
+// Once the file holds a warning, everything delivered beside it leaves it too: a run's end that
+// went out stayed in the file, and a crash before the next rewrite sent it again.
+TEST(Notifier, WhatIsDeliveredLeavesTheFileWhateverWasWrittenAheadOfIt) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  const test::WebhookReceiver slow({503});  // the run's end waits; the warning goes before it
+  NotifyPolicy policy;
+  policy.webhook = slow.url();
+  policy.events.push_back("run_ended");
+  Notifier notifier(policy, {.first = 400ms, .attempts = 5}, kept);
+  Notification ended = notification("bob", "run 4 ended");
+  ended.event = "run_ended";
+  ended.time = std::chrono::system_clock::now();
+  notifier.send(ended);
+  Notification warning = notification("alice", "run 3 is idle");
+  warning.event = "idle_warning";
+  warning.time = ended.time;
+  notifier.send(warning);  // the file holds it, and the run's end unless that is being posted just then
+  const auto held = read_kept_notifications(kept, std::chrono::system_clock::now());
+  ASSERT_TRUE(std::any_of(held.begin(), held.end(),
+                          [](const SpooledNotification& n) { return n.notification.text == "run 3 is idle"; }));
+  ASSERT_TRUE(eventually([&] { return slow.bodies().size() == 3; }));  // a 503, then both taken
+  ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(kept); }));
+}
+
 // Stopped again before it took up what the last stop kept (within its first samples, a package
 // upgrade's two restarts): the file holds the last stop's notifications and this run's, not only
 // this run's.

@@ -192,10 +192,13 @@ TEST(ConnectionShares, ATrustedPeerSharesTheWhole) {
     for (int i = 0; i < ConnectionShares::kPerPeer; ++i) EXPECT_TRUE(shares.admit(fmt::format("10.9.0.{}", peer)));
   EXPECT_FALSE(shares.admit("10.9.0.7"));                                  // the others' 24 are taken
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(shares.admit("10.1.2.3")) << i;  // past a peer's 4
-  EXPECT_TRUE(shares.admit("2001:db8::7"));
-  EXPECT_FALSE(shares.admit("2001:db8::8"));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(shares.admit("2001:db8::7")) << i;
+  EXPECT_FALSE(shares.admit("2001:db8::7"));  // all 32 taken
   shares.release("10.1.2.3");
-  EXPECT_EQ(shares.open(), 24 + 5 + 1 - 1);
+  EXPECT_EQ(shares.open(), 31);
+  ConnectionShares alone({*parse_ip_network("2001:db8::7")});
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(alone.admit("2001:db8::7")) << i;  // past its /64's 16 too
+  EXPECT_TRUE(alone.admit("2001:db8::8"));                                    // and its neighbours' share untouched
 }
 
 TEST(IpNetwork, AddressesAndNetworksAsAnAdminWritesThem) {
@@ -204,7 +207,10 @@ TEST(IpNetwork, AddressesAndNetworksAsAnAdminWritesThem) {
   EXPECT_FALSE(in_network(*net("10.1.0.0/16"), "10.2.0.1"));
   EXPECT_TRUE(in_network(*net("10.0.0.5"), "10.0.0.5"));
   EXPECT_FALSE(in_network(*net("10.0.0.5"), "10.0.0.6"));
-  EXPECT_TRUE(in_network(*net("10.0.0.0/8"), "::ffff:10.3.0.1"));  // an IPv4-mapped peer
+  EXPECT_TRUE(in_network(*net("10.0.0.0/8"), "::ffff:10.3.0.1"));    // an IPv4-mapped peer
+  EXPECT_TRUE(in_network(*net("::ffff:10.0.0.0/104"), "10.3.0.1"));  // a mapped network, in IPv6's bits
+  EXPECT_FALSE(in_network(*net("::ffff:10.0.0.0/104"), "11.0.0.1"));
+  EXPECT_FALSE(net("::ffff:10.0.0.0/8").has_value());
   EXPECT_TRUE(in_network(*net("2001:db8::/32"), "2001:db8:1:2::9"));
   EXPECT_FALSE(in_network(*net("2001:db8::/32"), "10.0.0.1"));
   EXPECT_FALSE(in_network(*net("10.0.0.0/8"), "uid 1000 on this host"));
