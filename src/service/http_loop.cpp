@@ -244,9 +244,9 @@ bool ConnectionShares::whole(const std::string& peer) const {
 
 bool ConnectionShares::admit(const std::string& peer) {
   if (open_ >= kMost) return false;
-  const bool whole = this->whole(peer);
-  const std::string network = whole ? std::string() : network_of(peer);  // a trusted peer takes none of its /64's
-  if (!whole) {
+  const bool shares_whole = whole(peer);
+  const std::string network = shares_whole ? std::string() : network_of(peer);  // a trusted peer: none of its /64's
+  if (!shares_whole) {
     const auto it = by_peer_.find(peer);  // found, not made: a peer turned away leaves no entry
     const auto in = by_network_.find(network);
     if (open_by_others_ >= kMost - kKeptForTheWhole || (it != by_peer_.end() && it->second >= kPerPeer) ||

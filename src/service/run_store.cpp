@@ -68,7 +68,7 @@ GpuMinute minute_from(const SQLite::Statement& row) {
 }  // namespace
 
 std::string move_store_aside(const std::string& path, const std::string& why) {
-  const std::string aside = fmt::format("{}.unusable-{}", path, unix_ms(std::chrono::system_clock::now()));
+  std::string aside = fmt::format("{}.unusable-{}", path, unix_ms(std::chrono::system_clock::now()));
   std::error_code error;
   std::filesystem::rename(path, aside, error);
   if (error) throw Error(fmt::format("{} cannot be used ({}) nor moved aside: {}", path, why, error.message()));
