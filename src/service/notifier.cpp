@@ -88,8 +88,7 @@ void Notifier::take_up_kept(const std::vector<RunRecord>& running) {
                         .mailed = one.mailed,
                         .posted = one.posted,
                         .attempts = 0,
-                        .due = std::chrono::steady_clock::now(),
-                        .from_kept = true});
+                        .due = std::chrono::steady_clock::now()});
     }
     if (const auto error = spool())  // without what is not sent
       spdlog::error("notify: cannot keep {}: {}", kept_, *error);
@@ -130,7 +129,7 @@ std::optional<std::string> Notifier::spool() {
   }
 }
 
-void Notifier::done_with(const Pending&) {
+void Notifier::done_with() {
   // Out of the file, where the file holds anything (written ahead of another, or kept): it held
   // this one too, and a crash would send it again.
   if (!spooled_) return;
@@ -197,9 +196,8 @@ void Notifier::send(Notification notification, bool asked) {
       if (dropped == queue_.end()) dropped = queue_.begin();
       spdlog::error("notify: {} notifications wait already; dropping the oldest {}", queue_.size(),
                     dropped->notification.event);
-      const Pending gone = std::move(*dropped);
       queue_.erase(dropped);
-      done_with(gone);
+      done_with();
     }
     // A warning or a stop notice is in the file before the rules go on as if it were given.
     const bool ahead = notification.event != "run_ended";
@@ -207,8 +205,7 @@ void Notifier::send(Notification notification, bool asked) {
                       .mailed = !policy_.mail,
                       .posted = !post,
                       .attempts = 0,
-                      .due = std::chrono::steady_clock::now(),
-                      .written_ahead = ahead});
+                      .due = std::chrono::steady_clock::now()});
     if (ahead)
       if (const auto error = spool())
         spdlog::error("notify: cannot keep {} ({}): a crash before its delivery would lose it", kept_, *error);
@@ -328,7 +325,7 @@ void Notifier::work() {
       if (changed && spooled_)
         if (const auto error = spool()) spdlog::error("notify: cannot keep {}: {}", kept_, *error);
     } else {
-      done_with(pending);
+      done_with();
     }
   }
 }

@@ -102,16 +102,14 @@ class Notifier {
     bool posted = false;                        // the webhook took it (or it was given up)
     int attempts = 0;                           // webhook attempts made
     std::chrono::steady_clock::time_point due;  // of the webhook's next attempt
-    bool from_kept = false;                     // taken up from `kept_`
-    bool written_ahead = false;                 // in `kept_` since it was queued (spool())
     int mail_attempts = 0;
     std::chrono::steady_clock::time_point mail_due = {};  // of sendmail's next run
   };
   void work();
   static std::chrono::steady_clock::time_point next_due(const Pending& pending);
-  // One queued notification done with (delivered or given up): out of the kept file too, where
-  // it is there (under the lock).
-  void done_with(const Pending& pending);
+  // A queued notification done with (delivered or given up): out of the kept file too, where the
+  // file holds any (under the lock).
+  void done_with();
   // `kept_` made what is undelivered now: what the last stop kept and is not taken up yet, the
   // queue, the one being delivered; removed where that is nothing. Under the lock; a message
   // where it cannot be written.
