@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -14,7 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <ostream>
-#include <regex>
+#include <string_view>
 
 #include "caller_mounts.hpp"
 #include "gpurun/config/audit_log.hpp"
@@ -62,9 +63,17 @@ void check_image(const std::string& image, const std::vector<std::string>& comma
 
 // A container name as docker and podman take one (a leading '/' docker drops), refused before the
 // pick and any --wait rather than by the engine after them.
+// Checked by hand, not by std::regex: building one costs every launch a tenth of a millisecond
+// (libstdc++ compiles it through the locale's facets), a sixth of what gpurun adds to its floor.
+bool is_container_name(std::string_view name) {
+  if (name.starts_with('/')) name.remove_prefix(1);
+  const auto letter_or_digit = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  return !name.empty() && letter_or_digit(name.front()) &&
+         std::ranges::all_of(name, [&](char c) { return letter_or_digit(c) || c == '_' || c == '.' || c == '-'; });
+}
+
 void check_container_name(const std::string& name) {
-  static const std::regex name_pattern("/?[a-zA-Z0-9][a-zA-Z0-9_.-]*");
-  if (!name.empty() && !std::regex_match(name, name_pattern))
+  if (!name.empty() && !is_container_name(name))
     throw Error(
         fmt::format("--name \"{}\": a container name is letters, digits, '_', '.' and '-', the first a letter "
                     "or digit",

@@ -257,6 +257,9 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "--time-limit", "90", "1"},
                   "--time-limit: expected a duration with its unit, such as \"90m\" or \"90s\", got \"90\""},
         UsageCase{{"--image", "img", "--name", "bad name", "1"}, "--name \"bad name\": a container name is letters"},
+        UsageCase{{"--image", "img", "--name", "_job", "1"}, "--name \"_job\": a container name is letters"},
+        UsageCase{{"--image", "img", "--name", "/", "1"}, "--name \"/\": a container name is letters"},
+        UsageCase{{"--image", "img", "--name", "job\xc3\xa9", "1"}, "a container name is letters"},
         UsageCase{{"--backend", "slurm", "--mig=1g.10gb", "--image", "img", "1"},
                   "--mig picks MIG instances on this server"},
         UsageCase{{"--image", "img", "-v", "data/in:/in", "1"},
@@ -354,7 +357,8 @@ TEST_F(GpurunTest, WhatTheEngineTakesIsNotRefused) {
                                                {"-v", "my.vol:/d"},
                                                {"-v", ".:/w"},
                                                {"--name", "a"},
-                                               {"--name", "/job.1"}}) {
+                                               {"--name", "/job.1"},
+                                               {"--name", "J0b_2.x-y"}}) {
     std::vector<std::string> args{"--dry-run", "--image", "img"};
     args.insert(args.end(), more.begin(), more.end());
     args.emplace_back("1");
