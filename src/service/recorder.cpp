@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,38 +28,13 @@
 #include "gpurun/util/text.hpp"
 #include "gpurun/util/units.hpp"
 #include "owned_path.hpp"
+#include "pending_writes.hpp"
 #include "policy_rules.hpp"
-#include "prune_clock.hpp"
 #include "store_schema.hpp"
+#include "trouble.hpp"
 
 namespace gpurun {
 namespace {
-
-// Raw sample rows kept in memory while the store cannot be written: about 3 days of 8 GPUs at 10 s.
-constexpr std::size_t kMaxUnsavedSamples = 200'000;
-// Ended runs held while the store cannot be written: more than a weekend of a CI runner's job
-// every ten seconds, and at most some 80 MB of command lines; past it the oldest half goes, said.
-constexpr std::size_t kMaxUnsavedRuns = 20'000;
-
-// Logs a failure once while it repeats, and says when it is over.
-class Trouble {
- public:
-  explicit Trouble(std::string what, std::string again = "at each sample")
-      : what_(std::move(what)), again_(std::move(again)) {}
-  void failed(const std::string& why) {
-    if (why != last_) spdlog::error("{}: {} (trying again {})", what_, why, again_);
-    last_ = why;
-  }
-  void fine() {
-    if (!last_.empty()) spdlog::info("{}: working again", what_);
-    last_.clear();
-  }
-
- private:
-  std::string what_;
-  std::string again_;
-  std::string last_;
-};
 
 // Until `when`, or a stop request, whichever comes first.
 void sleep_until(std::chrono::steady_clock::time_point when, const StopRequest& stop) {
@@ -156,7 +130,6 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   const auto timeout = smi_timeout(options);
   Trouble source_trouble("the GPU source");
   Trouble engine_trouble("the container engine");
-  Trouble store_trouble("the store", "at each write");
   Trouble sample_trouble("the sample");
   Trouble job_map_trouble("DCGM's job mapping");
   std::optional<DcgmJobMap> job_map;
@@ -164,74 +137,10 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     job_map.emplace(settings.dcgm_job_mapping_dir);
     spdlog::info("DCGM's job mapping files in {}", settings.dcgm_job_mapping_dir);
   }
-  std::vector<RunRecord> unsaved;  // ended runs not yet written
-  std::vector<GpuSampleRow> unsaved_samples;
-  std::vector<GpuMinute> unsaved_minutes;
-  // A minute opened again (a restart within it, a clock stepped back) goes on from its row.
-  const auto kept_minute = [&](std::int64_t minute, int gpu) -> std::optional<GpuMinute> {
-    const auto same = [&](const GpuMinute& m) { return m.minute == minute && m.gpu == gpu; };
-    if (const auto unwritten = std::find_if(unsaved_minutes.rbegin(), unsaved_minutes.rend(), same);
-        unwritten != unsaved_minutes.rend())
-      return *unwritten;  // the newest of those a failed write kept
-    try {
-      const std::lock_guard hold(served.mutex);
-      return store.gpu_minute(minute, gpu);
-    } catch (const std::exception&) {
-      return std::nullopt;  // the store's trouble is reported by the next write
-    }
-  };
-  MinuteRollup rollup(settings.tracker.idle_threshold_percent, kept_minute);
-  auto last_flush = std::chrono::steady_clock::now();
-  const PruneClock prune_clock;
-  std::string store_damaged;  // why the store cannot be written again: the service ends
-  const auto flush = [&] {
-    std::vector<GpuMinute> minutes = rollup.take_finished();
-    unsaved_minutes.insert(unsaved_minutes.end(), minutes.begin(), minutes.end());
-    minutes = unsaved_minutes;
-    for (const GpuMinute& m : rollup.in_progress()) minutes.push_back(m);
-    // Pruned at least twice as fast as written: a flush of many sample times (--write-every far
-    // above --interval) would otherwise leave some behind at every flush, for good.
-    std::size_t times_written = 0;
-    for (std::size_t i = 0; i < unsaved_samples.size(); ++i)
-      if (i == 0 || unsaved_samples[i].when != unsaved_samples[i - 1].when) ++times_written;
-    const int prune_batch = static_cast<int>(std::clamp<std::size_t>(2 * times_written, 500, kMaxUnsavedSamples));
-    try {
-      const std::lock_guard hold(served.mutex);
-      store.save(tracker.running(), unsaved, unsaved_samples, minutes);
-      unsaved.clear();
-      unsaved_samples.clear();
-      unsaved_minutes.clear();
-      const WallTime now = prune_clock.now();
-      store.prune(now - keep_samples, now - settings.keep_minutes, prune_batch);
-      store_trouble.fine();
-    } catch (const std::exception& e) {  // a full disk, a read-only file system: keep them in memory
-      store_trouble.failed(e.what());
-      // A file damaged under the running service (a disk's bad sector, another program's write)
-      // fails every write and every answer for good: the service ends, and its next start (systemd
-      // restarts it) moves the file aside and records afresh, as it does for one found so at a start.
-      if (const auto* sqlite = dynamic_cast<const SQLite::Exception*>(&e);
-          sqlite != nullptr && (sqlite->getErrorCode() == SQLITE_CORRUPT || sqlite->getErrorCode() == SQLITE_NOTADB))
-        store_damaged = e.what();
-      // Runs are few and kept whole, but for a flood of short jobs; raw samples are many: past a
-      // bound (days at the default interval) the oldest go, so memory stays flat however long the
-      // disk stays full.
-      if (unsaved.size() > kMaxUnsavedRuns) {
-        const std::size_t dropped = unsaved.size() / 2;
-        spdlog::error(
-            "the store has not been written for {} ended runs; dropping the oldest {} (runs {} to {}): the store "
-            "keeps them open as last written, and a restart ends them there",
-            unsaved.size(), dropped, unsaved.front().id, unsaved[dropped - 1].id);
-        unsaved.erase(unsaved.begin(), unsaved.begin() + static_cast<std::ptrdiff_t>(dropped));
-      }
-      if (unsaved_samples.size() > kMaxUnsavedSamples)
-        unsaved_samples.erase(unsaved_samples.begin(),
-                              unsaved_samples.begin() + static_cast<std::ptrdiff_t>(unsaved_samples.size() / 2));
-      if (unsaved_minutes.size() > kMaxUnsavedSamples)
-        unsaved_minutes.erase(unsaved_minutes.begin(),
-                              unsaved_minutes.begin() + static_cast<std::ptrdiff_t>(unsaved_minutes.size() / 2));
-    }
-    last_flush = std::chrono::steady_clock::now();
-  };
+  PendingWrites pending(store, served.mutex, {.samples = keep_samples, .minutes = settings.keep_minutes});
+  MinuteRollup rollup(settings.tracker.idle_threshold_percent,
+                      [&pending](std::int64_t minute, int gpu) { return pending.kept_minute(minute, gpu); });
+  const auto flush = [&] { pending.flush(tracker.running(), rollup); };
 
   // The GPUs as last read, without their processes: which ones a container holds when the source
   // fails and only the engine answers.
@@ -306,7 +215,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       sample.gpus_unknown = std::move(gpus_unknown);
       const std::vector<GpuSampleRow> rows = gpu_sample_rows(sample);
       rollup.add(rows);
-      unsaved_samples.insert(unsaved_samples.end(), rows.begin(), rows.end());
+      pending.add_samples(rows);
       const std::vector<RunRecord> before = tracker.running();
       std::vector<RunRecord> ended = tracker.observe(sample);
       rules.ended(ended);
@@ -316,10 +225,10 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         for (RunRecord& run : ended) {
           spdlog::info("run {} ended: {} ({}), {:.0f} GPU-s", run.id, text::printable(run.name, 80),
                        text::printable(run.user, 32), run.gpu_seconds);
-          unsaved.push_back(std::move(run));
+          pending.add_ended(std::move(run));
         }
         served.fresh = tracker.running();
-        served.fresh.insert(served.fresh.end(), unsaved.begin(), unsaved.end());
+        served.fresh.insert(served.fresh.end(), pending.ended().begin(), pending.ended().end());
         served.metrics.gpus = snapshot.gpus;
         served.metrics.holders = sample.holders;
         served.metrics.running = tracker.running();
@@ -330,7 +239,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         served.inventory = std::move(inventory);
       }
       // A run that started is written at once too: a kill -9 then never loses one.
-      started = tracker.running().size() + unsaved.size() > before.size();
+      started = tracker.running().size() + pending.ended().size() > before.size();
       if (job_map) {
         try {
           std::vector<int> indices;
@@ -341,7 +250,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
           job_map_trouble.failed(e.what());
         }
       }
-      // After the ended runs are safe in `unsaved`, outside the lock: a stop takes seconds, and may
+      // After the ended runs are safe in `pending`, outside the lock: a stop takes seconds, and may
       // fail; one under way finishes even when gpurund is asked to stop.
       const WaitsOutlastStop stops_finish;
       rules_reached = true;
@@ -367,14 +276,14 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       }
     }
     // (Asked to stop: the flush after the loop writes it, once.)
-    if (!stop.requested() &&
-        (started || !unsaved.empty() || std::chrono::steady_clock::now() - last_flush >= settings.flush_every))
+    if (!stop.requested() && (started || !pending.ended().empty() ||
+                              std::chrono::steady_clock::now() - pending.last_flush() >= settings.flush_every))
       flush();
-    if (!store_damaged.empty()) break;
+    if (!pending.damaged().empty()) break;
     if (std::chrono::steady_clock::now() > next) next = std::chrono::steady_clock::now();  // never catch up
     sleep_until(next, stop);
   }
-  if (store_damaged.empty()) flush();
+  if (pending.damaged().empty()) flush();
   if (job_map) {
     try {
       job_map->clear();
@@ -382,7 +291,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       spdlog::warn("{}", e.what());
     }
   }
-  if (!store_damaged.empty()) {
+  if (const std::string& store_damaged = pending.damaged(); !store_damaged.empty()) {
     // Moved aside here: a start's quick_check passes a file whose indexes alone are damaged, and
     // it would fail at its first write again, and again after each restart.
     std::string where;
@@ -394,7 +303,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
     spdlog::critical(
         "the store {} is damaged ({}): {}; stopping, so that the next start records afresh (under systemd, "
         "in 5 s); {} run(s) open and {} ended ones not yet written are lost",
-        database, store_damaged, where, tracker.running().size(), unsaved.size());
+        database, store_damaged, where, tracker.running().size(), pending.ended().size());
     return 1;
   }
   spdlog::info("stopped; {} run(s) open", tracker.running().size());
