@@ -36,15 +36,26 @@ std::optional<CgroupContainer> from_scope(std::string_view part) {
 
 // The container of one cgroup path, e.g. /system.slice/docker-<id>.scope, /docker/<id>,
 // /kubepods/besteffort/pod<uid>/<id>, /user.slice/user-1000.slice/user@1000.service/...
+// The user's manager a cgroup path runs under, where it is one: systemd delegates
+// /user.slice/user-N.slice/user@N.service to user N, who makes any cgroup below it, another
+// "user@M.service" too. So only the first such part counts, and only beside its own slice; a
+// path whose first one is not (nothing systemd makes) is no container anyone can vouch for.
+enum class ManagerPart { none, manager, forged };
+ManagerPart user_manager(std::string_view part, std::string_view parent, std::optional<unsigned>& uid) {
+  if (!part.starts_with("user@") || !part.ends_with(".service")) return ManagerPart::none;
+  const std::string_view digits = part.substr(5, part.size() - 5 - 8);
+  const auto n = text::parse_integer(digits);
+  if (!n || *n < 0 || *n > 0xFFFFFFFELL || parent != fmt::format("user-{}.slice", digits)) return ManagerPart::forged;
+  uid = static_cast<unsigned>(*n);
+  return ManagerPart::manager;
+}
+
 std::optional<CgroupContainer> from_path(std::string_view path) {
   std::optional<unsigned> rootless_uid;
   bool kubernetes = false;
   std::string_view parent;
   for (std::string_view part : text::split(path, '/')) {
-    if (part.starts_with("user@") && part.ends_with(".service")) {
-      const auto uid = text::parse_integer(part.substr(5, part.size() - 5 - 8));
-      if (uid && *uid >= 0 && *uid <= 0xFFFFFFFELL) rootless_uid = static_cast<unsigned>(*uid);
-    }
+    if (!rootless_uid && user_manager(part, parent, rootless_uid) == ManagerPart::forged) return std::nullopt;
     if (part.starts_with("kubepods")) kubernetes = true;
     std::optional<CgroupContainer> found = from_scope(part);
     if (!found && is_hex_id(part)) {

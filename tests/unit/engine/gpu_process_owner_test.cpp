@@ -87,6 +87,21 @@ TEST(ContainerFromCgroup, RootlessEnginesRunUnderTheirUsersManager) {
   EXPECT_EQ(docker->rootless_uid, 1001U);
 }
 
+// A user makes any cgroup below their own manager, one named like another's manager too: the
+// first user@N.service, beside user-N.slice, is the one systemd delegated.
+TEST(ContainerFromCgroup, AManagerNamedBelowTheUsersOwnIsTheUsersStill) {
+  for (const std::string forged : {"user@0.service", "user@1001.service", "user-0.slice/user@0.service"}) {
+    const auto found = container_from_cgroup("0::/user.slice/user-1000.slice/user@1000.service/x/" + forged +
+                                             "/docker-" + kId + ".scope\n");
+    ASSERT_TRUE(found) << forged;
+    EXPECT_EQ(found->id, kId);
+    EXPECT_EQ(found->rootless_uid, 1000U) << forged;
+  }
+  // A manager's part without its own slice is nothing systemd makes: no container to vouch for.
+  EXPECT_FALSE(container_from_cgroup("0::/user.slice/user-1000.slice/user@1001.service/docker-" + kId + ".scope\n"));
+  EXPECT_FALSE(container_from_cgroup("0::/system.slice/user@0.service/docker-" + kId + ".scope\n"));
+}
+
 TEST(ContainerFromCgroup, KubernetesPodsWithEitherDriver) {
   const auto systemd = container_from_cgroup(
       "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0f1e2d3c_4b5a_6978_8a9b_0c1d2e3f4a5b.slice/"
@@ -299,6 +314,18 @@ TEST_F(ProcessOwnerInFakeProc, UnderRootAUsersScopeNamedAfterRootsContainerClaim
   EXPECT_TRUE(as_root[1].from_processes);  // the user's own holder, never stopped through root's engine
   EXPECT_EQ(as_root[1].rootless_uid, 3999999U);
   EXPECT_THAT(as_root[1].devices, ElementsAre("GPU-00000001"));
+
+  // Nor does a scope below a manager's name the user made inside their own: still theirs.
+  add(101, "3999999",
+      "0::/user.slice/user-3999999.slice/user@3999999.service/x/user-0.slice/user@0.service/docker-" + kId +
+          ".scope\n");
+  gpus[1].processes = {{"GPU-00000001", 101, 1024.0, {}}};
+  std::vector<GpuContainer> nested{known};
+  add_process_holders(nested, gpus, root_, /*asking_uid=*/0);
+  ASSERT_EQ(nested.size(), 2U);
+  EXPECT_THAT(nested[0].devices, ElementsAre("0"));
+  EXPECT_EQ(nested[1].rootless_uid, 3999999U);
+  gpus[1].processes = {{"GPU-00000001", 100, 1024.0, {}}};
 
   // Asked by that user, of their own rootless engine, the same container is theirs.
   std::vector<GpuContainer> as_user{known};
