@@ -43,7 +43,9 @@ bool same_value(const std::string& option, const std::string& refused, const std
   // A rule naming only a host path refuses every mount that exposes it: "-v /var/run/docker.sock".
   if (option == "volume" && refused.find(':') == std::string::npos)
     return overlap(refused, volume_source(given), through_links);
-  if (option == "cap-add" || option == "cap-drop") return capability(refused) == capability(given);
+  // ALL adds (or drops) every capability, the refused one among them.
+  if (option == "cap-add" || option == "cap-drop")
+    return capability(refused) == capability(given) || capability(given) == "ALL";
   return false;
 }
 

@@ -365,6 +365,8 @@ INSTANTIATE_TEST_SUITE_P(
         RefusalCase{{"--mount", "type=volume,src=data,dst=/data"}, {}, false, ""},
         RefusalCase{{"--cap-add=cap_sys_admin"}, {}, true, "--cap-add SYS_ADMIN"},
         RefusalCase{{"--cap-add", "NET_ADMIN"}, {}, false, ""},
+        RefusalCase{{"--cap-add=ALL"}, {}, true, "--cap-add SYS_ADMIN"},
+        RefusalCase{{"--cap-add", "all"}, {}, true, "--cap-add SYS_ADMIN"},
         RefusalCase{{"--shm-size", "--privileged"}, {}, false, ""}));  // a value, not an option
 
 TEST_F(PolicyTest, RefusalNamesWhereTheOptionCameFrom) {
