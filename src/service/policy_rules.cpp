@@ -265,9 +265,11 @@ void PolicyRules::ended(std::vector<RunRecord>& runs) {
 
 std::string PolicyRules::ended_text(const RunRecord& run) const {
   const auto efficiency = run.efficiency();
+  // A process by its program alone: the text goes to chats and mail, and a command line may hold a token.
   return fmt::format("run {} ({}, user {}) ended on {}: {:.2f} GPU-hours, efficiency {}{}", run.id,
-                     text::printable(run.name), run.user.empty() ? "unknown" : text::printable(run.user), host_,
-                     run.gpu_seconds / 3600, efficiency ? fmt::format("{:.0f} %", *efficiency) : "unknown",
+                     text::printable(with_programs_only(run).name),
+                     run.user.empty() ? "unknown" : text::printable(run.user), host_, run.gpu_seconds / 3600,
+                     efficiency ? fmt::format("{:.0f} %", *efficiency) : "unknown",
                      run.ended_by == "idle_policy"  ? ", stopped by the idle policy"
                      : run.ended_by == "time_limit" ? ", stopped at its time limit"
                                                     : "");

@@ -17,6 +17,7 @@
 #include "dcgm_job_map.hpp"
 #include "gpurun/engine/gpu_process_owner.hpp"
 #include "gpurun/history/gpu_minutes.hpp"
+#include "gpurun/history/run_json.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/service/machine_sample.hpp"
 #include "gpurun/service/run_store.hpp"
@@ -223,7 +224,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         const std::lock_guard hold(served.mutex);
         credit_users(before, tracker.running(), ended, served.metrics.user_seconds);
         for (RunRecord& run : ended) {
-          spdlog::info("run {} ended: {} ({}), {:.0f} GPU-s", run.id, text::printable(run.name, 80),
+          spdlog::info("run {} ended: {} ({}), {:.0f} GPU-s", run.id, text::printable(with_programs_only(run).name, 80),
                        text::printable(run.user, 32), run.gpu_seconds);
           pending.add_ended(std::move(run));
         }

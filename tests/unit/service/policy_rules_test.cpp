@@ -332,6 +332,34 @@ TEST(PolicyRules, ARunsNotifyOutlivesARestartAndItsEndIsToldWhenItEndedMeanwhile
   EXPECT_TRUE(read_run_keys(dir / kAskedFile).empty());  // told: forgotten
 }
 
+// A bare process's run is named by its command line, which may hold a token: the chat hears its
+// program alone.
+TEST(PolicyRules, ARunEndedTellsABareProcessByItsProgramAlone) {
+  const test::TempDir dir;
+  const test::WebhookReceiver receiver;
+  SitePolicy policy;
+  policy.notify = NotifyPolicy{};
+  policy.notify->webhook = receiver.url();
+  policy.notify->events = {"run_ended"};
+  RunRecord bare;
+  bare.id = 7;
+  bare.key = "process:4242";
+  bare.user = "alice";
+  bare.command = "/usr/bin/python3 train.py --hf-token=hf_SECRET";
+  bare.name = bare.command;
+  bare.start = kStart;
+  bare.end = kStart + 20s;
+  {
+    PolicyRules rules(policy, "dgx1", 10s, dir / "kept.json");
+    std::vector<RunRecord> ended{bare};
+    rules.ended(ended);
+    for (int i = 0; i < 100 && receiver.bodies().empty(); ++i) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(receiver.bodies().size(), 1U);
+  EXPECT_THAT(receiver.bodies().front(), ::testing::HasSubstr("run 7 (python3, user alice)"));
+  EXPECT_THAT(receiver.bodies().front(), ::testing::Not(::testing::HasSubstr("SECRET")));
+}
+
 TEST(PolicyActs, AStopThatDidNotHappenIsAWarningNotAStop) {
   // A dry run told the webhook and the user "idle_stopped" while nothing was stopped.
   PolicyAction stop;
