@@ -120,6 +120,11 @@ CommandLine split_command_line(const std::vector<std::string>& args,
       continue;
     }
     if (is_option(word)) {
+      // `-e=FOO=1`, `-p=8888:8888`: a short option's '=' is no part of its value, as docker reads it.
+      if (word.size() > 3 && word[1] != '-' && word[2] == '=' && takes_value(word.substr(0, 2))) {
+        line.options.push_back(word.substr(0, 2) + word.substr(3));
+        continue;
+      }
       line.options.push_back(word);
       if (values_consumed(word, takes_value) == 1 && i + 1 < args.size())
         line.options.push_back(value_after(word, args[++i]));
