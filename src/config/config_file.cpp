@@ -271,9 +271,35 @@ std::optional<FileText> read_text(const std::string& path, bool must_exist, std:
   return file;
 }
 
+namespace {
+
+// A volume's source written from where the file is (./data, ../shared, ., .cache), as compose reads one:
+// made absolute there, not left to docker, which takes it from wherever gpurun was started (a
+// project's subdirectory: an empty directory docker makes, root's).
+void anchor_relative_volumes(json& volumes, const std::filesystem::path& dir) {
+  if (!volumes.is_array()) return;
+  for (json& item : volumes) {
+    if (!item.is_string()) continue;
+    const std::string volume = item.get<std::string>();
+    const std::size_t colon = volume.find(':');
+    const std::string source = volume.substr(0, colon);
+    if (colon == std::string::npos || !source.starts_with('.')) continue;  // no volume's name starts so
+    std::string anchored = (dir / source).lexically_normal().string();
+    if (anchored.size() > 1 && anchored.ends_with('/')) anchored.pop_back();
+    item = anchored + volume.substr(colon);
+  }
+}
+
+}  // namespace
+
 ParsedFile checked_file(const std::string& path, Kind layer, const std::string& text) {
   ParsedFile file = parse_file(path, layer, text);
   check_file(file);
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  if (file.content.contains("volumes")) anchor_relative_volumes(file.content["volumes"], dir);
+  if (file.content.contains("profiles") && file.content["profiles"].is_object())
+    for (auto& [name, profile] : file.content["profiles"].items())
+      if (profile.is_object() && profile.contains("volumes")) anchor_relative_volumes(profile["volumes"], dir);
   return file;
 }
 

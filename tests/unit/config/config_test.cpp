@@ -177,6 +177,22 @@ TEST_F(ConfigTest, ListsAddUpAcrossLayersInPrecedenceOrder) {
   EXPECT_EQ(config.at("env").value, json::array({"A=1", "MSG=two words", "B=2"}));  // env: one item, not split
 }
 
+// A file's ./data is the file's neighbour, wherever gpurun starts (compose reads it so); docker
+// would take it from the working directory, a subdirectory of the project.
+TEST_F(ConfigTest, AFilesRelativeVolumeIsTakenFromTheFilesDirectory) {
+  write("work/.gpurun.json",
+        R"({"volumes": ["./data:/data:ro", ".:/w", "../shared:/s", "/abs:/abs", ".cache/hf:/hf"],
+            "profiles": {"p": {"volumes": ["./p:/p"]}}})");
+  write("work/sub/deeper/keep", "");
+  ConfigInputs in = inputs();
+  in.cwd = path("work/sub/deeper");
+  in.profile = "p";
+  const Config config = load_config(in);
+  const std::string work = path("work");
+  EXPECT_EQ(config.at("volumes").value, json::array({work + "/data:/data:ro", work + ":/w", path("") + "shared:/s",
+                                                     "/abs:/abs", work + "/.cache/hf:/hf", work + "/p:/p"}));
+}
+
 // docker takes the last `--env A=`: the higher layer's A, once; and a repeated docker word stays,
 // or `--label a=1 --label b=2` would lose its second --label and docker take b=2 for the image.
 TEST_F(ConfigTest, AVariableSetAgainIsTheHigherLayersAndRepeatedDockerWordsAllStay) {
