@@ -294,12 +294,13 @@ void anchor_relative_volumes(json& volumes, const std::filesystem::path& dir) {
 
 ParsedFile checked_file(const std::string& path, Kind layer, const std::string& text) {
   ParsedFile file = parse_file(path, layer, text);
-  check_file(file);
+  // Before the checks: a project's "../../run/docker.sock:/s" is checked as the socket it names.
   const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
   if (file.content.contains("volumes")) anchor_relative_volumes(file.content["volumes"], dir);
   if (file.content.contains("profiles") && file.content["profiles"].is_object())
     for (auto& [name, profile] : file.content["profiles"].items())
       if (profile.is_object() && profile.contains("volumes")) anchor_relative_volumes(profile["volumes"], dir);
+  check_file(file);
   return file;
 }
 

@@ -193,6 +193,14 @@ TEST_F(ConfigTest, AFilesRelativeVolumeIsTakenFromTheFilesDirectory) {
                                                      "/abs:/abs", work + "/.cache/hf:/hf", work + "/p:/p"}));
 }
 
+TEST_F(ConfigTest, AProjectsRelativeVolumeIsCheckedAsThePathItNames) {
+  const std::string up = "../../../../../../../../../../../../../../../../../../../../../../run/docker.sock";
+  write("work/.gpurun.json", R"({"volumes": [")" + up + R"(:/s"]})");
+  ConfigInputs in = inputs();
+  in.cwd = path("work");
+  EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("cannot give its job power over the host"));
+}
+
 // docker takes the last `--env A=`: the higher layer's A, once; and a repeated docker word stays,
 // or `--label a=1 --label b=2` would lose its second --label and docker take b=2 for the image.
 TEST_F(ConfigTest, AVariableSetAgainIsTheHigherLayersAndRepeatedDockerWordsAllStay) {
