@@ -2,7 +2,7 @@
 #   bin/gpurun
 #   sbin/gpurund                                   (the service; links Debian's libsqlite3)
 #   share/man/man8/gpurund.8.gz
-#   lib/systemd/system/gpurund.service             (docs/gpurund.service; the admin enables it)
+#   lib/systemd/system/gpurund.service             (docs/gpurund.service, ExecStart under the prefix; the admin enables it)
 #   share/man/man1/gpurun.1.gz                     (docs/gpurun.1, gzipped as Debian does)
 #   share/bash-completion/completions/gpurun       (`gpurun completion bash`, loaded on demand)
 #   share/doc/gpurun/README.md
@@ -46,9 +46,15 @@ install(TARGETS gpurun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${gpurun_man_page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(TARGETS gpurund RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
 install(FILES ${gpurund_man_page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
-# lib/systemd/system under every prefix: Debian's systemd reads /lib (= /usr/lib) and /etc, and
-# `cmake --install --prefix /usr/local` leaves it for the admin to link or copy.
-install(FILES ${PROJECT_SOURCE_DIR}/docs/gpurund.service DESTINATION lib/systemd/system)
+# lib/systemd/system under every prefix (systemd reads /usr/lib and /usr/local/lib alike), its
+# ExecStart the gpurund of that prefix: written at install time, when `cmake --install --prefix`
+# and CPack (/usr) choose it.
+install(CODE "
+  file(READ \"${PROJECT_SOURCE_DIR}/docs/gpurund.service\" unit)
+  string(REPLACE \"=/usr/sbin/gpurund\" \"=\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}/gpurund\" unit \"\${unit}\")
+  file(WRITE \"${CMAKE_BINARY_DIR}/unit-for-install/gpurund.service\" \"\${unit}\")
+  file(INSTALL \"${CMAKE_BINARY_DIR}/unit-for-install/gpurund.service\"
+       DESTINATION \"\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\")")
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # The Grafana dashboard over gpurund's /metrics (README, "The lab's metrics"): to import.
 install(FILES ${PROJECT_SOURCE_DIR}/docs/grafana/gpurun-dashboard.json DESTINATION ${CMAKE_INSTALL_DATADIR}/gpurun/grafana)

@@ -31,6 +31,9 @@ for f in bin/gpurun sbin/gpurund share/man/man1/gpurun.1.gz share/man/man8/gpuru
          share/gpurun/grafana/gpurun-dashboard.json; do
   [[ -s $staged/usr/local/$f ]] || fail "cmake --install did not write /usr/local/$f"
 done
+# The unit starts the gpurund of its prefix: /usr/sbin is empty under /usr/local (status 203/EXEC).
+grep -qx "ExecStart=/usr/local/sbin/gpurund" "$staged/usr/local/lib/systemd/system/gpurund.service" ||
+  fail "the unit cmake --install wrote does not start /usr/local/sbin/gpurund: $(grep ExecStart= "$staged/usr/local/lib/systemd/system/gpurund.service")"
 rm -rf "$staged"
 
 # The package.
@@ -151,6 +154,8 @@ step "gpurund"
 [[ $(in_root gpurund --version) == "gpurund $version" ]] || fail "gpurund --version"
 in_root sh -c 'zcat /usr/share/man/man8/gpurund.8.gz | grep -q "^\.TH GPURUND 8 "' || fail "gpurund's man page"
 [[ -f $root/usr/lib/systemd/system/gpurund.service ]] || fail "the systemd unit of gpurund"
+grep -qx "ExecStart=/usr/sbin/gpurund" "$root/usr/lib/systemd/system/gpurund.service" ||
+  fail "the package's unit does not start /usr/sbin/gpurund"
 [[ -s $root/usr/share/gpurun/grafana/gpurun-dashboard.json ]] || fail "the Grafana dashboard"
 # Without nvidia-smi it logs why, keeps trying, and stops cleanly (exit 0) on SIGTERM.
 set +e
