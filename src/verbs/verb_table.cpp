@@ -26,7 +26,7 @@ const std::vector<Verb>& verb_table() {
        .run = [](const Invocation& i,
                  std::ostream& out) { return backend_table(i.options.backend).launch(i.options, out); }},
       {.name = "pick",
-       .help = "print the N chosen GPUs' indices, e.g. CUDA_VISIBLE_DEVICES=$(gpurun pick 2)",
+       .help = "print the N chosen GPUs' indices (nvidia-smi's, PCI order: CUDA_DEVICE_ORDER=PCI_BUS_ID)",
        .synopsis = "pick [OPTIONS] N",
        .takes_count = true,
        .run = [](const Invocation& i,
