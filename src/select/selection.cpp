@@ -36,11 +36,15 @@ std::optional<double> memory_free_mib(const Gpu& gpu) {
 }
 
 // What the user can do about too few GPUs: only what could help, and only what is allowed.
-std::string advice(int count, const Sharing& sharing) {
+std::string advice(const std::vector<GpuAssessment>& assessed, int count, std::size_t available,
+                   const Sharing& sharing) {
   std::vector<std::string> ways;
-  if (count > 1) ways.emplace_back("ask for fewer GPUs");
+  if (count > 1 && available > 0) ways.emplace_back("ask for fewer GPUs");
   ways.emplace_back("wait for them with --wait (--wait 30m)");
-  ways.emplace_back("raise --max-util / --max-memory");
+  // Only where a GPU is busy by the limits alone: no limit makes a GPU with a process free.
+  if (std::any_of(assessed.begin(), assessed.end(),
+                  [](const GpuAssessment& a) { return a.over_limits_alone && !a.withheld && !a.gpu.mig_enabled; }))
+    ways.emplace_back("raise --max-util / --max-memory");
   if (sharing.allowed && !sharing.min_free_memory_mib)
     ways.emplace_back("share a busy GPU knowingly with --min-free-memory SIZE (20GiB) or --allow-busy");
   std::string joined;
@@ -60,7 +64,7 @@ std::string too_few_message(const std::vector<GpuAssessment>& assessed, int coun
   if (sharing.min_free_memory_mib)
     message += fmt::format("\nNo busy GPU has {:g} MiB free (--min-free-memory) and is not reserved by another launch.",
                            *sharing.min_free_memory_mib);
-  return message + "\n" + advice(count, sharing);
+  return message + "\n" + advice(assessed, count, available, sharing);
 }
 
 }  // namespace
@@ -94,7 +98,8 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
                     .holders = {},
                     .withheld = false,
                     .reserved = false,
-                    .processes_known = processes_known};
+                    .processes_known = processes_known,
+                    .over_limits_alone = false};
     if (gpu.mig_enabled) a.reasons.emplace_back("MIG mode is enabled (not offered as a whole GPU)");
     if (const auto found = claims.find(gpu.index); found != claims.end())
       for (const Claim& claim : found->second) {
@@ -106,6 +111,7 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
     if (!gpu.processes.empty()) a.reasons.push_back(describe_processes(gpu.processes));
     if (!processes_known) a.notes.emplace_back("processes not checked: the snapshot has no process list");
 
+    std::size_t limits_exceeded = 0;  // of the reasons, those --max-memory and --max-util give
     if (!gpu.memory_used_mib) {
       if (memory_unreported && gpu.utilization_percent)
         a.notes.emplace_back(
@@ -115,15 +121,18 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
       else
         a.reasons.emplace_back("memory use unknown");
     } else if (thresholds.max_memory.kind == MemoryLimit::Kind::mib) {
-      if (*gpu.memory_used_mib > thresholds.max_memory.value)
+      if (*gpu.memory_used_mib > thresholds.max_memory.value) {
         a.reasons.push_back(
             fmt::format("memory used {:g} MiB > limit {:g} MiB", *gpu.memory_used_mib, thresholds.max_memory.value));
+        ++limits_exceeded;
+      }
     } else if (!gpu.memory_total_mib || *gpu.memory_total_mib <= 0) {
       a.reasons.emplace_back("total memory unknown, so the % limit cannot be checked");
     } else if (const double limit = *gpu.memory_total_mib * thresholds.max_memory.value / 100.0;
                *gpu.memory_used_mib > limit) {
       a.reasons.push_back(fmt::format("memory used {:g} MiB > limit {:g} MiB ({:g}% of {:g} MiB)", *gpu.memory_used_mib,
                                       limit, thresholds.max_memory.value, *gpu.memory_total_mib));
+      ++limits_exceeded;
     }
 
     if (!gpu.utilization_percent) {
@@ -131,8 +140,10 @@ std::vector<GpuAssessment> assess_gpus(const std::vector<Gpu>& gpus, const Thres
     } else if (*gpu.utilization_percent > thresholds.max_utilization_percent) {
       a.reasons.push_back(
           fmt::format("utilization {:g}% > limit {:g}%", *gpu.utilization_percent, thresholds.max_utilization_percent));
+      ++limits_exceeded;
     }
     a.free = a.reasons.empty();
+    a.over_limits_alone = !a.free && a.reasons.size() == limits_exceeded;
     assessed.push_back(std::move(a));
   }
   return assessed;

@@ -28,6 +28,7 @@ struct GpuAssessment {
   bool withheld = false;             // the site policy forbids handing it out, even with allow_busy
   bool reserved = false;             // booked by another gpurun launch: never shared by memory
   bool processes_known = true;       // false: no process list was read (a snapshot without one)
+  bool over_limits_alone = false;    // busy only by --max-util / --max-memory: raising them would free it
 };
 
 // The ranking score: the mean of memory used (% of total) and utilization (%). With one of them

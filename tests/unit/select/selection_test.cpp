@@ -354,6 +354,21 @@ TEST(PickAdvice, OneGpuIsNotToldToAskForFewer) {
   EXPECT_THAT(pick(two_busy, 2, false).shortfall, HasSubstr("You can ask for fewer GPUs"));
 }
 
+// No limit frees a GPU that has a process, or one reserved: raising them is offered only where
+// a GPU is busy by the limits alone; and with none free, fewer GPUs would not help either.
+TEST(PickAdvice, OnlyWhatCouldHelpIsOffered) {
+  Gpu with_process = make_gpu(0, 20480, 81920, 97);
+  with_process.processes = {{"GPU-0", 42, 20480.0, {}}};
+  Gpu other = make_gpu(1, 20480, 81920, 97);
+  other.processes = {{"GPU-1", 43, 20480.0, {}}};
+  const PickResult held = pick(assess({with_process, other}, Thresholds{}), 2, false);
+  EXPECT_THAT(held.shortfall, Not(HasSubstr("--max-util")));
+  EXPECT_THAT(held.shortfall, Not(HasSubstr("fewer")));  // none free: one GPU is as far off as two
+  EXPECT_THAT(held.shortfall, HasSubstr("--wait 30m"));
+  const PickResult by_limits = pick(assess({make_gpu(0, 20480, 81920, 97)}, Thresholds{}), 1, false);
+  EXPECT_THAT(by_limits.shortfall, HasSubstr("raise --max-util / --max-memory"));
+}
+
 TEST(PickAdvice, SharingIsNotSuggestedWhereThePolicyForbidsIt) {
   const auto busy = assess({make_gpu(0, 20480, 81920, 97)}, Thresholds{});
   const PickResult result = pick(
