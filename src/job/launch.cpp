@@ -80,6 +80,13 @@ void check_container_name(const std::string& name) {
                     text::printable(name, 80)));
 }
 
+// docker takes a name of two characters at least (podman one): refused before the pick and any --wait.
+void check_name_for_engine(const std::string& name, const ContainerEngine& engine) {
+  const std::string_view bare = std::string_view(name).substr(name.starts_with('/') ? 1 : 0);
+  if (bare.size() == 1 && engine.name() == "docker")
+    throw Error(fmt::format("--name \"{}\": docker takes a container name of two characters or more", name));
+}
+
 // Under sudo the container runs as the caller, with the mounts checked as the caller.
 void act_for_caller(const Options& options, const CallerMounts& mounts, DockerRunRequest& request) {
   const Caller& caller = *options.caller;
@@ -261,6 +268,7 @@ int run_launch(const Options& options, std::ostream& out) {
   GpuSource& source = *machine.source;
   ContainerEngine* const engine = machine.engine.get();
   warn_if_beyond_the_service(options, *engine);
+  check_name_for_engine(options.name, *engine);
   FileLock selection;
   Inventory inventory;
   std::vector<GpuAssessment> chosen;

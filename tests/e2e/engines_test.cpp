@@ -137,5 +137,20 @@ TEST_F(EnginesTest, PodmanLaunchesWithCdiDevicesByUuid) {
   EXPECT_THAT(refused.err, HasSubstr("podman's --gpus 2 means GPU index 2"));
 }
 
+// docker names a container with two characters at least, podman with one: each engine's own rule,
+// said before the pick rather than by the engine after it.
+TEST_F(EnginesTest, AOneLetterNameIsPodmansNotDockers) {
+  const Env podman = with(two_gpus_one_process(), {{"GPURUN_ENGINE", "podman"},
+                                                   {"GPURUN_PODMAN", fake("docker")},
+                                                   {"CONTAINER_HOST", "unix:///nonexistent/podman.sock"}});
+  const Outcome named = gpurun({"--dry-run", "--name", "a", "--image", "img", "1", "--", "true"}, podman);
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_THAT(named.out, HasSubstr(" --name a "));
+  const Outcome refused =
+      gpurun({"--dry-run", "--name", "/a", "--image", "img", "1", "--", "true"}, two_gpus_one_process());
+  EXPECT_EQ(refused.exit_code, 125);
+  EXPECT_THAT(refused.err, HasSubstr("--name \"/a\": docker takes a container name of two characters or more"));
+}
+
 }  // namespace
 }  // namespace gpurun::testing

@@ -351,12 +351,12 @@ TEST_F(GpurunTest, WaitAfterNTakesItsDurationStill) {
 }
 
 // What docker and podman take stays gpurun's to pass: a source that begins with '.' (docker 23
-// makes it absolute), a named volume, a one-letter name (podman's), docker's leading '/'.
+// makes it absolute), a named volume, a two-letter name, docker's leading '/'.
 TEST_F(GpurunTest, WhatTheEngineTakesIsNotRefused) {
   for (const std::vector<std::string>& more : {std::vector<std::string>{"-v", ".cache/hf:/root/.cache/hf"},
                                                {"-v", "my.vol:/d"},
                                                {"-v", ".:/w"},
-                                               {"--name", "a"},
+                                               {"--name", "ab"},
                                                {"--name", "/job.1"},
                                                {"--name", "J0b_2.x-y"}}) {
     std::vector<std::string> args{"--dry-run", "--image", "img"};
