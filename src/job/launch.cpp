@@ -1,6 +1,8 @@
 #include "gpurun/job/launch.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -34,6 +36,7 @@
 #include "gpurun/select/placement.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/exec.hpp"
+#include "gpurun/util/fd.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/rounding.hpp"
 #include "gpurun/util/shell_quote.hpp"
@@ -217,20 +220,39 @@ int run_reported(const Options& options, const std::vector<std::string>& argv, c
   return write_report_json(options.report_json, report, status);
 }
 
-// A rootless engine's containers are, to the gpurun service, its user's processes: root's engines
-// do not list them, so their labels go unread. Said where the launch asks for what needs them;
-// not refused, as the user may run that engine without gpurun anyway.
+// Whether anything listens on the service's socket (a connect, no request): only where a launch
+// asks for what gpurund does.
+bool service_answers(const std::string& socket_path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (socket_path.empty() || socket_path.size() >= sizeof address.sun_path) return true;  // not ours to judge
+  std::memcpy(address.sun_path, socket_path.data(), socket_path.size());
+  const Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return true;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API takes a sockaddr*
+  const int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  return rc == 0 || errno == EAGAIN || errno == EINPROGRESS;  // EAGAIN: its backlog is full, it runs
+}
+
+// Time limits and --notify are gpurund's to act on. Said where the launch asks for them and they
+// will not be (no service, or a rootless engine's containers, which root's engines do not list,
+// so their labels go unread); not refused, as the job runs all the same.
 void warn_if_beyond_the_service(const Options& options, const ContainerEngine& engine) {
   const bool time_limited = options.time_limit || options.policy.max_runtime;
-  if ((!time_limited && !options.notify) || options.dry_run || ::geteuid() == 0) return;
-  if (!engine.rootless().value_or(false)) return;
+  if (!time_limited && !options.notify) return;
+  const std::string_view what = time_limited && options.notify ? "its time limit and --notify are"
+                                : time_limited                 ? "its time limit is"
+                                                               : "--notify is";
+  if (!service_answers(options.service_socket))
+    spdlog::warn(
+        "the gpurun service does not answer on {}, so {} not acted on unless it runs by then (an admin "
+        "starts it: sudo systemctl enable --now gpurund)",
+        options.service_socket, what);
+  if (options.dry_run || ::geteuid() == 0 || !engine.rootless().value_or(false)) return;
   spdlog::warn(
       "this launch goes to your own (rootless) {}, whose containers the gpurun service sees only as your "
       "processes: {} not acted on; a launch through root's engine (sudo gpurun) is",
-      engine.name(),
-      time_limited && options.notify ? "its time limit and --notify are"
-      : time_limited                 ? "its time limit is"
-                                     : "--notify is");
+      engine.name(), what);
 }
 
 }  // namespace

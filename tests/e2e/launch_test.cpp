@@ -1,8 +1,12 @@
 // End-to-end: gpurun picks GPUs from the stand-in nvidia-smi and execs (or prints) docker run.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <cstring>
 
 #include "gpurun/engine/docker_command.hpp"
+#include "gpurun/util/fd.hpp"
 #include "gpurun_fixture.hpp"
 
 namespace gpurun::testing {
@@ -148,12 +152,39 @@ TEST_F(GpurunTest, DoubleDashAloneStartsTheCommandOnOneGpu) {
   EXPECT_THAT(run.out, ::testing::EndsWith(" img python x.py\n"));
 }
 
+// Where gpurund listens, a time limit draws no warning; where nothing does, it is said, and a
+// launch without one asks nothing of the socket.
+TEST_F(GpurunTest, ATimeLimitWithoutTheServiceIsSaid) {
+  const std::string socket_path = dir() + "/gpurund.sock";
+  const Fd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API takes a sockaddr*
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener.get(), 4), 0);
+  const std::vector<std::string> limited{"--image", "img", "--time-limit", "90m", "1", "--", "true"};
+  Env env = fakes("busy_dgx.json");
+  env.emplace_back("GPURUN_SERVICE_SOCKET", socket_path);
+  const Outcome served = gpurun(limited, env);
+  EXPECT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_THAT(served.err, Not(HasSubstr("does not answer")));
+  const Outcome unserved = gpurun(limited, fakes("busy_dgx.json"));
+  EXPECT_EQ(unserved.exit_code, 0) << unserved.err;
+  EXPECT_THAT(unserved.err, HasSubstr("the gpurun service does not answer on " + dir() +
+                                      "/no-gpurund.sock, so its time limit is not acted on"));
+  const Outcome plain = gpurun({"--image", "img", "1", "--", "true"}, fakes("busy_dgx.json"));
+  EXPECT_THAT(plain.err, Not(HasSubstr("does not answer")));
+}
+
 TEST_F(GpurunTest, ATimeLimitIsALabelCappedByMaxRuntimeAndOneAboveItIsRefused) {
   const Outcome limited =
       gpurun({"--dry-run", "--image", "img", "--time-limit", "90m", "--notify", "1"}, fakes("busy_dgx.json"));
   EXPECT_EQ(limited.exit_code, 0) << limited.err;
   EXPECT_THAT(limited.out, HasSubstr(" --label gpurun.time-limit=5400 --label gpurun.notify=run_ended "));
   EXPECT_THAT(limited.err, HasSubstr("--notify: this server's system file sets no \"notify\""));
+  EXPECT_THAT(limited.err, HasSubstr("the gpurun service does not answer on " + dir() +
+                                     "/no-gpurund.sock, so its time limit and --notify are not acted on"));
 
   std::ofstream(system_config()) << "{\n  \"max_runtime\": \"8h\"\n}\n";
   const Outcome capped = gpurun({"--dry-run", "--image", "img", "1"}, fakes("busy_dgx.json"));
