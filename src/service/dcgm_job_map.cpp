@@ -8,14 +8,22 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "gpurun/service/metrics.hpp"
 #include "gpurun/util/error.hpp"
+#include "owned_path.hpp"
 
 namespace gpurun {
 
 DcgmJobMap::DcgmJobMap(const std::string& dir) : dir_(dir) {
+  // Root writes and removes files there, and dcgm-exporter believes them: no other user may make
+  // the directory first (in /tmp), or swap a directory above it.
+  std::filesystem::path given = std::filesystem::path(dir).lexically_normal();
+  if (!given.has_filename()) given = given.parent_path();
+  const std::string_view instead = "give a directory of root's alone, such as /run/gpurun/dcgm-job-mapping";
+  check_owned_ancestry(given.parent_path(), fmt::format("write DCGM's job mapping into {}", dir), instead);
   const bool made = ::mkdir(dir.c_str(), 0755) == 0;
   if (!made && errno != EEXIST)
     throw Error(fmt::format("cannot create the DCGM job mapping directory {}: {}", dir, std::strerror(errno)));
@@ -24,6 +32,13 @@ DcgmJobMap::DcgmJobMap(const std::string& dir) : dir_(dir) {
     throw Error(fmt::format("cannot open the DCGM job mapping directory {}: {} (it must be a directory, not a link)",
                             dir, std::strerror(errno)));
   if (made) ::fchmod(dir_fd_.get(), 0755);  // whatever gpurund's umask: dcgm-exporter reads it
+  struct stat info {};
+  if (::fstat(dir_fd_.get(), &info) != 0 || (info.st_uid != 0 && info.st_uid != ::geteuid()) ||
+      (info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    throw Error(
+        fmt::format("cannot write DCGM's job mapping into {}: it is uid {}'s with mode {:o}, which another "
+                    "user may write; {}",
+                    dir, info.st_uid, info.st_mode & 07777, instead));
 }
 
 void DcgmJobMap::update(const std::vector<int>& gpus, const std::vector<HolderSample>& holders) {

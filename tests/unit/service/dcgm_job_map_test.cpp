@@ -82,5 +82,23 @@ TEST_F(DcgmJobMapTest, ALinkOrAnUnwritablePlaceIsRefusedSayingWhere) {
   EXPECT_THROW(DcgmJobMap("/proc/no/such/dir"), Error);
 }
 
+// Root writes there and dcgm-exporter believes it: a directory another user made first (in /tmp),
+// or one under a directory others may write, is refused.
+TEST_F(DcgmJobMapTest, ADirectoryAnotherUserMayWriteOrSwapIsRefused) {
+  const fs::path open_parent = temp.path() / "open";
+  fs::create_directories(open_parent);
+  fs::permissions(open_parent, fs::perms::all);  // 0777, not sticky
+  EXPECT_THAT([&] { DcgmJobMap map((open_parent / "map").string()); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("another user may write " + open_parent.string())));
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_all | fs::perms::others_read | fs::perms::others_exec);
+  EXPECT_THAT([&] { DcgmJobMap map(dir.string()); }, ::testing::ThrowsMessage<Error>(HasSubstr("mode 775")));
+  if (::geteuid() != 0) GTEST_SKIP() << "giving the directory to another user needs root";
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
+  ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+  EXPECT_THAT([&] { DcgmJobMap map(dir.string()); }, ::testing::ThrowsMessage<Error>(HasSubstr("uid 65534's")));
+}
+
 }  // namespace
 }  // namespace gpurun
