@@ -403,6 +403,32 @@ TEST(Notifier, AFullQueueDropsARunsEndBeforeAWarning) {
                           [](const SpooledNotification& n) { return n.notification.text == "the warning"; }));
 }
 
+// One user's thousand idle processes, each warned, fill the queue: what goes is theirs, not the
+// warning of another user, whose stop would then come unwarned.
+TEST(Notifier, AFullQueueDropsTheMostWaitingUsersNotAnothersWarning) {
+  const test::TempDir dir;
+  const std::string kept = dir / "notifications-undelivered.json";
+  const test::WebhookReceiver down(std::deque<int>(1100, 503));
+  NotifyPolicy policy;
+  policy.webhook = down.url();
+  {
+    Notifier notifier(policy, {.first = 600s, .attempts = 5}, kept);
+    Notification victim = notification("bob", "bob's warning");
+    victim.event = "idle_warning";
+    victim.time = std::chrono::system_clock::now();
+    notifier.send(victim);
+    ASSERT_TRUE(eventually([&] { return down.bodies().size() == 1; }));  // tried; waits first in line
+    Notification flood = notification("alice", "one of alice's");
+    flood.event = "idle_warning";
+    flood.time = victim.time;
+    for (int i = 0; i < 1005; ++i) notifier.send(flood);
+  }
+  const std::vector<SpooledNotification> left = read_kept_notifications(kept, std::chrono::system_clock::now());
+  EXPECT_LE(left.size(), 1001U);  // some of alice's dropped
+  EXPECT_TRUE(std::any_of(left.begin(), left.end(),
+                          [](const SpooledNotification& n) { return n.notification.text == "bob's warning"; }));
+}
+
 // Kept over a three-hour stop: a warning of a run that has ended since is not sent ("stops it in
 // 10m", then at once "stopped"), and one of a run still open says it is late.
 TEST(Notifier, AKeptWarningOfAnEndedRunIsDroppedAndALateOneSaysSo) {
