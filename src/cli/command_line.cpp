@@ -165,7 +165,7 @@ CommandLine split_command_line(const std::vector<std::string>& args,
 }
 
 bool is_mig_profile(std::string_view word) {
-  static const std::regex profile(R"((\d+c\.)?\d+g\.\d+gb(\+[a-z0-9]+)*)");
+  static const std::regex profile(R"((\d+c\.)?\d+g\.\d+gb(\+[a-z0-9]+)*)", std::regex::icase);
   return word.size() <= kLongestPatternWord && std::regex_match(word.begin(), word.end(), profile);
 }
 

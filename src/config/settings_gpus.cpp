@@ -113,7 +113,9 @@ std::vector<Setting> gpu_settings() {
        .completion = H::optional_word,
        .apply =
            [](const json& v, Options& o) {
-             o.mig = v.is_null() || text_or_empty(v).empty() ? std::nullopt : std::optional(text_or_empty(v));
+             // NVML names profiles in lower case (1g.10gb); 1G.10GB means the same.
+             o.mig = v.is_null() || text_or_empty(v).empty() ? std::nullopt
+                                                             : std::optional(text::to_lower(text_or_empty(v)));
            }},
       {.key = "mig_allow_larger",
        .type = T::boolean,

@@ -161,6 +161,10 @@ TEST_F(NvmlTest, PickMigPrintsMigUuids) {
   ASSERT_EQ(one.exit_code, 0) << one.err;
   EXPECT_EQ(one.out, "MIG-4c5d6e7f-8a9b-5c0d-9e2f-3a4b5c6d7e8f\n");
   EXPECT_THAT(one.err, Not(HasSubstr("one MIG instance per process")));
+  // The profile as NVIDIA's tables print it, in capitals: the same one.
+  const Outcome upper = gpurun({"pick", "--mig", "1G.10GB", "--ignore-containers"}, nvml("mig.json"));
+  ASSERT_EQ(upper.exit_code, 0) << upper.err;
+  EXPECT_EQ(upper.out, one.out);
 
   const Outcome two =
       gpurun({"pick", "--mig", "1g.10gb", "--mig-allow-larger", "2", "--ignore-containers"}, nvml("mig.json"));
