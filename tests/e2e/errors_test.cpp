@@ -176,7 +176,8 @@ TEST_P(NvidiaSmiFailure, RelaysTheDriversOwnMessageAndExits125) {
 INSTANTIATE_TEST_SUITE_P(
     DriverStates, NvidiaSmiFailure,
     ::testing::Values(
-        DriverFailure{"no_devices.json", "exited with status 6: No devices were found"},
+        DriverFailure{"no_devices.json",
+                      "exited with status 6: No devices were found. No NVIDIA GPU is visible on this machine."},
         DriverFailure{
             "driver_not_loaded.json",
             "exited with status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
@@ -208,7 +209,8 @@ TEST_F(GpurunTest, SlowNvidiaSmiIsKilledAtTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   const Outcome run = gpurun({"--smi-timeout", "0.5", "status"}, fakes("slow.json"));
   EXPECT_EQ(run.exit_code, 125);
-  EXPECT_THAT(run.err, HasSubstr("did not answer within 0.5 s and was killed"));
+  EXPECT_THAT(run.err, HasSubstr("did not answer within 0.5 s and was killed. A busy or hung driver answers late: "
+                                 "--smi-timeout SECONDS waits longer."));
   // A guard against hanging on the 30 s stand-in, not a speed measurement.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }

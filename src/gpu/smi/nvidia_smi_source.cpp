@@ -34,13 +34,13 @@ std::vector<std::string_view> query_fields(bool sensors) {
 std::string hint_for(int exit_code) {
   switch (exit_code) {
     case 2:
-      return " This driver does not know a field gpurun asks for; a newer driver, or --from-csv, is needed.";
+      return "This driver does not know a field gpurun asks for; a newer driver, or --from-csv, is needed.";
     case 6:
-      return " No NVIDIA GPU is visible on this machine.";
+      return "No NVIDIA GPU is visible on this machine.";
     case 9:
-      return " Is the NVIDIA driver installed and loaded (lsmod | grep nvidia)?";
+      return "Is the NVIDIA driver installed and loaded (lsmod | grep nvidia)?";
     case 18:
-      return " The driver and its library differ in version, usually after a driver upgrade: reboot, or reload the "
+      return "The driver and its library differ in version, usually after a driver upgrade: reboot, or reload the "
              "nvidia kernel modules.";
     default:
       return "";
@@ -73,9 +73,14 @@ std::string own_words(const ProcessResult& result, std::size_t columns) {
                                                 : "install the NVIDIA driver utilities, or pass --nvidia-smi PATH, or "
                                                   "--from-csv FILE to read a recorded snapshot"));
   const std::string words = own_words(result, columns);
+  const std::string hint = result.end == ProcessResult::End::exited      ? hint_for(result.exit_code)
+                           : result.end == ProcessResult::End::timed_out ? "A busy or hung driver answers late: "
+                                                                           "--smi-timeout SECONDS waits longer."
+                                                                         : "";
+  // What comes before the hint may end without a full stop ("No devices were found"): one then.
+  const bool ended = words.ends_with('.') || words.ends_with('?') || words.ends_with('!');
   throw Error(fmt::format("{} {} {}{}{}", program, spec.argv[1], describe_end(result, timeout),
-                          words.empty() ? "" : ": " + words,
-                          result.end == ProcessResult::End::exited ? hint_for(result.exit_code) : ""));
+                          words.empty() ? "" : ": " + words, hint.empty() ? "" : (ended ? " " : ". ") + hint));
 }
 
 // Exit 14 (infoROM corrupted) and 15 (a GPU fell off the bus) come with the rows of the others.
