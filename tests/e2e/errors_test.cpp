@@ -352,6 +352,21 @@ TEST_F(GpurunTest, WaitAfterNTakesItsDurationStill) {
   EXPECT_THAT(free_now.out, HasSubstr(" img python train.py\n"));
 }
 
+// The working directory is mounted at its own path: from / (docker refuses it) or /usr (the
+// image's own Python hidden) the launch is refused before anything is asked, saying what to do.
+TEST_F(GpurunTest, AWorkingDirectoryThatWouldHideTheImageIsRefused) {
+  for (const std::string dir : {"/", "/usr", "/etc/"}) {
+    const Outcome run = shell("cd " + dir + " && " + std::string(GPURUN_BINARY) + " --dry-run --image img 1 true",
+                              fakes("all_free_8.json"));
+    EXPECT_EQ(run.exit_code, 125) << dir;
+    EXPECT_THAT(run.err, HasSubstr("cd to your project's directory first")) << dir;
+    EXPECT_EQ(run.out, "");
+  }
+  const Outcome deeper = shell("cd /usr/share/doc && " + std::string(GPURUN_BINARY) + " --dry-run --image img 1 true",
+                               fakes("all_free_8.json"));
+  EXPECT_EQ(deeper.exit_code, 0) << deeper.err;
+}
+
 // What docker and podman take stays gpurun's to pass: a source that begins with '.' (docker 23
 // makes it absolute), a named volume, a two-letter name, docker's leading '/'.
 TEST_F(GpurunTest, WhatTheEngineTakesIsNotRefused) {
