@@ -196,7 +196,7 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
   const std::string quoted = shell_quote(name);
   std::cerr << fmt::format(
       "gpurun: container {} runs detached on GPU{} {}\n"
-      "  follow its output: {} logs {}\n"
+      "  follow its output: {} logs -f {}   (it goes with the container when the job ends: > job.log keeps it)\n"
       "  attach to it:      {} attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
       "  stop it:           {} stop {}\n",
       name, gpus.find(',') == std::string::npos ? "" : "s", gpus, gpurun, quoted, gpurun, quoted, gpurun, quoted);

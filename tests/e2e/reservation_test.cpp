@@ -269,7 +269,8 @@ TEST_F(GpurunTest, DetachStartsInTheBackgroundAndSaysHowToReachIt) {
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "job7\n");
   // gpurun's own verbs, which reach the same engine (and work under sudo).
-  EXPECT_THAT(run.err, HasSubstr("follow its output: gpurun logs job7\n"));
+  EXPECT_THAT(run.err,
+              HasSubstr("follow its output: gpurun logs -f job7   (it goes with the container when the job ends"));
   EXPECT_THAT(run.err, HasSubstr("attach to it:      gpurun attach job7   (detach again with Ctrl-P Ctrl-Q)\n"));
   EXPECT_THAT(run.err, HasSubstr("stop it:           gpurun stop job7\n"));
   const auto argv = docker_argv();
