@@ -152,6 +152,33 @@ HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::s
   }
 }
 
+// The bytes of the answers all connections are writing, and the most they may be; an answer of
+// `bytes` that would pass it is not admitted, unless it is the only one (a year of history, alone,
+// is always sent).
+class WritingBytes {
+ public:
+  explicit WritingBytes(std::size_t bytes) : bytes_(bytes) {
+    std::size_t now = in_flight_.load();
+    do {
+      if (now > 0 && now + bytes > kMost) {
+        bytes_ = 0;
+        admitted_ = false;
+        return;
+      }
+    } while (!in_flight_.compare_exchange_weak(now, now + bytes));
+  }
+  ~WritingBytes() { in_flight_ -= bytes_; }
+  WritingBytes(const WritingBytes&) = delete;
+  WritingBytes& operator=(const WritingBytes&) = delete;
+  bool admitted() const { return admitted_; }
+
+ private:
+  static constexpr std::size_t kMost = std::size_t{64} * 1024 * 1024;
+  static inline std::atomic<std::size_t> in_flight_{0};
+  std::size_t bytes_;
+  bool admitted_ = true;
+};
+
 // Answers the requests of one accepted connection, on its own io_context (its own thread).
 void serve_connection(int fd, int family, const std::atomic<bool>& stopping, const HttpHandler& handler,
                       bool keep_alive) {
@@ -186,16 +213,26 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
       refuse(io, socket, http::status::bad_request, problem, stopping);
       break;
     }
-    const HttpReply reply = answer(handler, fd, request);
+    HttpReply reply = answer(handler, fd, request);
+    // Answers being written hold the root service's memory while their clients read, as slowly as
+    // the write limit lets them: past a bound in all, a large one is refused rather than kept.
+    const WritingBytes writing(reply.body.size());
+    if (!writing.admitted())
+      reply = {.status = 503,
+               .body =
+                   "{\"message\": \"the service is sending many large answers already: try again in a "
+                   "minute, or ask for less (limit, since)\"}",
+               .content_type = "application/json"};
     http::response<http::string_body> response{static_cast<http::status>(reply.status), request.version()};
     response.set(http::field::content_type, reply.content_type);
     response.set(http::field::server, "gpurund");
     response.set("X-Content-Type-Options", "nosniff");
     for (const auto& [name, value] : reply.headers) response.set(name, value);
     response.keep_alive(keep_alive && request.keep_alive());
-    response.body() = request.method() == http::verb::head ? std::string() : reply.body;
+    const std::size_t length = reply.body.size();
+    response.body() = request.method() == http::verb::head ? std::string() : std::move(reply.body);  // not copied
     response.prepare_payload();
-    if (request.method() == http::verb::head) response.content_length(reply.body.size());
+    if (request.method() == http::verb::head) response.content_length(length);
     if (!write_answer(io, socket, response, stopping, error) || !response.keep_alive()) break;
   }
   socket.close(error);
@@ -244,6 +281,8 @@ bool ConnectionShares::whole(const std::string& peer) const {
 
 bool ConnectionShares::admit(const std::string& peer) {
   if (open_ >= kMost) return false;
+  if (peer == "uid 0")
+    if (const auto root = by_peer_.find(peer); root != by_peer_.end() && root->second >= kMostForRoot) return false;
   const bool shares_whole = whole(peer);
   const std::string network = shares_whole ? std::string() : network_of(peer);  // a trusted peer: none of its /64's
   if (!shares_whole) {

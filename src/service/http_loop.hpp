@@ -54,6 +54,9 @@ class ConnectionShares {
   static constexpr int kMost = 32;
   static constexpr int kPerPeer = 4;
   static constexpr int kKeptForTheWhole = 8;
+  // Root's own on the unix socket, at most: every sudo caller's gpurun asks as root, and one
+  // caller's stalled sudo launches (Ctrl-Z) would otherwise hold every connection.
+  static constexpr int kMostForRoot = 16;
   // The most for one IPv6 /64: an IPv6 LAN's hosts share one (so each has kPerPeer of its own),
   // and one host may hold the whole /64, one address a connection.
   static constexpr int kPerNetwork = 16;

@@ -492,6 +492,19 @@ TEST(ConnectionShares, EightOfTheThirtyTwoAreKeptForThePeersThatShareTheWhole) {
   EXPECT_EQ(shares.open(), 32);
 }
 
+// Every sudo caller's gpurun asks as root: one caller's stalled sudo launches hold at most half,
+// and the people on the socket keep theirs.
+TEST(ConnectionShares, RootHoldsHalfAtMost) {
+  ConnectionShares shares;
+  int root = 0;
+  for (int i = 0; i < ConnectionShares::kMost; ++i) root += shares.admit("uid 0") ? 1 : 0;
+  EXPECT_EQ(root, ConnectionShares::kMostForRoot);
+  for (int i = 0; i < ConnectionShares::kPerPeer; ++i) EXPECT_TRUE(shares.admit("uid 1000")) << i;
+  EXPECT_TRUE(shares.admit("uid 1001"));
+  shares.release("uid 0");
+  EXPECT_TRUE(shares.admit("uid 0"));
+}
+
 TEST_F(ServiceServerTest, ClientsThatSayNothingKeepNobodyElseWaitingAndOneUserGetsFourConnections) {
   settings_.socket_path = dir_ + "/s.sock";
   const ServiceServer server(settings_, served_);
