@@ -8,6 +8,7 @@
 
 #include "gpurun/config/idle_policy.hpp"
 #include "gpurun/util/ip_network.hpp"
+#include "gpurun/util/listen_address.hpp"
 #include "gpurun/util/suggest.hpp"
 
 namespace gpurun {
@@ -53,8 +54,10 @@ ServiceSectionRead read_service_section(const nlohmann::json& value) {
       (key == "state_dir" ? read.section.state_dir : read.section.dcgm_job_mapping_dir) = item.get<std::string>();
       continue;
     }
-    if (key == "listen") {  // checked whole where gpurund listens (gpurun/service/web_server.hpp)
+    if (key == "listen") {
       if (!item.is_string()) return fail(key, "expected \"HOST:PORT\", such as \"127.0.0.1:9400\"");
+      if (const auto why = listen_address_problem(item.get<std::string>()))
+        return fail(key, fmt::format("{}; expected \"HOST:PORT\", {}", *why, kListenExample));
       read.section.listen = item.get<std::string>();
       continue;
     }

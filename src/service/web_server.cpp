@@ -8,7 +8,6 @@
 
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 
 #include "gpurun/service/metrics.hpp"
@@ -20,8 +19,6 @@
 
 namespace gpurun {
 namespace {
-
-constexpr const char* kListenExample = "such as 127.0.0.1:9400 or [::1]:9400";
 
 // `name`'s canonical name ("dgx1" -> "dgx1.lab.example.org"); "" where there is none.
 std::string canonical_name(const std::string& name) {
@@ -36,27 +33,6 @@ std::string canonical_name(const std::string& name) {
 }
 
 }  // namespace
-
-ListenAddress parse_listen_address(const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return Error(fmt::format("--listen {}: {}; give HOST:PORT, {}", text::printable(text), why, kListenExample));
-  };
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) throw bad("no host and port");
-  ListenAddress address{.host = text.substr(0, colon), .port = text.substr(colon + 1)};
-  if (address.host.starts_with('[')) {
-    if (!address.host.ends_with(']') || address.host.size() < 3) throw bad("an IPv6 address goes in brackets");
-    address.host = address.host.substr(1, address.host.size() - 2);
-  } else if (address.host.find(':') != std::string::npos) {
-    throw bad("an IPv6 address goes in brackets");
-  }
-  int port = -1;
-  const auto [end, error] = std::from_chars(address.port.data(), address.port.data() + address.port.size(), port);
-  if (address.port.empty() || error != std::errc() || end != address.port.data() + address.port.size() || port < 0 ||
-      port > 65535)
-    throw bad("the port must be a number from 0 to 65535");
-  return address;
-}
 
 WebServer::WebServer(const std::string& listen, ServedRuns& runs, ServerSettings settings)
     : runs_(runs), settings_(std::move(settings)) {

@@ -9,16 +9,9 @@
 #include <thread>
 
 #include "gpurun/service/service_server.hpp"
+#include "gpurun/util/listen_address.hpp"
 
 namespace gpurun {
-
-struct ListenAddress {
-  std::string host;  // "127.0.0.1", "::1", "localhost"
-  std::string port;  // "9400"; "0" takes a free one
-};
-
-// "HOST:PORT" or "[IPv6]:PORT"; throws Error with what to type instead.
-ListenAddress parse_listen_address(const std::string& text);
 
 class WebServer {
  public:

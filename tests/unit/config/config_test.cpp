@@ -541,6 +541,18 @@ TEST_F(PolicyTest, TheServiceSectionIsReadFromTheSystemFileAloneAndCheckedKeyByK
     EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("expected a list of addresses or networks"))
         << peers;
   }
+  // A listen address is checked with the file, at its line, not when gpurund first listens.
+  write("etc/config.json", R"({"service": {"listen": "[::1]:9400"}})");
+  EXPECT_EQ(load_config(inputs()).service.listen, "[::1]:9400");
+  for (const char* listen : {"9400", "::1:9400", "host:http", "host:70000"}) {
+    write("etc/config.json", fmt::format(R"({{"service": {{"listen": "{}"}}}})", listen));
+    EXPECT_THAT(error_of([&] { load_config(inputs()); }),
+                HasSubstr("key \"service.listen\": " +
+                          std::string(std::string_view(listen) == "9400"       ? "no host and port"
+                                      : std::string_view(listen) == "::1:9400" ? "an IPv6 address goes in brackets"
+                                                                               : "the port must be a number")))
+        << listen;
+  }
   write("etc/config.json", R"({"service": 10})");
   EXPECT_THAT(error_of([&] { load_config(inputs()); }), HasSubstr("key \"service\": expected an object"));
   fs::remove(path("etc/config.json"));
