@@ -290,20 +290,9 @@ std::vector<RunRecord> RunStore::runs(const RunQuery& query) const {
 }
 
 void RunStore::each_run(const RunQuery& query, const std::function<void(const RunRecord&)>& visit) const {
-  // One text per case: "(?2 = '' OR user = ?2)" kept SQLite from runs_by_user, and a user's runs
-  // were found by reading everyone's. Newest first from an index either way: no sort.
-  SQLite::Statement select(*db_, query.user.empty() ? R"(
-    SELECT * FROM runs
-    WHERE (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1) AND ?2 = ''
-    ORDER BY start_ms DESC, id DESC LIMIT ?3)"
-                                                    : R"(
-    SELECT * FROM runs
-    WHERE user = ?2 AND (?1 IS NULL OR end_ms IS NULL OR end_ms >= ?1)
-    ORDER BY start_ms DESC, id DESC LIMIT ?3)");
-  if (query.since)
-    select.bind(1, unix_ms(*query.since));
-  else
-    select.bind(1);
+  const bool mine = !query.user.empty();
+  SQLite::Statement select(*db_, runs_query(query.since.has_value(), mine));
+  if (query.since) select.bind(1, unix_ms(*query.since));
   select.bind(2, query.user);
   select.bind(3, query.limit ? static_cast<std::int64_t>(*query.limit) : std::int64_t{-1});  // -1: no limit
   while (select.executeStep()) visit(run_from(select));

@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs(end_ms);
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user, start_ms);
+-- A window of history or usage (since): the runs that ended in it or still run, one user's or all.
+CREATE INDEX IF NOT EXISTS runs_by_user_end ON runs(user, end_ms);
 -- history is newest first: read in this order, no sort of a year's runs.
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs(start_ms);
 -- `gpurun report NAME`: a run by its name or the start of its container's ID.
@@ -104,6 +106,25 @@ void check_columns(SQLite::Database& db) {
 
 }  // namespace
 
+const char* runs_query(bool windowed, bool one_user) {
+  // One text per case: "(?2 = '' OR user = ?2)" kept SQLite from runs_by_user, and a user's runs
+  // were found by reading everyone's. Without a window, newest first from an index: no sort. With
+  // one, the runs that ended in it or still run, each found through an index and then sorted:
+  // "end_ms IS NULL OR end_ms >= ?1" in one WHERE had SQLite read every run ever stored.
+  static constexpr const char* kAll = "SELECT * FROM runs WHERE ?2 = '' ORDER BY start_ms DESC, id DESC LIMIT ?3";
+  static constexpr const char* kUsers = "SELECT * FROM runs WHERE user = ?2 ORDER BY start_ms DESC, id DESC LIMIT ?3";
+  static constexpr const char* kAllSince = R"(
+    SELECT * FROM runs WHERE ?2 = '' AND id IN (
+      SELECT id FROM runs WHERE end_ms >= ?1 UNION ALL SELECT id FROM runs WHERE end_ms IS NULL)
+    ORDER BY start_ms DESC, id DESC LIMIT ?3)";
+  static constexpr const char* kUsersSince = R"(
+    SELECT * FROM runs WHERE id IN (
+      SELECT id FROM runs WHERE user = ?2 AND end_ms >= ?1
+      UNION ALL SELECT id FROM runs WHERE user = ?2 AND end_ms IS NULL)
+    ORDER BY start_ms DESC, id DESC LIMIT ?3)";
+  return windowed ? (one_user ? kUsersSince : kAllSince) : (one_user ? kUsers : kAll);
+}
+
 std::unique_ptr<SQLite::Database> open_store_database(const std::string& path) {
   auto db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
   db->setBusyTimeout(5000);  // another process holding it (sqlite3 in a shell) is waited for
@@ -111,6 +132,9 @@ std::unique_ptr<SQLite::Database> open_store_database(const std::string& path) {
   // WAL: a crash of gpurund (kill -9) loses nothing committed; a crash of the machine, at most the
   // commits since the last checkpoint; the file is never left damaged.
   db->exec("PRAGMA synchronous=NORMAL");
+  // The log back to 64 MiB once a checkpoint has emptied it: readers on the page kept it from being
+  // reset, and it stayed as large as it ever grew.
+  db->exec("PRAGMA journal_size_limit=67108864");
   if (db->execAndGet("PRAGMA quick_check").getString() != "ok")
     throw SQLite::Exception("the database is damaged", kDamaged);
   // A newer gpurund's store is refused, not moved aside: starting that gpurund again undoes a

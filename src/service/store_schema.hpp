@@ -17,6 +17,10 @@ constexpr int kStoreVersion = 1;
 // newer gpurund wrote (left as it is).
 std::unique_ptr<SQLite::Database> open_store_database(const std::string& path);
 
+// The query of the runs, newest first, at most ?3 of them (-1: all): those that ended at ?1 (Unix
+// ms) or later or still run where `windowed`, user ?2's where `one_user` (?2 '' otherwise).
+const char* runs_query(bool windowed, bool one_user);
+
 // Whether a failure to open says the file itself is unusable (not a database, damaged, another
 // program's tables), rather than the moment (a full disk, a lock held, an I/O error), after which
 // the same file opens again and must still be there, its write-ahead log with it.

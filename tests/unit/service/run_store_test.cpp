@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "gpurun/util/error.hpp"
+#include "store_schema.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {
@@ -158,6 +159,32 @@ TEST_F(RunStoreTest, RunsAreNewestFirstFilteredByUserAndTime) {
   EXPECT_THAT(ids(store.runs({.since = std::nullopt, .user = "alice"})), ElementsAre(3, 1));
   EXPECT_THAT(ids(store.runs({.since = kT0 + 50s, .user = ""})), ElementsAre(3, 2));  // 1 ended at 10 s
   EXPECT_THAT(ids(store.runs({.since = std::nullopt, .user = "", .limit = 2})), ElementsAre(3, 2));
+}
+
+TEST_F(RunStoreTest, AWindowHoldsTheRunsThatEndedInItOrStillRunWhoeverAsks) {
+  RunStore store(path());
+  RunRecord old = record(1, "alice", 0s);
+  old.end = old.last_seen;  // ended at 10 s
+  RunRecord late = record(4, "alice", 60s);
+  late.end = kT0 + 300s;  // began before the window, ended in it
+  store.save({record(2, "bob", 100s), record(3, "alice", 200s)}, {old, late});
+  EXPECT_THAT(ids(store.runs({.since = kT0 + 50s, .user = "alice"})), ElementsAre(3, 4));
+  EXPECT_THAT(ids(store.runs({.since = kT0 + 50s, .user = "", .limit = 2})), ElementsAre(3, 2));
+  EXPECT_THAT(ids(store.runs({.since = kT0 + 400s, .user = ""})), ElementsAre(3, 2));  // still running
+}
+
+// A window is read through the end index, not by reading every run ever stored (a year of a CI
+// runner's jobs at every page load).
+TEST_F(RunStoreTest, AWindowIsFoundThroughAnIndexNotAScanOfEveryRun) {
+  { RunStore store(path()); }
+  SQLite::Database db(path(), SQLite::OPEN_READONLY);
+  for (const bool one_user : {false, true}) {
+    SQLite::Statement plan(db, std::string("EXPLAIN QUERY PLAN ") + runs_query(true, one_user));
+    std::string steps;
+    while (plan.executeStep()) steps += plan.getColumn(3).getString() + "\n";
+    EXPECT_THAT(steps, Not(HasSubstr("SCAN runs"))) << steps;
+    EXPECT_THAT(steps, HasSubstr(one_user ? "runs_by_user_end" : "runs_by_end")) << steps;
+  }
 }
 
 TEST_F(RunStoreTest, AFileThatIsNoDatabaseIsMovedAsideAndRecordingStartsAfresh) {
