@@ -175,7 +175,10 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
       run = std::prev(running_.end());
     }
     run->missed = 0;
-    run->last_seen = std::max(run->last_seen, sample.when);
+    // The wall clock as it reads now: one stepped a year ahead by mistake and then corrected left
+    // its runs ending a year ahead, and counted whole in every "last 30 days" for a year.
+    run->last_seen = sample.when;
+    run->start = std::min(run->start, sample.when);
     merge_gpus(run->gpus, holder.gpus);
     if (run->user.empty() && !holder.user.empty()) run->user = holder.user;  // learnt later
     // The engine's word on what it is: a container first seen through its processes alone (the

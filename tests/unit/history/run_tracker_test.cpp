@@ -308,6 +308,31 @@ TEST(RunTracker, AWallClockSteppedBackOrForwardCreditsTheTimeThatPassed) {
   EXPECT_DOUBLE_EQ(tracker.running().front().busy_gpu_seconds, 18);
 }
 
+// A date set a year ahead by mistake and corrected minutes later: the runs then open, and those
+// begun meanwhile, read the corrected clock again (they ended a year ahead, counted whole in every
+// window for a year).
+TEST(RunTracker, AClockSteppedAheadAndCorrectedLeavesNoRunInTheFuture) {
+  RunTracker tracker;
+  const auto steady = std::chrono::steady_clock::time_point{} + 1000s;
+  const auto sample = [&](std::chrono::seconds wall, std::chrono::seconds passed, std::vector<HolderSample> holders) {
+    MachineSample s = at(wall, {90, 90}, std::move(holders));
+    s.monotonic = steady + passed;
+    return s;
+  };
+  constexpr std::chrono::seconds kYear = 365 * 24h;
+  tracker.observe(sample(0s, 0s, {container("a", {0})}));
+  tracker.observe(sample(kYear + 10s, 10s, {container("a", {0}), container("b", {1})}));  // the mistake
+  tracker.observe(sample(20s, 20s, {container("a", {0}), container("b", {1})}));          // corrected
+  for (const RunRecord& run : tracker.running()) {
+    EXPECT_EQ(run.last_seen, kT0 + 20s) << run.key;
+    EXPECT_LE(run.start, run.last_seen) << run.key;
+  }
+  tracker.observe(sample(30s, 30s, {}));
+  const std::vector<RunRecord> ended = tracker.observe(sample(40s, 40s, {}));
+  ASSERT_THAT(ended, SizeIs(2));
+  for (const RunRecord& run : ended) EXPECT_EQ(*run.end, kT0 + 20s) << run.key;
+}
+
 // Two users' processes on one GPU (--allow-busy, a workstation): each is credited half of the
 // time, so that their GPU-hours add up to the GPU's, not to twice them. A holder that joins is
 // credited from its second sample, and takes its part from then on.
