@@ -143,16 +143,19 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   // of all who hold it, in equal parts: the users' GPU-hours add up to the GPU's, and a container
   // that only holds a GPU others work on (dcgm-exporter's --gpus all) takes none of their time.
   // MIG instances are parts of their own, and a GPU whose instances are worked on is theirs: a
-  // whole holder with no process there (dcgm-exporter again) takes none of it.
-  std::map<int, int> whole_holders;   // GPU → runs credited for the whole of it
-  std::map<int, int> computing;       // GPU → of those, the ones with a process on it
-  std::set<int> instances_computing;  // GPUs with a process in one of their MIG instances
+  // whole holder with no process there (dcgm-exporter again) takes none of it; where none is worked
+  // on, what the instances' holders do not hold.
+  std::map<int, int> whole_holders;      // GPU → runs credited for the whole of it
+  std::map<int, int> computing;          // GPU → of those, the ones with a process on it
+  std::set<int> instances_computing;     // GPUs with a process in one of their MIG instances
+  std::map<int, double> instances_held;  // GPU → the shares its instances' holders are credited
   for (const auto& [key, holder] : seen) {
     if (run_of_holder(running_, key) == nullptr) continue;  // new: credited from the next sample
     for (const int gpu : holder.gpus) {
       const bool on_it = std::binary_search(holder.computing_gpus.begin(), holder.computing_gpus.end(), gpu);
-      if (holder.mig_share.contains(gpu)) {
+      if (const auto share = holder.mig_share.find(gpu); share != holder.mig_share.end()) {
         if (on_it) instances_computing.insert(gpu);
+        instances_held[gpu] += std::clamp(share->second, 0.0, 1.0);
         continue;
       }
       ++whole_holders[gpu];
@@ -163,7 +166,10 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
     if (const int on = computing[gpu]; on > 0)
       return std::binary_search(holder.computing_gpus.begin(), holder.computing_gpus.end(), gpu) ? 1.0 / on : 0.0;
     if (instances_computing.contains(gpu)) return 0.0;
-    return 1.0 / std::max(1, whole_holders[gpu]);
+    // Idle instances are their holders' still: the whole holders share what is left of the GPU.
+    const auto held = instances_held.find(gpu);
+    const double left = held == instances_held.end() ? 1.0 : std::max(0.0, 1.0 - held->second);
+    return left / std::max(1, whole_holders[gpu]);
   };
 
   for (auto& entry : seen) {

@@ -385,10 +385,13 @@ TEST(RunTracker, AWholeHolderTakesNoneOfAMigGpuWhoseInstancesAreWorkedOn) {
   EXPECT_DOUBLE_EQ(tracker.running()[0].gpu_seconds, 0);    // the exporter
   EXPECT_DOUBLE_EQ(tracker.running()[1].gpu_seconds, 2.5);  // the job's quarter
 
-  // Where no instance is worked on, the whole holder is credited the GPU, as before.
+  // Where no instance is worked on, the whole holder is credited what the instances' holders do
+  // not hold: the two add up to the GPU's time (seven idle notebooks' instances and the exporter
+  // were credited nearly twice it).
   job.computing_gpus.clear();
   tracker.observe(at(20s, {std::nullopt}, {exporter, job}));
-  EXPECT_DOUBLE_EQ(tracker.running()[0].gpu_seconds, 10);
+  EXPECT_DOUBLE_EQ(tracker.running()[0].gpu_seconds, 7.5);
+  EXPECT_DOUBLE_EQ(tracker.running()[1].gpu_seconds, 5);
 }
 
 TEST(RunTracker, AGapLongerThanTheCreditLimitIsNotCounted) {
