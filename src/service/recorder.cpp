@@ -195,6 +195,9 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
         gpus_unknown.erase(gpu.index);
         gpus_read.insert(gpu.index);
       }
+      // A MIG instance NVML failed to read (for a moment, or while the GPU is reconfigured) holds
+      // its holders' runs, as a GPU left out does: not ended and begun again as new ones.
+      gpus_unknown.insert(snapshot.partly_read.begin(), snapshot.partly_read.end());
       std::vector<GpuContainer> containers;
       bool containers_unknown = false;
       if (machine.engine && !options.ignore_containers) {

@@ -38,6 +38,7 @@ struct Snapshot {
   std::vector<MigInstance> mig_instances;
   std::vector<GpuLink> links;         // empty: topology unknown
   std::vector<LostGpu> lost;          // GPUs the driver named but could not reach
+  std::vector<int> partly_read;       // GPUs some of whose MIG instances could not be read
   std::string source;                 // which source answered: "nvidia-smi", "nvml", "snapshot FILE"
   std::vector<std::string> warnings;  // worth telling the user (a lost GPU, a corrupted infoROM)
 };

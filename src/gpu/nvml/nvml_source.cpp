@@ -102,7 +102,8 @@ class DeviceReader {
     return ok(library_.device_get_mig_mode(device, &current, &pending), "MIG mode") && current == nvml::kMigEnabled;
   }
 
-  std::vector<MigInstance> mig_instances(nvml::Device device, std::vector<std::string>& warnings) const;
+  // `partial` is set where some instance could not be read (its holders unknown, not gone).
+  std::vector<MigInstance> mig_instances(nvml::Device device, std::vector<std::string>& warnings, bool& partial) const;
 
  private:
   std::string profile(nvml::Device mig, const std::string& name) const;
@@ -128,8 +129,10 @@ std::string DeviceReader::profile(nvml::Device mig, const std::string& name) con
   return gpu_part;
 }
 
-std::vector<MigInstance> DeviceReader::mig_instances(nvml::Device device, std::vector<std::string>& warnings) const {
+std::vector<MigInstance> DeviceReader::mig_instances(nvml::Device device, std::vector<std::string>& warnings,
+                                                     bool& partial) const {
   std::vector<MigInstance> instances;
+  partial = true;  // until the slots are listed
   if (library_.device_get_max_mig_device_count == nullptr ||
       library_.device_get_mig_device_handle_by_index == nullptr) {
     warnings.push_back(fmt::format("GPU {} has MIG enabled, but the NVML library cannot list MIG devices", index_));
@@ -137,12 +140,14 @@ std::vector<MigInstance> DeviceReader::mig_instances(nvml::Device device, std::v
   }
   unsigned slots = 0;
   if (!ok(library_.device_get_max_mig_device_count(device, &slots), "MIG device count")) return instances;
+  partial = false;
   for (unsigned slot = 0; slot < slots; ++slot) {
     nvml::Device mig = nullptr;
     const nvml::Return status = library_.device_get_mig_device_handle_by_index(device, slot, &mig);
     if (status == nvml::kNotFound || status == nvml::kInvalidArgument) continue;  // an empty slot
     if (!ok(status, "MIG devices")) {
       warnings.push_back(fmt::format("GPU {}: MIG device {}: {}", index_, slot, library_.describe(status)));
+      partial = true;
       continue;
     }
     try {
@@ -163,6 +168,7 @@ std::vector<MigInstance> DeviceReader::mig_instances(nvml::Device device, std::v
       instances.push_back(std::move(instance));
     } catch (const GpuLeftOut& left_out) {
       warnings.push_back(fmt::format("MIG device {} of {}", slot, left_out.why));
+      partial = true;
     }
   }
   return instances;
@@ -213,7 +219,9 @@ Snapshot NvmlSource::read(std::chrono::milliseconds /*timeout*/) {
         gpu.pci_bus_id = std::string(pci.busId, strnlen(pci.busId, sizeof pci.busId));
       if (gpu.mig_enabled) {
         // The parent's own list needs privileges in MIG mode; its instances' lists do not.
-        std::vector<MigInstance> instances = reader.mig_instances(device, snapshot.warnings);
+        bool partial = false;
+        std::vector<MigInstance> instances = reader.mig_instances(device, snapshot.warnings, partial);
+        if (partial) snapshot.partly_read.push_back(gpu.index);
         for (MigInstance& instance : instances) {
           for (const GpuProcess& process : instance.processes)
             gpu.processes.push_back(

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <string>
@@ -193,6 +194,22 @@ TEST_F(NvmlSourceTest, MigInstancesWithTheirProfilesMemoryAndProcesses) {
   EXPECT_TRUE(snapshot.mig_instances[1].processes.empty());
   EXPECT_EQ(rows(snapshot.mig_instances[2].processes), (std::vector<ProcessRow>{{expected[2].uuid, 8301, 3584.0}}));
   EXPECT_TRUE(snapshot.warnings.empty());
+}
+
+// One instance NVML fails to read (for a moment, or while the GPU is reconfigured): the GPU is
+// said to be partly read, so that gpurund holds its holders' runs rather than ending them.
+TEST_F(NvmlSourceTest, AnInstanceThatCannotBeReadLeavesItsGpuPartlyRead) {
+  EXPECT_THAT(read_with(FAKE_NVML_FULL, "mig.json").partly_read, ::testing::IsEmpty());
+  nlohmann::json scenario = nlohmann::json::parse(test::read_file(kScenarios + "mig.json"));
+  scenario["gpus"][1]["mig_devices"][1]["errors"] = {{"nvmlDeviceGetUUID", "GPU_IS_LOST"}};
+  const test::TempDir dir;
+  const std::string path = dir / "mig-one-lost.json";
+  test::write_file(path, scenario.dump());
+  ASSERT_EQ(::setenv("FAKE_NVML_SCENARIO", path.c_str(), 1), 0);
+  NvmlSource source(FAKE_NVML_FULL);
+  const Snapshot snapshot = source.read(1s);
+  EXPECT_THAT(snapshot.partly_read, ::testing::ElementsAre(1));
+  EXPECT_EQ(snapshot.mig_instances.size(), 3U);  // the other three
 }
 
 TEST_F(NvmlSourceTest, MigGpuThroughALibraryWithoutMigCallsIsAPlainGpu) {
