@@ -177,17 +177,22 @@ std::vector<SlurmJobInfo> parse_jobs(const std::string& squeue_out) {
     // name with a line end is cut there, its line's fields still read).
     if (line.ends_with('|')) line.pop_back();
     const auto f = split(line, '|');
-    if (f.size() < 12) continue;
-    std::string name = f[11];
-    for (std::size_t k = 12; k < f.size(); ++k) name += "|" + f[k];
+    if (f.size() < 15) continue;
+    std::string name = f[14];
+    for (std::size_t k = 15; k < f.size(); ++k) name += "|" + f[k];
     SlurmJobInfo j{f[0], f[1], std::move(name), f[2], f[3], f[4], f[5], f[9], f[10], 0};
     // GPUs asked per node (--gpus-per-node, --gres), else for the whole job (--gpus), else per
-    // task (--gpus-per-task) times the tasks: `%b` alone showed only the first.
+    // task (--gpus-per-task) times the tasks, else per socket (--gpus-per-socket, which Slurm takes
+    // only with --sockets-per-node) times the sockets and nodes: `%b` alone showed only the first.
     j.gpus = tres_gpu_count(f[5]);
     if (j.gpus == 0 && (j.gpus = tres_gpu_count(f[6])) > 0) j.gres = f[6];
     if (j.gpus == 0 && (j.gpus = tres_gpu_count(f[7])) > 0) {
       j.gres = f[7];
       if (const int tasks = to_int(f[8]); tasks > 1) j.gpus *= tasks;
+    }
+    if (j.gpus == 0 && (j.gpus = tres_gpu_count(f[11])) > 0) {
+      j.gres = f[11];
+      j.gpus *= std::max(1, to_int(f[12])) * std::max(1, to_int(f[13]));
     }
     if (j.gpus > 0) jobs.push_back(j);
   }
@@ -206,7 +211,8 @@ std::vector<SlurmNode> query_nodes(std::chrono::milliseconds timeout) {
 std::vector<SlurmJobInfo> query_jobs(std::chrono::milliseconds timeout) {
   return parse_jobs(ask({"squeue", "-h", "-O",
                          "JobID:|,UserName:|,State:|,TimeUsed:|,TimeLimit:|,tres-per-node:|,tres-per-job:|,"
-                         "tres-per-task:|,NumTasks:|,NodeList:|,Reason:|,Name:|"},
+                         "tres-per-task:|,NumTasks:|,NodeList:|,Reason:|,tres-per-socket:|,Sockets:|,NumNodes:|,"
+                         "Name:|"},
                         timeout));
 }
 

@@ -80,6 +80,10 @@ expect_match "ps --json lists the jobs" '"name": "three"' "$json"
 byhand=$(sbatch --parsable --gpus=1 -J byhand --output=/dev/null --wrap 'sleep 30' 2>&1)
 expect_match "ps shows a job that asked with --gpus=1" $'root +byhand +PENDING +[0-9:]+ +1 +\\(' "$(run ps)"
 scancel "$byhand" 2>/dev/null
+# Per socket (Slurm takes it only with --sockets-per-node): squeue's tres-per-node and -job say N/A.
+persocket=$(sbatch --parsable --gpus-per-socket=1 --sockets-per-node=2 -J persocket --output=/dev/null --wrap 'sleep 30' 2>&1)
+expect_match "ps shows a job that asked with --gpus-per-socket=1 on 2 sockets" $'root +persocket +PENDING +[0-9:]+ +2 +\\(' "$(run ps)"
+scancel "$persocket" 2>/dev/null
 [[ -e $work/three.gpus ]] && fail "the third job ran while the GPUs were taken" || pass "the third job waits"
 run 2 -- true 2>"$work/four.err"
 rc=$?

@@ -65,12 +65,15 @@ TEST(Nodes, RecordedSinfo) {
 
 TEST(Jobs, OnlyGpuJobs) {
   const auto jobs = parse_jobs(
-      "4|root|PENDING|0:00|UNLIMITED|gres:gpu:2|N/A|N/A|1||Resources|c|\n"
-      "2|ada|RUNNING|1:01|4:00:00|gres/gpu:a100:2|N/A|N/A|1|node7|None|a|b|c|\n"  // a name of "a|b|c"
-      "5|bob|RUNNING|0:10|UNLIMITED|N/A|N/A|N/A|1|node1|None|cpu-only|\n"
-      "6|cy|RUNNING|0:10|UNLIMITED|N/A|gres:gpu:3|N/A|1|node1|None|whole-job|\n"   // --gpus=3
-      "7|di|RUNNING|0:10|UNLIMITED|N/A|N/A|gres:gpu:1|4|node2|None|per-task|\n");  // -n 4 --gpus-per-task=1
-  ASSERT_EQ(jobs.size(), 4U);
+      "4|root|PENDING|0:00|UNLIMITED|gres:gpu:2|N/A|N/A|1||Resources|N/A|*|1|c|\n"
+      "2|ada|RUNNING|1:01|4:00:00|gres/gpu:a100:2|N/A|N/A|1|node7|None|N/A|*|1|a|b|c|\n"  // a name of "a|b|c"
+      "5|bob|RUNNING|0:10|UNLIMITED|N/A|N/A|N/A|1|node1|None|N/A|*|1|cpu-only|\n"
+      "6|cy|RUNNING|0:10|UNLIMITED|N/A|gres:gpu:3|N/A|1|node1|None|N/A|*|1|whole-job|\n"     // --gpus=3
+      "7|di|RUNNING|0:10|UNLIMITED|N/A|N/A|gres:gpu:1|4|node2|None|N/A|*|1|per-task|\n"      // -n 4 --gpus-per-task=1
+      "8|ed|RUNNING|0:10|UNLIMITED|N/A|N/A|N/A|1|node3|None|gres:gpu:2|2|1|per-socket|\n");  // 2 per socket, 2 sockets
+  ASSERT_EQ(jobs.size(), 5U);
+  EXPECT_EQ(jobs[4].name, "per-socket");
+  EXPECT_EQ(jobs[4].gpus, 4);
   EXPECT_EQ(jobs[2].name, "whole-job");
   EXPECT_EQ(jobs[2].gpus, 3);  // squeue's %b said N/A: the job was not listed
   EXPECT_EQ(jobs[2].gres, "gres:gpu:3");
