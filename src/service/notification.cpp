@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdint>
 
 #include "gpurun/history/time_text.hpp"
 #include "gpurun/service/notifier.hpp"
@@ -70,6 +72,29 @@ nlohmann::ordered_json webhook_body(const Notification& notification) {
           {"run", notification.run}};
 }
 
+namespace {
+
+// The same for every attempt at one notification, across restarts (it is kept with its time and
+// run): a sendmail killed at its time limit after its relay took the mail is tried again, and the
+// reader's mail system takes the second copy for the first.
+std::string message_id(const Notification& notification) {
+  const auto atom = [](std::string_view text) {
+    std::string out;
+    for (const char c : text) out += std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' ? c : '_';
+    return out.empty() ? std::string("_") : out;
+  };
+  std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a of what it says, to tell two of one moment apart
+  for (const char c : notification.text + notification.user)
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  const auto id = notification.run.contains("id") && notification.run["id"].is_number_integer()
+                      ? notification.run["id"].get<std::int64_t>()
+                      : std::int64_t{0};
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(notification.time.time_since_epoch()).count();
+  return fmt::format("<gpurund.{}.{}.{}.{:016x}@{}>", atom(notification.event), id, ms, hash, atom(notification.host));
+}
+
+}  // namespace
+
 std::optional<std::string> mail_message(const Notification& notification, const std::string& mail_domain) {
   if (!mailable(notification.user)) return std::nullopt;
   const std::string to = mail_domain.empty() ? notification.user : notification.user + "@" + mail_domain;
@@ -78,6 +103,7 @@ std::optional<std::string> mail_message(const Notification& notification, const 
   return fmt::format(
       "To: {}\n"
       "Subject: [gpurun] {}\n"
+      "Message-ID: {}\n"
       "Auto-Submitted: auto-generated\n"
       "Content-Type: text/plain; charset=us-ascii\n"
       "\n"
@@ -85,8 +111,8 @@ std::optional<std::string> mail_message(const Notification& notification, const 
       "\n"
       "This was sent by the gpurun service on {} ({} event, {}). The run:\n"
       "{}\n",
-      to, header_value(notification.text), header_value(notification.text), header_value(notification.host),
-      notification.event, rfc3339(notification.time), run);
+      to, header_value(notification.text), message_id(notification), header_value(notification.text),
+      header_value(notification.host), notification.event, rfc3339(notification.time), run);
 }
 
 }  // namespace gpurun

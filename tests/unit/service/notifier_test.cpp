@@ -105,6 +105,21 @@ TEST(Notification, TheMailGoesToTheUserAtTheDomainWithTheTextAsSubject) {
   EXPECT_THAT(*mail_message(notification(), ""), HasSubstr("To: alice\n"));
 }
 
+// One notification sent again (a sendmail killed at its limit after its relay took the mail) has
+// the same Message-ID, which mail systems take for the copy it is; another has its own.
+TEST(Notification, AMailsIdIsTheSameForEveryAttemptAndAnothersDiffers) {
+  const std::string first = *mail_message(notification(), "lab.example.org");
+  EXPECT_THAT(first, ::testing::ContainsRegex(
+                         "\nMessage-ID: <gpurund\\.idle_stopped\\.3\\.1764000000000\\.[0-9a-f]{16}@dgx1>\n"));
+  EXPECT_EQ(*mail_message(notification(), "lab.example.org"), first);
+  Notification other = notification("alice", "run 4 (y) stopped");
+  other.host = "dgx 1<>";
+  const std::string second = *mail_message(other, "lab.example.org");
+  EXPECT_THAT(second, HasSubstr("@dgx_1__>\n"));
+  const auto id_of = [](const std::string& m) { return m.substr(m.find("Message-ID:"), 60); };
+  EXPECT_NE(id_of(first), id_of(second));
+}
+
 TEST(Notification, NoMailForANameThatIsNoLoginAndNoLineBreakIntoTheHeaders) {
   for (const char* user : {"", "bob\nBcc: eve@example.org", "bob,eve", "-oQ/tmp", "a b", "<eve@x>"})
     EXPECT_FALSE(mail_message(notification(user), "lab.example.org")) << user;
