@@ -33,29 +33,32 @@ std::optional<DockerArg> parse_rule(const std::string& rule) {
   return args[0];
 }
 
-// `through_links`: a refusal compares paths as docker mounts them; an allowance as written.
-bool overlap(const std::string& a, const std::string& b, bool through_links) {
-  return through_links ? paths_overlap_as_mounted(a, b) : paths_overlap(a, b);
+// How a rule is read: a refusal (refused_docker_options) takes in whatever gives what it names,
+// paths compared as docker mounts them and --cap-add ALL as every capability; an allowance
+// (allowed_docker_options, under sudo) lets through only what it names, as written.
+enum class RuleUse { refusal, allowance };
+
+bool overlap(const std::string& a, const std::string& b, RuleUse use) {
+  return use == RuleUse::refusal ? paths_overlap_as_mounted(a, b) : paths_overlap(a, b);
 }
 
-bool same_value(const std::string& option, const std::string& refused, const std::string& given, bool through_links) {
-  if (refused == given) return true;
+bool same_value(const std::string& option, const std::string& ruled, const std::string& given, RuleUse use) {
+  if (ruled == given) return true;
   // A rule naming only a host path refuses every mount that exposes it: "-v /var/run/docker.sock".
-  if (option == "volume" && refused.find(':') == std::string::npos)
-    return overlap(refused, volume_source(given), through_links);
-  // ALL adds (or drops) every capability, the refused one among them.
+  if (option == "volume" && ruled.find(':') == std::string::npos) return overlap(ruled, volume_source(given), use);
   if (option == "cap-add" || option == "cap-drop")
-    return capability(refused) == capability(given) || capability(given) == "ALL";
+    // ALL adds (or drops) every capability: the refused one among them, but no allowed one alone.
+    return capability(ruled) == capability(given) || (use == RuleUse::refusal && capability(given) == "ALL");
   return false;
 }
 
-bool refuses(const DockerArg& rule, const DockerArg& arg, bool through_links) {
+bool matches(const DockerArg& rule, const DockerArg& arg, RuleUse use) {
   if (rule.name == "volume" && arg.name == "mount" && rule.value && rule.value->find(':') == std::string::npos)
-    return overlap(*rule.value, mount_source(arg.value.value_or("")), through_links);
+    return overlap(*rule.value, mount_source(arg.value.value_or("")), use);
   if (rule.name != arg.name) return false;
   if (docker_boolean(rule.name))  // an unreadable boolean counts as true: docker would fail anyway
     return docker_bool(rule.value).value_or(true) == docker_bool(arg.value).value_or(true);
-  return !rule.value || same_value(rule.name, *rule.value, arg.value.value_or(""), through_links);
+  return !rule.value || same_value(rule.name, *rule.value, arg.value.value_or(""), use);
 }
 
 std::string location(const SitePolicy& policy, const std::string& key) {
@@ -100,7 +103,7 @@ bool names_toolkit_device_list(const std::string& target) {
 
 bool rule_matches(const std::string& rule, const DockerArg& arg) {
   const std::optional<DockerArg> parsed = parse_rule(rule);
-  return parsed && refuses(*parsed, arg, /*through_links=*/false);
+  return parsed && matches(*parsed, arg, RuleUse::allowance);
 }
 
 bool gpu_selecting_env(std::string_view item) {
@@ -196,7 +199,7 @@ void check_docker_options(const SitePolicy& policy, const ItemOrigins& origins, 
     const std::optional<DockerArg> rule = parse_rule(rule_text);
     if (!rule) continue;  // the system file's check refused such a rule already
     for (const Given& g : given)
-      if (refuses(*rule, g.arg, /*through_links=*/true))
+      if (matches(*rule, g.arg, RuleUse::refusal))
         throw Refusal(
             fmt::format("docker option \"{}\"{} is refused by the site policy \"refused_docker_options\" "
                         "(rule \"{}\") in {}",

@@ -42,7 +42,8 @@ using ItemOrigins = std::map<std::string, std::map<std::string, std::string>>;
 // Why a refused_docker_options rule is not exactly one docker option; nullopt when it is.
 std::optional<std::string> rule_problem(const std::string& rule);
 
-// Whether the docker option rule (one option, as in refused_docker_options) matches `arg`.
+// Whether the docker option rule (one option, as in allowed_docker_options) lets `arg` through:
+// as written (paths compared as given, --cap-add ALL matching no rule but "--cap-add ALL").
 bool rule_matches(const std::string& rule, const DockerArg& arg);
 
 // Whether an environment item ("NAME=value" or "NAME") names a variable that tells the NVIDIA

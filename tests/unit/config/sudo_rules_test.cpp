@@ -258,6 +258,17 @@ TEST(SudoRules, TheAdminsAllowListExtendsTheBuiltInOne) {
   enforce_caller_rules(o, false);
 }
 
+// An admin who allows one capability allows that one: --cap-add ALL, which a refusal counts as
+// every capability, is no capability an allowance names.
+TEST(SudoRules, AnAllowedCapabilityLetsNoAllThrough) {
+  Options all = caller_options({"--cap-add=ALL"});
+  all.policy.allowed_docker_options = {"--cap-add=NET_ADMIN"};
+  EXPECT_THAT(test::caught_error([&] { enforce_caller_rules(all, false); }).message, HasSubstr("--cap-add"));
+  Options one = caller_options({"--cap-add", "net_admin"});
+  one.policy.allowed_docker_options = {"--cap-add=NET_ADMIN"};
+  enforce_caller_rules(one, false);
+}
+
 // Whose the container is stays gpurun's to say, whatever the admin allows: a bare "--label" on
 // the site's list matches every value, and a label file is read by root unchecked.
 TEST(SudoRules, GpurunsOwnLabelsAreRefusedEvenWhereTheAdminAllowsLabels) {
