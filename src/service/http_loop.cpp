@@ -152,12 +152,14 @@ HttpReply answer(const HttpHandler& handler, int fd, const http::request<http::s
   }
 }
 
-// The bytes of the answers all connections are writing, and the most they may be; an answer of
-// `bytes` that would pass it is not admitted, unless it is the only one (a year of history, alone,
-// is always sent).
+// The bytes of the large answers all connections are writing, and the most they may be; a large
+// answer that would pass it is not admitted, unless it is the only one (a year of history, alone,
+// is always sent). A small one (the page, /metrics, a week's history) is always admitted and not
+// counted: one user's four slow reads of large answers turn away no one's scrape.
 class WritingBytes {
  public:
-  explicit WritingBytes(std::size_t bytes) : bytes_(bytes) {
+  explicit WritingBytes(std::size_t bytes) : bytes_(bytes < kSmall ? 0 : bytes) {
+    if (bytes_ == 0) return;
     std::size_t now = in_flight_.load();
     do {
       if (now > 0 && now + bytes > kMost) {
@@ -174,6 +176,7 @@ class WritingBytes {
 
  private:
   static constexpr std::size_t kMost = std::size_t{64} * 1024 * 1024;
+  static constexpr std::size_t kSmall = std::size_t{1} * 1024 * 1024;
   static inline std::atomic<std::size_t> in_flight_{0};
   std::size_t bytes_;
   bool admitted_ = true;
@@ -216,7 +219,7 @@ void serve_connection(int fd, int family, const std::atomic<bool>& stopping, con
     HttpReply reply = answer(handler, fd, request);
     // Answers being written hold the root service's memory while their clients read, as slowly as
     // the write limit lets them: past a bound in all, a large one is refused rather than kept.
-    const WritingBytes writing(reply.body.size());
+    const WritingBytes writing(request.method() == http::verb::head ? 0 : reply.body.size());
     if (!writing.admitted())
       reply = {.status = 503,
                .body =
