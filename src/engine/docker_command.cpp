@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <set>
+#include <string_view>
 
 #include "gpurun/engine/gpu_request.hpp"
 #include "gpurun/util/accounts.hpp"
@@ -63,6 +66,22 @@ std::string random_suffix() {
   if (::getrandom(&value, sizeof value, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof value))
     value = static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   return fmt::format("{:08x}", value);
+}
+
+void check_workdir_mount(const std::string& workdir) {
+  static const std::set<std::string_view> kSystem{
+      "/",        "/bin",       "/boot",     "/dev",       "/etc",       "/lib",         "/lib32",   "/lib64",
+      "/libx32",  "/proc",      "/run",      "/sbin",      "/sys",       "/usr",         "/var",     "/usr/bin",
+      "/usr/lib", "/usr/lib64", "/usr/sbin", "/usr/local", "/usr/share", "/usr/include", "/var/lib", "/opt"};
+  const std::string normal = std::filesystem::path(workdir).lexically_normal().string();
+  const std::string_view bare = normal.size() > 1 && normal.ends_with('/')
+                                    ? std::string_view(normal).substr(0, normal.size() - 1)
+                                    : std::string_view(normal);
+  if (kSystem.contains(bare))
+    throw Error(
+        fmt::format("the job gets the working directory mounted at the same path, and {} would {}: cd to "
+                    "your project's directory first",
+                    bare, bare == "/" ? "be all of the host (docker refuses it)" : "hide the image's own"));
 }
 
 LaunchIdentity current_identity() {

@@ -17,7 +17,6 @@
 #include <iostream>
 #include <memory>
 #include <ostream>
-#include <set>
 #include <string_view>
 
 #include "caller_mounts.hpp"
@@ -82,24 +81,6 @@ void check_container_name(const std::string& name) {
         fmt::format("--name \"{}\": a container name is letters, digits, '_', '.' and '-', the first a letter "
                     "or digit",
                     text::printable(name, 80)));
-}
-
-// The working directory is mounted at its own path: / docker refuses, and /usr or /etc would hide
-// the image's own (its Python, its libraries), a job that fails in ways far from the cause.
-void check_workdir(const std::string& workdir) {
-  static const std::set<std::string_view> kSystem{
-      "/",        "/bin",       "/boot",     "/dev",       "/etc",       "/lib",         "/lib32",  "/lib64",
-      "/libx32",  "/proc",      "/run",      "/sbin",      "/sys",       "/usr",         "/var",    "/usr/bin",
-      "/usr/lib", "/usr/lib64", "/usr/sbin", "/usr/local", "/usr/share", "/usr/include", "/var/lib"};
-  const std::string normal = std::filesystem::path(workdir).lexically_normal().string();
-  const std::string_view bare = normal.size() > 1 && normal.ends_with('/')
-                                    ? std::string_view(normal).substr(0, normal.size() - 1)
-                                    : std::string_view(normal);
-  if (kSystem.contains(bare))
-    throw Error(
-        fmt::format("the job gets the working directory mounted at the same path, and {} would {}: cd to "
-                    "your project's directory first",
-                    bare, bare == "/" ? "be all of the host (docker refuses it)" : "hide the image's own"));
 }
 
 // docker takes a name of two characters at least (podman one): refused before the pick and any --wait.
@@ -291,7 +272,7 @@ int run_launch(const Options& options, std::ostream& out) {
   }
   check_image(options.image, options.command);  // before asking nvidia-smi anything: fail fast
   check_container_name(options.name);
-  check_workdir(current_identity().workdir);
+  check_workdir_mount(current_identity().workdir);
   const bool report = options.report;  // --report-json set it too (settle_options)
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");

@@ -80,7 +80,12 @@ trap 'rm -rf "$root"' EXIT
 tar -C "$root" -xf "$cache"
 
 # In the fresh root: a clean environment, as root's login shell would have.
-in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+# From /tmp, as a user works: a launch from / is refused (the working directory, mounted at its
+# path, would be all of the host).
+in_root() {
+  chroot "$root" /bin/sh -c 'cd /tmp && exec "$@"' in_root \
+    /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
+}
 
 step "dpkg -i"
 dpkg-deb --info "$deb" postinst >/dev/null 2>&1 || fail "the package has no postinst (an upgrade restarts gpurund)"
@@ -94,8 +99,8 @@ step "gpurun runs"
 cp "$source_dir/scripts/sample/dgx-a100-busy.csv" "$root/tmp/sample.csv"
 args=(--dry-run -q --ignore-containers --from-csv /tmp/sample.csv --host-cpus 128 --name job
       --image me/pytorch:24.05 2 -- python train.py --lr 0.1)
-installed=$(in_root sh -c 'cd / && exec gpurun "$@"' gpurun "${args[@]}") || fail "gpurun --dry-run failed"
-expected="docker run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 32 --user 0:0 --volume /:/ --workdir / \
+installed=$(in_root gpurun "${args[@]}") || fail "gpurun --dry-run failed"
+expected="docker run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 32 --user 0:0 --volume /tmp:/tmp --workdir /tmp \
 --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 --log-opt max-size=50m --label gpurun.user=root \
 --label gpurun.gpus=2,5 --label gpurun.gpu-uuids=GPU-ce9da201-e0c0-d1a0-dc00-f0e71a714a16,GPU-171b2f3a-9f88-9eea-f77e-e09a4496e0ed \
 --label gpurun.uid=0 --label gpurun.name=job --label gpurun.time-limit= --label gpurun.notify= me/pytorch:24.05 python train.py --lr 0.1"
@@ -103,6 +108,10 @@ expected="docker run --rm --interactive --name job --gpus '\"device=2,5\"' --cpu
   $installed
 instead of
   $expected"
+# From / the launch is refused, saying what to do (the mount would be all of the host).
+from_root=$(chroot "$root" /bin/sh -c 'cd / && gpurun "$@" 2>&1' gpurun "${args[@]}") &&
+  fail "a launch from / was not refused: $from_root"
+[[ $from_root == *"cd to your project's directory first"* ]] || fail "a launch from / said: $from_root"
 in_root gpurun status --verbose --from-csv /tmp/sample.csv 2>/dev/null | grep -A1 '^  2  NVIDIA A100-SXM4-80GB .* free$' | grep -q '^      note: processes not checked: the snapshot has no process list$' || fail "gpurun status"
 in_root gpurun config | grep -q '^image ' || fail "gpurun config"
 # A real launch on a machine without docker: the documented exit 127 and a message, no crash.

@@ -127,6 +127,11 @@ container-mounts=$work:$work,/srv/data:/data:ro
 container-workdir=$work
 container-env=WANDB_MODE
 env WANDB_MODE=offline" "$(cat "$work/pyxis.record" 2>/dev/null)"
+  # pyxis mounts the working directory at its path as docker does: not from /usr (the image's own).
+  out=$(cd /usr && run --dry-run --image busybox 1 -- true 2>&1)
+  expect_match "pyxis from /usr is refused, saying what to do" "cd to your project's directory first" "$out"
+  out=$(cd /usr && run --dry-run --slurm-container none 1 -- true 2>&1)
+  expect_match "without a container /usr is a working directory like another" '^srun ' "$out"
   # --report in a pyxis container: gpurun samples in a first step, the container step is its child.
   : >"$work/pyxis.record"
   out=$(run --dry-run --report --nvidia-smi /opt/smi --image busybox 2 -- true)

@@ -21,6 +21,11 @@ struct LaunchIdentity {
 };
 LaunchIdentity current_identity();
 
+// Throws Error where the working directory, which every container backend mounts at its own path,
+// is / (docker refuses it: all of the host) or a system directory (/usr, /etc, /opt: the image's
+// own Python and libraries hidden, a job failing far from the cause), saying what to do.
+void check_workdir_mount(const std::string& workdir);
+
 struct DockerRunRequest {
   std::string docker = "docker";  // argv[0]
   std::string image;
