@@ -193,11 +193,15 @@ TEST_F(ConfigTest, AFilesRelativeVolumeIsTakenFromTheFilesDirectory) {
                                                      "/abs:/abs", work + "/.cache/hf:/hf", work + "/p:/p"}));
 }
 
+// A project's "./run-link" is the link beside its file, to /var/run where the engine's socket is:
+// checked as that, not as a path from wherever the test runs (where no such link is).
 TEST_F(ConfigTest, AProjectsRelativeVolumeIsCheckedAsThePathItNames) {
-  const std::string up = "../../../../../../../../../../../../../../../../../../../../../../run/docker.sock";
-  write("work/.gpurun.json", R"({"volumes": [")" + up + R"(:/s"]})");
+  fs::create_directories(path("work"));
+  fs::create_directory_symlink("/var/run", path("work/run-link"));
+  write("work/.gpurun.json", R"({"volumes": ["./run-link:/r"]})");
   ConfigInputs in = inputs();
   in.cwd = path("work");
+  ASSERT_FALSE(fs::exists("run-link"));  // the process's own working directory has none
   EXPECT_THAT(error_of([&] { load_config(in); }), HasSubstr("cannot give its job power over the host"));
 }
 
