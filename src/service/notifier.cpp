@@ -187,22 +187,23 @@ void Notifier::send(Notification notification, bool asked) {
       if (!post && !policy_.mail) return;
     }
     if (queue_.size() >= kMostWaiting) {
-      // What goes is the most waiting user's (one user's thousand idle processes push out no one
-      // else's warning): the oldest news of a run's end first, then the oldest of anything but a
-      // warning, as a warning the rules count as given is kept while anything else can go.
-      std::map<std::string, std::size_t> waiting;
-      for (const Pending& p : queue_) ++waiting[p.notification.user];
-      const std::string& most = std::max_element(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) {
-                                  return a.second < b.second;
-                                })->first;
-      const auto theirs = [&most](const Pending& p) { return p.notification.user == most; };
+      // The oldest news of a run's end goes first, whoever's; then of the most waiting user's (one
+      // user's thousand idle processes push out no one else's warning), the oldest of anything but
+      // a warning, then the oldest warning: a warning the rules count as given is the last to go.
       auto dropped = std::find_if(queue_.begin(), queue_.end(),
-                                  [&](const Pending& p) { return theirs(p) && p.notification.event == "run_ended"; });
-      if (dropped == queue_.end())
+                                  [](const Pending& p) { return p.notification.event == "run_ended"; });
+      if (dropped == queue_.end()) {
+        std::map<std::string, std::size_t> waiting;
+        for (const Pending& p : queue_) ++waiting[p.notification.user];
+        const std::string most = std::max_element(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) {
+                                   return a.second < b.second;
+                                 })->first;
+        const auto theirs = [&most](const Pending& p) { return p.notification.user == most; };
         dropped = std::find_if(queue_.begin(), queue_.end(), [&](const Pending& p) {
           return theirs(p) && !p.notification.event.ends_with("_warning");
         });
-      if (dropped == queue_.end()) dropped = std::find_if(queue_.begin(), queue_.end(), theirs);
+        if (dropped == queue_.end()) dropped = std::find_if(queue_.begin(), queue_.end(), theirs);
+      }
       spdlog::error("notify: {} notifications wait already; dropping the oldest {}", queue_.size(),
                     dropped->notification.event);
       queue_.erase(dropped);
