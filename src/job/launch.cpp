@@ -231,7 +231,9 @@ bool service_answers(const std::string& socket_path) {
   if (!fd.valid()) return true;
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API takes a sockaddr*
   const int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
-  return rc == 0 || errno == EAGAIN || errno == EINPROGRESS;  // EAGAIN: its backlog is full, it runs
+  // Only no socket, or nobody listening on it, is no service: a socket an admin has closed to
+  // users (EACCES) is gpurund's still, and it acts on the containers' labels, not on this socket.
+  return rc == 0 || (errno != ENOENT && errno != ECONNREFUSED);
 }
 
 // Time limits and --notify are gpurund's to act on. Said where the launch asks for them and they
