@@ -44,6 +44,18 @@ std::size_t values_consumed(std::string_view word, const std::function<bool(std:
   return 0;
 }
 
+// `-e=FOO=1`, `-p=8888:8888`, `-qe=FOO=1`: the '=' after a short option that takes a value is no
+// part of the value, as docker reads it.
+std::string without_short_equals(const std::string& word, const std::function<bool(std::string_view)>& takes_value) {
+  if (word.starts_with("--")) return word;
+  for (std::size_t i = 1; i < word.size(); ++i) {
+    if (!takes_value(std::string{'-', word[i]})) continue;
+    if (i + 2 < word.size() && word[i + 1] == '=') return word.substr(0, i + 1) + word.substr(i + 2);
+    break;  // the rest is its value
+  }
+  return word;
+}
+
 }  // namespace
 
 CommandLine split_command_line(const std::vector<std::string>& args,
@@ -120,12 +132,7 @@ CommandLine split_command_line(const std::vector<std::string>& args,
       continue;
     }
     if (is_option(word)) {
-      // `-e=FOO=1`, `-p=8888:8888`: a short option's '=' is no part of its value, as docker reads it.
-      if (word.size() > 3 && word[1] != '-' && word[2] == '=' && takes_value(word.substr(0, 2))) {
-        line.options.push_back(word.substr(0, 2) + word.substr(3));
-        continue;
-      }
-      line.options.push_back(word);
+      line.options.push_back(without_short_equals(word, takes_value));
       if (values_consumed(word, takes_value) == 1 && i + 1 < args.size())
         line.options.push_back(value_after(word, args[++i]));
       continue;

@@ -75,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(
         SplitCase{"ShortOptionConsumesItsValue",     {"-e", "FOO=1", "--env", "-x", "2", "cmd"}, {"-e", "FOO=1", "--env", "-x"}, "", "2", {"cmd"}},
         SplitCase{"OptionValueLookingLikeACountIsAValue", {"--name", "7", "2", "cmd"},           {"--name", "7"},           "",    "2",   {"cmd"}},
         SplitCase{"AttachedShortValueDoesNotConsume", {"-eFOO=1", "2", "cmd"},                   {"-eFOO=1"},               "",    "2",   {"cmd"}},
-        SplitCase{"AShortOptionsEqualsIsNoPartOfItsValue", {"-e=FOO=1", "-q=x", "2", "cmd"},      {"-eFOO=1", "-q=x"},       "",    "2",   {"cmd"}},
+        SplitCase{"AShortOptionsEqualsIsNoPartOfItsValue", {"-e=FOO=1", "-q=x", "-qe=A=1", "-eB=1", "2", "cmd"}, {"-eFOO=1", "-q=x", "-qeA=1", "-eB=1"}, "", "2", {"cmd"}},
         SplitCase{"LongOptionWithEqualsDoesNotConsume", {"--image=x", "2", "cmd"},               {"--image=x"},             "",    "2",   {"cmd"}},
         SplitCase{"FlagClusterDoesNotConsume",       {"-qq", "2", "cmd"},                        {"-qq"},                   "",    "2",   {"cmd"}},
         SplitCase{"ClusterEndingInAValueOptionConsumes", {"-qe", "A=1", "2"},                    {"-qe", "A=1"},            "",    "2",   {}},
