@@ -96,6 +96,22 @@ void RunTracker::resume(std::vector<RunRecord> open_runs) {
   }
 }
 
+// The wall clock stepped (NTP, a date set by hand) between the last sample and `now`, by more than
+// sampling's own jitter: the open runs' times move with it, so that they stay the times of their
+// start and last sight on the clock as it reads now. A date set a year ahead and corrected left
+// runs ending a year ahead (counted whole in every "last 30 days" for a year), and one stepped
+// back left a run's hour in the last ten minutes.
+void RunTracker::follow_wall_clock_step(const SampleTime& now) {
+  if (!now.monotonic || !previous_->monotonic) return;
+  const auto step = (now.when - previous_->when) - (*now.monotonic - *previous_->monotonic);
+  if (step > -std::chrono::seconds(1) && step < std::chrono::seconds(1)) return;
+  const auto shift = std::chrono::duration_cast<WallTime::duration>(step);
+  for (RunRecord& run : running_) {
+    run.start += shift;
+    run.last_seen += shift;
+  }
+}
+
 std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   // The time since the last sample, credited to the runs it saw: on the steady clock, so that the
   // wall clock stepped back (an hour's correction) or forward loses or adds nothing; none for a
@@ -104,6 +120,7 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
   if (previous_) {
     const std::chrono::milliseconds gap = sample.time().since(*previous_);
     if (gap <= settings_.max_credit + allowance_) credit_s = std::chrono::duration<double>(gap).count();
+    follow_wall_clock_step(sample.time());
   }
   previous_ = sample.time();
   allowance_ = std::chrono::milliseconds(0);
@@ -181,10 +198,7 @@ std::vector<RunRecord> RunTracker::observe(const MachineSample& sample) {
       run = std::prev(running_.end());
     }
     run->missed = 0;
-    // The wall clock as it reads now: one stepped a year ahead by mistake and then corrected left
-    // its runs ending a year ahead, and counted whole in every "last 30 days" for a year.
     run->last_seen = sample.when;
-    run->start = std::min(run->start, sample.when);
     merge_gpus(run->gpus, holder.gpus);
     if (run->user.empty() && !holder.user.empty()) run->user = holder.user;  // learnt later
     // The engine's word on what it is: a container first seen through its processes alone (the

@@ -173,6 +173,7 @@ class RunTracker {
   TrackerSettings settings_;
   std::int64_t last_id_;
   std::optional<SampleTime> previous_;  // the last sample's time
+  void follow_wall_clock_step(const SampleTime& now);
   std::vector<RunRecord> running_;
   std::map<int, WallTime> idle_since_;
   std::map<int, SampleTime> idle_from_;           // the first idle sample of each, as idle_since_ counts

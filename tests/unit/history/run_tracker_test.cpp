@@ -323,14 +323,31 @@ TEST(RunTracker, AClockSteppedAheadAndCorrectedLeavesNoRunInTheFuture) {
   tracker.observe(sample(0s, 0s, {container("a", {0})}));
   tracker.observe(sample(kYear + 10s, 10s, {container("a", {0}), container("b", {1})}));  // the mistake
   tracker.observe(sample(20s, 20s, {container("a", {0}), container("b", {1})}));          // corrected
-  for (const RunRecord& run : tracker.running()) {
-    EXPECT_EQ(run.last_seen, kT0 + 20s) << run.key;
-    EXPECT_LE(run.start, run.last_seen) << run.key;
-  }
+  ASSERT_THAT(tracker.running(), SizeIs(2));
+  EXPECT_EQ(tracker.running()[0].start, kT0);        // a: begun before the mistake
+  EXPECT_EQ(tracker.running()[1].start, kT0 + 10s);  // b: begun during it, at its true time
+  for (const RunRecord& run : tracker.running()) EXPECT_EQ(run.last_seen, kT0 + 20s) << run.key;
   tracker.observe(sample(30s, 30s, {}));
   const std::vector<RunRecord> ended = tracker.observe(sample(40s, 40s, {}));
   ASSERT_THAT(ended, SizeIs(2));
   for (const RunRecord& run : ended) EXPECT_EQ(*run.end, kT0 + 20s) << run.key;
+}
+
+// The clock stepped back an hour under a run fifty minutes old: it is fifty minutes old still,
+// not begun now (its hour counted in the last ten minutes).
+TEST(RunTracker, AClockSteppedBackLeavesARunItsAge) {
+  RunTracker tracker;
+  const auto steady = std::chrono::steady_clock::time_point{} + 1000s;
+  const auto sample = [&](std::chrono::seconds wall, std::chrono::seconds passed) {
+    MachineSample s = at(wall, {90}, {container("a", {0})});
+    s.monotonic = steady + passed;
+    return s;
+  };
+  tracker.observe(sample(3600s, 0s));
+  tracker.observe(sample(3600s + 3000s, 3000s));  // fifty minutes on
+  tracker.observe(sample(3000s + 10s, 3010s));    // an hour back
+  EXPECT_EQ(tracker.running().front().start, kT0);
+  EXPECT_EQ(tracker.running().front().last_seen, kT0 + 3010s);
 }
 
 // Two users' processes on one GPU (--allow-busy, a workstation): each is credited half of the
