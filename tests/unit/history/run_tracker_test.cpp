@@ -34,6 +34,14 @@ MachineSample at(std::chrono::seconds t, std::vector<std::optional<double>> util
   return s;
 }
 
+// A sample `passed` after the first on the steady clock, whatever the wall clock reads (`wall`).
+MachineSample timed(std::chrono::seconds wall, std::chrono::seconds passed, std::vector<HolderSample> holders,
+                    std::vector<std::optional<double>> util = {90, 90}) {
+  MachineSample s = at(wall, std::move(util), std::move(holders));
+  s.monotonic = std::chrono::steady_clock::time_point{} + 1000s + passed;
+  return s;
+}
+
 TEST(RunTracker, ARunStartsWhenFirstSeenAndIsCreditedBetweenSamples) {
   RunTracker tracker;
   EXPECT_THAT(tracker.observe(at(0s, {90, 0}, {container("a", {0})})), IsEmpty());
@@ -294,11 +302,8 @@ TEST(RunTracker, TheClockSteppingBackNeverGivesNegativeTimes) {
 // the time that passed, read on the steady clock. An hour back once credited nothing for an hour.
 TEST(RunTracker, AWallClockSteppedBackOrForwardCreditsTheTimeThatPassed) {
   RunTracker tracker;
-  const auto steady = std::chrono::steady_clock::time_point{} + 1000s;
-  const auto sample = [&](std::chrono::seconds wall, std::chrono::seconds passed) {
-    MachineSample s = at(wall, {90}, {container("a", {0})});
-    s.monotonic = steady + passed;
-    return s;
+  const auto sample = [](std::chrono::seconds wall, std::chrono::seconds passed) {
+    return timed(wall, passed, {container("a", {0})}, {90});
   };
   tracker.observe(sample(3600s, 0s));
   tracker.observe(sample(10s, 10s));  // an hour back
@@ -313,22 +318,16 @@ TEST(RunTracker, AWallClockSteppedBackOrForwardCreditsTheTimeThatPassed) {
 // window for a year).
 TEST(RunTracker, AClockSteppedAheadAndCorrectedLeavesNoRunInTheFuture) {
   RunTracker tracker;
-  const auto steady = std::chrono::steady_clock::time_point{} + 1000s;
-  const auto sample = [&](std::chrono::seconds wall, std::chrono::seconds passed, std::vector<HolderSample> holders) {
-    MachineSample s = at(wall, {90, 90}, std::move(holders));
-    s.monotonic = steady + passed;
-    return s;
-  };
   constexpr std::chrono::seconds kYear = 365 * 24h;
-  tracker.observe(sample(0s, 0s, {container("a", {0})}));
-  tracker.observe(sample(kYear + 10s, 10s, {container("a", {0}), container("b", {1})}));  // the mistake
-  tracker.observe(sample(20s, 20s, {container("a", {0}), container("b", {1})}));          // corrected
+  tracker.observe(timed(0s, 0s, {container("a", {0})}));
+  tracker.observe(timed(kYear + 10s, 10s, {container("a", {0}), container("b", {1})}));  // the mistake
+  tracker.observe(timed(20s, 20s, {container("a", {0}), container("b", {1})}));          // corrected
   ASSERT_THAT(tracker.running(), SizeIs(2));
   EXPECT_EQ(tracker.running()[0].start, kT0);        // a: begun before the mistake
   EXPECT_EQ(tracker.running()[1].start, kT0 + 10s);  // b: begun during it, at its true time
   for (const RunRecord& run : tracker.running()) EXPECT_EQ(run.last_seen, kT0 + 20s) << run.key;
-  tracker.observe(sample(30s, 30s, {}));
-  const std::vector<RunRecord> ended = tracker.observe(sample(40s, 40s, {}));
+  tracker.observe(timed(30s, 30s, {}));
+  const std::vector<RunRecord> ended = tracker.observe(timed(40s, 40s, {}));
   ASSERT_THAT(ended, SizeIs(2));
   for (const RunRecord& run : ended) EXPECT_EQ(*run.end, kT0 + 20s) << run.key;
 }
@@ -337,11 +336,8 @@ TEST(RunTracker, AClockSteppedAheadAndCorrectedLeavesNoRunInTheFuture) {
 // not begun now (its hour counted in the last ten minutes).
 TEST(RunTracker, AClockSteppedBackLeavesARunItsAge) {
   RunTracker tracker;
-  const auto steady = std::chrono::steady_clock::time_point{} + 1000s;
-  const auto sample = [&](std::chrono::seconds wall, std::chrono::seconds passed) {
-    MachineSample s = at(wall, {90}, {container("a", {0})});
-    s.monotonic = steady + passed;
-    return s;
+  const auto sample = [](std::chrono::seconds wall, std::chrono::seconds passed) {
+    return timed(wall, passed, {container("a", {0})}, {90});
   };
   tracker.observe(sample(3600s, 0s));
   tracker.observe(sample(3600s + 3000s, 3000s));  // fifty minutes on
