@@ -41,6 +41,14 @@ Notification notification(std::string user = "alice", std::string text = "run 3 
           .user = std::move(user)};
 }
 
+// An idle warning given now.
+Notification warning_now(std::string user, std::string text) {
+  Notification warning = notification(std::move(user), std::move(text));
+  warning.event = "idle_warning";
+  warning.time = std::chrono::system_clock::now();
+  return warning;
+}
+
 // A TCP socket listening on a free port of 127.0.0.1 (a webhook that never answers, unless the
 // test accepts and reads), and the webhook URL of it.
 Fd listening_socket() {
@@ -263,9 +271,7 @@ TEST(Notifier, AWarningIsKeptFromTheMomentItIsQueuedUntilItIsDelivered) {
   NotifyPolicy policy;
   policy.webhook = flaky.url();
   Notifier notifier(policy, {.first = 300ms, .attempts = 5}, kept);
-  Notification warning = notification("alice", "run 3 is idle");
-  warning.event = "idle_warning";
-  warning.time = std::chrono::system_clock::now();
+  const Notification warning = warning_now("alice", "run 3 is idle");
   notifier.send(warning);
   const std::vector<SpooledNotification> ahead = read_kept_notifications(kept, std::chrono::system_clock::now());
   ASSERT_EQ(ahead.size(), 1U);  // before any attempt
@@ -397,9 +403,7 @@ TEST(Notifier, AFullQueueDropsARunsEndBeforeAWarning) {
   policy.events.push_back("run_ended");
   {
     Notifier notifier(policy, {.first = 600s, .attempts = 5}, kept);
-    Notification warning = notification("alice", "the warning");
-    warning.event = "idle_warning";
-    warning.time = std::chrono::system_clock::now();
+    const Notification warning = warning_now("alice", "the warning");
     notifier.send(warning);
     ASSERT_TRUE(eventually([&] { return down.bodies().size() == 1; }));  // tried; waits first in line
     Notification ended = warning;
@@ -428,14 +432,10 @@ TEST(Notifier, AFullQueueDropsTheMostWaitingUsersNotAnothersWarning) {
   policy.webhook = down.url();
   {
     Notifier notifier(policy, {.first = 600s, .attempts = 5}, kept);
-    Notification victim = notification("bob", "bob's warning");
-    victim.event = "idle_warning";
-    victim.time = std::chrono::system_clock::now();
+    const Notification victim = warning_now("bob", "bob's warning");
     notifier.send(victim);
     ASSERT_TRUE(eventually([&] { return down.bodies().size() == 1; }));  // tried; waits first in line
-    Notification flood = notification("alice", "one of alice's");
-    flood.event = "idle_warning";
-    flood.time = victim.time;
+    const Notification flood = warning_now("alice", "one of alice's");
     for (int i = 0; i < 1005; ++i) notifier.send(flood);
   }
   const std::vector<SpooledNotification> left = read_kept_notifications(kept, std::chrono::system_clock::now());
