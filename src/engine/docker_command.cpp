@@ -84,6 +84,18 @@ void check_workdir_mount(const std::string& workdir) {
                     bare, bare == "/" ? "be all of the host (docker refuses it)" : "hide the image's own"));
 }
 
+std::string current_workdir() {
+  std::string buffer(4096, '\0');
+  while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
+    if (errno != ERANGE)
+      throw Error(
+          fmt::format("cannot read the current directory ({}); cd to a directory that exists", std::strerror(errno)));
+    buffer.resize(buffer.size() * 2);
+  }
+  buffer.resize(std::strlen(buffer.c_str()));  // up to getcwd's NUL
+  return buffer;
+}
+
 LaunchIdentity current_identity() {
   LaunchIdentity identity;
   identity.uid = ::getuid();
@@ -95,15 +107,7 @@ LaunchIdentity current_identity() {
   } else {
     identity.login = fmt::format("uid{}", identity.uid);
   }
-  std::string buffer(4096, '\0');
-  while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
-    if (errno != ERANGE)
-      throw Error(
-          fmt::format("cannot read the current directory ({}); cd to a directory that exists", std::strerror(errno)));
-    buffer.resize(buffer.size() * 2);
-  }
-  buffer.resize(std::strlen(buffer.c_str()));  // up to getcwd's NUL
-  identity.workdir = std::move(buffer);
+  identity.workdir = current_workdir();
   return identity;
 }
 

@@ -67,8 +67,11 @@ void check_image(const std::string& image, const std::vector<std::string>& comma
 // Letters, digits, '_', '.' and '-', the first a letter or digit (a leading '/' docker drops).
 // Checked by hand, not by std::regex: building one costs every launch some 0.05 ms (libstdc++
 // compiles it through the locale's facets), a tenth of what gpurun adds to its floor.
+// The name docker keeps: a leading '/' dropped.
+std::string_view bare_container_name(std::string_view name) { return name.substr(name.starts_with('/') ? 1 : 0); }
+
 bool is_container_name(std::string_view name) {
-  if (name.starts_with('/')) name.remove_prefix(1);
+  name = bare_container_name(name);
   const auto letter_or_digit = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
   return !name.empty() && letter_or_digit(name.front()) &&
          std::ranges::all_of(name, [&](char c) { return letter_or_digit(c) || c == '_' || c == '.' || c == '-'; });
@@ -86,8 +89,7 @@ void check_container_name(const std::string& name) {
 
 // docker takes a name of two characters at least (podman one): refused before the pick and any --wait.
 void check_name_for_engine(const std::string& name, const ContainerEngine& engine) {
-  const std::string_view bare = std::string_view(name).substr(name.starts_with('/') ? 1 : 0);
-  if (bare.size() == 1 && engine.name() == "docker")
+  if (bare_container_name(name).size() == 1 && engine.name() == "docker")
     throw Error(fmt::format("--name \"{}\": docker takes a container name of two characters or more", name));
 }
 
@@ -130,7 +132,7 @@ DockerRunRequest make_request(const Options& options, const std::vector<GpuAsses
   // it would no longer match the name, and the container would not count as gpurun's (no time
   // limit, no idle scope, no stop by its own user).
   request.name = options.name.empty() ? container_name(request.identity.login, request.gpu_indices, random_suffix())
-                                      : options.name.substr(options.name.starts_with('/') ? 1 : 0);
+                                      : std::string(bare_container_name(options.name));
   request.env = options.env;
   request.volumes = options.volumes;
   request.publish = options.publish;
@@ -270,12 +272,12 @@ int run_launch(const Options& options, std::ostream& out) {
   MountPins pins;
   std::optional<CallerMounts> caller_mounts;
   if (options.caller) {
-    caller_mounts = check_caller_mounts(options, current_identity().workdir, options.dry_run ? nullptr : &pins);
+    caller_mounts = check_caller_mounts(options, current_workdir(), options.dry_run ? nullptr : &pins);
     check_mounted_sources(options.policy, caller_mounts->real_sources);
   }
   check_image(options.image, options.command);  // before asking nvidia-smi anything: fail fast
   check_container_name(options.name);
-  check_workdir_mount(current_identity().workdir);
+  check_workdir_mount(current_workdir());
   const bool report = options.report;  // --report-json set it too (settle_options)
   if (report && options.detach) throw Error("--report needs the job attached; it cannot go with --detach");
   if (report && options.from_csv) throw Error("--report samples live GPUs; it cannot go with --from-csv");
@@ -325,7 +327,12 @@ int run_launch(const Options& options, std::ostream& out) {
   const std::vector<FileLock> reservations = reserve_gpus(lock_dir, chosen_gpus);
   selection = FileLock();  // the next launch may pick now: it will see our reservations
   log_launch(options, index_list(chosen), request.name);
-  if (options.detach) return run_detached(*engine, argv, request.name, index_list(chosen), request.for_caller, out);
+  if (options.detach) {
+    // The engine's client inherits them too: gpurun killed while it pulls the image (up to an
+    // hour) must not free the GPUs its container is about to start on.
+    for (const FileLock& lock : reservations) lock.keep_across_exec();
+    return run_detached(*engine, argv, request.name, index_list(chosen), request.for_caller, out);
+  }
   if (report) return run_reported(options, argv, chosen_gpus, cpus.total, inventory.source);
 
   // The docker client inherits the reservations and holds them while the job is attached.

@@ -151,13 +151,15 @@ Fd open_lock_file(const std::string& path, std::string& why, bool create = true)
   return fd;
 }
 
-bool try_lock(int fd) {
+bool try_flock(int fd, int operation) {
   int rc = 0;
   do {
-    rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    rc = ::flock(fd, operation | LOCK_NB);
   } while (rc != 0 && errno == EINTR);
   return rc == 0;
 }
+
+bool try_lock(int fd) { return try_flock(fd, LOCK_EX); }
 
 // A process holding an flock, as /proc shows it.
 struct LockHolder {
@@ -182,7 +184,8 @@ std::optional<LockHolder> lock_holder(const struct stat& info) {
     std::istringstream fields(line);
     std::string id, kind, mode, access, pid, where;
     fields >> id >> kind >> mode >> access >> pid >> where;
-    if (kind != "FLOCK" || where != device) continue;
+    // A reservation and the selection lock are exclusive; a shared lock is someone looking.
+    if (kind != "FLOCK" || access != "WRITE" || where != device) continue;
     LockHolder holder{.pid = pid, .user = {}, .command = {}};
     if (const auto number = text::parse_integer(pid)) {
       holder.user = process_user(static_cast<long>(*number)).value_or("");
@@ -303,12 +306,32 @@ ExternalClaims reserved_gpus(const std::string& lock_dir, const std::vector<Gpu>
     } else if (!probe.held()) {
       claims[gpu.index].push_back(
           {.reason = fmt::format("its reservation file cannot be used: {}", why), .holder = {}});
-    } else if (!try_lock(probe.fd())) {
+    } else if (!try_flock(probe.fd(), LOCK_SH)) {
+      // Shared, so that two who look never see each other as a reservation (a status beside a
+      // launch's check); the lock a launch reserves with is exclusive, which a shared one is not given.
       claims[gpu.index].push_back(reserved_claim(lock_holder(probe.fd())));
     }
   }
   return claims;
 }
+
+namespace {
+
+// The exclusive lock, waiting out someone who only looks: a status, a pick or gpurund holds its
+// shared probe (reserved_gpus) for microseconds, and must not fail a launch that found the GPU free.
+// A reservation is held for a job's length; 100 ms tells the two apart.
+bool lock_soon(int fd) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  auto pause = std::chrono::microseconds(200);
+  while (!try_lock(fd)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10'000));
+  }
+  return true;
+}
+
+}  // namespace
 
 std::vector<FileLock> reserve_gpus(const std::string& lock_dir, const std::vector<Gpu>& gpus) {
   const AsRoot root;
@@ -318,7 +341,7 @@ std::vector<FileLock> reserve_gpus(const std::string& lock_dir, const std::vecto
     const std::string path = reservation_file(lock_dir, gpu);
     FileLock lock(open_lock_file(path, why));
     if (!lock.held()) throw Error(fmt::format("cannot reserve GPU {}: {}: {}", gpu.index, path, why));
-    if (!try_lock(lock.fd())) throw Error(fmt::format("GPU {} was reserved by another launch meanwhile", gpu.index));
+    if (!lock_soon(lock.fd())) throw Error(fmt::format("GPU {} was reserved by another launch meanwhile", gpu.index));
     locks.push_back(std::move(lock));
   }
   return locks;

@@ -225,7 +225,7 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
     spdlog::info("slurm_container none: the image {} is not used; the command runs on the node itself", options.image);
 
   const bool tty = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
-  const std::string workdir = current_identity().workdir;
+  const std::string workdir = current_workdir();
   if (container != SlurmContainer::none) check_workdir_mount(workdir);  // pyxis and oci mount it too
   SlurmJob job = slurm_job_from(options, cpus_per_gpu(options), workdir, tty);
   // Slurm picks the GPUs: the log names how many.

@@ -117,6 +117,23 @@ TEST_F(ReservationTest, AKilledLauncherLeavesNoReservationBehind) {
   EXPECT_EQ(gpurun({"pick", "2"}, fakes("all_free_8.json")).out, "0,1\n");  // ... and block nobody
 }
 
+TEST_F(ReservationTest, ADetachedLaunchKilledWhileTheEngineStartsItKeepsItsGpusReserved) {
+  // `docker run -d` pulling an image, and gpurun killed meanwhile: the client still starts the
+  // container, so it holds the reservation gpurun made until it returns.
+  const std::string pid_file = dir() + "/pid";
+  Env env = holding_launch_env("all_free_8.json", 6);
+  auto launch = std::async(std::launch::async, [&] {
+    return run_process(
+        {{"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {} -d --image img 1 job", pid_file, GPURUN_BINARY)}, env},
+        60s);
+  });
+  ASSERT_TRUE(wait_for_file(argv_file(), 20s));
+  const pid_t pid = std::stoi(read_file(pid_file));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  EXPECT_EQ(launch.get().signal, SIGKILL);
+  EXPECT_EQ(gpurun({"pick", "1"}, fakes("all_free_8.json")).out, "1\n");  // GPU 0: the client's still
+}
+
 TEST_F(ReservationTest, APlantedSymlinkIsNeverFollowed) {
   std::filesystem::create_directory(lock_dir());
   const std::string target = dir() + "/victim";

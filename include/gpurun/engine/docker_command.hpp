@@ -20,6 +20,8 @@ struct LaunchIdentity {
   std::vector<unsigned> groups;  // supplementary groups to add (--group-add); set under sudo only
 };
 LaunchIdentity current_identity();
+// The working directory alone (getcwd); throws Error, saying what to do, where it cannot be read.
+std::string current_workdir();
 
 // Throws Error where the working directory, which every container backend mounts at its own path,
 // is / (docker refuses it: all of the host) or a system directory (/usr, /etc, /opt: the image's

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpurun/util/accounts.hpp"
@@ -248,6 +250,28 @@ TEST(ReserveGpus, ASecondReservationOfTheSameGpuFromAnotherProcessFails) {
               "GPU 1 was reserved by another launch meanwhile");
   }
   EXPECT_EQ(reserve_elsewhere(), 0);  // released when the holder closed it
+}
+
+// Someone looking (a status, a pick, gpurund) holds the reservation file's lock for a moment: it
+// must not make the GPU look reserved to another who looks, nor fail a launch reserving it then.
+TEST(ReserveGpus, ALookBesideAnotherLookOrAReservationIsNoReservation) {
+  const test::TempDir dir("gpurun-locks");
+  const Gpu gpu = make_gpu(0, 0, 100, 0);
+  reserve_gpus(dir.str(), {gpu});  // the file exists, nobody holds it
+  const std::string path = reservation_file(dir.str(), gpu);
+  const int looking = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(looking, 0);
+  ASSERT_EQ(::flock(looking, LOCK_SH | LOCK_NB), 0);  // as reserved_gpus looks
+  EXPECT_THAT(reserved_gpus(dir.str(), {gpu}), IsEmpty());
+  std::thread done_looking([&] {
+    std::this_thread::sleep_for(20ms);
+    ::close(looking);
+  });
+  const std::vector<FileLock> held = reserve_gpus(dir.str(), {gpu});
+  done_looking.join();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_THAT(reserved_gpus(dir.str(), {gpu}).at(0),
+              ElementsAre(Field(&Claim::reason, "reserved by another gpurun launch (" + this_process() + ")")));
 }
 
 TEST(ReserveGpus, AGpuWithoutAReservationFileIsFreeAndLookingCreatesNone) {
