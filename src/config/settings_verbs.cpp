@@ -108,6 +108,7 @@ std::vector<Setting> verb_settings() {
              if (!v.is_null()) o.stop_timeout_s = v.get<int>();
            }},
       {.key = "check",
+       .type = T::word,  // "" is no file: config would go on to print a configuration it never loaded
        .scope = Scope::invocation,
        .flag = "--check",
        .help = "config: check this system or user file without installing it (exit 0, or 125 naming line and key)",

@@ -59,6 +59,8 @@ const std::vector<Verb>& verb_table() {
              if (!i.options.config_check.empty()) return run_config_check(i.options.config_check, out);
              if (i.options.config_system && i.argument != "init")
                throw Error("--system goes with init: gpurun config init --system > config.json");
+             if (i.config == nullptr)  // left unloaded for --check (unconfigured_with)
+               throw Error("--check needs the file to check: gpurun config --check FILE");
              return run_config(*i.config, i.inputs, i.argument == "init", i.options, out);
            }},
       {.name = "completion",

@@ -139,6 +139,10 @@ TEST_F(ConfigTest, CheckValidatesAFileWithoutInstallingIt) {
   EXPECT_EQ(refused.exit_code, 125);
   EXPECT_THAT(refused.err, HasSubstr(bad + ":3: unknown key \"max_utl\" (did you mean \"max_util\"?)"));
   EXPECT_EQ(gpurun({"config", "--check", dir() + "/none.json"}).exit_code, 125);
+  // No file named: a message, not the configuration that --check left unloaded (it crashed).
+  const Outcome empty = gpurun({"config", "--check", ""});
+  EXPECT_EQ(empty.exit_code, 125);
+  EXPECT_EQ(empty.err, "gpurun: error: --check needs the file to check: gpurun config --check FILE\n");
   // A .gpurun.json is checked as the project file it would be: it may not choose programs.
   std::filesystem::create_directories(dir() + "/repo");
   const std::string project = dir() + "/repo/.gpurun.json";
