@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/stop_request.hpp"
+#include "gpurun/util/text.hpp"
 #include "gpurun/util/version.hpp"
 
 namespace {
@@ -49,6 +51,11 @@ int main(int argc, char** argv) {
                           const char* help) {
     app.add_option_function<double>(
            flag, [&flags, field](double v) { flags.*field = v; }, help)
+        // CLI11 reads "nan" and "inf" as numbers, which no range comparison refuses.
+        ->check([](const std::string& v) {
+          const std::optional<double> read = text::parse_double(v);
+          return read && std::isfinite(*read) ? std::string() : "expected a number, got " + text::printable(v, 40);
+        })
         ->check(CLI::Range(low, high));
   };
   app.add_option_function<std::string>(
@@ -58,13 +65,13 @@ int main(int argc, char** argv) {
   app.add_option("--socket", socket_path,
                  "where gpurun history, usage and report ask (default: the setting service_socket, "
                  "/run/gpurun/gpurund.sock)");
-  number("--interval", &ServiceSection::interval_s, 0.1, 3600, "seconds between samples, from 0.1 (default 10)");
+  number("--interval", &ServiceSection::interval_s, 0.1, 3600, "seconds between samples, 0.1 to 3600 (default 10)");
   number("--write-every", &ServiceSection::write_every_s, 0.1, 3600,
-         "seconds between writes of the store, from 0.1 (default 10; a start or end of a run writes at once)");
+         "seconds between writes of the store, 0.1 to 3600 (default 10; a start or end of a run writes at once)");
   number("--keep-samples", &ServiceSection::keep_samples_days, 1, 36500,
-         "days to keep each GPU's raw samples (default 14)");
+         "days to keep each GPU's raw samples, 1 to 36500 (default 14)");
   number("--keep-minutes", &ServiceSection::keep_minutes_days, 1, 36500,
-         "days to keep each GPU's one-minute rows (default 400)");
+         "days to keep each GPU's one-minute rows, 1 to 36500 (default 400)");
   number("--idle-threshold", &ServiceSection::idle_threshold_percent, 0, kMostIdlePercent,
          "utilization (percent) at or below which a GPU counts as idle (default 5)");
   app.add_option_function<std::string>(
@@ -95,7 +102,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {  // CLI11's own codes are not gpurun's: a bad option is 125
-    return app.exit(e) == 0 ? exit_code::ok : exit_code::failure;
+    if (e.get_exit_code() == 0) return app.exit(e) == 0 ? exit_code::ok : exit_code::failure;  // --help, --version
+    std::cerr << "gpurund: error: " << e.what() << " (gpurund --help lists the options)\n";
+    return exit_code::failure;
   }
   try {
     ConfigInputs inputs;

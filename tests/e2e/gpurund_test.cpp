@@ -362,6 +362,19 @@ TEST_F(GpurundTest, TakesItsSettingsFromTheSystemFilesServiceSectionAndItsFlagsO
   EXPECT_THAT(out.err, HasSubstr(system_config() + ":2: key \"service.keep_samples_days\": expected a number of days"));
 }
 
+// CLI11 reads "nan" and "inf" as numbers: an interval of NaN milliseconds sampled without pause
+// and kept nothing. Refused with 125 and a message of gpurund's own, before anything starts.
+TEST_F(GpurundTest, ABadOptionIsRefusedWith125AndNamedNaNAndInfinityAmongThem) {
+  for (const char* bad : {"--interval nan", "--write-every inf", "--keep-samples -nan", "--idle-threshold nan",
+                          "--interval 0.01", "--frobnicate"}) {
+    const Outcome out = shell(std::string(GPURUND_BINARY) + " --no-config --state-dir " + state() + " " + bad);
+    EXPECT_EQ(out.exit_code, 125) << bad;
+    EXPECT_THAT(out.err, ::testing::StartsWith("gpurund: error: ")) << bad;
+    EXPECT_THAT(out.err, HasSubstr("(gpurund --help lists the options)\n")) << bad;
+  }
+  EXPECT_FALSE(std::filesystem::exists(state()));
+}
+
 TEST_F(GpurundTest, ASecondGpurundOnTheSameStateDirectoryIsRefused) {
   const pid_t first = start();
   std::this_thread::sleep_for(500ms);
