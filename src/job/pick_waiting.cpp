@@ -130,6 +130,13 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
       try {
         if (!options.dry_run) selection = lock_selection(lock_dir, selection_patience(options));
         inventory = take_inventory(options, lock_dir, source, &engine);
+        // After a detached launch's client has returned, only the engine's list keeps its GPUs
+        // busy: a launch without it could take them. A look (status, pick, a dry run) goes on.
+        if (!options.dry_run && inventory.engine && !inventory.engine->error.empty())
+          throw Error(
+              fmt::format("cannot ask the {} engine which containers hold GPUs, so a GPU a detached container holds "
+                          "would look free; nothing was launched: {}; try again",
+                          engine_title(inventory.engine->engine), inventory.engine->error));
         warn_once(inventory.warnings, told);
         if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty())
           warn_once({warning}, told);

@@ -80,6 +80,8 @@ Holders ask_holders(ContainerEngine& engine, std::chrono::milliseconds timeout) 
 
 }  // namespace
 
+std::string engine_title(const std::string& engine) { return engine == "podman" ? "Podman" : "Docker"; }
+
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
                          ContainerEngine* engine) {
   const auto timeout = smi_timeout(options);
@@ -104,11 +106,12 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
     snapshot = source.read(timeout);
     if (asked.valid()) holders = asked.get();
   }
-  if (!holders.error.empty())
-    spdlog::warn("cannot ask the {} engine which containers hold GPUs, going by the GPUs' processes alone: {}",
-                 engine->name() == "podman" ? "Podman" : "Docker", holders.error);
   Inventory inventory = assess_inventory(options, lock_dir, std::move(snapshot), std::move(holders.containers));
   if (ask_engine) inventory.engine = EngineAnswer{.engine = engine->name(), .error = holders.error};
+  if (!holders.error.empty())
+    inventory.warnings.push_back(
+        fmt::format("cannot ask the {} engine which containers hold GPUs, going by the GPUs' processes alone: {}",
+                    engine_title(engine->name()), holders.error));
   return inventory;
 }
 

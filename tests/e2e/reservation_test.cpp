@@ -222,6 +222,25 @@ TEST_F(ContainerAwarenessTest, AnEngineOutOfReachIsAWarningNotAFailure) {
   EXPECT_EQ(unasked.at("containers"), nlohmann::json({{"engine", nullptr}, {"checked", false}, {"error", nullptr}}));
 }
 
+// A slow or failing engine must not let a launch take the GPU of a detached container, which
+// nothing else shows busy once its client has returned: the launch stops, a dry run only warns.
+TEST_F(ContainerAwarenessTest, ALaunchStopsWhereTheEngineCannotSayWhichContainersHoldGpus) {
+  Env env = fakes("all_free_8.json");
+  env.emplace_back("FAKE_DOCKER_PS_ERROR", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.");
+  const Outcome launch = gpurun({"--image", "img", "1", "job"}, env);
+  EXPECT_EQ(launch.exit_code, 125);
+  EXPECT_EQ(launch.err,
+            "gpurun: error: cannot ask the Docker engine which containers hold GPUs, so a GPU a detached container "
+            "holds would look free; nothing was launched: `" +
+                fake("docker") +
+                " ps` exited with status 1: Cannot connect to the Docker daemon at unix:///var/run/docker.sock.; "
+                "try again\n");
+  EXPECT_FALSE(std::filesystem::exists(argv_file()));  // no docker run
+  const Outcome dry = gpurun({"--dry-run", "--image", "img", "1", "job"}, env);
+  EXPECT_EQ(dry.exit_code, 0);
+  EXPECT_THAT(dry.err, HasSubstr("going by the GPUs' processes alone"));
+}
+
 TEST_F(ContainerAwarenessTest, NoAccessToTheEngineIsSaidWholeWithWhatToAskFor) {
   Env env = fakes("all_free_8.json");
   env.emplace_back("FAKE_DOCKER_PS_ERROR",

@@ -55,10 +55,13 @@ struct Machine {
 };
 Machine open_machine(const Options& options);
 
+// How an engine is named in a sentence: "Docker", "Podman".
+std::string engine_title(const std::string& engine);
+
 // Reads the GPUs from `source` and, at the same time, asks `engine` which containers hold GPUs
 // (not when it is null, for a --from-csv snapshot or with container awareness off; a failure
-// there is a warning). With a `lock_dir`, GPUs other launches have reserved count as busy.
-// Warnings are returned, not logged.
+// there is a warning, and Inventory::engine says it). With a `lock_dir`, GPUs other launches have reserved count as
+// busy. Warnings are returned, not logged.
 Inventory take_inventory(const Options& options, const std::string& lock_dir, GpuSource& source,
                          ContainerEngine* engine);
 
