@@ -164,6 +164,7 @@ Parsed parse(int argc, char** argv) {
   in.flags = flags_given(*given, b, Scope::option);
   in.invocation = flags_given(*given, b, Scope::invocation);
   check_verb_flags(in.invocation, verb);
+  check_refused_flags(in.flags, verb);
   if (line.count) in.flags.emplace_back("gpus", parse_gpu_count(*line.count));
   if (!line.command.empty()) in.flags.emplace_back("command", line.command);
   return parsed;

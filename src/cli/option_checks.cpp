@@ -103,8 +103,16 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
   }
 }
 
+void check_refused_flags(const std::vector<std::pair<std::string, nlohmann::json>>& given, const Verb& verb) {
+  for (const auto& [key, value] : given)
+    for (const auto& [refused, instead] : verb.refused_flags)
+      if (key == refused)
+        throw Error(fmt::format("{} does not go with `gpurun {}`: {}", find_setting(key)->flag, verb.name, instead));
+}
+
 // A verb's own flag (logs -f, stop -t) with another verb: said, never ignored.
 void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>& given, const Verb& verb) {
+  check_refused_flags(given, verb);
   for (const auto& [key, value] : given) {
     if (key == "json" && verb.name.empty())
       throw Error(

@@ -17,6 +17,9 @@ namespace gpurun::cli {
 void check_known_options(const std::vector<std::string>& words, const std::vector<std::string>& args,
                          const CLI::App& app);
 
+// A setting typed with a verb that would ignore it (Verb::refused_flags): said, with what to do instead.
+void check_refused_flags(const std::vector<std::pair<std::string, nlohmann::json>>& given, const Verb& verb);
+
 // Each flag `given` is the verb's own or every verb's.
 void check_verb_flags(const std::vector<std::pair<std::string, nlohmann::json>>& given, const Verb& verb);
 

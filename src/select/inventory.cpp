@@ -159,12 +159,13 @@ PlacementHints placement_hints(const Options& options, const Inventory& inventor
   return hints;
 }
 
-PickResult pick_units(const Options& options, const Inventory& inventory) {
+PickResult pick_units(const Options& options, const Inventory& inventory, bool launch) {
   if (!options.mig)
     return pick(inventory.assessed, options.gpus,
                 Sharing{.any_busy = options.allow_busy,
                         .min_free_memory_mib = options.min_free_memory_mib,
-                        .allowed = options.policy.allow_sharing},
+                        .allowed = options.policy.allow_sharing,
+                        .launch = launch},
                 placement_hints(options, inventory));
   if (inventory.source != "nvml")
     throw Error(

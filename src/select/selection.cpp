@@ -40,7 +40,8 @@ std::string advice(const std::vector<GpuAssessment>& assessed, int count, std::s
                    const Sharing& sharing) {
   std::vector<std::string> ways;
   if (count > 1 && available > 0) ways.emplace_back("ask for fewer GPUs");
-  ways.emplace_back("wait for them with --wait (--wait 30m)");
+  ways.emplace_back(sharing.launch ? "wait for them with --wait (--wait 30m)"
+                                   : "launch with --wait, which waits for them (gpurun --wait 30m N -- CMD)");
   // Only where a GPU is busy by the limits alone: no limit makes a GPU with a process free.
   if (std::any_of(assessed.begin(), assessed.end(),
                   [](const GpuAssessment& a) { return a.over_limits_alone && !a.withheld && !a.gpu.mig_enabled; }))
@@ -200,7 +201,8 @@ PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allo
 }
 
 PickResult pick(const std::vector<GpuAssessment>& assessed, int count, bool allow_busy, const PlacementHints& hints) {
-  return pick(assessed, count, Sharing{.any_busy = allow_busy, .min_free_memory_mib = std::nullopt, .allowed = true},
+  return pick(assessed, count,
+              Sharing{.any_busy = allow_busy, .min_free_memory_mib = std::nullopt, .allowed = true, .launch = true},
               hints);
 }
 

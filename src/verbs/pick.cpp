@@ -21,7 +21,7 @@ int run_pick(const Options& options, std::ostream& out) {
   std::set<std::string> told;
   warn_once(inventory.warnings, told);
   if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty()) spdlog::warn("{}", warning);
-  const std::vector<GpuAssessment> chosen = pick_units(options, inventory).gpus_or_throw();
+  const std::vector<GpuAssessment> chosen = pick_units(options, inventory, false).gpus_or_throw();
   if (options.mig) {
     // MIG instances are named by UUID in CUDA_VISIBLE_DEVICES, and a CUDA process sees one.
     if (chosen.size() > 1)

@@ -29,6 +29,9 @@ const std::vector<Verb>& verb_table() {
        .help = "print the N chosen GPUs' indices (nvidia-smi's, PCI order: CUDA_DEVICE_ORDER=PCI_BUS_ID)",
        .synopsis = "pick [OPTIONS] N",
        .takes_count = true,
+       .refused_flags = {{"wait",
+                          "pick holds nothing it finds, so it does not wait either; a launch with --wait waits "
+                          "for the GPUs and holds them (gpurun --wait 30m 2 -- CMD)"}},
        .run = [](const Invocation& i,
                  std::ostream& out) { return backend_table(i.options.backend).pick(i.options, out); }},
       {.name = "status",

@@ -18,6 +18,23 @@ TEST_F(GpurunTest, PickPrintsTheChosenIndicesAscending) {
   EXPECT_EQ(run.out, "2,5\n");
 }
 
+// pick reserves nothing, so it cannot wait for what it would not hold: --wait is refused rather
+// than ignored, and its advice on too few offers a launch with --wait.
+TEST_F(GpurunTest, PickRefusesWaitAndItsAdviceOffersALaunchWithWait) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"pick", "--wait", "30m", "3"}, {"--wait=30m", "pick", "3"}}) {
+    const Outcome waiting = gpurun(args, fakes("busy_dgx.json"));
+    EXPECT_EQ(waiting.exit_code, 125);
+    EXPECT_EQ(waiting.out, "");
+    EXPECT_THAT(waiting.err, ::testing::StartsWith("gpurun: error: --wait does not go with `gpurun pick`: "));
+  }
+  const Outcome few = gpurun({"pick", "3"}, fakes("busy_dgx.json"));
+  EXPECT_EQ(few.exit_code, 125);
+  EXPECT_THAT(few.err, HasSubstr("launch with --wait, which waits for them (gpurun --wait 30m N -- CMD)"));
+  EXPECT_THAT(gpurun({"--image", "img", "--dry-run", "3"}, fakes("busy_dgx.json")).err,
+              HasSubstr("wait for them with --wait (--wait 30m)"));
+}
+
 TEST_F(GpurunTest, SelectionOptionsWorkBeforeOrAfterTheVerb) {
   EXPECT_EQ(gpurun({"pick", "--allow-busy", "3"}, fakes("busy_dgx.json")).out, "2,3,5\n");
   EXPECT_EQ(gpurun({"--allow-busy", "pick", "3"}, fakes("busy_dgx.json")).out, "2,3,5\n");

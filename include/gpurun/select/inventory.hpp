@@ -71,8 +71,9 @@ Inventory assess_inventory(const Options& options, const std::string& lock_dir, 
                            std::vector<GpuContainer> containers);
 
 // What the options ask for: `options.gpus` GPUs, or with --mig that many MIG instances. Throws
-// Error (exit 125) for --mig when the source is not NVML (MIG instances need it).
-PickResult pick_units(const Options& options, const Inventory& inventory);
+// Error (exit 125) for --mig when the source is not NVML (MIG instances need it). `launch`: the
+// advice on too few offers --wait as a flag (pick's, a launch with it).
+PickResult pick_units(const Options& options, const Inventory& inventory, bool launch = true);
 
 // The links between the GPUs: the source's, else (where sysfs shows this is the GPUs' host)
 // `nvidia-smi topo -m`'s; empty when unknown.

@@ -64,6 +64,7 @@ struct Sharing {
   bool any_busy = false;                      // --allow-busy: every GPU, ranked by score
   std::optional<double> min_free_memory_mib;  // --min-free-memory: busy GPUs with this much free
   bool allowed = true;                        // the site policy's allow_sharing (for the advice given)
+  bool launch = true;                         // a launch's pick, which --wait makes wait (for the advice)
 };
 
 // The `count` lowest-scoring free GPUs (all GPUs when allow_busy, except those the site policy

@@ -32,6 +32,8 @@ struct Verb {
   bool takes_argument = false;     // the word after it is its own (`config init`, `logs NAME`)
   // The settings (keys) that are this verb's own flags, refused with any other: logs -f.
   std::vector<std::string_view> own_flags;
+  // Settings it would ignore where typed with it, each with what to do instead: pick --wait.
+  std::vector<std::pair<std::string_view, std::string_view>> refused_flags = {};
   bool configured = true;  // false: runs before the configuration files are read
   // One of its own flags (a key) that makes it run before the configuration files are read:
   // `config --check FILE` must work while the installed file is broken.

@@ -371,8 +371,9 @@ TEST(PickAdvice, OnlyWhatCouldHelpIsOffered) {
 
 TEST(PickAdvice, SharingIsNotSuggestedWhereThePolicyForbidsIt) {
   const auto busy = assess({make_gpu(0, 20480, 81920, 97)}, Thresholds{});
-  const PickResult result = pick(
-      busy, 1, Sharing{.any_busy = false, .min_free_memory_mib = std::nullopt, .allowed = false}, PlacementHints{});
+  const PickResult result =
+      pick(busy, 1, Sharing{.any_busy = false, .min_free_memory_mib = std::nullopt, .allowed = false, .launch = true},
+           PlacementHints{});
   EXPECT_THAT(result.shortfall, Not(HasSubstr("--allow-busy")));
   EXPECT_THAT(result.shortfall, Not(HasSubstr("--min-free-memory")));
 }
