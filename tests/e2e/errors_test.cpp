@@ -254,6 +254,11 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "4", "--wait", "5", "python"},
                   "\"--wait 5\" could mean either: write --wait=5 to wait up to 5 seconds, or --wait -- 5"},
         UsageCase{{"--image", "img", "--wait", "30min", "1"}, "--wait 30min: not a duration"},
+        // docker run would take a --docker-opt "" for the image, and run "img" as the command.
+        UsageCase{{"--image", "img", "--docker-opt", "", "1"},
+                  "--docker-opt: an empty item would reach docker run (or srun) as a word of its own; leave it out"},
+        UsageCase{{"--image", "img", "-e", "A=1", "-e", "", "1"}, "--env: an empty item would reach docker run"},
+        UsageCase{{"--image", "img", "-p", "", "1"}, "--publish: an empty item would reach docker run"},
         UsageCase{{"2", "python", "train.py", "--image", "img"},
                   "no image to run: --image is in the job's command, which begins after N; put it before N"},
         UsageCase{{"--image", "img", "--time-limit", "90", "1"},
