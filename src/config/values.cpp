@@ -69,9 +69,9 @@ std::string_view expectation(ValueType type) {
     case ValueType::interval:
       return "a number of seconds above 0, at most 86400";
     case ValueType::count:
-      return "a whole number of at least 1";
+      return "a whole number from 1 to 2147483647";
     case ValueType::whole:
-      return "a whole number of at least 0";
+      return "a whole number from 0 to 2147483647";
     case ValueType::percent:
       return "a percentage such as 10 or \"10%\"";
     case ValueType::memory:

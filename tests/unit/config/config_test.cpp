@@ -626,7 +626,7 @@ TEST_F(ConfigTest, WrongTypeInAProfileNamesTheNestedKeyAndItsOwnLine) {
   in.user_file = kData + "wrong-type-in-profile.json";
   EXPECT_EQ(error_of([&] { load_config(in); }),
             kData +
-                "wrong-type-in-profile.json:4: key \"profiles.big.gpus\": expected a whole number of at least 1, "
+                "wrong-type-in-profile.json:4: key \"profiles.big.gpus\": expected a whole number from 1 to 2147483647, "
                 "got \"four\"");
 }
 
@@ -650,7 +650,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValueCase{R"({"max_util": 150})", "key \"max_util\": expected a percentage"},
                       BadValueCase{R"({"max_util": "lots"})", "key \"max_util\": --max-util \"lots\""},
                       BadValueCase{R"({"wait": "soon"})", "key \"wait\": --wait=soon"},
-                      BadValueCase{R"({"gpus": 0})", "key \"gpus\": expected a whole number of at least 1, got 0"},
+                      BadValueCase{R"({"gpus": 0})", "key \"gpus\": expected a whole number from 1 to 2147483647, got 0"},
                       BadValueCase{R"({"gpus": 2.5})", "key \"gpus\": expected a whole number"},
                       BadValueCase{R"({"cpus_per_gpu": 99999999999})",
                                    "key \"cpus_per_gpu\": 99999999999 is outside 8..24"},
@@ -989,7 +989,7 @@ TEST_F(ConfigTest, BadEnvironmentValuesNameTheVariable) {
   ConfigInputs in = inputs();
   in.environment = {{"GPURUN_GPUS", "two"}};
   EXPECT_EQ(error_of([&] { load_config(in); }),
-            "GPURUN_GPUS=\"two\": expected a whole number of at least 1, got \"two\"");
+            "GPURUN_GPUS=\"two\": expected a whole number from 1 to 2147483647, got \"two\"");
   in.environment = {{"GPURUN_VOLUMES", "[\"/a:/a\""}};
   EXPECT_THAT(error_of([&] { load_config(in); }),
               HasSubstr("GPURUN_VOLUMES: a value that starts with '[' is read as a JSON list of strings"));
