@@ -46,7 +46,7 @@ void DcgmJobMap::update(const std::vector<int>& gpus, const std::vector<HolderSa
     std::set<std::string> jobs;  // sorted and unique: the file changes only when its holders do
     for (const HolderSample& holder : holders)
       if (std::find(holder.gpus.begin(), holder.gpus.end(), gpu) != holder.gpus.end())
-        jobs.insert(label_safe(hpc_job_of(holder)));
+        jobs.insert(label_safe(hpc_job_label(holder)));
     std::string text;
     for (const std::string& job : jobs) text += job + '\n';
     const auto known = written_.find(gpu);

@@ -9,13 +9,17 @@
 
 namespace gpurun {
 
-bool IdleEnforcer::exempt_container(const HolderSample& holder) const {
+bool exempt_from_idle_policy(const std::vector<std::string>& exempt_containers, const HolderSample& holder) {
   // Never one gpurun started: its name and image are the caller's to choose (`sudo gpurun --name
   // dcgm-exporter` would have escaped the policy).
   if (holder.container_id.empty() || holder.started_by_gpurun) return false;
-  return std::any_of(policy_.exempt_containers.begin(), policy_.exempt_containers.end(), [&](const std::string& p) {
+  return std::any_of(exempt_containers.begin(), exempt_containers.end(), [&](const std::string& p) {
     return ::fnmatch(p.c_str(), holder.name.c_str(), 0) == 0 || ::fnmatch(p.c_str(), holder.image.c_str(), 0) == 0;
   });
+}
+
+bool IdleEnforcer::exempt_container(const HolderSample& holder) const {
+  return exempt_from_idle_policy(policy_.exempt_containers, holder);
 }
 
 IdleEnforcer::IdleEnforcer(IdlePolicy policy, std::chrono::milliseconds max_gap)

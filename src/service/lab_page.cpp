@@ -238,11 +238,11 @@ json board_json(const Inventory& inventory, const MetricsState& metrics, WallTim
   for (json& gpu : board["gpus"]) {
     clean_strings(gpu);
     const int index = gpu.value("index", -1);
-    const auto idle = metrics.idle_since.find(index);
-    gpu["idle_s"] = idle == metrics.idle_since.end() || !fresh  // not counted on from a stale reading
-                        ? json()
-                        : json(std::max<long long>(
-                              0, std::chrono::duration_cast<std::chrono::seconds>(now - idle->second).count()));
+    const std::optional<WallTime> idle = metrics.held_idle_since(index);
+    gpu["idle_s"] =
+        !idle || !fresh  // not counted on from a stale reading
+            ? json()
+            : json(std::max<long long>(0, std::chrono::duration_cast<std::chrono::seconds>(now - *idle).count()));
     json held_by = json::array();
     for (const HolderSample& h : merged_holders(metrics.holders)) {
       if (std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) continue;

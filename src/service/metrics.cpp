@@ -1,4 +1,6 @@
 #include "gpurun/service/metrics.hpp"
+
+#include "gpurun/service/idle_enforcer.hpp"
 #include "gpurun/util/text.hpp"
 
 #include <fmt/format.h>
@@ -103,7 +105,7 @@ Labels dcgm_labels(const MetricsState& state, const std::vector<HolderSample>& m
   for (const GpuHolder& h : held) {
     if (!container_of(*h.holder).empty()) containers.insert(container_of(*h.holder));
     if (!h.holder->user.empty()) users.insert(h.holder->user);
-    jobs.insert(hpc_job_of(*h.holder));
+    jobs.insert(hpc_job_label(*h.holder));
   }
   labels.push_back(names_label("container", containers));
   labels.push_back(names_label("user", users));
@@ -136,6 +138,28 @@ std::string label_safe(std::string_view value, std::size_t longest) {
 std::string hpc_job_of(const HolderSample& holder) {
   if (!holder.container_id.empty() || holder.command.empty()) return holder.name;  // "pid N" without one
   return std::string(text::program_of(holder.command));
+}
+
+std::string hpc_job_label(const HolderSample& holder) {
+  return holder.container_id.empty() && holder.command.empty() ? "unknown" : hpc_job_of(holder);
+}
+
+std::optional<WallTime> MetricsState::holder_idle_since(const HolderSample& holder, int gpu) const {
+  const auto since = idle_since.find(gpu);
+  if (since == idle_since.end()) return std::nullopt;
+  const RunRecord* run = run_of_holder(running, holder.key);
+  return run == nullptr ? since->second : std::max(since->second, run->start);
+}
+
+std::optional<WallTime> MetricsState::held_idle_since(int gpu) const {
+  std::optional<WallTime> earliest;
+  for (const HolderSample& holder : holders) {
+    if (std::find(holder.gpus.begin(), holder.gpus.end(), gpu) == holder.gpus.end() ||
+        exempt_from_idle_policy(idle_exempt_containers, holder))
+      continue;
+    if (const auto since = holder_idle_since(holder, gpu); since && (!earliest || *since < *earliest)) earliest = since;
+  }
+  return earliest;
 }
 
 std::string prometheus_label_value(const std::string& value) {
@@ -206,12 +230,9 @@ std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisi
     std::string idle_lines;
     Family held(out, "gpurun_gpu_held", "gauge", "1 for each holder of each GPU: a container or a process.");
     Family idle(idle_lines, "gpurun_gpu_idle_seconds", "gauge",
-                "Seconds a held GPU has been at or below the idle threshold without a break (0: busy).");
+                "Seconds a holder has held a GPU at or below the idle threshold without a break (0: busy); "
+                "none for a container the idle policy exempts.");
     for (const Gpu& gpu : gpus) {
-      const auto since = state.idle_since.find(gpu.index);
-      const double idle_s = since == state.idle_since.end()
-                                ? 0.0
-                                : std::max(0.0, std::chrono::duration<double>(now - since->second).count());
       for (const GpuHolder& h : holders_of(state, merged, gpu.index)) {
         const Labels labels{{"gpu", std::to_string(gpu.index)},
                             {"UUID", gpu.uuid},
@@ -219,7 +240,9 @@ std::string prometheus_text(const MetricsState& state, WallTime now, HistoryVisi
                             {"container", container_of(*h.holder)},
                             {"run", run_of(h)}};
         held.add(labels, 1);
-        idle.add(labels, idle_s);
+        if (exempt_from_idle_policy(state.idle_exempt_containers, *h.holder)) continue;
+        const std::optional<WallTime> since = state.holder_idle_since(*h.holder, gpu.index);
+        idle.add(labels, since ? std::max(0.0, std::chrono::duration<double>(now - *since).count()) : 0.0);
       }
     }
     out += idle_lines;

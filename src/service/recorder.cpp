@@ -82,6 +82,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   served.store_path = database;
   served.metrics.hostname = host_name();  // before the servers' threads read it
   served.metrics.stale_after = 3 * settings.interval + std::chrono::seconds(10);
+  if (options.policy.idle_policy) served.metrics.idle_exempt_containers = options.policy.idle_policy->exempt_containers;
   served.fresh = tracker.running();
   const ServiceServer server(settings.server, served);
   std::optional<WebServer> web;

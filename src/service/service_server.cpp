@@ -223,12 +223,14 @@ ServiceAnswer answer_request(const ServiceRequest& request, ServedRuns& runs, co
       const WallTime now = std::chrono::system_clock::now();
       json gpus = json::array();
       // Idle times counted to now from readings nobody renewed would grow on their own: none then.
-      for (const auto& [index, since] : runs.metrics.idle_since) {
+      for (const auto& entry : runs.metrics.idle_since) {
         if (!runs.metrics.fresh(now)) break;
-        gpus.push_back({{"index", index},
-                        {"idle_since", rfc3339(since)},
+        const std::optional<WallTime> since = runs.metrics.held_idle_since(entry.first);
+        if (!since) continue;  // held by exempt containers alone
+        gpus.push_back({{"index", entry.first},
+                        {"idle_since", rfc3339(*since)},
                         {"idle_s", std::max<long long>(
-                                       0, std::chrono::duration_cast<std::chrono::seconds>(now - since).count())}});
+                                       0, std::chrono::duration_cast<std::chrono::seconds>(now - *since).count())}});
       }
       return {200, json_line(json{{"gpus", gpus}})};
     }

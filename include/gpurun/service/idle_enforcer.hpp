@@ -20,6 +20,10 @@
 
 namespace gpurun {
 
+// Whether the policy's exempt_containers (patterns of a name or image) name `holder`: never a
+// container gpurun started, whose name and image are its caller's to choose.
+bool exempt_from_idle_policy(const std::vector<std::string>& exempt_containers, const HolderSample& holder);
+
 class IdleEnforcer {
  public:
   explicit IdleEnforcer(IdlePolicy policy, std::chrono::milliseconds max_gap = std::chrono::hours(24));

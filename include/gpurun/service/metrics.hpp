@@ -27,10 +27,12 @@ struct UserSeconds {
 // The recorder's view for /metrics, replaced at every sample.
 struct MetricsState {
   std::string hostname;
-  std::vector<Gpu> gpus;                            // the last snapshot's GPUs
-  std::vector<HolderSample> holders;                // the last sample's holders, with the GPUs they hold now
-  std::vector<RunRecord> running;                   // the open runs (a holder's run: the same key)
-  std::map<int, WallTime> idle_since;               // RunTracker::idle_since(); /v1/gpus reads it too
+  std::vector<Gpu> gpus;               // the last snapshot's GPUs
+  std::vector<HolderSample> holders;   // the last sample's holders, with the GPUs they hold now
+  std::vector<RunRecord> running;      // the open runs (a holder's run: the same key)
+  std::map<int, WallTime> idle_since;  // RunTracker::idle_since(); /v1/gpus reads it too
+  // The idle policy's exempt_containers (dcgm-exporter, given every GPU): never counted holding one idle.
+  std::vector<std::string> idle_exempt_containers;
   std::map<std::string, UserSeconds> user_seconds;  // counted since the service started
   std::uint64_t source_errors = 0;                  // samples the GPU source failed
   bool last_sample_ok = false;                      // the last look at the GPUs succeeded
@@ -39,6 +41,13 @@ struct MetricsState {
   // Readings older than this are not shown as the GPUs' (the source fails: a hung driver): three
   // sampling intervals and 10 s, as a gap in a run's record.
   std::chrono::milliseconds stale_after{std::chrono::seconds(40)};
+
+  // Since when `holder` has held `gpu` idle: the GPU's idle streak, from its run's start where that
+  // is later (a job new on a GPU idle for days is not days idle); nullopt where the GPU is not idle.
+  std::optional<WallTime> holder_idle_since(const HolderSample& holder, int gpu) const;
+  // Since when `gpu` has been held idle by whichever holder has held it idle longest, those
+  // idle_exempt_containers names left out; nullopt where no other holds it idle.
+  std::optional<WallTime> held_idle_since(int gpu) const;
 
   // Whether the last good sample's readings still stand for the GPUs at `now`.
   bool fresh(WallTime now) const { return sampled_at && now - *sampled_at <= stale_after; }
@@ -64,6 +73,10 @@ std::string label_safe(std::string_view value, std::size_t longest = 128);
 // The holder's name for DCGM's hpc_job: a container's name, or a process's program without its
 // arguments (which may carry anyone's tokens, and which the page's visibility rules would not show).
 std::string hpc_job_of(const HolderSample& holder);
+
+// hpc_job_of as a label value: a process whose command line could not be read (it exited, or /proc
+// hides it) is "unknown", not "pid N", which would start a series per process.
+std::string hpc_job_label(const HolderSample& holder);
 
 // A label value as the text format wants it: backslash, double quote and newline escaped.
 std::string prometheus_label_value(const std::string& value);

@@ -87,6 +87,42 @@ TEST(PrometheusText, GpurunsSeriesNameTheHolderTheRunAndHowLongItHasBeenIdle) {
   EXPECT_THAT(text, Not(HasSubstr("pid")));
 }
 
+// A job that joins a GPU idle for a day (one dcgm-exporter holds with --gpus all) has held it idle
+// since it came, not for the day; an exempt container has no idle series at all, nor a bare
+// process's unreadable command a label of its pid.
+TEST(PrometheusText, IdleTimeIsEachHoldersOwnAndNoneForAnExemptContainer) {
+  MetricsState state = two_gpus();
+  state.idle_since = {{0, kNow - 24h}};
+  state.running.front().start = kNow - 120s;  // alice's run came two minutes ago
+  state.holders.push_back(HolderSample{.key = "container:dcgm",
+                                       .name = "dcgm-exporter",
+                                       .user = "",
+                                       .container_id = "dcgm",
+                                       .image = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3",
+                                       .command = "",
+                                       .gpus = {0},
+                                       .memory_used_mib = std::nullopt});
+  state.holders.push_back(HolderSample{.key = "process:4242:",
+                                       .name = "pid 4242",
+                                       .user = "bob",
+                                       .container_id = "",
+                                       .image = "",
+                                       .command = "",
+                                       .gpus = {1},
+                                       .memory_used_mib = std::nullopt});
+  state.idle_exempt_containers = {"dcgm-*"};
+  const std::string text = prometheus_text(state, kNow);
+  EXPECT_THAT(text, HasSubstr("gpurun_gpu_idle_seconds{gpu=\"0\",UUID=\"GPU-aaa\",user=\"alice\",container=\"train "
+                              "\\\"big\\\"\\\\x5c\\\\x0arun\",run=\"7\"} 120\n"));
+  EXPECT_THAT(text, HasSubstr("gpurun_gpu_held{gpu=\"0\",UUID=\"GPU-aaa\",user=\"\",container=\"dcgm-exporter\""));
+  EXPECT_THAT(text, Not(HasSubstr("gpurun_gpu_idle_seconds{gpu=\"0\",UUID=\"GPU-aaa\",user=\"\",container=\"dcgm")));
+  EXPECT_THAT(text, HasSubstr(",hpc_job=\"unknown\"}"));
+  EXPECT_THAT(text, Not(HasSubstr("pid 4242")));
+  EXPECT_EQ(state.held_idle_since(0), kNow - 120s);  // the page's and status's GPU idle time
+  state.holders.erase(state.holders.begin());        // dcgm-exporter alone
+  EXPECT_EQ(state.held_idle_since(0), std::nullopt);
+}
+
 // Prometheus drops a series whose labels repeat another's: two users must never share a label.
 TEST(LabelSafe, KeepsUtf8AndTellsEveryTwoNamesApart) {
   EXPECT_EQ(label_safe("jos\xc3\xa9"), "jos\xc3\xa9");  // é

@@ -292,8 +292,26 @@ TEST_F(ServiceServerTest, ANameTwoUsersGaveIsTheCallersOwnRunFirst) {
 
 TEST_F(ServiceServerTest, IdleGpusSayHowLongAndSinceWhen) {
   const WallTime since = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now()) - 3600s;
-  served_.metrics.idle_since = {{3, since}};
+  served_.metrics.idle_since = {{3, since}, {0, since}};
   served_.metrics.sampled_at = std::chrono::system_clock::now();
+  // GPU 3 a process's; GPU 0 an exempt container's alone (dcgm-exporter), so not held idle.
+  served_.metrics.holders = {HolderSample{.key = "process:9:1",
+                                          .name = "python",
+                                          .user = "alice",
+                                          .container_id = "",
+                                          .image = "",
+                                          .command = "python",
+                                          .gpus = {3},
+                                          .memory_used_mib = std::nullopt},
+                             HolderSample{.key = "container:d",
+                                          .name = "dcgm-exporter",
+                                          .user = "",
+                                          .container_id = "d",
+                                          .image = "nvcr.io/nvidia/k8s/dcgm-exporter",
+                                          .command = "",
+                                          .gpus = {0},
+                                          .memory_used_mib = std::nullopt}};
+  served_.metrics.idle_exempt_containers = {"dcgm-exporter"};
   const ServiceAnswer answer = ask("/v1/gpus", 65534);  // anyone: status shows GPUs to everyone
   ASSERT_EQ(answer.status, 200) << answer.body;
   const json gpus = json::parse(answer.body)["gpus"];
@@ -301,7 +319,14 @@ TEST_F(ServiceServerTest, IdleGpusSayHowLongAndSinceWhen) {
   EXPECT_EQ(gpus[0]["index"], 3);
   EXPECT_EQ(gpus[0]["idle_since"], rfc3339(since));
   EXPECT_NEAR(gpus[0]["idle_s"].get<double>(), 3600, 5);
-  served_.metrics.idle_since = {{0, std::chrono::system_clock::now() + 3600s}};  // the clock stepped back
+  // A holder whose run began after the GPU went idle has held it idle since its start.
+  RunRecord started = record(9, "alice", 0s);
+  started.key = "process:9:1";
+  started.start = since + 3000s;
+  served_.metrics.running = {started};
+  EXPECT_EQ(json::parse(ask("/v1/gpus").body)["gpus"][0]["idle_since"], rfc3339(since + 3000s));
+  served_.metrics.running.clear();
+  served_.metrics.idle_since = {{3, std::chrono::system_clock::now() + 3600s}};  // the clock stepped back
   EXPECT_EQ(json::parse(ask("/v1/gpus").body)["gpus"][0]["idle_s"], 0);
   served_.metrics.sampled_at = std::chrono::system_clock::now() - 3600s;  // no reading since: none counted on
   EXPECT_TRUE(json::parse(ask("/v1/gpus").body)["gpus"].empty());
