@@ -95,6 +95,12 @@ web, path = sys.argv[1], sys.argv[2]
 dashboard = json.load(open(path))
 names = {v["name"] for v in dashboard["templating"]["list"]}
 assert names == {"datasource", "instance"}, names
+# The data source chosen at import (__inputs) is the one the panels use: the variable starts at it.
+assert [i["name"] for i in dashboard["__inputs"]] == ["DS_PROMETHEUS"], dashboard["__inputs"]
+chooser = next(v for v in dashboard["templating"]["list"] if v["name"] == "datasource")
+assert chooser["current"]["value"] == "${DS_PROMETHEUS}", chooser["current"]
+for panel in dashboard["panels"]:
+    assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
 failed = 0
 for panel in dashboard["panels"]:
     for target in panel["targets"]:
