@@ -82,6 +82,11 @@ void check_known_options(const std::vector<std::string>& words, const std::vecto
                           "setting), not {}",
                           name, name, name, text::printable(word)));
       }
+      // An option whose value may be left out (--wait, --watch): `--wait=` is a value left empty
+      // (`--wait=$LIMIT`, the variable unset), which must not read as --wait alone, waiting for ever.
+      if (setting != nullptr && !setting->bare_value.empty() && word.size() == name.size() + 1)
+        throw Error(fmt::format("{} has nothing after the '=': write {}=VALUE, or {} alone (as {}={})", word, name,
+                                name, name, setting->bare_value));
       if (option != nullptr && option->get_items_expected_min() > 0) {
         if (word.size() == name.size() + 1) throw missing_value(name);  // `--image=`: nothing after the '='
         if (word.size() == name.size() && ++i == words.size()) throw missing_value(word);

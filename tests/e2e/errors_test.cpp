@@ -254,6 +254,9 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"--image", "img", "4", "--wait", "5", "python"},
                   "\"--wait 5\" could mean either: write --wait=5 to wait up to 5 seconds, or --wait -- 5"},
         UsageCase{{"--image", "img", "--wait", "30min", "1"}, "--wait 30min: not a duration"},
+        // `--wait=$LIMIT` with the variable unset is no wait without limit.
+        UsageCase{{"--image", "img", "--wait=", "1"},
+                  "--wait= has nothing after the '=': write --wait=VALUE, or --wait alone (as --wait=forever)"},
         // docker run would take a --docker-opt "" for the image, and run "img" as the command.
         UsageCase{{"--image", "img", "--docker-opt", "", "1"},
                   "--docker-opt: an empty item would reach docker run (or srun) as a word of its own; leave it out"},
