@@ -139,9 +139,10 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
     case ValueType::list:
     case ValueType::appended_list:
       if (!all_strings(j)) return expected();
-      // An empty item reaches the program as a word of its own: docker run takes a --docker-opt ""
-      // for the image, and runs the image as the command.
-      if (std::any_of(j.begin(), j.end(), [](const json& i) { return i.get<std::string>().empty(); }))
+      // An option's empty item reaches the program as a word of its own: docker run takes a
+      // --docker-opt "" for the image, and runs the image as the command. (A command's may be empty.)
+      if (type == ValueType::appended_list &&
+          std::any_of(j.begin(), j.end(), [](const json& i) { return i.get<std::string>().empty(); }))
         return std::string("an empty item would reach docker run (or srun) as a word of its own; leave it out");
       return std::nullopt;
     case ValueType::gpu_indices: {

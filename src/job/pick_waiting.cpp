@@ -17,6 +17,7 @@
 #include "gpurun/locks/wait_queue.hpp"
 #include "gpurun/render/views.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/exec.hpp"
 #include "gpurun/util/units.hpp"
 
 namespace gpurun {
@@ -132,11 +133,18 @@ std::optional<int> pick_gpus(const Options& options, const std::string& lock_dir
         inventory = take_inventory(options, lock_dir, source, &engine);
         // After a detached launch's client has returned, only the engine's list keeps its GPUs
         // busy: a launch without it could take them. A look (status, pick, a dry run) goes on.
-        if (!options.dry_run && inventory.engine && !inventory.engine->error.empty())
-          throw Error(
-              fmt::format("cannot ask the {} engine which containers hold GPUs, so a GPU a detached container holds "
-                          "would look free; nothing was launched: {}; try again",
-                          engine_title(inventory.engine->engine), inventory.engine->error));
+        if (!options.dry_run && inventory.engine && !inventory.engine->error.empty()) {
+          const EngineAnswer& answer = *inventory.engine;
+          if (answer.exit_code == exit_code::not_found || answer.exit_code == exit_code::cannot_execute) {
+            // Its client cannot be run, nor could the launch's: said as that exec would say it.
+            (void)locate_program(engine.inspect_argv("").front());
+            throw Error(answer.error, answer.exit_code);
+          }
+          throw Error(fmt::format(
+              "cannot ask the {} engine which containers hold GPUs, so a GPU a detached container holds would look "
+              "free; nothing was launched: {}; try again",
+              engine_title(answer.engine), answer.error));
+        }
         warn_once(inventory.warnings, told);
         if (const std::string warning = unchecked_processes_warning(inventory); !warning.empty())
           warn_once({warning}, told);

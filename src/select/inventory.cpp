@@ -68,13 +68,16 @@ void place_gpus(const Options& options, Snapshot& snapshot, Inventory& inventory
 struct Holders {
   std::vector<GpuContainer> containers;
   std::string error;
+  int exit_code = 0;
 };
 
 Holders ask_holders(ContainerEngine& engine, std::chrono::milliseconds timeout) {
   try {
     return {engine.gpu_holders(timeout, Listing::running), {}};
+  } catch (const Error& e) {
+    return {{}, e.what(), e.exit_code()};
   } catch (const std::exception& e) {
-    return {{}, e.what()};
+    return {{}, e.what(), exit_code::failure};
   }
 }
 
@@ -107,7 +110,8 @@ Inventory take_inventory(const Options& options, const std::string& lock_dir, Gp
     if (asked.valid()) holders = asked.get();
   }
   Inventory inventory = assess_inventory(options, lock_dir, std::move(snapshot), std::move(holders.containers));
-  if (ask_engine) inventory.engine = EngineAnswer{.engine = engine->name(), .error = holders.error};
+  if (ask_engine)
+    inventory.engine = EngineAnswer{.engine = engine->name(), .error = holders.error, .exit_code = holders.exit_code};
   if (!holders.error.empty())
     inventory.warnings.push_back(
         fmt::format("cannot ask the {} engine which containers hold GPUs, going by the GPUs' processes alone: {}",

@@ -126,6 +126,17 @@ TEST_F(GpurunTest, DockerNotFoundExits127) {
   EXPECT_THAT(run.err, HasSubstr("no-such-docker not found"));
 }
 
+// logs, attach and stop ask docker about the container first: a missing client is 127 there too.
+TEST_F(GpurunTest, DockerNotFoundIs127ForLogsAttachAndStopToo) {
+  Env env = fakes("busy_dgx.json");
+  env.emplace_back("GPURUN_DOCKER", dir() + "/no-such-docker");
+  for (const char* verb : {"logs", "attach", "stop"}) {
+    const Outcome run = gpurun({verb, "job7"}, env);
+    EXPECT_EQ(run.exit_code, 127) << verb;
+    EXPECT_THAT(run.err, HasSubstr("no-such-docker not found")) << verb;
+  }
+}
+
 TEST_F(GpurunTest, DockerNotOnPathExits127) {
   Env env = fakes("busy_dgx.json");
   env.emplace_back("GPURUN_DOCKER", "gpurun-no-such-docker");

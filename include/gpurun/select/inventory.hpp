@@ -26,6 +26,7 @@ std::chrono::milliseconds smi_timeout(const Options& options);
 struct EngineAnswer {
   std::string engine;  // "docker" or "podman"
   std::string error;   // why it could not say; empty when it answered
+  int exit_code = 0;   // the error's: 127 (126) where its client could not be run at all
 };
 
 struct Inventory {

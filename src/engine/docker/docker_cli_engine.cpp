@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string_view>
 
@@ -48,8 +49,11 @@ std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds
     const ProcessResult result = run_process({argv, {}}, timeout);
     const bool usable = result.succeeded() || (output_counts_on_failure && result.end == ProcessResult::End::exited &&
                                                text::trim(result.out).starts_with("["));
-    if (!usable)
-      throw Error(fmt::format("`{} {}` {}{}", client_, argv[1], describe_end(result, timeout), short_error(result)));
+    if (!usable)  // a client that cannot be run: 127 or 126, as docker's exec at a launch would be
+      throw Error(fmt::format("`{} {}` {}{}", client_, argv[1], describe_end(result, timeout), short_error(result)),
+                  result.end != ProcessResult::End::not_started ? exit_code::failure
+                  : result.spawn_errno == ENOENT                ? exit_code::not_found
+                                                                : exit_code::cannot_execute);
     return result.out;
   };
   std::vector<std::string> inspect{"inspect", "--type", "container"};
