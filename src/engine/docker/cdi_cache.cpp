@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpurun/util/fd.hpp"
+#include "gpurun/util/privileges.hpp"
 
 namespace gpurun {
 namespace {
@@ -42,7 +43,9 @@ json read_cache(const std::string& file) {
 }  // namespace
 
 std::string default_cdi_cache_file() {
-  if (::geteuid() == 0) return "/var/cache/gpurun/engine-cdi.json";
+  // Under sudo root's engine is asked, as root: its answer is root's to keep (docker_api.cpp
+  // reads and writes the file raised), not the caller's, whose HOME sudo has made /root's.
+  if (::geteuid() == 0 || acting_for_caller()) return "/var/cache/gpurun/engine-cdi.json";
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/')
     return std::string(xdg) + "/gpurun/engine-cdi.json";
   if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/')

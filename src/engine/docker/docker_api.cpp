@@ -227,7 +227,10 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
                                   const std::string& cache_file) {
   const std::optional<std::string> mark = socket_mark(socket_path);
   if (mark && !cache_file.empty())
-    if (std::optional<CdiSupport> known = cached_cdi(cache_file, socket_path, *mark)) {
+    if (std::optional<CdiSupport> known = [&] {
+          const AsRoot root;  // under sudo: root's file (default_cdi_cache_file)
+          return cached_cdi(cache_file, socket_path, *mark);
+        }()) {
       known->why += " (remembered while the engine runs)";
       return *known;
     }
@@ -238,7 +241,10 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
     const json answer = json::parse(info.body, nullptr, false);
     const json dirs = answer.is_object() && answer.contains("CDISpecDirs") ? answer["CDISpecDirs"] : json();
     CdiSupport cdi = cdi_from_spec_dirs(dirs.dump(), "the engine's /info");
-    if (mark && answer.is_object()) remember_cdi(cache_file, socket_path, *mark, cdi);
+    if (mark && answer.is_object()) {
+      const AsRoot root;
+      remember_cdi(cache_file, socket_path, *mark, cdi);
+    }
     return cdi;
   } catch (const std::exception& e) {
     return {false, fmt::format("the engine's /info could not be asked ({})", e.what())};

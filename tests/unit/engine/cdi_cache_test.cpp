@@ -4,6 +4,8 @@
 #include "docker/cdi_cache.hpp"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <fstream>
 
 #include "docker/docker_api.hpp"
+#include "gpurun/util/privileges.hpp"
 #include "stand_in_engine.hpp"
 #include "support/test_support.hpp"
 
@@ -112,6 +115,30 @@ TEST_F(CdiCacheTest, AnEngineThatCannotBeAskedIsNotRemembered) {
   EXPECT_FALSE(docker_api_cdi_support(engine.path(), 5s, cache).available);
   EXPECT_FALSE(std::filesystem::exists(cache));
   EXPECT_FALSE(socket_mark(temp / "no-such.sock"));
+}
+
+// Under sudo gpurun acts with the caller's ids, and asks root's engine: its answer is kept in root's
+// file, raised, not in a cache under the HOME sudo set (root's), which the caller could never trust.
+TEST_F(CdiCacheTest, UnderSudoRootsEnginesAnswerIsRememberedInRootsFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
+  StandInEngine engine({{"/info", info}});
+  // As /var/run/docker.sock is, its socket may be looked at by anyone (connected to as root).
+  ::chmod(std::filesystem::path(engine.path()).parent_path().c_str(), 0755);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    act_as(UserIds{.uid = 65534, .gid = 65534, .groups = {}});
+    const bool chosen = default_cdi_cache_file() == "/var/cache/gpurun/engine-cdi.json";
+    docker_api_cdi_support(engine.path(), 5s, cache);
+    const CdiSupport second = docker_api_cdi_support(engine.path(), 5s, cache);
+    ::_exit(chosen && second.why.find("remembered") != std::string::npos ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(info_requests(engine), 1U);
+  struct stat st {};
+  ASSERT_EQ(::stat(cache.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0U);
 }
 
 }  // namespace
