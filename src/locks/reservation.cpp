@@ -102,7 +102,15 @@ void normalize_as_root(int dir_fd, const struct stat& info, const std::string& d
 }
 
 // The mend for a directory that is not trusted, for whoever reads the error.
-std::string mend(const std::string& dir, std::optional<gid_t> group, const std::string& group_word) {
+std::string mend(const std::string& dir, const struct stat& info, std::optional<gid_t> group,
+                 const std::string& group_word) {
+  // Another's directory may hold their lock files, which they may hold open (and locked) whoever
+  // owns them afterwards: it goes whole, and gpurun as root makes it anew.
+  if (info.st_uid != 0)
+    return fmt::format(
+        "an admin removes it with `sudo rm -rf {}` (the next gpurun run as root makes it anew, "
+        "root's); owned by someone else, its lock files may be held open by them",
+        dir);
   const std::string owner = group ? "root:" + group_word : "root:root";
   return fmt::format(
       "an admin mends it with `sudo chown {} {} && sudo chmod {:o} {}` (or any gpurun command run as "
@@ -248,7 +256,7 @@ std::string prepare_lock_dir(const LockDirSpec& spec, LockDirUse use) {
       throw Error(
           fmt::format("lock directory {} cannot be used: it is {}, not root's, so whoever owns it could "
                       "forge or hide reservations; {}",
-                      dir, describe(info), mend(dir, group, spec.group)));
+                      dir, describe(info), mend(dir, info, group, spec.group)));
     normalize_as_root(fd.get(), info, dir, group);
     return dir;
   }
@@ -256,7 +264,7 @@ std::string prepare_lock_dir(const LockDirSpec& spec, LockDirUse use) {
     throw Error(
         fmt::format("lock directory {} cannot be used: it is {}, which sudo gpurun does not trust, so its "
                     "launches and yours would keep separate reservations; {}",
-                    dir, describe(info), mend(dir, group, spec.group)));
+                    dir, describe(info), mend(dir, info, group, spec.group)));
   if (use == LockDirUse::launch && ::faccessat(fd.get(), ".", W_OK | X_OK, 0) != 0)
     throw Error(fmt::format("you cannot write the lock directory {} ({}): launch with `sudo gpurun`{}", dir,
                             describe(info),
