@@ -59,7 +59,13 @@ const std::vector<Verb>& verb_table() {
              if (!i.argument.empty() && i.argument != "init")
                throw Error(fmt::format("gpurun config takes init or nothing, not \"{}\"{}", text::printable(i.argument),
                                        suggestion(i.argument, {"init"})));
-             if (!i.options.config_check.empty()) return run_config_check(i.options.config_check, out);
+             if (!i.options.config_check.empty()) {
+               if (i.options.json)
+                 throw Error(
+                     "--json does not go with --check: its answer is one line, and its exit status says it (0: "
+                     "valid; 125: the error, with the file's line and key)");
+               return run_config_check(i.options.config_check, out);
+             }
              if (i.options.config_system && i.argument != "init")
                throw Error("--system goes with init: gpurun config init --system > config.json");
              if (i.config == nullptr)  // left unloaded for --check (unconfigured_with)

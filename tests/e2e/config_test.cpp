@@ -139,6 +139,8 @@ TEST_F(ConfigTest, CheckValidatesAFileWithoutInstallingIt) {
   EXPECT_EQ(refused.exit_code, 125);
   EXPECT_THAT(refused.err, HasSubstr(bad + ":3: unknown key \"max_utl\" (did you mean \"max_util\"?)"));
   EXPECT_EQ(gpurun({"config", "--check", dir() + "/none.json"}).exit_code, 125);
+  EXPECT_THAT(gpurun({"config", "--check", good, "--json"}).err,
+              HasSubstr("--json does not go with --check: its answer is one line"));
   // No file named: a message, not the configuration that --check left unloaded (it crashed).
   const Outcome empty = gpurun({"config", "--check", ""});
   EXPECT_EQ(empty.exit_code, 125);
