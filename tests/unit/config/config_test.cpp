@@ -624,10 +624,11 @@ TEST_F(ConfigTest, WrongTypeNamesKeyAndLine) {
 TEST_F(ConfigTest, WrongTypeInAProfileNamesTheNestedKeyAndItsOwnLine) {
   ConfigInputs in = inputs();
   in.user_file = kData + "wrong-type-in-profile.json";
-  EXPECT_EQ(error_of([&] { load_config(in); }),
-            kData +
-                "wrong-type-in-profile.json:4: key \"profiles.big.gpus\": expected a whole number from 1 to 2147483647, "
-                "got \"four\"");
+  EXPECT_EQ(
+      error_of([&] { load_config(in); }),
+      kData +
+          "wrong-type-in-profile.json:4: key \"profiles.big.gpus\": expected a whole number from 1 to 2147483647, "
+          "got \"four\"");
 }
 
 struct BadValueCase {
@@ -646,20 +647,20 @@ TEST_P(BadValue, IsRefusedWithKeyAndReason) {
 
 INSTANTIATE_TEST_SUITE_P(
     Values, BadValue,
-    ::testing::Values(BadValueCase{R"({"max_memory": "2 parsecs"})", "key \"max_memory\": --max-memory \"2 parsecs\""},
-                      BadValueCase{R"({"max_util": 150})", "key \"max_util\": expected a percentage"},
-                      BadValueCase{R"({"max_util": "lots"})", "key \"max_util\": --max-util \"lots\""},
-                      BadValueCase{R"({"wait": "soon"})", "key \"wait\": --wait=soon"},
-                      BadValueCase{R"({"gpus": 0})", "key \"gpus\": expected a whole number from 1 to 2147483647, got 0"},
-                      BadValueCase{R"({"gpus": 2.5})", "key \"gpus\": expected a whole number"},
-                      BadValueCase{R"({"cpus_per_gpu": 99999999999})",
-                                   "key \"cpus_per_gpu\": 99999999999 is outside 8..24"},
-                      BadValueCase{R"({"smi_timeout": -1})", "key \"smi_timeout\": expected a number of seconds"},
-                      BadValueCase{R"({"volumes": "/a:/a"})", "key \"volumes\": expected a list of strings"},
-                      BadValueCase{R"({"env": ["A=1", 2]})", "key \"env\": expected a list of strings"},
-                      BadValueCase{R"({"profiles": []})", "key \"profiles\": expected an object of named profiles"},
-                      BadValueCase{R"({"profiles": {"p": 1}})", "key \"profiles.p\": expected an object"},
-                      BadValueCase{R"(["image"])", "config.json:1: expected a JSON object"}));
+    ::testing::Values(
+        BadValueCase{R"({"max_memory": "2 parsecs"})", "key \"max_memory\": --max-memory \"2 parsecs\""},
+        BadValueCase{R"({"max_util": 150})", "key \"max_util\": expected a percentage"},
+        BadValueCase{R"({"max_util": "lots"})", "key \"max_util\": --max-util \"lots\""},
+        BadValueCase{R"({"wait": "soon"})", "key \"wait\": --wait=soon"},
+        BadValueCase{R"({"gpus": 0})", "key \"gpus\": expected a whole number from 1 to 2147483647, got 0"},
+        BadValueCase{R"({"gpus": 2.5})", "key \"gpus\": expected a whole number"},
+        BadValueCase{R"({"cpus_per_gpu": 99999999999})", "key \"cpus_per_gpu\": 99999999999 is outside 8..24"},
+        BadValueCase{R"({"smi_timeout": -1})", "key \"smi_timeout\": expected a number of seconds"},
+        BadValueCase{R"({"volumes": "/a:/a"})", "key \"volumes\": expected a list of strings"},
+        BadValueCase{R"({"env": ["A=1", 2]})", "key \"env\": expected a list of strings"},
+        BadValueCase{R"({"profiles": []})", "key \"profiles\": expected an object of named profiles"},
+        BadValueCase{R"({"profiles": {"p": 1}})", "key \"profiles.p\": expected an object"},
+        BadValueCase{R"(["image"])", "config.json:1: expected a JSON object"}));
 
 TEST_F(ConfigTest, MissingFilesAreSkippedButAMissingConfigFileIsAnError) {
   const Config config = load_config(inputs());
