@@ -114,6 +114,7 @@ LaunchIdentity current_identity() {
 std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   const std::string indices = fmt::format("{}", fmt::join(request.gpu_indices, ","));
   std::vector<std::string> argv{request.docker, "run", "--rm"};
+  if (request.init) argv.emplace_back("--init");
   if (request.detach) {
     // docker's -dit: an open stdin and a terminal of its own, so that `gpurun attach` gets a job
     // to type to, and Ctrl-P Ctrl-Q detaches again instead of Ctrl-C ending (and --rm deleting) it.

@@ -26,6 +26,7 @@ std::vector<std::string> expected_busy_dgx_args() {
   const LaunchIdentity me = current_identity();
   return {"run",
           "--rm",
+          "--init",
           "--interactive",
           "--name",
           "job",
@@ -93,7 +94,7 @@ TEST_F(GpurunTest, DryRunPrintsTheQuotedCommandOnStdoutAndRunsNothing) {
   EXPECT_EQ(
       run.out,
       fmt::format(
-          "{} run --rm --interactive --name job --gpus '\"device=2,5\"' --cpus 16 --user {}:{} "
+          "{} run --rm --init --interactive --name job --gpus '\"device=2,5\"' --cpus 16 --user {}:{} "
           "--volume {}:{} --workdir {} --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 "
           "--log-opt max-size=50m --label gpurun.user={} --label gpurun.gpus=2,5 "
           "--label gpurun.gpu-uuids={},{} --label gpurun.uid={} --label gpurun.name=job --label gpurun.time-limit= "
@@ -230,7 +231,7 @@ TEST_F(GpurunTest, TtyFlagWhenStdinAndStdoutAreTerminals) {
   const Outcome run =
       shell(fmt::format("script -qec '{} --dry-run -q --image img' /dev/null", GPURUN_BINARY), fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr("docker run --rm --interactive --tty --name "));
+  EXPECT_THAT(run.out, HasSubstr("docker run --rm --init --interactive --tty --name "));
 }
 
 TEST_F(GpurunTest, GeneratedContainerNameStartsWithTheLoginAndIsUniquePerLaunch) {

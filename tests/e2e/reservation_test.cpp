@@ -310,12 +310,13 @@ TEST_F(GpurunTest, DetachStartsInTheBackgroundAndSaysHowToReachIt) {
   EXPECT_THAT(run.err, HasSubstr("attach to it:      gpurun attach job7   (detach again with Ctrl-P Ctrl-Q)\n"));
   EXPECT_THAT(run.err, HasSubstr("stop it:           gpurun stop job7\n"));
   const auto argv = docker_argv();
-  ASSERT_GE(argv.size(), 5u);
+  ASSERT_GE(argv.size(), 6u);
   EXPECT_EQ(argv[1], "--rm");
+  EXPECT_EQ(argv[2], "--init");  // docker's own init as PID 1: `gpurun stop`'s SIGTERM reaches the job
   // docker's -dit: attach has a stdin and a terminal, so Ctrl-P Ctrl-Q detaches again.
-  EXPECT_EQ(argv[2], "--detach");
-  EXPECT_EQ(argv[3], "--interactive");
-  EXPECT_EQ(argv[4], "--tty");
+  EXPECT_EQ(argv[3], "--detach");
+  EXPECT_EQ(argv[4], "--interactive");
+  EXPECT_EQ(argv[5], "--tty");
 }
 
 TEST_F(GpurunTest, DetachPassesDockersFailureOn) {

@@ -38,6 +38,11 @@ struct DockerRunRequest {
   std::string cpuset_cpus;  // --cpuset-cpus "48-63,176-191"; empty: none
   std::string cpuset_mems;  // --cpuset-mems "3"; empty: none
   LaunchIdentity identity;
+  // --init (docker's engines; podman's needs catatonit, which it may lack): an init as the job's
+  // PID 1, which passes signals on and reaps. As PID 1 itself a job ignores a SIGTERM it has no
+  // handler for, and a shell wrapping it (sh -c) passes none on: `gpurun stop` and the idle policy
+  // would wait out their grace and kill, the job never told.
+  bool init = false;
   bool tty = false;                                // add --tty (stdin and stdout are terminals)
   bool detach = false;                             // --detach instead of --interactive/--tty
   std::string name;                                // container name; empty: generated from login and GPUs

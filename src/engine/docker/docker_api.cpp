@@ -110,6 +110,7 @@ class DockerApiEngine final : public ContainerEngine {
   std::vector<std::string> run_argv(const DockerRunRequest& request) const override {
     DockerRunRequest r = request;
     r.docker = docker_;
+    r.init = name_ == "docker";  // docker ships its init (docker-init)
     return build_docker_argv(r);
   }
   std::vector<std::string> stop_argv(const std::string& container, std::optional<int> timeout_s) const override {

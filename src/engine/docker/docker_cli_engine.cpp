@@ -86,7 +86,9 @@ CdiSupport DockerCliEngine::cdi_support(std::chrono::milliseconds timeout) {
 }
 
 std::vector<std::string> DockerCliEngine::run_argv(const DockerRunRequest& request) const {
-  std::vector<std::string> argv = build_docker_argv(request);
+  DockerRunRequest r = request;
+  r.init = name_ == "docker";  // docker ships its init (docker-init)
+  std::vector<std::string> argv = build_docker_argv(r);
   argv.front() = client_;
   return argv;
 }

@@ -49,9 +49,14 @@ TEST(DockerCliEngine, RunsTheJobWithItsOwnClientAsArgvZero) {
   request.name = "job";
   request.command = {"true"};
   const DockerCliEngine engine("/opt/docker/bin/docker");
+  request.init = true;  // docker's: its init as the job's PID 1
   std::vector<std::string> expected = build_docker_argv(request);
   expected.front() = "/opt/docker/bin/docker";
   EXPECT_EQ(engine.run_argv(request), expected);
+  EXPECT_EQ(engine.run_argv(request).at(3), "--init");
+  // podman's needs catatonit, which a host may lack: none.
+  const DockerCliEngine podman("/usr/bin/podman", "podman");
+  EXPECT_THAT(podman.run_argv(request), ::testing::Not(::testing::Contains("--init")));
 }
 
 TEST(DockerCliEngine, StopsFollowsAndAttachesByName) {
