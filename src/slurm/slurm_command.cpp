@@ -30,8 +30,22 @@ std::string env_name(const std::string& item) {
 std::vector<std::string> env_prefix(const SlurmJob& job) {
   std::vector<std::string> argv;
   for (const std::string& item : job.env) {
-    env_name(item);
-    if (item.find('=') != std::string::npos) argv.push_back(item);  // a bare KEY is already ours
+    const std::string name = env_name(item);
+    if (item.find('=') == std::string::npos) continue;  // a bare KEY is already ours
+    // Set on srun (sbatch) itself, a value may change what it does rather than the job: its input
+    // variables (SLURM_GPUS, SLURM_TASK_PROLOG: the options gpurun sets, programs a project file may
+    // not choose), and what loads code into it or chooses the srun that runs (LD_PRELOAD, PATH),
+    // from a cloned repository's .gpurun.json as much as from a flag.
+    static constexpr std::string_view kSlurmInputs[] = {"SLURM_", "SRUN_", "SBATCH_", "SALLOC_", "LD_"};
+    const bool slurm_or_loader = std::any_of(std::begin(kSlurmInputs), std::end(kSlurmInputs),
+                                             [&](std::string_view prefix) { return name.starts_with(prefix); });
+    if (slurm_or_loader || name == "PATH" || name == "GCONV_PATH" || name == "GLIBC_TUNABLES")
+      throw Error(
+          fmt::format("--env {}=…: with the Slurm backend the job's variables are set on srun itself, "
+                      "which {} would change; set it in the job's command instead (env {}=… python …){}",
+                      name, name, name,
+                      slurm_or_loader && !name.starts_with("LD_") ? ", or pass srun's option with --slurm-opt" : ""));
+    argv.push_back(item);
   }
   if (!argv.empty()) argv.insert(argv.begin(), "env");
   return argv;

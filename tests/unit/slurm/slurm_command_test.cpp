@@ -147,6 +147,16 @@ TEST(SrunArgv, WhatCannotBeMappedIsRefused) {
   job.volumes = {};
   job.env = {"1BAD=x"};
   EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("not a variable name"));
+  // Set on srun itself: none that changes srun (a .gpurun.json's env reaches it as a flag's does).
+  for (const char* item : {"LD_PRELOAD=/repo/hook.so", "SLURM_TASK_PROLOG=./p.sh", "SLURM_GPUS=8", "PATH=./bin",
+                           "SBATCH_EXCLUSIVE=1", "GCONV_PATH=."}) {
+    job.env = {item};
+    EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message,
+                HasSubstr("the job's variables are set on srun itself"))
+        << item;
+  }
+  job.env = {"SLURM_JOB_ID"};  // a bare name: srun has it already, and pyxis passes it in
+  EXPECT_NO_THROW(build_srun_argv(job));
   job.env = {};
   job.command = {};
   EXPECT_THAT(caught_error([&] { build_srun_argv(job); }).message, HasSubstr("no command"));
