@@ -56,6 +56,9 @@ class GpurundTest : public GpurunTest {
     std::vector<std::string> args{GPURUND_BINARY, "--state-dir",  state(),        "--interval",
                                   "0.1",          "--no-config",  "--nvidia-smi", fake("nvidia-smi"),
                                   "--docker",     fake("docker"), "--socket",     socket()};
+    // Never a GPU host's NVML, unless a test asks for the NVML stand-in: the stand-ins' answers alone.
+    if (std::find(more.begin(), more.end(), "--gpu-source") == more.end())
+      args.insert(args.end(), {"--gpu-source", "nvidia-smi"});
     args.insert(args.end(), more.begin(), more.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

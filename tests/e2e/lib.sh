@@ -11,6 +11,12 @@
 #     docker_memlock_shim, stop_private_docker DIR.
 
 readonly SKIP=77
+# Nothing of the caller's: a GPURUN_* an admin exported (an engine, a docker), their user file, a
+# proxy the loopback requests would go through. The GPUs are the stand-ins': never a GPU host's NVML.
+unset "${!GPURUN_@}"
+export XDG_CONFIG_HOME=/nonexistent/gpurun-tests/xdg GPURUN_GPU_SOURCE=nvidia-smi
+export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
 # Never the machine's /etc/gpurun/config.json: an admin's policy there would change the answers.
 # sudo_real.sh writes one of its own (put back on exit) and unsets this.
 export GPURUN_SYSTEM_CONFIG=/nonexistent/gpurun-tests/config.json

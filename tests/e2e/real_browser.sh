@@ -40,7 +40,7 @@ start_gpurund() {
   FAKE_SMI_SCENARIO=$scenario GPURUN_SYSTEM_CONFIG=$dir/system.json GPURUN_SYSFS_ROOT=$dir/no-sysfs \
   FAKE_DOCKER_PS_IDS="c1 c2" FAKE_DOCKER_INSPECT=$dir/inspect.json DOCKER_HOST=unix:///nonexistent/gpurun.sock \
   "$gpurund" --state-dir "$dir/state" --socket "$dir/gpurund.sock" --interval 0.2 --no-config \
-  --nvidia-smi "$smi" --docker "$docker" --listen 127.0.0.1:0 2>"$dir/gpurund.err" &
+  --gpu-source nvidia-smi --nvidia-smi "$smi" --docker "$docker" --listen 127.0.0.1:0 2>"$dir/gpurund.err" &
   pids+=($!)
 }
 

@@ -476,7 +476,7 @@ PY
   service_scenario "$held_pid"
   start_service() {
     FAKE_SMI_SCENARIO=$tmp/service.json "$gpurund" --no-config --state-dir "$tmp/gpurund-state" \
-      --socket "$tmp/gpurund.sock" --interval 0.2 --nvidia-smi "$fake_smi" --docker "$docker_cli" \
+      --socket "$tmp/gpurund.sock" --interval 0.2 --gpu-source nvidia-smi --nvidia-smi "$fake_smi" --docker "$docker_cli" \
       2>>"$tmp/gpurund.err" &
     service_pid=$!
   }
@@ -590,7 +590,7 @@ PY
   printf '{"idle_policy": {"below": "5%%", "warn_after": 1, "stop_after": 2}, "notify": %s}\n' "$(cat "$tmp/notify.json")" \
     >"$tmp/idle-policy.json"
   GPURUN_SYSTEM_CONFIG=$tmp/idle-policy.json FAKE_SMI_SCENARIO=$tmp/idle.json "$gpurund" --no-config \
-    --state-dir "$tmp/idle-state" --socket "$tmp/idle.sock" --interval 0.2 --nvidia-smi "$fake_smi" \
+    --state-dir "$tmp/idle-state" --socket "$tmp/idle.sock" --interval 0.2 --gpu-source nvidia-smi --nvidia-smi "$fake_smi" \
     --docker "$docker_cli" 2>>"$tmp/idle.err" &
   idle_service=$!
   for _ in $(seq 150); do  # stopped, and logged as such (gpurund logs once docker stop returns)
@@ -660,7 +660,7 @@ if [[ -x $gpurund ]]; then
   dk rmi gpurun-e2e-limited:1 >/dev/null 2>&1
   printf '{"notify": %s}\n' "$(cat "$tmp/notify.json")" >"$tmp/notify-policy.json"
   GPURUN_SYSTEM_CONFIG=$tmp/notify-policy.json FAKE_SMI_SCENARIO=$scenario "$gpurund" --no-config \
-    --state-dir "$tmp/timed-state" --socket "$tmp/timed.sock" --interval 0.2 --nvidia-smi "$fake_smi" \
+    --state-dir "$tmp/timed-state" --socket "$tmp/timed.sock" --interval 0.2 --gpu-source nvidia-smi --nvidia-smi "$fake_smi" \
     --docker "$docker_cli" 2>>"$tmp/timed.err" &
   timed_service=$!
   for _ in $(seq 150); do  # stopped at its limit, its end seen (two samples without it) and told

@@ -266,7 +266,7 @@ if [[ -x $gpurund ]]; then
   # exec: $! is gpurund itself, which the kill below stops (a subshell's kill would leave it).
   (cd "$tmp" && exec env "${common[@]}" CONTAINER_HOST="unix://$tmp/root-podman/none.sock" \
     "$gpurund" --state-dir "$tmp/gpurund-state" --socket "$tmp/gpurund.sock" --interval 0.2 \
-    --engine podman --podman "$tmp/bin/podman-root" --nvidia-smi "$tmp/bin/nvidia-smi" \
+    --engine podman --podman "$tmp/bin/podman-root" --gpu-source nvidia-smi --nvidia-smi "$tmp/bin/nvidia-smi" \
     </dev/null >/dev/null 2>"$tmp/gpurund.err") &
   gpurund_pid=$!
   line=""

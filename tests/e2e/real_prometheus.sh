@@ -21,7 +21,7 @@ fail() { echo "FAIL: $*" >&2; echo "--- gpurund:" >&2; cat "$dir/gpurund.err" >&
 
 FAKE_SMI_SCENARIO=$scenario GPURUN_SYSTEM_CONFIG=$dir/no-system-config.json GPURUN_SYSFS_ROOT=$dir/no-sysfs \
   "$gpurund" --state-dir "$dir/state" --socket "$dir/gpurund.sock" --interval 0.2 --no-config \
-  --nvidia-smi "$smi" --docker "$docker" --listen 127.0.0.1:0 2>"$dir/gpurund.err" &
+  --gpu-source nvidia-smi --nvidia-smi "$smi" --docker "$docker" --listen 127.0.0.1:0 2>"$dir/gpurund.err" &
 pids+=($!)
 port=
 for _ in $(seq 100); do

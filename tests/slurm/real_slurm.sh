@@ -136,7 +136,7 @@ env WANDB_MODE=offline" "$(cat "$work/pyxis.record" 2>/dev/null)"
   : >"$work/pyxis.record"
   out=$(run --dry-run --report --nvidia-smi /opt/smi --image busybox 2 -- true)
   expect_eq "pyxis --report: the dry run shows the sampling step and the container step it starts" \
-    "srun --nodes=1 --gpus-per-node=2 --cpus-per-gpu=16 --job-name=gpurun --immediate --overlap /usr/bin/env GPURUN_SLURM_REPORT_STEP=1 $gpurun --no-config --backend slurm --slurm-container none --report --nvidia-smi /opt/smi --report-interval 1 --report-threshold 80 --gpu-source auto 2 -- srun --container-image=busybox --container-mounts=$work:$work --container-workdir=$work true" "$out"
+    "srun --nodes=1 --gpus-per-node=2 --cpus-per-gpu=16 --job-name=gpurun --immediate --overlap /usr/bin/env GPURUN_SLURM_REPORT_STEP=1 $gpurun --no-config --backend slurm --slurm-container none --report --nvidia-smi /opt/smi --report-interval 1 --report-threshold 80 --gpu-source nvidia-smi 2 -- srun --container-image=busybox --container-mounts=$work:$work --container-workdir=$work true" "$out"
   FAKE_SMI_SCENARIO=$scenarios/report_trace.json run --report --report-interval 0.2 --nvidia-smi "$fakes/nvidia-smi" \
     --image busybox -e MODE=pyxis 2 -- sh -c 'echo "$MODE" >pyxis.out; sleep 1.2; exit 3' 2>"$work/pyxis-report.err"
   expect_eq "pyxis --report: the job's exit status" 3 "$?"
