@@ -1,7 +1,14 @@
 #include "gpurun/job/job_report.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include "gpurun/render/views.hpp"
 #include "gpurun/util/error.hpp"
@@ -109,6 +116,24 @@ nlohmann::ordered_json job_report_json(const JobReport& report) {
           {"gpu_efficiency", or_null(gpu_efficiency(report))},
           {"threshold", report.threshold_percent},
           {"gpus", gpus}};
+}
+
+void check_report_destination(const std::string& file) {
+  std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error))
+    throw Error(fmt::format("--report-json {}: it is a directory; name a file in it, such as {}",
+                            text::printable(file, 200),
+                            text::printable((std::filesystem::path(file) / "report.json").string(), 200)));
+  if (!std::filesystem::is_directory(dir, error))
+    throw Error(
+        fmt::format("--report-json {}: the directory {} does not exist; create it first, or name a file in "
+                    "an existing one",
+                    text::printable(file, 200), text::printable(dir.string(), 200)));
+  if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
+    throw Error(fmt::format("--report-json {}: cannot write in {}: {}", text::printable(file, 200),
+                            text::printable(dir.string(), 200), std::strerror(errno)));
 }
 
 int write_report_json(const std::string& path, const JobReport& report, int job_status) {

@@ -187,26 +187,6 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
   return 0;
 }
 
-// Where --report-json will write, checked before the job starts (as the caller, under sudo): a
-// missing directory found only when the job ends loses the report of the whole run.
-void check_report_destination(const std::string& file) {
-  std::filesystem::path dir = std::filesystem::path(file).parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code error;
-  if (std::filesystem::is_directory(file, error))
-    throw Error(fmt::format("--report-json {}: it is a directory; name a file in it, such as {}",
-                            text::printable(file, 200),
-                            text::printable((std::filesystem::path(file) / "report.json").string(), 200)));
-  if (!std::filesystem::is_directory(dir, error))
-    throw Error(
-        fmt::format("--report-json {}: the directory {} does not exist; create it first, or name a file in "
-                    "an existing one",
-                    text::printable(file, 200), text::printable(dir.string(), 200)));
-  if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
-    throw Error(fmt::format("--report-json {}: cannot write in {}: {}", text::printable(file, 200),
-                            text::printable(dir.string(), 200), std::strerror(errno)));
-}
-
 // --report: the job runs as our child; afterwards, how well it used its GPUs.
 int run_reported(const Options& options, const std::vector<std::string>& argv, const std::vector<Gpu>& chosen, int cpus,
                  const std::string& source) {

@@ -81,6 +81,7 @@ bool inside_report_step() { return inside_slurm_step() && slurm_variable(kReport
 int run_step_report(const Options& options) {
   ::unsetenv(kReportStepVariable);  // the command's own gpurun, if it runs one, is a launch
   if (options.command.empty()) throw Error("--report inside a Slurm step: no command to run");
+  if (!options.report_json.empty()) check_report_destination(options.report_json);  // as the node sees it
   const std::vector<int> indices = step_gpu_indices();
   JobReport report;
   report.threshold_percent = options.report_threshold;

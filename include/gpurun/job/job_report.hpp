@@ -33,6 +33,10 @@ nlohmann::ordered_json job_report_json(const JobReport& report);
 // --report-json: writes the report to `path` (nothing when empty) and returns the status to exit
 // with: the job's, or 125 where the job succeeded but its report could not be written (a full
 // disk, a FIFO nobody reads), which is said on stderr.
+// Where --report-json will write, checked before the job starts (as the caller, under sudo): a
+// missing directory found only when the job ends loses the report of the whole run. Throws Error.
+void check_report_destination(const std::string& file);
+
 int write_report_json(const std::string& path, const JobReport& report, int job_status);
 
 }  // namespace gpurun
