@@ -9,7 +9,9 @@
 namespace gpurun {
 namespace {
 
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH};
+// SIGUSR1 and SIGUSR2 too: Slurm's --signal=USR1@90 warns a job before its time limit (a checkpoint),
+// and would end gpurun instead, by default.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
 
 int exit_status_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -25,11 +27,20 @@ ForegroundJob::ForegroundJob() {
   sigaddset(&forwarded_, SIGCHLD);
   ::pthread_sigmask(SIG_BLOCK, &forwarded_, &old_mask_);
   (void)::signal(SIGTTOU, SIG_IGN);  // a background group may then set the foreground group
+  owns_terminal_ = in_terminal_foreground();
 }
 
 ForegroundJob::~ForegroundJob() {
-  if (::isatty(STDIN_FILENO) != 0) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());  // the terminal back
-  (void)::signal(SIGTTOU, SIG_DFL);                                         // SIG_ERR only for an invalid signal number
+  // The terminal back, where gpurun had it: a `gpurun --report … &` in the background never takes
+  // it from the shell.
+  if (owns_terminal_) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  // What came once the job had ended (a hangup's SIGHUP after its child's end) is the job's, which
+  // is over: it must not end gpurun before the report is out.
+  const timespec now{0, 0};
+  siginfo_t info{};
+  while (::sigtimedwait(&forwarded_, &info, &now) > 0) {
+  }
+  (void)::signal(SIGTTOU, SIG_DFL);  // SIG_ERR only for an invalid signal number
   ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
 }
 

@@ -221,6 +221,8 @@ bool reap_killed(pid_t pid, int& status, std::chrono::milliseconds limit) {
 
 void set_children_in_own_groups(bool own) { spawning::children_in_own_groups.store(own); }
 
+bool in_terminal_foreground() { return ::isatty(STDIN_FILENO) != 0 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp(); }
+
 pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
   const std::string& path = argv.front();
   spawning::SpawnAttributes attributes;
@@ -231,7 +233,8 @@ pid_t spawn_foreground_job(const std::vector<std::string>& argv) {
   spawning::FileActions actions;
   // On a terminal the job becomes its foreground group before it runs, so that it may read
   // the terminal and gets Ctrl-C itself.
-  if (::isatty(STDIN_FILENO) != 0) ::posix_spawn_file_actions_addtcsetpgrp_np(actions.get(), STDIN_FILENO);
+  // Not where gpurun runs in the background (`&`): the terminal is the shell's then.
+  if (in_terminal_foreground()) ::posix_spawn_file_actions_addtcsetpgrp_np(actions.get(), STDIN_FILENO);
   const std::vector<char*> c_args = c_argv(argv);
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, path.c_str(), actions.get(), attributes.get(), c_args.data(), environ);

@@ -135,6 +135,18 @@ TEST_F(ReportTest, SigtermIsForwardedToo) {
   EXPECT_EQ(result.exit_code, 143);
 }
 
+// Slurm's --signal=USR1@90 warns a job of its time limit: the job takes it, not gpurun (which
+// SIGUSR1 would end by default, report and all).
+TEST_F(ReportTest, SigusrOneIsForwardedToTheJob) {
+  auto running = start({"--report", "--image", "img", "1"}, reporting_env("30"));
+  wait_for_docker();
+  ::kill(std::stoi(read_file(pid_file())), SIGUSR1);
+  const ProcessResult result = running.get();
+  EXPECT_EQ(result.end, ProcessResult::End::exited);
+  EXPECT_EQ(result.exit_code, 128 + SIGUSR1);  // the stand-in's default: ended by it
+  EXPECT_THAT(result.err, HasSubstr("  exit status     138\n"));
+}
+
 TEST_F(ReportTest, AJobKilledByASignalExits128PlusIt) {
   const std::string suicidal = dir() + "/docker";
   std::ofstream(suicidal) << "#!/bin/sh\n[ \"$1\" = run ] && kill -KILL $$\nexit 0\n";  // its ps lists nothing

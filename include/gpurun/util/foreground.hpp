@@ -27,6 +27,7 @@ class ForegroundJob {
  private:
   sigset_t forwarded_{};
   sigset_t old_mask_{};
+  bool owns_terminal_ = false;  // gpurun's group was the terminal's foreground
 };
 
 }  // namespace gpurun

@@ -87,10 +87,13 @@ class ChildStream {
   Fd out_;
 };
 
+// Whether stdin is a terminal whose foreground group is this process's (not run with `&`).
+bool in_terminal_foreground();
+
 // Starts argv with our stdin, stdout and stderr, in a process group of its own, with default
 // signal handling. argv.front() is the program's path, as locate_program gives it: looked for
 // before any thread starts (under sudo the search raises the whole process to root). Throws Error
-// (126) when it cannot be started.
+// (126) when it cannot be started. It becomes the terminal's foreground group where gpurun's was.
 pid_t spawn_foreground_job(const std::vector<std::string>& argv);
 
 }  // namespace gpurun
