@@ -1,6 +1,8 @@
 // `gpurun logs|attach|stop NAME`: a caller under sudo has no docker access of their own, so
 // gpurun acts on the containers it started for them, and on no others (root and the members of
 // the policy's admin_group: on any container gpurun started).
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -51,7 +53,10 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   inspect.front() = locate_program(inspect.front());
   const auto owner = container_owner(inspect, options.smi_timeout);
   if (!owner || !owner->started_by_gpurun)
-    throw Error(fmt::format("no container \"{}\" that gpurun started (gpurun ps lists them)", shown));
+    throw Error(
+        fmt::format("no container \"{}\" that gpurun started (gpurun ps -a lists them; a job's container "
+                    "goes when the job ends, and with it its output)",
+                    shown));
   if (options.caller && !in_admin_group(*options.caller, options.policy.admin_group)) {
     if (!owns(*options.caller, *owner))
       throw Refusal(fmt::format("not allowed under sudo: container \"{}\" belongs to {}, not to you ({})", shown,
@@ -67,8 +72,9 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   }
   const std::string& id = owner->id.empty() ? name : owner->id;  // the id: the name may move meanwhile
   if (verb == "stop") {  // run, not exec'd: the engine's client would echo the id, not the name
-    // The engine waits for the job (10 s, or -t), then kills it: our bound leaves it that time.
-    const auto timeout = std::chrono::minutes(2) + std::chrono::seconds(options.stop_timeout_s.value_or(0));
+    // The engine waits for the job (-t, or the container's own --stop-timeout, 10 s unless a
+    // --docker-opt set more), then kills it: our bound leaves it that time.
+    const auto timeout = std::chrono::minutes(2) + std::chrono::seconds(options.stop_timeout_s.value_or(3600));
     const ProcessResult result = run_process({engine->stop_argv(id, options.stop_timeout_s), {}}, timeout);
     if (!result.succeeded())
       throw Error(fmt::format("{} stop {} {}: {}", engine->name(), shown, describe_end(result, timeout),
@@ -79,10 +85,15 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   if (verb == "attach")
     spdlog::info(
         "attaching to {}: Ctrl-P Ctrl-Q detaches and the job runs on; in a job with a terminal (gpurun -d) "
-        "Ctrl-C reaches the job",
+        "Ctrl-C reaches the job, and ends it",
         shown);
-  exec_program(verb == "logs" ? engine->logs_argv(id, {.follow = options.logs_follow, .tail = options.logs_tail})
-                              : engine->attach_argv(id));
+  std::vector<std::string> argv =
+      verb == "logs" ? engine->logs_argv(id, {.follow = options.logs_follow, .tail = options.logs_tail})
+                     : engine->attach_argv(id);
+  // From a script or `ssh host gpurun attach` (no terminal): its output only. docker refuses a
+  // stdin that is no terminal for a job that has one, and an input's end would reach the job.
+  if (verb == "attach" && ::isatty(STDIN_FILENO) == 0) argv.insert(argv.begin() + 2, "--no-stdin");
+  exec_program(argv);
 }
 
 }  // namespace gpurun

@@ -374,6 +374,16 @@ if command -v tmux >/dev/null; then
   sleep 0.5
   expect_eq "the job still runs after Ctrl-P Ctrl-Q" true "$(dk inspect --format '{{.State.Running}}' "$attached" 2>&1)"
   tmux -S "$tsock" kill-server 2>/dev/null
+  # From a script (no terminal): its output, not docker's "the input device is not a TTY", and
+  # stdin's end never reaches the job.
+  attach_rc=0
+  "${gpurun_env[@]}" timeout 3 "$gpurun" attach "$attached" </dev/null >"$tmp/attach.out" 2>"$tmp/attach.err" ||
+    attach_rc=$?
+  if ((attach_rc == 124)) && [[ $(dk inspect --format '{{.State.Running}}' "$attached" 2>&1) == true ]]; then
+    pass "gpurun attach without a terminal follows the job until stopped, and the job runs on"
+  else
+    fail "gpurun attach </dev/null: status $attach_rc, $(cat "$tmp/attach.err")"
+  fi
 else
   say "SKIP (part): tmux not found, the attach/detach check did not run (scripts/install-deps installs it)"
 fi
