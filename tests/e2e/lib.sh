@@ -13,7 +13,7 @@
 readonly SKIP=77
 # Nothing of the caller's: a GPURUN_* an admin exported (an engine, a docker), their user file, a
 # proxy the loopback requests would go through. The GPUs are the stand-ins': never a GPU host's NVML.
-unset "${!GPURUN_@}"
+for variable in "${!GPURUN_@}"; do [[ $variable == GPURUN_E2E_* ]] || unset "$variable"; done  # (the tests' own kept)
 export XDG_CONFIG_HOME=/nonexistent/gpurun-tests/xdg GPURUN_GPU_SOURCE=nvidia-smi
 export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY

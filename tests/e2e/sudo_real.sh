@@ -27,7 +27,29 @@ fi
 for t in sudo useradd userdel runuser; do command -v $t >/dev/null || skip "$t not found (scripts/install-deps installs sudo)"; done
 docker_engine_tools
 busybox=$(static_busybox) || skip "no static busybox (install busybox-static)"
-getent passwd $A >/dev/null && skip "user $A exists already: another run of this test?"
+readonly MARK="gpurun e2e sudo test"  # the test users' GECOS: stale ones (a run killed by CTest's timeout) are ours
+# A run's users' processes, until none is left (userdel refuses a user with any, zombies too).
+kill_test_users_processes() {
+  local u i
+  for u in $A $B $C; do pkill -KILL -u "$u" 2>/dev/null; done
+  for ((i = 0; i < 50; i++)); do
+    [[ -z $(for u in $A $B $C; do ps -o pid= -u "$u" 2>/dev/null; done) ]] && break
+    sleep 0.1
+  done
+}
+remove_test_users() {
+  kill_test_users_processes
+  for u in $A $B $C; do userdel -r "$u" >/dev/null 2>&1; done
+  groupdel $G >/dev/null 2>&1
+}
+for u in $A $B $C; do
+  if entry=$(getent passwd "$u"); then
+    [[ $(cut -d: -f5 <<<"$entry") == "$MARK" ]] || skip "a user $u exists that this test did not create"
+    say "note: removing the users left by an earlier run"
+    remove_test_users
+    break
+  fi
+done
 
 tmp=$(mktemp -d /tmp/gpurun-sudo.XXXXXX) && chmod 755 "$tmp"
 restore() { # restore FILE: put back what was there before
@@ -41,9 +63,7 @@ cleanup() {
   restore /etc/sudoers.d/gpurun-e2e
   if [[ -n ${GPURUN_E2E_PRIVATE_ETC-} ]]; then umount /etc/gpurun /etc/sudoers.d 2>/dev/null; fi
   [[ -n ${made_etc_gpurun-} ]] && rmdir /etc/gpurun 2>/dev/null
-  for u in $A $B $C; do pkill -KILL -u $u 2>/dev/null; done; sleep 0.2  # userdel refuses a user with processes
-  userdel -r $A >/dev/null 2>&1; userdel -r $B >/dev/null 2>&1; userdel -r $C >/dev/null 2>&1
-  groupdel $G >/dev/null 2>&1
+  remove_test_users
   rm -rf -- "$tmp"
   exit "$rc"
 }
@@ -67,7 +87,8 @@ docker_import_busybox "$tmp" "$busybox" "$IMAGE"
 docker_memlock_shim "$tmp/docker-shim"
 
 # The users, the admin's file and the sudo rule.
-groupadd $G && useradd -m -s /bin/sh $A && useradd -m -s /bin/sh $B && useradd -m -s /bin/sh -G $G $C ||
+groupadd $G && useradd -m -c "$MARK" -s /bin/sh $A && useradd -m -c "$MARK" -s /bin/sh $B &&
+  useradd -m -c "$MARK" -s /bin/sh -G $G $C ||
   { say "FAIL: useradd"; exit 1; }
 uid_a=$(id -u $A)
 install -m 755 "$1" "$tmp/gpurun"
