@@ -42,6 +42,16 @@ summary() { # the closing line, a script's last: it exits 1 where an assertion f
   say "PASS: all $passes assertions hold"
 }
 
+remove_stale_cdi_specs() { # the stand-in CDI specs of runs killed before their cleanup (their pid gone)
+  local f pid
+  for f in /var/run/cdi/gpurun-e2e-*.json; do
+    [[ -e $f ]] || continue
+    pid=${f%.json} pid=${pid##*-}
+    [[ $pid =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null && rm -f -- "$f"
+  done
+  return 0
+}
+
 abspath() { # absolute path of an existing file, without needing realpath(1)
   local d
   d=$(cd "$(dirname -- "$1")" && pwd -P) || return 1
