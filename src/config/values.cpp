@@ -139,9 +139,10 @@ std::optional<std::string> value_problem(ValueType type, const json& j, std::str
     case ValueType::list:
     case ValueType::appended_list:
       if (!all_strings(j)) return expected();
-      // An option's empty item reaches the program as a word of its own: docker run takes a
-      // --docker-opt "" for the image, and runs the image as the command. (A command's may be empty.)
-      if (type == ValueType::appended_list &&
+      // An empty -e, -v, -p or srun option reaches the program as a word of its own, which it takes
+      // for the next thing it expects (its image). (A command's word may be empty, and so may a
+      // --docker-opt, after one that takes a value: --entrypoint "".)
+      if (type == ValueType::appended_list && flag != "--docker-opt" &&
           std::any_of(j.begin(), j.end(), [](const json& i) { return i.get<std::string>().empty(); }))
         return std::string("an empty item would reach docker run (or srun) as a word of its own; leave it out");
       return std::nullopt;

@@ -105,10 +105,10 @@ void normalize_as_root(int dir_fd, const struct stat& info, const std::string& d
 std::string mend(const std::string& dir, const struct stat& info, std::optional<gid_t> group,
                  const std::string& group_word) {
   // Another's directory may hold their lock files, which they may hold open (and locked) whoever
-  // owns them afterwards: it goes whole, and gpurun as root makes it anew.
+  // owns them afterwards: it goes aside whole, and gpurun as root makes it anew.
   if (info.st_uid != 0)
     return fmt::format(
-        "an admin removes it with `sudo rm -rf {}` (the next gpurun run as root makes it anew, "
+        "an admin moves it aside with `sudo mv {0} {0}.untrusted` (the next gpurun run as root makes it anew, "
         "root's); owned by someone else, its lock files may be held open by them",
         dir);
   const std::string owner = group ? "root:" + group_word : "root:root";

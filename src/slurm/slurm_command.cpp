@@ -39,7 +39,9 @@ std::vector<std::string> env_prefix(const SlurmJob& job) {
     static constexpr std::string_view kSlurmInputs[] = {"SLURM_", "SRUN_", "SBATCH_", "SALLOC_", "LD_"};
     const bool slurm_or_loader = std::any_of(std::begin(kSlurmInputs), std::end(kSlurmInputs),
                                              [&](std::string_view prefix) { return name.starts_with(prefix); });
-    if (slurm_or_loader || name == "PATH" || name == "GCONV_PATH" || name == "GLIBC_TUNABLES")
+    static constexpr std::string_view kLibcInputs[] = {"PATH",    "GCONV_PATH",   "GLIBC_TUNABLES", "LOCPATH",
+                                                       "NLSPATH", "MALLOC_TRACE", "HOSTALIASES",    "RESOLV_HOST_CONF"};
+    if (slurm_or_loader || std::find(std::begin(kLibcInputs), std::end(kLibcInputs), name) != std::end(kLibcInputs))
       throw Error(
           fmt::format("--env {}=…: with the Slurm backend the job's variables are set on srun itself, "
                       "which {} would change; set it in the job's command instead (env {}=… python …){}",

@@ -12,7 +12,6 @@
 #include "gpurun/config/policy.hpp"
 #include "gpurun/config/sudo_rules.hpp"
 #include "gpurun/engine/docker_command.hpp"
-#include "gpurun/job/job_report.hpp"
 #include "gpurun/select/cpu_quota.hpp"
 #include "gpurun/select/inventory.hpp"
 #include "gpurun/slurm/slurm_environment.hpp"
@@ -219,8 +218,7 @@ int run_slurm_launch(const Options& options, std::ostream& out) {
         "--mig picks MIG instances on this server; under Slurm ask the cluster's MIG type itself, e.g. "
         "--slurm-opt=--gres=gpu:1g.10gb:1 (the names are the site's gres.conf), or use --backend local");
   const bool report = options.report;
-  if (report && inside_report_step()) return run_step_report(options);              // the inner gpurun, on the node
-  if (!options.report_json.empty()) check_report_destination(options.report_json);  // not after a day's run
+  if (report && inside_report_step()) return run_step_report(options);  // the inner gpurun, on the node
   warn_local_only(options);
   const SlurmContainer container = options.slurm.container;
   if (container == SlurmContainer::none && !options.image.empty())

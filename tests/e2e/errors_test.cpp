@@ -268,10 +268,9 @@ INSTANTIATE_TEST_SUITE_P(
         // `--wait=$LIMIT` with the variable unset is no wait without limit.
         UsageCase{{"--image", "img", "--wait=", "1"},
                   "--wait= has nothing after the '=': write --wait=VALUE, or --wait alone (as --wait=forever)"},
-        // docker run would take a --docker-opt "" for the image, and run "img" as the command.
-        UsageCase{{"--image", "img", "--docker-opt", "", "1"},
-                  "--docker-opt: an empty item would reach docker run (or srun) as a word of its own; leave it out"},
-        UsageCase{{"--image", "img", "-e", "A=1", "-e", "", "1"}, "--env: an empty item would reach docker run"},
+        // docker run would take an -e "" for the image, and run "img" as the command.
+        UsageCase{{"--image", "img", "-e", "A=1", "-e", "", "1"},
+                  "--env: an empty item would reach docker run (or srun) as a word of its own; leave it out"},
         UsageCase{{"--image", "img", "-p", "", "1"}, "--publish: an empty item would reach docker run"},
         UsageCase{{"2", "python", "train.py", "--image", "img"},
                   "no image to run: --image is in the job's command, which begins after N; put it before N"},

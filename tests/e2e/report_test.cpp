@@ -77,12 +77,6 @@ TEST_F(ReportTest, AReportJsonIntoAMissingDirectoryFailsBeforeTheJobStarts) {
   EXPECT_EQ(run.exit_code, 125);
   EXPECT_THAT(run.err, HasSubstr("the directory " + dir() + "/no/such does not exist; create it first"));
   EXPECT_FALSE(docker_ran());
-  // Handed to Slurm, too: refused before srun, not when the job has run.
-  const Outcome slurm = gpurun({"--backend", "slurm", "--dry-run", "--report", "--report-json",
-                                dir() + "/no/such/report.json", "--image", "img", "1", "train"},
-                               reporting_env("3"));
-  EXPECT_EQ(slurm.exit_code, 125);
-  EXPECT_THAT(slurm.err, HasSubstr("the directory " + dir() + "/no/such does not exist; create it first"));
 }
 
 TEST_F(ReportTest, AReportJsonNamingADirectoryFailsBeforeTheJobStarts) {

@@ -252,19 +252,19 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
   }
 }
 
-namespace {
+bool is_script(const std::string& program) { return !script_start(program, 2).empty(); }
 
-// Whether `program` (found as exec finds it) starts with "#!": a wrapper, not docker's client itself.
-bool is_script(const std::string& program) {
+std::string script_start(const std::string& program, std::size_t size) {
   int error = 0;
   const std::string path = find_program(program, error);
-  if (path.empty()) return false;
+  if (path.empty()) return "";
   const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  char start[2] = {};
-  return fd.valid() && ::read(fd.get(), start, sizeof start) == 2 && start[0] == '#' && start[1] == '!';
+  std::string start(std::max<std::size_t>(size, 2), '\0');
+  const ssize_t got = fd.valid() ? ::read(fd.get(), start.data(), start.size()) : -1;
+  if (got < 2 || start[0] != '#' || start[1] != '!') return "";
+  start.resize(static_cast<std::size_t>(got));
+  return start;
 }
-
-}  // namespace
 
 std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& docker_cli,
                                                            const std::string& socket_path, const std::string& name) {

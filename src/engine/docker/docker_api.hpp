@@ -64,4 +64,10 @@ std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& do
                                                            const std::string& socket_path,
                                                            const std::string& name = "docker");
 
+// Whether `program` (found as exec finds it) starts with "#!": a wrapper (an admin's, or
+// podman-docker's `docker`), not docker's client itself.
+bool is_script(const std::string& program);
+// The first `size` bytes of `program` where it is a script; "" where it is not, or cannot be read.
+std::string script_start(const std::string& program, std::size_t size);
+
 }  // namespace gpurun

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "access_hint.hpp"
+#include "docker/docker_api.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/text.hpp"
@@ -53,7 +54,9 @@ std::vector<GpuContainer> DockerCliEngine::gpu_holders(std::chrono::milliseconds
       throw Error(fmt::format("`{} {}` {}{}", client_, argv[1], describe_end(result, timeout), short_error(result)),
                   result.end != ProcessResult::End::not_started ? exit_code::failure
                   : result.spawn_errno == ENOENT                ? exit_code::not_found
-                                                                : exit_code::cannot_execute);
+                  : result.spawn_errno == EACCES || result.spawn_errno == ENOEXEC || result.spawn_errno == EPERM
+                      ? exit_code::cannot_execute
+                      : exit_code::failure);  // a fork limit is no client that cannot be run
     return result.out;
   };
   std::vector<std::string> inspect{"inspect", "--type", "container"};
@@ -87,7 +90,9 @@ CdiSupport DockerCliEngine::cdi_support(std::chrono::milliseconds timeout) {
 
 std::vector<std::string> DockerCliEngine::run_argv(const DockerRunRequest& request) const {
   DockerRunRequest r = request;
-  r.init = name_ == "docker";  // docker ships its init (docker-init)
+  // docker ships its init (docker-init); podman-docker's `docker` is a script that runs podman,
+  // whose --init needs catatonit, which a host may lack. (An admin's wrapper that runs docker keeps it.)
+  r.init = name_ == "docker" && script_start(client_, 4096).find("podman") == std::string::npos;
   std::vector<std::string> argv = build_docker_argv(r);
   argv.front() = client_;
   return argv;

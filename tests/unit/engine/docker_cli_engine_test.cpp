@@ -54,9 +54,15 @@ TEST(DockerCliEngine, RunsTheJobWithItsOwnClientAsArgvZero) {
   expected.front() = "/opt/docker/bin/docker";
   EXPECT_EQ(engine.run_argv(request), expected);
   EXPECT_EQ(engine.run_argv(request).at(3), "--init");
-  // podman's needs catatonit, which a host may lack: none.
+  // podman's needs catatonit, which a host may lack: none, nor through a script named docker
+  // (podman-docker's), which may run podman.
   const DockerCliEngine podman("/usr/bin/podman", "podman");
   EXPECT_THAT(podman.run_argv(request), ::testing::Not(::testing::Contains("--init")));
+  const std::string podman_docker = ::testing::TempDir() + "/podman-docker";
+  std::ofstream(podman_docker) << "#!/bin/sh\nexec /usr/bin/podman \"$@\"\n";
+  std::filesystem::permissions(podman_docker, std::filesystem::perms::owner_all);
+  EXPECT_THAT(DockerCliEngine(podman_docker).run_argv(request), ::testing::Not(::testing::Contains("--init")));
+  EXPECT_THAT(DockerCliEngine(kFakeDocker).run_argv(request), ::testing::Contains("--init"));  // a docker wrapper
 }
 
 TEST(DockerCliEngine, StopsFollowsAndAttachesByName) {

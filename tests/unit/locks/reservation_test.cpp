@@ -119,8 +119,9 @@ TEST(PrepareLockDir, RootRefusesADirectoryNotItsOwnWithTheMend) {
   ASSERT_EQ(::chown(locks.c_str(), 65534, 0), 0);
   const auto e = test::caught_error([&] { prepare_lock_dir({.dir = locks, .group = own_group(), .shared = true}); });
   EXPECT_THAT(e.message, ::testing::HasSubstr("not root's, so whoever owns it could forge or hide reservations"));
-  // Removed, not given to root: its owner's lock files, held open, would stay theirs to hold.
-  EXPECT_THAT(e.message, ::testing::HasSubstr(fmt::format("an admin removes it with `sudo rm -rf {}`", locks)));
+  // Moved aside, not given to root: its owner's lock files, held open, would stay theirs to hold.
+  EXPECT_THAT(e.message,
+              ::testing::HasSubstr(fmt::format("an admin moves it aside with `sudo mv {0} {0}.untrusted`", locks)));
   EXPECT_EQ(e.exit_code, exit_code::failure);
 }
 
