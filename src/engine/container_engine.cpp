@@ -13,8 +13,9 @@ namespace gpurun {
 // CLI processes: docs/performance.md); the CLI elsewhere (tcp/ssh hosts, contexts, podman).
 std::unique_ptr<ContainerEngine> make_container_engine(const std::string& client) {
   std::string why_not;
-  if (auto api = make_docker_api_engine(client, why_not)) return api;
-  return std::make_unique<DockerCliEngine>(client);
+  std::string script_head;  // the client's, where it is a script (read once, as root under sudo)
+  if (auto api = make_docker_api_engine(client, why_not, &script_head)) return api;
+  return std::make_unique<DockerCliEngine>(client, "docker", script_head.find("podman") != std::string::npos);
 }
 
 std::unique_ptr<ContainerEngine> make_container_engine(const EngineSpec& spec) {

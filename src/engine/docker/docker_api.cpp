@@ -252,8 +252,6 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
   }
 }
 
-bool is_script(const std::string& program) { return !script_start(program, 2).empty(); }
-
 std::string script_start(const std::string& program, std::size_t size) {
   int error = 0;
   const std::string path = find_program(program, error);
@@ -271,7 +269,8 @@ std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& do
   return std::make_unique<DockerApiEngine>(docker_cli, socket_path, name);
 }
 
-std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docker_cli, std::string& why_not) {
+std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docker_cli, std::string& why_not,
+                                                        std::string* script_head) {
   const auto decline = [&](std::string reason) -> std::unique_ptr<ContainerEngine> {
     why_not = std::move(reason);
     spdlog::debug("asking {} (the CLI), not the Engine API: {}", docker_cli, why_not);
@@ -284,7 +283,9 @@ std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docke
   const AsRoot root;
   // An admin's wrapper script may name another engine (DOCKER_HOST set inside it): its engine is
   // the one it runs the job on, so it is asked through it.
-  if (is_script(docker_cli)) return decline(fmt::format("{} is a script, which chooses its own engine", docker_cli));
+  const std::string head = script_start(docker_cli, 4096);
+  if (script_head != nullptr) *script_head = head;
+  if (!head.empty()) return decline(fmt::format("{} is a script, which chooses its own engine", docker_cli));
   std::string reason;
   const auto socket = docker_socket_path(DockerClientEnvironment::from_process(), reason);
   if (!socket) return decline(reason);

@@ -56,18 +56,19 @@ CdiSupport docker_api_cdi_support(const std::string& socket_path, std::chrono::m
 // The docker engine asked through its socket, run through `docker_cli` (argv[0] of the argvs).
 // Null, with `why_not` said (and logged at --verbose), where the socket does not apply: a
 // tcp/ssh DOCKER_HOST, a docker context, a client that is not docker's (podman), no socket
-// there or none this user may open. The caller then uses the docker CLI.
-std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docker_cli, std::string& why_not);
+// there or none this user may open. The caller then uses the docker CLI. `script_head`, where
+// given, gets the client's first 4 KiB where it is a script (read here once: the CLI engine tells
+// podman-docker's from it), "" otherwise.
+std::unique_ptr<ContainerEngine> make_docker_api_engine(const std::string& docker_cli, std::string& why_not,
+                                                        std::string* script_head = nullptr);
 // The same at a known socket (podman's Docker-compatible one, with `name` "podman"; a test's
 // private dockerd).
 std::unique_ptr<ContainerEngine> make_docker_api_engine_at(const std::string& docker_cli,
                                                            const std::string& socket_path,
                                                            const std::string& name = "docker");
 
-// Whether `program` (found as exec finds it) starts with "#!": a wrapper (an admin's, or
-// podman-docker's `docker`), not docker's client itself.
-bool is_script(const std::string& program);
-// The first `size` bytes of `program` where it is a script; "" where it is not, or cannot be read.
+// The first `size` bytes of `program` (found as exec finds it) where it starts with "#!": a wrapper
+// (an admin's, or podman-docker's `docker`), not docker's client itself; "" otherwise.
 std::string script_start(const std::string& program, std::size_t size);
 
 }  // namespace gpurun

@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "access_hint.hpp"
-#include "docker/docker_api.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/text.hpp"
@@ -90,9 +89,7 @@ CdiSupport DockerCliEngine::cdi_support(std::chrono::milliseconds timeout) {
 
 std::vector<std::string> DockerCliEngine::run_argv(const DockerRunRequest& request) const {
   DockerRunRequest r = request;
-  // docker ships its init (docker-init); podman-docker's `docker` is a script that runs podman,
-  // whose --init needs catatonit, which a host may lack. (An admin's wrapper that runs docker keeps it.)
-  r.init = name_ == "docker" && script_start(client_, 4096).find("podman") == std::string::npos;
+  r.init = name_ == "docker" && !runs_podman_;  // docker ships its init (docker-init)
   std::vector<std::string> argv = build_docker_argv(r);
   argv.front() = client_;
   return argv;

@@ -26,8 +26,10 @@ class DockerCliEngine final : public ContainerEngine {
  public:
   // `client`: the program (--docker, or --podman with `name` "podman"), looked up on PATH when
   // it has no '/'.
-  explicit DockerCliEngine(std::string client, std::string name = "docker")
-      : client_(std::move(client)), name_(std::move(name)) {}
+  // `runs_podman`: a client named docker that runs podman (podman-docker's script), whose --init
+  // needs catatonit, which a host may lack: its launches go without.
+  explicit DockerCliEngine(std::string client, std::string name = "docker", bool runs_podman = false)
+      : client_(std::move(client)), name_(std::move(name)), runs_podman_(runs_podman) {}
 
   std::string name() const override { return name_; }
   // Podman's CLI run by a user (no socket of root's reached): its own, rootless; docker's: its
@@ -47,6 +49,7 @@ class DockerCliEngine final : public ContainerEngine {
  private:
   std::string client_;
   std::string name_;
+  bool runs_podman_;
 };
 
 }  // namespace gpurun

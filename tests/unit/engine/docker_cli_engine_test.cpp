@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "gpurun/engine/container_engine.hpp"
 #include "gpurun/util/error.hpp"
+#include "support/test_support.hpp"
 
 namespace gpurun {
 namespace {
@@ -58,11 +60,12 @@ TEST(DockerCliEngine, RunsTheJobWithItsOwnClientAsArgvZero) {
   // (podman-docker's), which may run podman.
   const DockerCliEngine podman("/usr/bin/podman", "podman");
   EXPECT_THAT(podman.run_argv(request), ::testing::Not(::testing::Contains("--init")));
-  const std::string podman_docker = ::testing::TempDir() + "/podman-docker";
+  const test::TempDir dir("podman-docker");
+  const std::string podman_docker = dir / "docker";  // its name, as installed
   std::ofstream(podman_docker) << "#!/bin/sh\nexec /usr/bin/podman \"$@\"\n";
   std::filesystem::permissions(podman_docker, std::filesystem::perms::owner_all);
-  EXPECT_THAT(DockerCliEngine(podman_docker).run_argv(request), ::testing::Not(::testing::Contains("--init")));
-  EXPECT_THAT(DockerCliEngine(kFakeDocker).run_argv(request), ::testing::Contains("--init"));  // a docker wrapper
+  EXPECT_THAT(make_container_engine(podman_docker)->run_argv(request), ::testing::Not(::testing::Contains("--init")));
+  EXPECT_THAT(make_container_engine(kFakeDocker)->run_argv(request), ::testing::Contains("--init"));  // a wrapper
 }
 
 TEST(DockerCliEngine, StopsFollowsAndAttachesByName) {
