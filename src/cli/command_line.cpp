@@ -149,7 +149,7 @@ CommandLine split_command_line(const std::vector<std::string>& args,
     break;
   }
   const bool takes_a_name =
-      line.verb == "stop" || line.verb == "logs" || line.verb == "attach" || line.verb == "report";
+      line.verb == "stop" || line.verb == "logs" || line.verb == "attach" || line.verb == "rm" || line.verb == "report";
   if (takes_a_name && !line.command.empty() && line.count)  // `gpurun stop a b`: one name a call
     throw Error(fmt::format("gpurun {} takes one name, but got \"{}\" after \"{}\": run it once for each", line.verb,
                             text::printable(line.command.front()), text::printable(*line.count)));
@@ -185,9 +185,11 @@ int parse_gpu_count(const std::string& word) {
   if (word.size() <= kLongestPatternWord && std::regex_match(word, number))
     throw Error(fmt::format("expected the number of GPUs, a whole number from 1 to {}, got {}", kMostGpus, word));
   // A word from another tool: what gpurun calls it.
-  static const std::map<std::string, std::string, std::less<>> kMeant{
-      {"help", "gpurun --help"},  {"version", "gpurun --version"},        {"kill", "gpurun stop NAME"},
-      {"rm", "gpurun stop NAME"}, {"run", "gpurun N COMMAND (no `run`)"}, {"exec", "gpurun N COMMAND"}};
+  static const std::map<std::string, std::string, std::less<>> kMeant{{"help", "gpurun --help"},
+                                                                      {"version", "gpurun --version"},
+                                                                      {"kill", "gpurun stop NAME"},
+                                                                      {"run", "gpurun N COMMAND (no `run`)"},
+                                                                      {"exec", "gpurun N COMMAND"}};
   if (const auto meant = kMeant.find(word); meant != kMeant.end())
     throw Error(fmt::format("\"{}\" is no verb of gpurun's: {}", word, meant->second));
   throw Error(fmt::format(

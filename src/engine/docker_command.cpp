@@ -113,11 +113,14 @@ LaunchIdentity current_identity() {
 
 std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   const std::string indices = fmt::format("{}", fmt::join(request.gpu_indices, ","));
-  std::vector<std::string> argv{request.docker, "run", "--rm"};
+  // An attached job's output went to its terminal; a detached job's is in its container, which
+  // stays when the job ends (however it ends) until `gpurun rm` removes it.
+  std::vector<std::string> argv{request.docker, "run"};
+  if (!request.detach) argv.emplace_back("--rm");
   if (request.init) argv.emplace_back("--init");
   if (request.detach) {
     // docker's -dit: an open stdin and a terminal of its own, so that `gpurun attach` gets a job
-    // to type to, and Ctrl-P Ctrl-Q detaches again instead of Ctrl-C ending (and --rm deleting) it.
+    // to type to, and Ctrl-P Ctrl-Q detaches again instead of Ctrl-C ending it.
     argv.insert(argv.end(), {"--detach", "--interactive", "--tty"});
   } else {
     argv.emplace_back("--interactive");

@@ -19,6 +19,14 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
   ContainerOwner owner;
   owner.id = parsed[0].value("Id", "");
   owner.image = parsed[0].value("Image", "");
+  if (const auto state = parsed[0].find("State"); state != parsed[0].end() && state->is_object()) {
+    const auto said = [&](const char* key, const json& value) {
+      const auto member = state->find(key);
+      return member != state->end() && *member == value;
+    };
+    owner.running = said("Running", true) || said("Restarting", true) || said("Status", "running") ||
+                    said("Status", "paused") || said("Status", "restarting");
+  }
   const json labels = parsed[0].contains("Config") && parsed[0]["Config"].is_object()
                           ? parsed[0]["Config"].value("Labels", json::object())
                           : json::object();

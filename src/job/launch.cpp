@@ -169,21 +169,30 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
   resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
   const ProcessResult result = run_process({resolved, {}}, timeout);
   std::cerr << result.err;
+  const std::string gpurun = for_caller ? "sudo gpurun" : "gpurun";
+  const std::string quoted = shell_quote(name);
   if (!result.succeeded()) {
+    // A detached job's container stays after the job (below), so its name is taken until then;
+    // under sudo the caller cannot remove it with docker's own client.
+    if (result.err.find("is already in use") != std::string::npos)
+      std::cerr << fmt::format(
+          "gpurun: a container named {} is there already; if it is an ended job of yours, {} logs {} shows its "
+          "output and {} rm {} removes it; or choose another --name\n",
+          quoted, gpurun, quoted, gpurun, quoted);
     if (result.end == ProcessResult::End::exited) return result.exit_code;
     throw Error(fmt::format("{} run {}", engine.name(), describe_end(result, timeout)));
   }
   out << name << '\n';
   // gpurun's own verbs: they go to the same engine, and under sudo (where the caller has no
   // engine access) act on the caller's containers.
-  const std::string gpurun = for_caller ? "sudo gpurun" : "gpurun";
-  const std::string quoted = shell_quote(name);
   std::cerr << fmt::format(
       "gpurun: container {} runs detached on GPU{} {}\n"
-      "  follow its output: {} logs -f {}   (it goes with the container when the job ends: > job.log keeps it)\n"
+      "  follow its output: {} logs -f {}   (it stays after the job ends, until you remove it)\n"
       "  attach to it:      {} attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
-      "  stop it:           {} stop {}\n",
-      name, gpus.find(',') == std::string::npos ? "" : "s", gpus, gpurun, quoted, gpurun, quoted, gpurun, quoted);
+      "  stop it:           {} stop {}\n"
+      "  once it has ended: {} rm {}   (removes the container and its output)\n",
+      name, gpus.find(',') == std::string::npos ? "" : "s", gpus, gpurun, quoted, gpurun, quoted, gpurun, quoted,
+      gpurun, quoted);
   return 0;
 }
 

@@ -29,6 +29,11 @@ int slurm_manage(const std::string& verb, const std::string& name, const Options
         fmt::format("with the Slurm backend, a job's output is its file: sattach {}.0 or the job's --output", job));
   if (verb == "attach")
     throw Error(fmt::format("with the Slurm backend, attach with Slurm's own tool: sattach {}.0", job));
+  if (verb == "rm")
+    throw Error(
+        fmt::format("with the Slurm backend, a job leaves no container to remove: its output is its file "
+                    "(the job's --output; sacct -j {} shows how it ended)",
+                    job));
   throw Error(fmt::format("with the Slurm backend, stop a job with Slurm's own tool: scancel {}", job));
 }
 

@@ -1,4 +1,4 @@
-// `gpurun logs|attach|stop NAME`: a caller under sudo has no docker access of their own, so
+// `gpurun logs|attach|stop|rm NAME`: a caller under sudo has no docker access of their own, so
 // gpurun acts on the containers it started for them, and on no others (root and the members of
 // the policy's admin_group: on any container gpurun started).
 #include <unistd.h>
@@ -18,6 +18,7 @@
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/exec.hpp"
 #include "gpurun/util/process.hpp"
+#include "gpurun/util/shell_quote.hpp"
 #include "gpurun/util/text.hpp"
 #include "gpurun/verbs/verbs.hpp"
 
@@ -33,6 +34,25 @@ bool in_admin_group(const Caller& caller, const std::string& group) {
 
 bool owns(const Caller& caller, const ContainerOwner& owner) {
   return owner.uid ? *owner.uid == caller.ids.uid : owner.user == caller.login;
+}
+
+// `gpurun rm`: a detached job's container stays when the job ends, with its output; this removes
+// it. Never a running one: that is `gpurun stop` first, which leaves the output to read.
+int remove_container(const ContainerEngine& engine, const ContainerOwner& owner, const std::string& name,
+                     const Options& options, std::ostream& out) {
+  const std::string shown = text::printable(name);
+  if (owner.running)
+    throw Error(
+        fmt::format("container \"{}\" still runs its job: gpurun stop {} ends it (its output stays until "
+                    "gpurun rm {})",
+                    shown, shell_quote(shown), shell_quote(shown)));
+  const auto timeout = std::chrono::minutes(1) + options.smi_timeout;  // a large writable layer takes a while
+  const ProcessResult result = run_process({engine.remove_argv(owner.id.empty() ? name : owner.id), {}}, timeout);
+  if (!result.succeeded())
+    throw Error(fmt::format("{} rm {} {}: {}", engine.name(), shown, describe_end(result, timeout),
+                            text::printable(std::string(text::trim(result.err)))));
+  out << name << '\n';
+  return exit_code::ok;
 }
 
 }  // namespace
@@ -54,8 +74,8 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   const auto owner = container_owner(inspect, options.smi_timeout);
   if (!owner || !owner->started_by_gpurun)
     throw Error(
-        fmt::format("no container \"{}\" that gpurun started (gpurun ps -a lists them; a job's container "
-                    "goes when the job ends, and with it its output)",
+        fmt::format("no container \"{}\" that gpurun started (gpurun ps -a lists them; an attached job's "
+                    "container goes when the job ends, a detached one's when `gpurun rm` removes it)",
                     shown));
   if (options.caller && !in_admin_group(*options.caller, options.policy.admin_group)) {
     if (!owns(*options.caller, *owner))
@@ -82,11 +102,12 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
     out << name << '\n';
     return exit_code::ok;
   }
+  if (verb == "rm") return remove_container(*engine, *owner, name, options, out);
   if (verb == "attach")
     spdlog::info(
         "attaching to {}: Ctrl-P Ctrl-Q detaches and the job runs on; in a job with a terminal (gpurun -d) "
-        "Ctrl-C reaches the job, and ends it",
-        shown);
+        "Ctrl-C reaches the job, and ends it (its output stays: gpurun logs {})",
+        shown, shell_quote(shown));
   std::vector<std::string> argv =
       verb == "logs" ? engine->logs_argv(id, {.follow = options.logs_follow, .tail = options.logs_tail})
                      : engine->attach_argv(id);

@@ -40,8 +40,16 @@ std::optional<long long> seconds_since(const std::string& rfc3339) {
   return static_cast<long long>(now - started);
 }
 
-// "1h 2m", or "?" where docker's start time cannot be read.
+// An ended (or never started) container, which `ps -a` lists: it runs for no time.
+bool has_ended(const GpuContainer& c) { return !c.status.empty() && c.status != "running" && c.status != "paused"; }
+
+std::optional<long long> running_s(const GpuContainer& c) {
+  return has_ended(c) ? std::nullopt : seconds_since(c.started_at);
+}
+
+// "1h 2m"; "-" where it has ended; "?" where docker's start time cannot be read.
 std::string running_for(const GpuContainer& c) {
+  if (has_ended(c)) return "-";
   const auto seconds = seconds_since(c.started_at);
   return seconds ? format_duration(std::chrono::seconds(*seconds), DurationStyle::brief) : "?";
 }
@@ -50,6 +58,7 @@ std::string running_for(const GpuContainer& c) {
 // of them is busy or the service does not know.
 std::optional<long long> idle_for(const GpuContainer& c, const std::vector<Gpu>& gpus,
                                   const std::map<int, long long>& idle_s) {
+  if (has_ended(c)) return std::nullopt;
   const std::vector<int> held = held_gpu_indices(c, gpus);
   std::optional<long long> shortest;
   for (int index : held) {
@@ -96,7 +105,7 @@ int run_ps(const Options& options, std::ostream& out) {
       for (int index : held_gpu_indices(c, gpus))
         for (const Gpu& g : gpus)
           if (g.index == index) held.push_back({{"index", g.index}, {"uuid", g.uuid}});
-      const auto running_s = seconds_since(c.started_at);
+      const auto ran_s = running_s(c);
       list.push_back({{"id", c.id},
                       {"name", c.name},
                       {"user", string_or_null(c.user)},
@@ -104,7 +113,7 @@ int run_ps(const Options& options, std::ostream& out) {
                       {"status", c.status},
                       {"started_at", string_or_null(c.started_at)},
                       {"command", string_or_null(c.command)},
-                      {"running_s", running_s ? nlohmann::ordered_json(*running_s) : nlohmann::ordered_json()},
+                      {"running_s", ran_s ? nlohmann::ordered_json(*ran_s) : nlohmann::ordered_json()},
                       {"gpus", held},
                       {"devices", c.devices},
                       {"all_gpus", c.all_gpus},

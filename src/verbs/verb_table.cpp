@@ -106,6 +106,15 @@ const std::vector<Verb>& verb_table() {
            [](const Invocation& i, std::ostream& out) {
              return backend_table(i.options.backend).manage("stop", i.argument, i.options, out);
            }},
+      {.name = "rm",
+       .help = "remove a detached job's container once it has ended, and its output with it (under sudo: one of "
+               "yours)",
+       .synopsis = "rm NAME",
+       .takes_argument = true,
+       .run =
+           [](const Invocation& i, std::ostream& out) {
+             return backend_table(i.options.backend).manage("rm", i.argument, i.options, out);
+           }},
       {.name = "history",
        .help = "the runs the gpurun service recorded, newest first: GPU-hours, efficiency, idle time",
        .synopsis = "history [--since DURATION|DATE] [--user NAME] [--json]",

@@ -100,7 +100,7 @@ TEST_F(CompletionTest, BashOffersVerbsOptionsAndWhatFollowsAVerb) {
   for (const std::string mode : {"full", "plain"}) {
     SCOPED_TRACE(mode);
     EXPECT_THAT(bash("gpurun ", mode), ElementsAre("attach", "completion", "config", "history", "logs", "pick", "ps",
-                                                   "report", "status", "stop", "usage"));
+                                                   "report", "rm", "status", "stop", "usage"));
     EXPECT_THAT(bash("gpurun --dry", mode), ElementsAre("--dry-run"));
     EXPECT_THAT(bash("gpurun -", mode), Contains("--profile"));
     EXPECT_THAT(bash("gpurun config ", mode), ElementsAre("init"));
@@ -149,7 +149,7 @@ TEST_F(CompletionTest, BashCompletesAnAliasOnceToldTo) {
 
 TEST_F(CompletionTest, ZshOffersVerbsOptionsProfilesAndTheJobsCommand) {
   EXPECT_THAT(zsh("gpurun "), ElementsAre("attach", "completion", "config", "history", "logs", "pick", "ps", "report",
-                                          "status", "stop", "usage"));
+                                          "rm", "status", "stop", "usage"));
   EXPECT_THAT(zsh("gpurun --dry"), ElementsAre("--dry-run"));
   EXPECT_THAT(zsh("gpurun config "), ElementsAre("init"));
   EXPECT_THAT(zsh("gpurun completion "), ElementsAre("bash", "zsh"));

@@ -126,11 +126,11 @@ TEST_F(GpurunTest, DockerNotFoundExits127) {
   EXPECT_THAT(run.err, HasSubstr("no-such-docker not found"));
 }
 
-// logs, attach and stop ask docker about the container first: a missing client is 127 there too.
-TEST_F(GpurunTest, DockerNotFoundIs127ForLogsAttachAndStopToo) {
+// logs, attach, stop and rm ask docker about the container first: a missing client is 127 there too.
+TEST_F(GpurunTest, DockerNotFoundIs127ForLogsAttachStopAndRmToo) {
   Env env = fakes("busy_dgx.json");
   env.emplace_back("GPURUN_DOCKER", dir() + "/no-such-docker");
-  for (const char* verb : {"logs", "attach", "stop"}) {
+  for (const char* verb : {"logs", "attach", "stop", "rm"}) {
     const Outcome run = gpurun({verb, "job7"}, env);
     EXPECT_EQ(run.exit_code, 127) << verb;
     EXPECT_THAT(run.err, HasSubstr("no-such-docker not found")) << verb;

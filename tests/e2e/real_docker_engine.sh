@@ -346,6 +346,27 @@ if [[ $stop_out == "$detached" ]] && ((SECONDS - stop_start < 9)) &&
 else
   fail "gpurun stop -t 30 $detached: '$stop_out' after $((SECONDS - stop_start)) s; running: $(dk inspect --format '{{.State.Running}}' "$detached" 2>&1)"
 fi
+# A detached job's output stays after it ends (no --rm), until gpurun rm removes its container.
+ended_out=$("${gpurun_env[@]}" "$gpurun" logs "$detached" 2>&1 | tr -d '\r' | tr '\n' ' ')
+[[ $ended_out == "1 2 3 4 5 " ]] && pass "gpurun logs still prints the output of $detached after its job ended" ||
+  fail "gpurun logs $detached after stop printed '$ended_out', expected '1 2 3 4 5 '"
+if COLUMNS=200 "${gpurun_env[@]}" "$gpurun" ps -a | grep -q "^$detached .*exited"; then
+  pass "gpurun ps -a lists the ended $detached"
+else
+  fail "gpurun ps -a does not list the ended $detached: $(COLUMNS=200 "${gpurun_env[@]}" "$gpurun" ps -a 2>&1)"
+fi
+(cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name "$detached" --image "$IMAGE" 1 -- \
+  true) >"$tmp/again.out" 2>"$tmp/again.err" </dev/null
+again_rc=$?
+((again_rc == 125)) && grep -q "gpurun rm $detached removes it" "$tmp/again.err" &&
+  pass "a detached launch into the ended job's name stops with 125 and says gpurun rm $detached" ||
+  fail "a second -d --name $detached: status $again_rc, $(cat "$tmp/again.err")"
+rm_out=$("${gpurun_env[@]}" "$gpurun" rm "$detached" 2>&1)
+if [[ $rm_out == "$detached" ]] && ! dk inspect "$detached" >/dev/null 2>&1; then
+  pass "gpurun rm removed the ended $detached and echoed its name"
+else
+  fail "gpurun rm $detached: '$rm_out'; container: $(dk inspect --format '{{.State.Status}}' "$detached" 2>&1)"
+fi
 dk rm -f "$detached" >/dev/null 2>&1
 
 # 3b. A detached job survives attach (issue 21): `gpurun attach` in a terminal (tmux) reaches the
@@ -386,6 +407,14 @@ if command -v tmux >/dev/null; then
   fi
 else
   say "SKIP (part): tmux not found, the attach/detach check did not run (scripts/install-deps installs it)"
+fi
+rm_rc=0
+"${gpurun_env[@]}" "$gpurun" rm "$attached" >"$tmp/rm.out" 2>"$tmp/rm.err" || rm_rc=$?
+if ((rm_rc == 125)) && grep -q "still runs its job: gpurun stop $attached ends it" "$tmp/rm.err" &&
+  [[ $(dk inspect --format '{{.State.Running}}' "$attached" 2>&1) == true ]]; then
+  pass "gpurun rm refuses a container whose job still runs, and says gpurun stop"
+else
+  fail "gpurun rm of the running $attached: status $rm_rc, $(cat "$tmp/rm.err")"
 fi
 dk rm -f "$attached" >/dev/null 2>&1
 picked=$("${gpurun_env[@]}" "$gpurun" pick 1 2>/dev/null)

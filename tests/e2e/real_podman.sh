@@ -185,10 +185,19 @@ gp "$cli" -- --detach --name pm-stop --docker-opt --network=none --image "$IMAGE
   fail "second detached launch: $(cat "$tmp/detach2.err")"
 gp "$cli" GPURUN_DOCKER=/nonexistent/docker -- stop pm-stop >"$tmp/stop.out" 2>"$tmp/stop.err"
 stop_rc=$?
-for ((i = 0; i < 100; i++)); do "$tmp/podman" container exists pm-stop 2>/dev/null || break; sleep 0.1; done
-if ((stop_rc == 0)) && [[ $(cat "$tmp/stop.out") == pm-stop ]] && ! "$tmp/podman" container exists pm-stop 2>/dev/null; then
+if ((stop_rc == 0)) && [[ $(cat "$tmp/stop.out") == pm-stop ]] &&
+  [[ $("$tmp/podman" inspect --format '{{.State.Running}}' pm-stop 2>&1) == false ]]; then
   pass "gpurun stop pm-stop with engine podman stopped it through podman"
 else
   fail "gpurun stop with engine podman: rc $stop_rc, $(cat "$tmp/stop.out" "$tmp/stop.err"); podman ps: $("$tmp/podman" ps -a 2>&1)"
 fi
+# A detached job's container stays once it has ended; gpurun rm removes it, through podman too.
+gp "$cli" GPURUN_DOCKER=/nonexistent/docker -- rm pm-stop >"$tmp/rm.out" 2>"$tmp/rm.err"
+rm_rc=$?
+if ((rm_rc == 0)) && [[ $(cat "$tmp/rm.out") == pm-stop ]] && ! "$tmp/podman" container exists pm-stop 2>/dev/null; then
+  pass "gpurun rm pm-stop with engine podman removed the ended container through podman"
+else
+  fail "gpurun rm with engine podman: rc $rm_rc, $(cat "$tmp/rm.out" "$tmp/rm.err"); podman ps: $("$tmp/podman" ps -a 2>&1)"
+fi
+"$tmp/podman" rm -f pm-stop >/dev/null 2>&1
 summary

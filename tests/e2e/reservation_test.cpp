@@ -282,6 +282,41 @@ TEST_F(ContainerAwarenessTest, PsListsContainersHoldingGpus) {
   EXPECT_GT(json["containers"][1]["running_s"], 0);
 }
 
+// A detached job's container stays when its job ends (no --rm), so `ps -a` shows it ended, and
+// `gpurun rm` removes it, never while it runs.
+constexpr const char* kEndedJob = R"([
+ {"Id": "c1", "Name": "/bob_gpu0_12345678", "State": {"Status": "exited", "Running": false, "ExitCode": 1,
+  "StartedAt": "2026-01-01T00:00:00.5Z"}, "Path": "python", "Args": ["train.py"],
+  "Config": {"Image": "bob/train:1", "Labels": {"gpurun.user": "bob", "gpurun.gpus": "0"}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["0"], "Capabilities": [["gpu"]]}]}}
+])";
+
+TEST_F(ContainerAwarenessTest, AnEndedJobIsListedByPsAllAndRemovedByRm) {
+  Env env = with_containers("all_free_8.json", kEndedJob);
+  for (auto& [name, value] : env)
+    if (name == "FAKE_DOCKER_PS_IDS") value.clear();
+  env.emplace_back("FAKE_DOCKER_PS_ALL_IDS", "c1");
+  env.emplace_back("COLUMNS", "200");
+  const Outcome ps = gpurun({"ps", "-a"}, env);
+  EXPECT_THAT(ps.out, ::testing::ContainsRegex("bob_gpu0_12345678  bob +0 +bob/train:1 +- +exited "));
+  EXPECT_EQ(nlohmann::json::parse(gpurun({"ps", "-a", "--json"}, env).out)["containers"][0]["running_s"], nullptr);
+
+  const Outcome rm = gpurun({"rm", "bob_gpu0_12345678"}, env);
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(rm.out, "bob_gpu0_12345678\n");
+  EXPECT_THAT(docker_argv(), ::testing::ElementsAre("rm", "--", "c1"));  // by its id: the name may move
+
+  std::filesystem::remove(argv_file());
+  std::string job = kEndedJob;
+  job.replace(job.find("\"exited\", \"Running\": false"), 26, "\"running\", \"Running\": true");
+  const Env running = with_containers("all_free_8.json", job);
+  const Outcome refused = gpurun({"rm", "bob_gpu0_12345678"}, running);
+  EXPECT_EQ(refused.exit_code, 125);
+  EXPECT_THAT(refused.err, HasSubstr("container \"bob_gpu0_12345678\" still runs its job: gpurun stop "
+                                     "bob_gpu0_12345678 ends it"));
+  EXPECT_FALSE(docker_ran());
+}
+
 TEST_F(ContainerAwarenessTest, PsAllAsksTheEngineForStoppedContainersToo) {
   Env env = with_containers("all_free_8.json", kTwoContainers);
   for (auto& [name, value] : env)
@@ -306,17 +341,19 @@ TEST_F(GpurunTest, DetachStartsInTheBackgroundAndSaysHowToReachIt) {
   EXPECT_EQ(run.out, "job7\n");
   // gpurun's own verbs, which reach the same engine (and work under sudo).
   EXPECT_THAT(run.err,
-              HasSubstr("follow its output: gpurun logs -f job7   (it goes with the container when the job ends"));
+              HasSubstr("follow its output: gpurun logs -f job7   (it stays after the job ends, until you remove it)"));
   EXPECT_THAT(run.err, HasSubstr("attach to it:      gpurun attach job7   (detach again with Ctrl-P Ctrl-Q)\n"));
   EXPECT_THAT(run.err, HasSubstr("stop it:           gpurun stop job7\n"));
+  EXPECT_THAT(run.err, HasSubstr("once it has ended: gpurun rm job7   (removes the container and its output)\n"));
   const auto argv = docker_argv();
-  ASSERT_GE(argv.size(), 6u);
-  EXPECT_EQ(argv[1], "--rm");
-  EXPECT_EQ(argv[2], "--init");  // docker's own init as PID 1: `gpurun stop`'s SIGTERM reaches the job
+  ASSERT_GE(argv.size(), 5u);
+  // No --rm: however the job ends (Ctrl-C in `gpurun attach` too), its output stays to read.
+  EXPECT_THAT(argv, Not(::testing::Contains("--rm")));
+  EXPECT_EQ(argv[1], "--init");  // docker's own init as PID 1: `gpurun stop`'s SIGTERM reaches the job
   // docker's -dit: attach has a stdin and a terminal, so Ctrl-P Ctrl-Q detaches again.
-  EXPECT_EQ(argv[3], "--detach");
-  EXPECT_EQ(argv[4], "--interactive");
-  EXPECT_EQ(argv[5], "--tty");
+  EXPECT_EQ(argv[2], "--detach");
+  EXPECT_EQ(argv[3], "--interactive");
+  EXPECT_EQ(argv[4], "--tty");
 }
 
 TEST_F(GpurunTest, DetachPassesDockersFailureOn) {
@@ -325,6 +362,19 @@ TEST_F(GpurunTest, DetachPassesDockersFailureOn) {
   const Outcome run = gpurun({"-d", "--image", "img"}, env);
   EXPECT_EQ(run.exit_code, 125);
   EXPECT_THAT(run.err, HasSubstr("Conflict."));
+  EXPECT_EQ(run.out, "");
+}
+
+// The name of an ended detached job stays taken until `gpurun rm`: said with what to type.
+TEST_F(GpurunTest, DetachIntoATakenNameSaysHowToFreeIt) {
+  Env env = fakes("all_free_8.json", 125);
+  env.emplace_back("FAKE_DOCKER_STDERR",
+                   "docker: Error response from daemon: Conflict. The container name \"/job7\" is already in use by "
+                   "container \"4f2a\". You have to remove (or rename) that container to be able to reuse that name.");
+  const Outcome run = gpurun({"-d", "--name", "job7", "--image", "img"}, env);
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, HasSubstr("gpurun: a container named job7 is there already; if it is an ended job of yours, "
+                                 "gpurun logs job7 shows its output and gpurun rm job7 removes it"));
   EXPECT_EQ(run.out, "");
 }
 

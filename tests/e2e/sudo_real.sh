@@ -181,7 +181,16 @@ as $A "$home_a/work" stop "$name"
 rc=$?
 ((rc == 0)) && [[ $(cat "$tmp/out") == "$name" ]] && pass "$A stops their own container, and the name is echoed" ||
   fail "$A stop: rc $rc, out '$(cat "$tmp/out")', $(cat "$tmp/err")"
-for ((i = 0; i < 100; i++)); do [[ -z $(dk ps -aq) ]] && break; sleep 0.1; done  # --rm: gone soon after
+# The ended job's container stays (no --rm for a detached job): its owner alone removes it.
+as $B "$home_b" rm "$name"
+rc=$?
+((rc == 125)) && grep -q "belongs to $A" "$tmp/err" && dk inspect "$name" >/dev/null 2>&1 &&
+  pass "$B cannot remove $A's ended container" || fail "$B rm: rc $rc $(cat "$tmp/err")"
+as $A "$home_a/work" rm "$name"
+rc=$?
+((rc == 0)) && [[ $(cat "$tmp/out") == "$name" ]] && ! dk inspect "$name" >/dev/null 2>&1 &&
+  pass "$A removes their own ended container with sudo gpurun rm" || fail "$A rm: rc $rc, $(cat "$tmp/err")"
+for ((i = 0; i < 100; i++)); do [[ -z $(dk ps -aq) ]] && break; sleep 0.1; done
 
 # 2b. A container shows its image's labels as its own: one whose image sets gpurun's labels is
 # nobody's to manage under sudo, however they read (root started it, from an image that names $A).

@@ -1,6 +1,6 @@
 #pragma once
 // The container-engine seam: what gpurun asks of an engine (which containers hold GPUs) and how
-// it runs a job there (the argv of `run`, `stop`, `logs`, `attach`). The docker CLI is the
+// it runs a job there (the argv of `run`, `stop`, `logs`, `attach`, `rm`). The docker CLI is the
 // implementation here; the Engine API, podman and Slurm are others. Tests can pass a fake.
 #include <chrono>
 #include <memory>
@@ -52,6 +52,9 @@ class ContainerEngine {
   virtual std::vector<std::string> stop_argv(const std::string& container, std::optional<int> timeout_s) const = 0;
   virtual std::vector<std::string> logs_argv(const std::string& container, const LogsRequest& request) const = 0;
   virtual std::vector<std::string> attach_argv(const std::string& container) const = 0;
+  // The argv that removes a container that has ended, and its output with it (never a running one:
+  // no --force).
+  virtual std::vector<std::string> remove_argv(const std::string& container) const = 0;
   // The argv that prints a container's inspect JSON (`docker|podman inspect --type container`).
   virtual std::vector<std::string> inspect_argv(const std::string& container) const = 0;
   // The same of an image (`--type image`): its own labels, which every container of it shows too.

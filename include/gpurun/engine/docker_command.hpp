@@ -44,7 +44,7 @@ struct DockerRunRequest {
   // would wait out their grace and kill, the job never told.
   bool init = false;
   bool tty = false;                                // add --tty (stdin and stdout are terminals)
-  bool detach = false;                             // --detach instead of --interactive/--tty
+  bool detach = false;                             // --detach (-dit), and no --rm: the output stays
   std::string name;                                // container name; empty: generated from login and GPUs
   std::string name_suffix;                         // makes a generated name unique per launch
   std::vector<std::string> env;                    // -e/--env

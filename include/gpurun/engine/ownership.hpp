@@ -1,6 +1,6 @@
 #pragma once
 // Whose a container is, from the labels gpurun put on it (gpurun/engine/docker_command.hpp), so that
-// `gpurun logs|attach|stop NAME` act for a caller under sudo only on their own containers.
+// `gpurun logs|attach|stop|rm NAME` act for a caller under sudo only on their own containers.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -16,6 +16,7 @@ struct ContainerOwner {
   std::optional<unsigned> uid;     // gpurun.uid (every launch's since it was written)
   std::string image;               // its image's id
   std::string name;                // the container's name, where its gpurun.name label names it
+  bool running = false;            // State.Running (paused and restarting ones too): not to be removed
 };
 
 // Parses `docker inspect --type container` JSON of one container; nullopt when it lists none.

@@ -16,7 +16,7 @@ struct BackendTable {
   int (*pick)(const Options& options, std::ostream& out);    // print the GPUs a launch would take
   int (*status)(const Options& options, std::ostream& out);  // every GPU (or node)
   int (*ps)(const Options& options, std::ostream& out);      // the jobs that hold GPUs
-  // `logs|attach|stop NAME` (the verb's name first); logs and attach may exec and not return.
+  // `logs|attach|stop|rm NAME` (the verb's name first); logs and attach may exec and not return.
   int (*manage)(const std::string& verb, const std::string& name, const Options& options, std::ostream& out);
 };
 

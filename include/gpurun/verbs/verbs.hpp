@@ -19,9 +19,9 @@ int run_status(const Options& options, std::ostream& out);
 // Prints the running containers that hold GPUs, whoever started them (a table, or JSON).
 int run_ps(const Options& options, std::ostream& out);
 
-// `gpurun logs|attach|stop NAME`: execs the engine's `logs --follow` or `attach`, or runs its `stop`
-// and prints the name, on a container gpurun started; under sudo only on the caller's own (or any, for the policy's
-// admin_group).
+// `gpurun logs|attach|stop|rm NAME`: execs the engine's `logs --follow` or `attach`, or runs its
+// `stop` or `rm` and prints the name, on a container gpurun started; under sudo only on the caller's own (or any, for
+// the policy's admin_group).
 int run_manage(const std::string& verb, const std::string& name, const Options& options, std::ostream& out);
 
 // `gpurun config [--json]`: the effective configuration; `gpurun config init`: writes the starter

@@ -122,6 +122,9 @@ class DockerApiEngine final : public ContainerEngine {
   std::vector<std::string> attach_argv(const std::string& container) const override {
     return docker_attach_argv(docker_, container);
   }
+  std::vector<std::string> remove_argv(const std::string& container) const override {
+    return docker_remove_argv(docker_, container);
+  }
   std::vector<std::string> inspect_argv(const std::string& container) const override {
     return {docker_, "inspect", "--type", "container", "--", container};
   }

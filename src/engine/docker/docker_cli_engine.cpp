@@ -111,6 +111,14 @@ std::vector<std::string> DockerCliEngine::attach_argv(const std::string& contain
   return docker_attach_argv(client_, container);
 }
 
+std::vector<std::string> docker_remove_argv(const std::string& client, const std::string& container) {
+  return {client, "rm", "--", container};
+}
+
+std::vector<std::string> DockerCliEngine::remove_argv(const std::string& container) const {
+  return docker_remove_argv(client_, container);
+}
+
 std::vector<std::string> DockerCliEngine::inspect_argv(const std::string& container) const {
   return {client_, "inspect", "--type", "container", "--", container};
 }

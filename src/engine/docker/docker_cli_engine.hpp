@@ -21,6 +21,7 @@ std::vector<std::string> docker_logs_argv(const std::string& client, const std::
 // gpurun printed must hold), and Ctrl-C in a job without a terminal ends the attach, not the job
 // (with --rm its container and logs would go too).
 std::vector<std::string> docker_attach_argv(const std::string& client, const std::string& container);
+std::vector<std::string> docker_remove_argv(const std::string& client, const std::string& container);
 
 class DockerCliEngine final : public ContainerEngine {
  public:
@@ -41,6 +42,7 @@ class DockerCliEngine final : public ContainerEngine {
   std::vector<GpuContainer> gpu_holders(std::chrono::milliseconds timeout, Listing listing) override;
   std::vector<std::string> run_argv(const DockerRunRequest& request) const override;
   std::vector<std::string> stop_argv(const std::string& container, std::optional<int> timeout_s) const override;
+  std::vector<std::string> remove_argv(const std::string& container) const override;
   std::vector<std::string> logs_argv(const std::string& container, const LogsRequest& request) const override;
   std::vector<std::string> attach_argv(const std::string& container) const override;
   std::vector<std::string> inspect_argv(const std::string& container) const override;

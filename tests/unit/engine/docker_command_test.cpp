@@ -107,13 +107,15 @@ TEST(BuildDockerArgv, TtyAddsTtyRightAfterInteractive) {
   EXPECT_THAT(build_docker_argv(representative_request()), Not(Contains("--tty")));
 }
 
+// ... and no --rm: its output stays in its container after the job ends (`gpurun logs`), until
+// `gpurun rm` removes it.
 TEST(BuildDockerArgv, DetachedTheContainerGetsAnOpenStdinAndATerminalWhateverGpurunHas) {
   DockerRunRequest r = representative_request();
   r.detach = true;
   r.tty = false;  // gpurun's own stdin: no terminal; the container still gets one (docker's -dit)
   EXPECT_THAT(build_docker_argv(r),
               ElementsAreArray(concat(
-                  {{"/usr/bin/docker", "run", "--rm", "--detach", "--interactive", "--tty"},
+                  {{"/usr/bin/docker", "run", "--detach", "--interactive", "--tty"},
                    fixed_part("alice_gpu3-6_0123abcd", {"--volume", "/home/a/proj:/home/a/proj"}, "/home/a/proj"),
                    kUserPart})));
 }

@@ -19,6 +19,21 @@ TEST(ContainerOwner, ReadsGpurunsLabelsAndTheImage) {
   EXPECT_EQ(owner->image, "sha256:1");
 }
 
+// `gpurun rm` removes only a container that has ended: docker and podman both say State.Running
+// (true for a paused one too), and a restarting one runs again soon.
+TEST(ContainerOwner, ReadsWhetherTheContainerRuns) {
+  const auto state = [](const char* json) { return parse_container_owner(json).value().running; };
+  EXPECT_TRUE(state(R"([{"Id":"a","State":{"Status":"running","Running":true}}])"));
+  EXPECT_TRUE(state(R"([{"Id":"a","State":{"Status":"paused","Running":true,"Paused":true}}])"));
+  EXPECT_TRUE(state(R"([{"Id":"a","State":{"Status":"restarting","Running":false,"Restarting":true}}])"));
+  EXPECT_FALSE(state(R"([{"Id":"a","State":{"Status":"exited","Running":false,"ExitCode":1}}])"));
+  EXPECT_FALSE(state(R"([{"Id":"a","State":{"Status":"created","Running":false}}])"));
+  EXPECT_TRUE(state(R"([{"Id":"a","State":{"Status":"running"}}])"));  // a status alone says it too
+  EXPECT_FALSE(state(R"([{"Id":"a","State":{"Running":"yes","Status":1}}])"));
+  EXPECT_FALSE(state(R"([{"Id":"a","State":"running"}])"));  // not docker's shape: not said to run
+  EXPECT_FALSE(state(R"([{"Id":"a"}])"));
+}
+
 // An image committed from a gpurun container carries that launch's labels, its gpurun.name with
 // them: a container of another name started from it (plain `docker run`) is nobody's.
 TEST(ContainerOwner, LabelsNamingAnotherContainerAreTheImagesAndNobodysWord) {

@@ -41,6 +41,7 @@ class FakeEngine final : public ContainerEngine {
     return {"fake", "logs", c};
   }
   std::vector<std::string> attach_argv(const std::string& c) const override { return {"fake", "attach", c}; }
+  std::vector<std::string> remove_argv(const std::string& c) const override { return {"fake", "rm", c}; }
   std::vector<std::string> inspect_argv(const std::string& c) const override { return {"fake", "inspect", c}; }
   std::vector<std::string> image_inspect_argv(const std::string& i) const override { return {"fake", "inspect", i}; }
 };

@@ -45,6 +45,7 @@ class StoppingEngine final : public ContainerEngine {
     return {"/bin/true"};
   }
   std::vector<std::string> attach_argv(const std::string& /*c*/) const override { return {"/bin/true"}; }
+  std::vector<std::string> remove_argv(const std::string& /*c*/) const override { return {"/bin/true"}; }
   std::vector<std::string> inspect_argv(const std::string& /*c*/) const override { return {"/bin/true"}; }
   std::vector<std::string> image_inspect_argv(const std::string& /*i*/) const override { return {"/bin/true"}; }
 };
