@@ -24,6 +24,8 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
       const auto member = state->find(key);
       return member != state->end() && *member == value;
     };
+    if (const auto status = state->find("Status"); status != state->end() && status->is_string())
+      owner.status = status->get<std::string>();
     owner.running = said("Running", true) || said("Restarting", true) || said("Status", "running") ||
                     said("Status", "paused") || said("Status", "restarting");
   }

@@ -27,6 +27,7 @@
 #include "gpurun/engine/container_engine.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/engine/gpu_request.hpp"
+#include "gpurun/engine/ownership.hpp"
 #include "gpurun/job/job_report.hpp"
 #include "gpurun/job/supervise.hpp"
 #include "gpurun/locks/reservation.hpp"
@@ -161,9 +162,29 @@ GpuRequestForm gpu_request_form(const Options& options, ContainerEngine& engine,
   return choice.form;
 }
 
+// `docker run -d` that failed after it created the container (its command not found, a device
+// the runtime refused) leaves it created and never started, under the launch's name, which the
+// next launch could then not take: --rm removed it, and a detached launch has none. Only such a
+// container with this launch's labels goes: never an older one of that name (a conflict with it
+// is what failed the launch).
+void remove_unstarted(const ContainerEngine& engine, const std::string& name, std::chrono::milliseconds timeout) {
+  try {
+    std::vector<std::string> inspect = engine.inspect_argv(name);
+    inspect.front() = locate_program(inspect.front());
+    const auto owner = container_owner(inspect, timeout);
+    if (!owner || !owner->started_by_gpurun || owner->name != name || owner->status != "created") return;
+    const ProcessResult removed = run_process({engine.remove_argv(owner->id), {}}, timeout);
+    if (!removed.succeeded())
+      spdlog::warn("the container {} that did not start is left: {} rm {}", text::printable(name), engine.name(),
+                   describe_end(removed, timeout));
+  } catch (const Error& e) {
+    spdlog::warn("the container {} that did not start may be left: {}", text::printable(name), e.what());
+  }
+}
+
 // A detached container: the engine's client returns once it runs; say how to reach it.
 int run_detached(const ContainerEngine& engine, const std::vector<std::string>& argv, const std::string& name,
-                 const std::string& gpus, bool for_caller, std::ostream& out) {
+                 const std::string& gpus, bool for_caller, std::chrono::milliseconds smi_timeout, std::ostream& out) {
   const auto timeout = std::chrono::hours(1);  // an image pull can take long
   std::vector<std::string> resolved = argv;
   resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
@@ -179,6 +200,8 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
           "gpurun: a container named {} is there already; if it is an ended job of yours, {} logs {} shows its "
           "output and {} rm {} removes it; or choose another --name\n",
           quoted, gpurun, quoted, gpurun, quoted);
+    else if (result.end == ProcessResult::End::exited)
+      remove_unstarted(engine, name, smi_timeout);
     if (result.end == ProcessResult::End::exited) return result.exit_code;
     throw Error(fmt::format("{} run {}", engine.name(), describe_end(result, timeout)));
   }
@@ -320,7 +343,7 @@ int run_launch(const Options& options, std::ostream& out) {
     // The engine's client inherits them too: gpurun killed while it pulls the image (up to an
     // hour) must not free the GPUs its container is about to start on.
     for (const FileLock& lock : reservations) lock.keep_across_exec();
-    return run_detached(*engine, argv, request.name, index_list(chosen), request.for_caller, out);
+    return run_detached(*engine, argv, request.name, index_list(chosen), request.for_caller, options.smi_timeout, out);
   }
   if (report) return run_reported(options, argv, chosen_gpus, cpus.total, inventory.source);
 

@@ -368,6 +368,17 @@ else
   fail "gpurun rm $detached: '$rm_out'; container: $(dk inspect --format '{{.State.Status}}' "$detached" 2>&1)"
 fi
 dk rm -f "$detached" >/dev/null 2>&1
+# One whose container cannot start leaves none behind (as --rm did), so its name is free again.
+# (Without docker's init: with it, the init starts and the job's end is an ended job's, to read.)
+(cd "$workdir" && "${gpurun_env[@]}" timeout -k 5 "$RUN_TIMEOUT" "$gpurun" -d --name gpurun-e2e-nostart \
+  --docker-opt=--init=false --image "$IMAGE" 1 -- /nonexistent/program) >"$tmp/nostart.out" 2>"$tmp/nostart.err" </dev/null
+nostart_rc=$?
+if ((nostart_rc != 0)) && ! dk inspect gpurun-e2e-nostart >/dev/null 2>&1; then
+  pass "a detached job whose program cannot start ends with $nostart_rc and leaves no container"
+else
+  fail "gpurun -d of a missing program: status $nostart_rc, container: $(dk inspect --format '{{.State.Status}}' gpurun-e2e-nostart 2>&1); $(cat "$tmp/nostart.err")"
+fi
+dk rm -f gpurun-e2e-nostart >/dev/null 2>&1
 
 # 3b. A detached job survives attach (issue 21): `gpurun attach` in a terminal (tmux) reaches the
 #     job's stdin and terminal, and Ctrl-P Ctrl-Q leaves it running (the container has -dit).

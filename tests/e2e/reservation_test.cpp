@@ -365,6 +365,29 @@ TEST_F(GpurunTest, DetachPassesDockersFailureOn) {
   EXPECT_EQ(run.out, "");
 }
 
+// A detached launch whose container was created but did not start (its command not found) leaves
+// nothing behind, as --rm did: the next launch may take its name. Never the older container whose
+// name made the launch fail.
+TEST_F(GpurunTest, ADetachedContainerThatDidNotStartIsRemoved) {
+  const std::string inspect = dir() + "/inspect.json";
+  std::ofstream(inspect) << R"([{"Id": "c9", "Name": "/job7", "State": {"Status": "created", "Running": false},
+    "Config": {"Labels": {"gpurun.user": "me", "gpurun.gpus": "0", "gpurun.name": "job7"}}}])";
+  Env env = fakes("all_free_8.json", 127);
+  env.emplace_back("FAKE_DOCKER_INSPECT", inspect);
+  env.emplace_back("FAKE_DOCKER_STDERR",
+                   "docker: Error response from daemon: failed to create task: exec: \"trian\": "
+                   "executable file not found in $PATH: unknown.");
+  const Outcome run = gpurun({"-d", "--name", "job7", "--image", "img", "1", "trian"}, env);
+  EXPECT_EQ(run.exit_code, 127);
+  EXPECT_THAT(docker_argv(), ::testing::ElementsAre("rm", "--", "c9"));  // the last thing docker was asked
+
+  std::filesystem::remove(argv_file());
+  std::ofstream(inspect) << R"([{"Id": "c8", "Name": "/job7", "State": {"Status": "exited", "Running": false},
+    "Config": {"Labels": {"gpurun.user": "me", "gpurun.gpus": "0", "gpurun.name": "job7"}}}])";
+  EXPECT_EQ(gpurun({"-d", "--name", "job7", "--image", "img", "1", "trian"}, env).exit_code, 127);
+  EXPECT_EQ(docker_argv().at(0), "run");  // an ended job's container is its user's to remove
+}
+
 // The name of an ended detached job stays taken until `gpurun rm`: said with what to type.
 TEST_F(GpurunTest, DetachIntoATakenNameSaysHowToFreeIt) {
   Env env = fakes("all_free_8.json", 125);

@@ -28,6 +28,7 @@ TEST(ContainerOwner, ReadsWhetherTheContainerRuns) {
   EXPECT_TRUE(state(R"([{"Id":"a","State":{"Status":"restarting","Running":false,"Restarting":true}}])"));
   EXPECT_FALSE(state(R"([{"Id":"a","State":{"Status":"exited","Running":false,"ExitCode":1}}])"));
   EXPECT_FALSE(state(R"([{"Id":"a","State":{"Status":"created","Running":false}}])"));
+  EXPECT_EQ(parse_container_owner(R"([{"Id":"a","State":{"Status":"created","Running":false}}])")->status, "created");
   EXPECT_TRUE(state(R"([{"Id":"a","State":{"Status":"running"}}])"));  // a status alone says it too
   EXPECT_FALSE(state(R"([{"Id":"a","State":{"Running":"yes","Status":1}}])"));
   EXPECT_FALSE(state(R"([{"Id":"a","State":"running"}])"));  // not docker's shape: not said to run
