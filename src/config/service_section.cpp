@@ -28,6 +28,7 @@ constexpr std::array kNumbers{
     NumberKey{"idle_threshold", &ServiceSection::idle_threshold_percent, 0, kMostIdlePercent, "percent"},
     NumberKey{"keep_samples_days", &ServiceSection::keep_samples_days, 1, 36500, "days"},
     NumberKey{"keep_minutes_days", &ServiceSection::keep_minutes_days, 1, 36500, "days"},
+    NumberKey{"keep_ended_containers_days", &ServiceSection::keep_ended_containers_days, 0, 36500, "days"},
 };
 
 }  // namespace

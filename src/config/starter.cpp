@@ -63,7 +63,8 @@ std::string starter_system_config() {
 
   // The gpurun service (gpurund; man gpurund): its flags of the same names win.
   // "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
-  //             "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun",
+  //             "keep_samples_days": 14, "keep_minutes_days": 400, "keep_ended_containers_days": 7,
+  //             "state_dir": "/var/lib/gpurun",
   //             "listen": "127.0.0.1:9400", "web_names": ["gpus.lab.example.org"],
   //             "dcgm_job_mapping_dir": "/run/dcgm-job-map"},
 

@@ -69,7 +69,9 @@ bool mount_ok(const Value& v) {
   }
   return (type == "bind" && !tmpfs_option) || (type == "tmpfs" && !source);
 }
-bool not_false(const Value& v) { return docker_bool(v).value_or(true); }  // --rm=false would leave it behind
+// An attached job's --rm=false would leave its container behind, with no verb of gpurun's having
+// kept it (a detached job's stays until `gpurun rm`, or the service's clean-up).
+bool not_false(const Value& v) { return docker_bool(v).value_or(true); }
 
 // A registry reference, as docker's grammar has it (distribution/reference):
 // [HOST[:PORT]/]PATH[:TAG][@DIGEST], HOST a name or a bracketed IPv6 address ([::1]:5000/img, as

@@ -145,7 +145,7 @@ void read_policy_labels(const json& labels, GpuContainer& container) {
 }
 
 // Every member read_container reads: the rest of an inspect answer is not built.
-constexpr std::array<std::string_view, 13> kMembersRead{"/Id",
+constexpr std::array<std::string_view, 15> kMembersRead{"/Id",
                                                         "/Name",
                                                         "/Path",
                                                         "/Args",
@@ -154,6 +154,8 @@ constexpr std::array<std::string_view, 13> kMembersRead{"/Id",
                                                         "/Config/Env",
                                                         "/State/Status",
                                                         "/State/StartedAt",
+                                                        "/State/FinishedAt",
+                                                        "/Created",
                                                         "/HostConfig/DeviceRequests",
                                                         "/HostConfig/Devices",
                                                         "/HostConfig/Privileged",
@@ -168,6 +170,8 @@ GpuContainer read_container(const json& c) {
   container.image = string_at(c, json::json_pointer("/Config/Image"));
   container.status = string_at(c, json::json_pointer("/State/Status"));
   container.started_at = string_at(c, json::json_pointer("/State/StartedAt"));
+  container.finished_at = string_at(c, json::json_pointer("/State/FinishedAt"));
+  container.created_at = string_at(c, json::json_pointer("/Created"));
   container.command = string_at(c, json::json_pointer("/Path"));
   if (const json* args = find_at(c, "/Args"_json_pointer); args != nullptr && args->is_array())
     for (const json& arg : *args)
@@ -185,7 +189,8 @@ GpuContainer read_container(const json& c) {
   // 2026-11-27; a container of the two days before keeps max_runtime, not its own limit): without
   // it they are an image's (a LABEL in a Dockerfile), and a plain `docker run` of that image is
   // no launch of gpurun's to stop or mail about.
-  if (container.started_by_gpurun && labels->contains(std::string(kLabelName))) read_policy_labels(*labels, container);
+  container.labelled_by_launch = container.started_by_gpurun && labels->contains(std::string(kLabelName));
+  if (container.labelled_by_launch) read_policy_labels(*labels, container);
 
   bool requests_gpus = false;
   bool docker_sets_env = false;  // a --gpus request: docker gives the runtime NVIDIA_VISIBLE_DEVICES itself

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "gpurun/engine/docker_command.hpp"
 #include "gpurun/util/error.hpp"
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/privileges.hpp"
@@ -55,7 +56,8 @@ void remove_pin_dir(const std::string& dir) {
 void clear_stale_pins(const std::string& root) {
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(root, error)) {
-    const auto pid = text::parse_integer(entry.path().filename().string());
+    const std::string name = entry.path().filename().string();  // PID.RANDOM (PID alone before)
+    const auto pid = text::parse_integer(name.substr(0, name.find('.')));
     if (!pid || *pid <= 0) continue;
     if (::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH) remove_pin_dir(entry.path().string());
   }
@@ -70,8 +72,9 @@ std::string MountPins::pin(int fd) {
   if (dir_.empty()) {
     make_root_only(root_);
     clear_stale_pins(root_);
-    dir_ = fmt::format("{}/{}", root_, ::getpid());
-    remove_pin_dir(dir_);  // a gpurun killed before with the pid we have now
+    // Never a name used before: a detached job's container keeps naming its pins after they are
+    // gone, and an admin's `docker start` of it must not find another launch's pins there.
+    dir_ = fmt::format("{}/{}.{}", root_, ::getpid(), random_suffix());
     if (::mkdir(dir_.c_str(), 0700) != 0) fail(dir_);
   }
   struct stat info {};

@@ -4,9 +4,11 @@
 // root, when it mounts it: a path the caller swaps for a symlink in between would reach what
 // they may not. So gpurun hands docker no path of the caller's: it bind-mounts the very file or
 // directory it opened (through /proc/self/fd) onto a mount point in a directory only root can
-// use, /run/gpurun/pins/PID, and gives docker that. A container keeps its own copy of the mount,
-// so the pins go as soon as the docker client ends; a later launch clears those of a gpurun that
-// was killed.
+// use, /run/gpurun/pins/PID.RANDOM, and gives docker that. A container keeps its own copy of the
+// mount, so the pins go as soon as the docker client ends; a later launch clears those of a gpurun
+// that was killed. A detached job's container outlives its pins and still names them: a name is
+// never used twice, so that starting it again (an admin's `docker start`) cannot mount another
+// launch's pins.
 #include <sys/types.h>
 
 #include <string>

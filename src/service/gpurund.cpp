@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
          "days to keep each GPU's raw samples, 1 to 36500 (default 14)");
   number("--keep-minutes", &ServiceSection::keep_minutes_days, 1, 36500,
          "days to keep each GPU's one-minute rows, 1 to 36500 (default 400)");
+  number("--keep-ended-containers", &ServiceSection::keep_ended_containers_days, 0, 36500,
+         "days a detached job's container (and its output) stays after the job ended before it is removed, 0 to "
+         "36500 (default 7)");
   number("--idle-threshold", &ServiceSection::idle_threshold_percent, 0, kMostIdlePercent,
          "utilization (percent) at or below which a GPU counts as idle (default 5)");
   app.add_option_function<std::string>(

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "dcgm_job_map.hpp"
+#include "ended_containers.hpp"
 #include "gpurun/engine/gpu_process_owner.hpp"
 #include "gpurun/history/gpu_minutes.hpp"
 #include "gpurun/history/run_json.hpp"
@@ -57,6 +58,8 @@ void apply_service_section(const ServiceSection& section, RecorderSettings& sett
   if (section.write_every_s) settings.flush_every = ms(*section.write_every_s);
   if (section.keep_samples_days) settings.keep_samples = hours(*section.keep_samples_days);
   if (section.keep_minutes_days) settings.keep_minutes = hours(*section.keep_minutes_days);
+  if (section.keep_ended_containers_days)
+    settings.keep_ended_containers = std::chrono::seconds(std::llround(*section.keep_ended_containers_days * 86400));
   if (section.idle_threshold_percent) settings.tracker.idle_threshold_percent = *section.idle_threshold_percent;
   if (section.listen) settings.listen = *section.listen;
   if (section.web_names) settings.server.web_names = *section.web_names;
@@ -143,6 +146,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
   MinuteRollup rollup(settings.tracker.idle_threshold_percent,
                       [&pending](std::int64_t minute, int gpu) { return pending.kept_minute(minute, gpu); });
   const auto flush = [&] { pending.flush(tracker.running(), rollup); };
+  EndedContainerSweeper sweeper(settings.keep_ended_containers);
 
   // The GPUs as last read, without their processes: which ones a container holds when the source
   // fails and only the engine answers.
@@ -285,6 +289,8 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
                               std::chrono::steady_clock::now() - pending.last_flush() >= settings.flush_every))
       flush();
     if (!pending.damaged().empty()) break;
+    if (machine.engine && !options.ignore_containers && !stop.requested())
+      sweeper.sweep_if_due(*machine.engine, timeout);
     if (std::chrono::steady_clock::now() > next) next = std::chrono::steady_clock::now();  // never catch up
     sleep_until(next, stop);
   }

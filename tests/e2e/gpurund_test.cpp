@@ -686,18 +686,58 @@ class IdlePolicyTest : public GpurundTest {
   // While dir()/engine-down exists, the stand-in's `ps` fails as an engine out of reach does.
   // Their State.StartedAt, written 2026-01-01T00:00:00Z, is now: a time limit counts from it.
   pid_t start_with_containers(const std::string& system, std::string inspect,
-                              const std::string& scenario_path = scenario("busy_dgx.json")) const {
+                              const std::string& scenario_path = scenario("busy_dgx.json"),
+                              const std::vector<std::string>& more = {}) const {
     std::ofstream(system_config()) << system;
     const std::string written = "2026-01-01T00:00:00Z";
     for (std::size_t at; (at = inspect.find(written)) != std::string::npos;)
       inspect.replace(at, written.size(), utc_now());
     std::ofstream(dir() + "/inspect.json") << inspect;
     std::filesystem::create_directory(dir() + "/argv");
-    return start(scenario_path, false, {},
+    return start(scenario_path, false, more,
                  {"FAKE_DOCKER_PS_IDS=c1 c2", "FAKE_DOCKER_INSPECT=" + dir() + "/inspect.json",
                   "FAKE_DOCKER_ARGV_DIR=" + dir() + "/argv", "FAKE_DOCKER_PS_ERROR_FILE=" + dir() + "/engine-down"});
   }
 };
+
+// A detached job's container stays after its job, for its output; the service removes it once it
+// has been ended for keep_ended_containers_days, and nothing else: not one that ended recently,
+// not a running one, not one a launch of gpurun's did not label.
+TEST_F(IdlePolicyTest, TheServiceRemovesADetachedJobsContainerOnceEndedForAWeek) {
+  constexpr const char* kEnded = R"([
+ {"Id": "c1", "Name": "/bob_gpu2", "Created": "2025-05-31T23:00:00Z",
+  "State": {"Status": "exited", "StartedAt": "2025-05-31T23:00:01Z", "FinishedAt": "2025-06-01T00:00:00Z"},
+  "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "2", "gpurun.name": "bob_gpu2"}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
+ {"Id": "c2", "Name": "/bob_gpu3", "Created": "2025-05-31T23:00:00Z",
+  "State": {"Status": "exited", "StartedAt": "2025-05-31T23:00:01Z", "FinishedAt": "2026-01-01T00:00:00Z"},
+  "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "3", "gpurun.name": "bob_gpu3"}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["3"], "Capabilities": [["gpu"]]}]}},
+ {"Id": "c3", "Name": "/notebook", "Created": "2025-05-31T23:00:00Z",
+  "State": {"Status": "exited", "StartedAt": "2025-05-31T23:00:01Z", "FinishedAt": "2025-06-01T00:00:00Z"},
+  "Config": {"Labels": {}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["5"], "Capabilities": [["gpu"]]}]}}
+])";
+  const pid_t pid = start_with_containers("{}", kEnded);  // c2 ended now (the fixture writes now)
+  const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
+  ASSERT_TRUE(eventually([&] { return log().find("removed container bob_gpu2") != std::string::npos; })) << log();
+  EXPECT_THAT(log(), HasSubstr("removed container bob_gpu2 (user bob): its job ended over 7d ago"));
+  std::vector<std::string> asked;
+  for (const auto& file : std::filesystem::directory_iterator(dir() + "/argv")) asked.push_back(read_file(file.path()));
+  std::string c1_rm;
+  for (const char* arg : {"rm", "--volumes", "--", "c1"}) c1_rm.append(arg).push_back('\0');
+  EXPECT_THAT(asked, ::testing::ElementsAre(c1_rm));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+
+  // The site's own time: 0 removes an ended one at the next look, as --rm would have.
+  std::filesystem::remove_all(dir() + "/argv");
+  const std::size_t restart = log().size();
+  const pid_t again = start_with_containers("{}", kEnded, scenario("busy_dgx.json"), {"--keep-ended-containers", "0"});
+  ASSERT_TRUE(eventually([&] { return log().find("removed container bob_gpu3", restart) != std::string::npos; }))
+      << log();
+  EXPECT_EQ(log().find("removed container notebook"), std::string::npos);
+  EXPECT_EQ(stop(again, SIGTERM), 0);
+}
 
 TEST_F(IdlePolicyTest, AnEngineThatStopsAnsweringForAWhileEndsNoIdleContainersRun) {
   const pid_t pid = start_with_containers("{}", kIdleContainers);

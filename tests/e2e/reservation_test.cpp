@@ -304,7 +304,7 @@ TEST_F(ContainerAwarenessTest, AnEndedJobIsListedByPsAllAndRemovedByRm) {
   const Outcome rm = gpurun({"rm", "bob_gpu0_12345678"}, env);
   EXPECT_EQ(rm.exit_code, 0) << rm.err;
   EXPECT_EQ(rm.out, "bob_gpu0_12345678\n");
-  EXPECT_THAT(docker_argv(), ::testing::ElementsAre("rm", "--", "c1"));  // by its id: the name may move
+  EXPECT_THAT(docker_argv(), ::testing::ElementsAre("rm", "--volumes", "--", "c1"));  // by its id: the name may move
 
   std::filesystem::remove(argv_file());
   std::string job = kEndedJob;
@@ -379,7 +379,7 @@ TEST_F(GpurunTest, ADetachedContainerThatDidNotStartIsRemoved) {
                    "executable file not found in $PATH: unknown.");
   const Outcome run = gpurun({"-d", "--name", "job7", "--image", "img", "1", "trian"}, env);
   EXPECT_EQ(run.exit_code, 127);
-  EXPECT_THAT(docker_argv(), ::testing::ElementsAre("rm", "--", "c9"));  // the last thing docker was asked
+  EXPECT_THAT(docker_argv(), ::testing::ElementsAre("rm", "--volumes", "--", "c9"));  // the last thing docker was asked
 
   std::filesystem::remove(argv_file());
   std::ofstream(inspect) << R"([{"Id": "c8", "Name": "/job7", "State": {"Status": "exited", "Running": false},

@@ -2,7 +2,8 @@
 // The system file's "service" section: the gpurun service's settings, which its flags of the same
 // names override (man gpurund):
 //   "service": {"interval": 10, "write_every": 10, "idle_threshold": 5,
-//               "keep_samples_days": 14, "keep_minutes_days": 400, "state_dir": "/var/lib/gpurun",
+//               "keep_samples_days": 14, "keep_minutes_days": 400, "keep_ended_containers_days": 7,
+//               "state_dir": "/var/lib/gpurun",
 //               "listen": "127.0.0.1:9400", "web_names": ["gpus.lab.example.org"],
 //               "trusted_peers": ["10.0.0.5", "10.1.0.0/16"],
 //               "dcgm_job_mapping_dir": "/run/dcgm-job-map"}
@@ -21,6 +22,7 @@ struct ServiceSection {
   std::optional<double> idle_threshold_percent;
   std::optional<double> keep_samples_days;
   std::optional<double> keep_minutes_days;
+  std::optional<double> keep_ended_containers_days;  // an ended detached job's container, then removed
   std::optional<std::string> state_dir;
   std::optional<std::string> listen;                  // HOST:PORT of /metrics; "" or absent: not served
   std::optional<std::string> dcgm_job_mapping_dir;    // where DCGM's job mapping files go; absent: none

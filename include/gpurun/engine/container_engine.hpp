@@ -52,8 +52,8 @@ class ContainerEngine {
   virtual std::vector<std::string> stop_argv(const std::string& container, std::optional<int> timeout_s) const = 0;
   virtual std::vector<std::string> logs_argv(const std::string& container, const LogsRequest& request) const = 0;
   virtual std::vector<std::string> attach_argv(const std::string& container) const = 0;
-  // The argv that removes a container that has ended, and its output with it (never a running one:
-  // no --force).
+  // The argv that removes a container that has ended, its output and anonymous volumes with it, as
+  // --rm would have (never a running one: no --force).
   virtual std::vector<std::string> remove_argv(const std::string& container) const = 0;
   // The argv that prints a container's inspect JSON (`docker|podman inspect --type container`).
   virtual std::vector<std::string> inspect_argv(const std::string& container) const = 0;

@@ -13,11 +13,13 @@ struct GpuContainer {
   std::string id;
   std::string name;
   std::string image;
-  std::string user;        // gpurun's label; its processes' owner where seen through them; else ""
-  std::string status;      // "running", "paused", ...
-  std::string started_at;  // RFC 3339, as docker says
-  std::string command;     // what it runs: its entrypoint and arguments, joined by spaces
-  bool all_gpus = false;   // --gpus all, NVIDIA_VISIBLE_DEVICES=all, nvidia.com/gpu=all, --privileged
+  std::string user;         // gpurun's label; its processes' owner where seen through them; else ""
+  std::string status;       // "running", "paused", ...
+  std::string started_at;   // RFC 3339, as docker says
+  std::string finished_at;  // when its job ended (RFC 3339; a year-1 time where it never ran)
+  std::string created_at;   // when the engine made it (RFC 3339)
+  std::string command;      // what it runs: its entrypoint and arguments, joined by spaces
+  bool all_gpus = false;    // --gpus all, NVIDIA_VISIBLE_DEVICES=all, nvidia.com/gpu=all, --privileged
   // Indices or UUIDs (MIG ones too), as the engine was told; "minor:N" for a device node
   // /dev/nvidiaN given with --device (see device_minor).
   std::vector<std::string> devices;
@@ -25,6 +27,9 @@ struct GpuContainer {
   // node reaches (podman shows a CDI MIG device so; select/claims.cpp reads them).
   std::vector<int> mig_caps;
   bool started_by_gpurun = false;
+  // Its gpurun.name label names it: a launch wrote its labels (not its image, whose labels every
+  // container of it shows), so the service's time limits and clean-up may act on it.
+  bool labelled_by_launch = false;
   std::optional<std::chrono::seconds> time_limit;  // gpurun's label: stop it this long after its start
   bool notify_end = false;                         // gpurun's label: tell its user when it ends
   // Seen only through its GPU processes (add_process_holders): no engine we asked listed it, so

@@ -23,6 +23,9 @@ struct RecorderSettings {
   // How long the GPU history is kept (runs are kept for ever): raw samples, one-minute rows.
   std::chrono::hours keep_samples{24 * 14};
   std::chrono::hours keep_minutes{24 * 400};
+  // How long a detached job's container stays after its job ended (its output, for gpurun logs)
+  // before the service removes it (gpurun/service/ended_containers.hpp).
+  std::chrono::seconds keep_ended_containers{std::chrono::hours(24 * 7)};
   ServerSettings server;             // the socket `gpurun history`, `usage` and `report` ask
   std::string listen;                // HOST:PORT of /metrics (gpurun/service/web_server.hpp); "": none
   std::string dcgm_job_mapping_dir;  // DCGM's job mapping files for dcgm-exporter; "": none

@@ -112,7 +112,7 @@ std::vector<std::string> DockerCliEngine::attach_argv(const std::string& contain
 }
 
 std::vector<std::string> docker_remove_argv(const std::string& client, const std::string& container) {
-  return {client, "rm", "--", container};
+  return {client, "rm", "--volumes", "--", container};  // its anonymous volumes too, as --rm did
 }
 
 std::vector<std::string> DockerCliEngine::remove_argv(const std::string& container) const {

@@ -513,9 +513,11 @@ TEST_F(PolicyTest, PolicyHoldsUnderNoConfigAndCannotComeFromTheEnvironment) {
 }
 
 TEST_F(PolicyTest, TheServiceSectionIsReadFromTheSystemFileAloneAndCheckedKeyByKey) {
-  write("etc/config.json", "{\n  \"service\": {\"interval\": 5, \"state_dir\": \"/srv/gpurun\"}\n}");
+  write("etc/config.json",
+        "{\n  \"service\": {\"interval\": 5, \"state_dir\": \"/srv/gpurun\", \"keep_ended_containers_days\": 0.5}\n}");
   const Config config = load_config(inputs());
   EXPECT_EQ(config.service.interval_s, 5);
+  EXPECT_EQ(config.service.keep_ended_containers_days, 0.5);
   EXPECT_EQ(config.service.state_dir, "/srv/gpurun");
   EXPECT_EQ(config.service.keep_samples_days, std::nullopt);
   ConfigInputs ignored = inputs();
@@ -526,6 +528,9 @@ TEST_F(PolicyTest, TheServiceSectionIsReadFromTheSystemFileAloneAndCheckedKeyByK
   EXPECT_EQ(error_of([&] { load_config(inputs()); }),
             path("etc/config.json") +
                 ":3: key \"service.intervall\": not a setting of the service (did you mean \"interval\"?)");
+  write("etc/config.json", R"({"service": {"keep_ended_containers_days": -1}})");
+  EXPECT_THAT(error_of([&] { load_config(inputs()); }),
+              HasSubstr("key \"service.keep_ended_containers_days\": expected a number of days from 0 to 36500"));
   write("etc/config.json", R"({"service": {"idle_threshold": 100}})");  // every GPU idle
   EXPECT_THAT(error_of([&] { load_config(inputs()); }),
               HasSubstr("key \"service.idle_threshold\": expected a number of percent from 0 to 99"));

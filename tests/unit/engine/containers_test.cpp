@@ -106,6 +106,25 @@ TEST(ParseGpuContainers, LabelsNamingAnotherContainerAreNotItsOwn) {
   EXPECT_EQ(containers[1].time_limit, std::chrono::seconds(60));
 }
 
+// What the service's clean-up of ended detached jobs reads: when the job ended or the container
+// was made, and whether a launch labelled it (gpurun.name naming it, not only its image's labels).
+TEST(ParseGpuContainers, ReadsWhenItEndedAndWhetherALaunchLabelledIt) {
+  const auto containers = parse_gpu_containers(R"([
+    {"Name": "/alice_gpu2_5e6f7a8b", "Created": "2026-11-20T08:00:00.1Z",
+     "State": {"Status": "exited", "StartedAt": "2026-11-20T08:00:01Z", "FinishedAt": "2026-11-21T09:30:00.5Z"},
+     "Config": {"Labels": {"gpurun.user": "alice", "gpurun.gpus": "2", "gpurun.name": "alice_gpu2_5e6f7a8b"}},
+     "HostConfig": {"DeviceRequests": [{"Driver": "", "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
+    {"Name": "/old_launch", "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "1"}},
+     "HostConfig": {"DeviceRequests": [{"Driver": "", "DeviceIDs": ["1"], "Capabilities": [["gpu"]]}]}}
+  ])");
+  ASSERT_EQ(containers.size(), 2U);
+  EXPECT_EQ(containers[0].finished_at, "2026-11-21T09:30:00.5Z");
+  EXPECT_EQ(containers[0].created_at, "2026-11-20T08:00:00.1Z");
+  EXPECT_TRUE(containers[0].labelled_by_launch);
+  EXPECT_TRUE(containers[1].started_by_gpurun);  // labels from before gpurun.name was written
+  EXPECT_FALSE(containers[1].labelled_by_launch);
+}
+
 TEST(ParseGpuContainers, CountMinusOneIsAllGpusAndCountNIsTheFirstN) {
   const auto containers = parse_gpu_containers(R"([
     {"Name": "/all", "HostConfig": {"DeviceRequests": [{"Count": -1, "Capabilities": [["gpu"]]}]}},
