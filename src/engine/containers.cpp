@@ -145,7 +145,7 @@ void read_policy_labels(const json& labels, GpuContainer& container) {
 }
 
 // Every member read_container reads: the rest of an inspect answer is not built.
-constexpr std::array<std::string_view, 15> kMembersRead{"/Id",
+constexpr std::array<std::string_view, 16> kMembersRead{"/Id",
                                                         "/Name",
                                                         "/Path",
                                                         "/Args",
@@ -155,6 +155,7 @@ constexpr std::array<std::string_view, 15> kMembersRead{"/Id",
                                                         "/State/Status",
                                                         "/State/StartedAt",
                                                         "/State/FinishedAt",
+                                                        "/State/ExitCode",
                                                         "/Created",
                                                         "/HostConfig/DeviceRequests",
                                                         "/HostConfig/Devices",
@@ -172,6 +173,9 @@ GpuContainer read_container(const json& c) {
   container.started_at = string_at(c, json::json_pointer("/State/StartedAt"));
   container.finished_at = string_at(c, json::json_pointer("/State/FinishedAt"));
   container.created_at = string_at(c, json::json_pointer("/Created"));
+  if (const json* code = find_at(c, "/State/ExitCode"_json_pointer);
+      code != nullptr && code->is_number_integer() && has_ended(container))
+    container.exit_code = code->get<int>();
   container.command = string_at(c, json::json_pointer("/Path"));
   if (const json* args = find_at(c, "/Args"_json_pointer); args != nullptr && args->is_array())
     for (const json& arg : *args)
@@ -243,6 +247,10 @@ std::optional<int> device_minor(std::string_view device) {
   const auto minor = text::parse_integer(device.substr(kMinorPrefix.size()));
   if (!minor || *minor < 0 || *minor > 1000000) return std::nullopt;
   return static_cast<int>(*minor);
+}
+
+bool has_ended(const GpuContainer& container) {
+  return container.status == "exited" || container.status == "dead" || container.status == "created";
 }
 
 std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json) {

@@ -26,8 +26,11 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
     };
     if (const auto status = state->find("Status"); status != state->end() && status->is_string())
       owner.status = status->get<std::string>();
+    if (const auto code = state->find("ExitCode"); code != state->end() && code->is_number_integer())
+      owner.exit_code = code->get<int>();
     owner.running = said("Running", true) || said("Restarting", true) || said("Status", "running") ||
                     said("Status", "paused") || said("Status", "restarting");
+    if (owner.running || owner.status == "created") owner.exit_code.reset();  // no job has ended
   }
   const json labels = parsed[0].contains("Config") && parsed[0]["Config"].is_object()
                           ? parsed[0]["Config"].value("Labels", json::object())

@@ -94,6 +94,39 @@ void check_name_for_engine(const std::string& name, const ContainerEngine& engin
     throw Error(fmt::format("--name \"{}\": docker takes a container name of two characters or more", name));
 }
 
+// A detached job's container keeps its name after the job ends (until `gpurun rm`): a --name
+// taken so is said before the pick and any --wait, with what to type, rather than by docker after
+// them (under sudo the caller could not act on docker's advice). Where the engine cannot be asked,
+// the launch goes on: docker still refuses a taken name.
+void check_name_free(const Options& options, const ContainerEngine& engine) {
+  if (options.name.empty()) return;
+  std::optional<ContainerOwner> owner;
+  try {
+    std::vector<std::string> inspect = engine.inspect_argv(options.name);
+    inspect.front() = locate_program(inspect.front());
+    owner = container_owner(inspect, options.smi_timeout);
+  } catch (const Error& e) {
+    spdlog::debug("whether --name {} is taken could not be asked: {}", text::printable(options.name), e.what());
+    return;
+  }
+  if (!owner) return;
+  const std::string name = text::printable(options.name);
+  const std::string gpurun = options.caller ? "sudo gpurun" : "gpurun";
+  const unsigned uid = options.caller ? options.caller->ids.uid : ::getuid();
+  const bool mine = owner->started_by_gpurun && owner->uid == uid;
+  const std::string whose = !owner->started_by_gpurun ? "a container gpurun did not start"
+                            : mine                    ? "a job of yours"
+                                                      : fmt::format("{}'s job", text::printable(owner->user));
+  if (mine && !owner->running)
+    throw Error(
+        fmt::format("--name {}: an ended job of yours has that name ({} logs {} shows its output, {} rm {} "
+                    "removes it); or choose another --name",
+                    name, gpurun, shell_quote(name), gpurun, shell_quote(name)));
+  throw Error(fmt::format("--name {}: {} {} that name{}; choose another --name", name, whose,
+                          owner->running ? "runs under" : "has",
+                          mine ? fmt::format(" ({} stop {})", gpurun, shell_quote(name)) : ""));
+}
+
 // Under sudo the container runs as the caller, with the mounts checked as the caller.
 void act_for_caller(const Options& options, const CallerMounts& mounts, DockerRunRequest& request) {
   const Caller& caller = *options.caller;
@@ -309,6 +342,7 @@ int run_launch(const Options& options, std::ostream& out) {
   ContainerEngine* const engine = machine.engine.get();
   warn_if_beyond_the_service(options, *engine);
   check_name_for_engine(options.name, *engine);
+  check_name_free(options, *engine);
   FileLock selection;
   Inventory inventory;
   std::vector<GpuAssessment> chosen;

@@ -18,8 +18,6 @@ std::optional<WallTime> ended_at(const GpuContainer& c) {
   return std::nullopt;
 }
 
-bool has_ended(const GpuContainer& c) { return c.status == "exited" || c.status == "dead" || c.status == "created"; }
-
 }  // namespace
 
 std::vector<GpuContainer> ended_containers_due(const std::vector<GpuContainer>& all, WallTime now,

@@ -41,11 +41,10 @@ bool owns(const Caller& caller, const ContainerOwner& owner) {
 int remove_container(const ContainerEngine& engine, const ContainerOwner& owner, const std::string& name,
                      const Options& options, std::ostream& out) {
   const std::string shown = text::printable(name);
+  const std::string gpurun = options.caller ? "sudo gpurun" : "gpurun";
   if (owner.running)
-    throw Error(
-        fmt::format("container \"{}\" still runs its job: gpurun stop {} ends it (its output stays until "
-                    "gpurun rm {})",
-                    shown, shell_quote(shown), shell_quote(shown)));
+    throw Error(fmt::format("container \"{}\" still runs its job: {} stop {} ends it (its output stays until {} rm {})",
+                            shown, gpurun, shell_quote(shown), gpurun, shell_quote(shown)));
   const auto timeout = std::chrono::minutes(1) + options.smi_timeout;  // a large writable layer takes a while
   const ProcessResult result = run_process({engine.remove_argv(owner.id.empty() ? name : owner.id), {}}, timeout);
   if (!result.succeeded())
@@ -61,6 +60,7 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   if (name.empty() || name.front() == '-')
     throw Error(fmt::format("gpurun {} needs a container name: gpurun {} NAME (gpurun ps lists them)", verb, verb));
   const std::string shown = text::printable(name);
+  const std::string gpurun = options.caller ? "sudo gpurun" : "gpurun";  // the words to type, in messages
   if (const std::string& tail = options.logs_tail;
       !tail.empty() && tail != "all" && !(text::parse_integer(tail) && *text::parse_integer(tail) >= 0))
     throw Error(fmt::format("--tail takes a number of lines or all, not \"{}\": gpurun logs --tail 100 {}",
@@ -74,9 +74,9 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   const auto owner = container_owner(inspect, options.smi_timeout);
   if (!owner || !owner->started_by_gpurun)
     throw Error(
-        fmt::format("no container \"{}\" that gpurun started (gpurun ps -a lists them; an attached job's "
-                    "container goes when the job ends, a detached one's when `gpurun rm` removes it)",
-                    shown));
+        fmt::format("no container \"{}\" that gpurun started ({} ps -a lists them; an attached job's "
+                    "container goes when the job ends, a detached one's when `{} rm` removes it)",
+                    shown, gpurun, gpurun));
   if (options.caller && !in_admin_group(*options.caller, options.policy.admin_group)) {
     if (!owns(*options.caller, *owner))
       throw Refusal(fmt::format("not allowed under sudo: container \"{}\" belongs to {}, not to you ({})", shown,
@@ -103,11 +103,15 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
     return exit_code::ok;
   }
   if (verb == "rm") return remove_container(*engine, *owner, name, options, out);
+  if (verb == "attach" && !owner->running)  // docker would say to start it, which nobody should
+    throw Error(fmt::format("container \"{}\" has ended{}: {} logs {} prints its output", shown,
+                            owner->exit_code ? fmt::format(" (exit status {})", *owner->exit_code) : "", gpurun,
+                            shell_quote(shown)));
   if (verb == "attach")
     spdlog::info(
         "attaching to {}: Ctrl-P Ctrl-Q detaches and the job runs on; in a job with a terminal (gpurun -d) "
-        "Ctrl-C reaches the job, and ends it (its output stays: gpurun logs {})",
-        shown, shell_quote(shown));
+        "Ctrl-C reaches the job, and ends it (its output stays: {} logs {})",
+        shown, gpurun, shell_quote(shown));
   std::vector<std::string> argv =
       verb == "logs" ? engine->logs_argv(id, {.follow = options.logs_follow, .tail = options.logs_tail})
                      : engine->attach_argv(id);

@@ -40,9 +40,6 @@ std::optional<long long> seconds_since(const std::string& rfc3339) {
   return static_cast<long long>(now - started);
 }
 
-// An ended (or never started) container, which `ps -a` lists: it runs for no time.
-bool has_ended(const GpuContainer& c) { return !c.status.empty() && c.status != "running" && c.status != "paused"; }
-
 std::optional<long long> running_s(const GpuContainer& c) {
   return has_ended(c) ? std::nullopt : seconds_since(c.started_at);
 }
@@ -111,6 +108,7 @@ int run_ps(const Options& options, std::ostream& out) {
                       {"user", string_or_null(c.user)},
                       {"image", c.image},
                       {"status", c.status},
+                      {"exit_code", c.exit_code ? nlohmann::ordered_json(*c.exit_code) : nlohmann::ordered_json()},
                       {"started_at", string_or_null(c.started_at)},
                       {"command", string_or_null(c.command)},
                       {"running_s", ran_s ? nlohmann::ordered_json(*ran_s) : nlohmann::ordered_json()},
@@ -143,7 +141,8 @@ int run_ps(const Options& options, std::ostream& out) {
       const auto idle = idle_for(c, gpus, *idle_s);
       cells.push_back(idle ? format_duration(std::chrono::seconds(*idle), DurationStyle::brief) : "-");
     }
-    for (std::string cell : {c.status, std::string(c.started_by_gpurun ? "yes" : "no"),
+    const std::string status = c.exit_code ? fmt::format("{} ({})", c.status, *c.exit_code) : c.status;
+    for (std::string cell : {status, std::string(c.started_by_gpurun ? "yes" : "no"),
                              c.command.empty() ? std::string("?") : text::terminal_safe_cut(c.command, 200)})
       cells.push_back(std::move(cell));
     table.add_row(std::move(cells));

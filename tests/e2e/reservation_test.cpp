@@ -298,8 +298,15 @@ TEST_F(ContainerAwarenessTest, AnEndedJobIsListedByPsAllAndRemovedByRm) {
   env.emplace_back("FAKE_DOCKER_PS_ALL_IDS", "c1");
   env.emplace_back("COLUMNS", "200");
   const Outcome ps = gpurun({"ps", "-a"}, env);
-  EXPECT_THAT(ps.out, ::testing::ContainsRegex("bob_gpu0_12345678  bob +0 +bob/train:1 +- +exited "));
-  EXPECT_EQ(nlohmann::json::parse(gpurun({"ps", "-a", "--json"}, env).out)["containers"][0]["running_s"], nullptr);
+  // How it ended: its job's exit status.
+  EXPECT_THAT(ps.out, ::testing::ContainsRegex("bob_gpu0_12345678  bob +0 +bob/train:1 +- +exited \\(1\\) "));
+  const auto json = nlohmann::json::parse(gpurun({"ps", "-a", "--json"}, env).out)["containers"][0];
+  EXPECT_EQ(json["running_s"], nullptr);
+  EXPECT_EQ(json["exit_code"], 1);
+  const Outcome attach = gpurun({"attach", "bob_gpu0_12345678"}, env);  // nothing runs to attach to
+  EXPECT_EQ(attach.exit_code, 125);
+  EXPECT_THAT(attach.err, HasSubstr("container \"bob_gpu0_12345678\" has ended (exit status 1): gpurun logs "
+                                    "bob_gpu0_12345678 prints its output"));
 
   const Outcome rm = gpurun({"rm", "bob_gpu0_12345678"}, env);
   EXPECT_EQ(rm.exit_code, 0) << rm.err;
@@ -373,19 +380,36 @@ TEST_F(GpurunTest, ADetachedContainerThatDidNotStartIsRemoved) {
   std::ofstream(inspect) << R"([{"Id": "c9", "Name": "/job7", "State": {"Status": "created", "Running": false},
     "Config": {"Labels": {"gpurun.user": "me", "gpurun.gpus": "0", "gpurun.name": "job7"}}}])";
   Env env = fakes("all_free_8.json", 127);
-  env.emplace_back("FAKE_DOCKER_INSPECT", inspect);
+  env.emplace_back("FAKE_DOCKER_INSPECT_AFTER_RUN", inspect);  // before the run, no container has the name
   env.emplace_back("FAKE_DOCKER_STDERR",
                    "docker: Error response from daemon: failed to create task: exec: \"trian\": "
                    "executable file not found in $PATH: unknown.");
   const Outcome run = gpurun({"-d", "--name", "job7", "--image", "img", "1", "trian"}, env);
   EXPECT_EQ(run.exit_code, 127);
   EXPECT_THAT(docker_argv(), ::testing::ElementsAre("rm", "--volumes", "--", "c9"));  // the last thing docker was asked
+}
 
-  std::filesystem::remove(argv_file());
+// A --name an ended detached job still has is said before the pick (and any --wait), with whose it
+// is and what to type; docker is not asked to run.
+TEST_F(GpurunTest, ANameAContainerHasIsRefusedBeforeThePick) {
+  const std::string inspect = dir() + "/inspect.json";
+  const std::string me = std::to_string(::getuid());
+  Env env = fakes("all_free_8.json");
+  env.emplace_back("FAKE_DOCKER_INSPECT", inspect);
   std::ofstream(inspect) << R"([{"Id": "c8", "Name": "/job7", "State": {"Status": "exited", "Running": false},
-    "Config": {"Labels": {"gpurun.user": "me", "gpurun.gpus": "0", "gpurun.name": "job7"}}}])";
-  EXPECT_EQ(gpurun({"-d", "--name", "job7", "--image", "img", "1", "trian"}, env).exit_code, 127);
-  EXPECT_EQ(docker_argv().at(0), "run");  // an ended job's container is its user's to remove
+    "Config": {"Labels": {"gpurun.user": "me", "gpurun.uid": ")"
+                         << me << R"(", "gpurun.gpus": "0", "gpurun.name": "job7"}}}])";
+  const Outcome ended = gpurun({"-d", "--wait", "--name", "job7", "--image", "img", "1", "true"}, env);
+  EXPECT_EQ(ended.exit_code, 125);
+  EXPECT_THAT(ended.err, HasSubstr("--name job7: an ended job of yours has that name (gpurun logs job7 shows its "
+                                   "output, gpurun rm job7 removes it); or choose another --name"));
+  EXPECT_FALSE(docker_ran());
+  std::ofstream(inspect) << R"([{"Id": "c8", "Name": "/job7", "State": {"Status": "running", "Running": true},
+    "Config": {"Labels": {"gpurun.user": "bob", "gpurun.uid": "4242", "gpurun.gpus": "0", "gpurun.name": "job7"}}}])";
+  const Outcome running = gpurun({"--name", "job7", "--image", "img", "1", "true"}, env);
+  EXPECT_EQ(running.exit_code, 125);
+  EXPECT_THAT(running.err, HasSubstr("--name job7: bob's job runs under that name; choose another --name"));
+  EXPECT_FALSE(docker_ran());
 }
 
 // The name of an ended detached job stays taken until `gpurun rm`: said with what to type.

@@ -13,13 +13,14 @@ struct GpuContainer {
   std::string id;
   std::string name;
   std::string image;
-  std::string user;         // gpurun's label; its processes' owner where seen through them; else ""
-  std::string status;       // "running", "paused", ...
-  std::string started_at;   // RFC 3339, as docker says
-  std::string finished_at;  // when its job ended (RFC 3339; a year-1 time where it never ran)
-  std::string created_at;   // when the engine made it (RFC 3339)
-  std::string command;      // what it runs: its entrypoint and arguments, joined by spaces
-  bool all_gpus = false;    // --gpus all, NVIDIA_VISIBLE_DEVICES=all, nvidia.com/gpu=all, --privileged
+  std::string user;              // gpurun's label; its processes' owner where seen through them; else ""
+  std::string status;            // "running", "paused", ...
+  std::string started_at;        // RFC 3339, as docker says
+  std::string finished_at;       // when its job ended (RFC 3339; a year-1 time where it never ran)
+  std::string created_at;        // when the engine made it (RFC 3339)
+  std::optional<int> exit_code;  // its job's, once it has ended
+  std::string command;           // what it runs: its entrypoint and arguments, joined by spaces
+  bool all_gpus = false;         // --gpus all, NVIDIA_VISIBLE_DEVICES=all, nvidia.com/gpu=all, --privileged
   // Indices or UUIDs (MIG ones too), as the engine was told; "minor:N" for a device node
   // /dev/nvidiaN given with --device (see device_minor).
   std::vector<std::string> devices;
@@ -44,6 +45,10 @@ struct GpuContainer {
 // (--runtime=nvidia).
 // Throws Error on text that is not such JSON.
 std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json);
+
+// Whether its job has ended (exited, dead) or never started (created): such a container, which
+// `ps -a` lists, holds nothing and runs for no time. Restarting, paused, stopping ones run still.
+bool has_ended(const GpuContainer& container);
 
 // A device given as its node /dev/nvidiaN is recorded as "minor:N". N is the driver's minor
 // number, not the GPU's index; they agree on nearly every host (both follow PCI order), and

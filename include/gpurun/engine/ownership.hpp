@@ -18,6 +18,7 @@ struct ContainerOwner {
   std::string name;                // the container's name, where its gpurun.name label names it
   bool running = false;            // State.Running (paused and restarting ones too): not to be removed
   std::string status;              // State.Status: "created" (never started), "running", "exited", ...
+  std::optional<int> exit_code;    // State.ExitCode, once it has ended
 };
 
 // Parses `docker inspect --type container` JSON of one container; nullopt when it lists none.

@@ -29,6 +29,12 @@ TEST(ContainerOwner, ReadsWhetherTheContainerRuns) {
   EXPECT_FALSE(state(R"([{"Id":"a","State":{"Status":"exited","Running":false,"ExitCode":1}}])"));
   EXPECT_FALSE(state(R"([{"Id":"a","State":{"Status":"created","Running":false}}])"));
   EXPECT_EQ(parse_container_owner(R"([{"Id":"a","State":{"Status":"created","Running":false}}])")->status, "created");
+  // How it ended, where it has: docker says 0 of a running one too.
+  EXPECT_EQ(parse_container_owner(R"([{"Id":"a","State":{"Status":"exited","ExitCode":137}}])")->exit_code, 137);
+  EXPECT_FALSE(parse_container_owner(R"([{"Id":"a","State":{"Status":"running","Running":true,"ExitCode":0}}])")
+                   ->exit_code.has_value());
+  EXPECT_FALSE(
+      parse_container_owner(R"([{"Id":"a","State":{"Status":"created","ExitCode":0}}])")->exit_code.has_value());
   EXPECT_TRUE(state(R"([{"Id":"a","State":{"Status":"running"}}])"));  // a status alone says it too
   EXPECT_FALSE(state(R"([{"Id":"a","State":{"Running":"yes","Status":1}}])"));
   EXPECT_FALSE(state(R"([{"Id":"a","State":"running"}])"));  // not docker's shape: not said to run
