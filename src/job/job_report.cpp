@@ -138,7 +138,8 @@ void check_report_destination(const std::string& file) {
 
 int write_report_json(const std::string& path, const JobReport& report, int job_status) {
   if (path.empty()) return job_status;
-  const std::optional<std::string> problem = write_whole(path, json_text(job_report_json(report)));
+  // Whole or not at all: a script may be waiting for the file.
+  const std::optional<std::string> problem = replace_whole(path, json_text(job_report_json(report)));
   if (!problem) return job_status;
   spdlog::error("cannot write the report to {}: {}", text::printable(path, 200), *problem);
   return job_status == 0 ? exit_code::failure : job_status;

@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "gpurun/util/fd.hpp"
@@ -50,6 +52,18 @@ BoundedRead read_to_end(int fd, std::size_t limit, std::chrono::milliseconds tim
   }
 }
 
+// Writes all of `text` to `fd` and syncs it; the problem in words, or nullopt.
+std::optional<std::string> write_and_sync(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::string(std::strerror(errno));  // ENOSPC: a full disk, /dev/full
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) return std::string(std::strerror(errno));
+  return std::nullopt;
+}
+
 }  // namespace
 
 BoundedRead read_bounded(int fd, std::size_t limit, std::chrono::milliseconds timeout) {
@@ -85,14 +99,27 @@ std::optional<std::string> write_whole(const std::string& path, std::string_view
   // Blocking again: a pipe with a reader (`--report-json >(jq .)`) takes the text at its pace.
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return std::string(std::strerror(errno));
-  while (!text.empty()) {
-    const ssize_t n = ::write(fd.get(), text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::string(std::strerror(errno));  // ENOSPC: a full disk, /dev/full
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-  if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != EROFS) return std::string(std::strerror(errno));
-  return std::nullopt;
+  return write_and_sync(fd.get(), text);
+}
+
+std::optional<std::string> replace_whole(const std::string& path, std::string_view text) {
+  struct stat st {};
+  const bool regular_or_none = ::lstat(path.c_str(), &st) == 0 ? S_ISREG(st.st_mode) : errno == ENOENT;
+  if (!regular_or_none) return write_whole(path, text);
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  std::uint32_t random = 0;
+  if (::getrandom(&random, sizeof random, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof random))
+    random = static_cast<std::uint32_t>(::getpid());
+  const std::string temp =
+      fmt::format("{}/.{}.{:08x}.tmp", dir, slash == std::string::npos ? path : path.substr(slash + 1), random);
+  // O_EXCL and O_NOFOLLOW: never through a name someone else made in a shared directory.
+  const Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!fd.valid()) return write_whole(path, text);  // no file may be made beside it: in place, as before
+  auto problem = write_and_sync(fd.get(), text);
+  if (!problem && ::rename(temp.c_str(), path.c_str()) != 0) problem = std::string(std::strerror(errno));
+  if (problem) ::unlink(temp.c_str());
+  return problem;
 }
 
 }  // namespace gpurun

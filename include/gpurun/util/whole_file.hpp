@@ -32,4 +32,10 @@ BoundedRead read_bounded(int fd, std::size_t limit, std::chrono::milliseconds ti
 // reader is refused at once rather than waited for. The problem in words, or nullopt when written.
 std::optional<std::string> write_whole(const std::string& path, std::string_view text);
 
+// The same, but a regular file (or none yet) is written beside `path` and renamed over it, so
+// that whoever reads it sees the old text or the new one whole, never part, and a full disk
+// leaves the old one. A FIFO, a device (/dev/stdout) or a symlink is written in place
+// (write_whole), and so is a file in a directory where no file can be made beside it.
+std::optional<std::string> replace_whole(const std::string& path, std::string_view text);
+
 }  // namespace gpurun

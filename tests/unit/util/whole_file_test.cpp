@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <string>
 
+#include "gpurun/util/fd.hpp"
 #include "support/test_support.hpp"
 
 namespace gpurun {
@@ -102,6 +104,38 @@ TEST(WriteWhole, WhatCannotTakeTheTextIsToldNotWaitedFor) {
   EXPECT_EQ(write_whole(fifo, "{}"), "it is a FIFO nobody reads");
   EXPECT_EQ(write_whole("/dev/full", "{}"), "No space left on device");
   EXPECT_EQ(write_whole(dir.str(), "{}"), "Is a directory");
+}
+
+// A regular file is replaced by renaming a whole new one over it: a reader holding the old one
+// keeps it whole, and nothing is left beside it.
+TEST(ReplaceWhole, RenamesAWholeNewFileOverARegularOne) {
+  const TempDir dir;
+  const std::string path = write_file(dir.path() / "report.json", "old\n");
+  const Fd reader(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_EQ(replace_whole(path, "{}\n"), std::nullopt);
+  EXPECT_EQ(test::read_file(path), "{}\n");
+  char old[8] = {};
+  EXPECT_EQ(::read(reader.get(), old, sizeof old), 4);  // the old file, untouched
+  EXPECT_EQ(std::string(old), "old\n");
+  EXPECT_EQ(replace_whole(dir / "new.json", "[]"), std::nullopt);  // none yet
+  EXPECT_EQ(test::read_file(dir / "new.json"), "[]");
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 2u);
+}
+
+// What is no regular file is written in place, as write_whole does.
+TEST(ReplaceWhole, AFifoADeviceOrASymlinkIsWrittenInPlace) {
+  const TempDir dir;
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(replace_whole(fifo, "{}"), "it is a FIFO nobody reads");
+  EXPECT_EQ(replace_whole("/dev/full", "{}"), "No space left on device");
+  const std::string target = write_file(dir.path() / "target.json", "old");
+  std::filesystem::create_symlink(target, dir / "link.json");
+  EXPECT_EQ(replace_whole(dir / "link.json", "new"), std::nullopt);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.json"));
+  EXPECT_EQ(test::read_file(target), "new");
 }
 
 }  // namespace
