@@ -174,7 +174,7 @@ GpuContainer read_container(const json& c) {
   container.finished_at = string_at(c, json::json_pointer("/State/FinishedAt"));
   container.created_at = string_at(c, json::json_pointer("/Created"));
   if (const json* code = find_at(c, "/State/ExitCode"_json_pointer);
-      code != nullptr && code->is_number_integer() && has_ended(container))
+      code != nullptr && code->is_number_integer() && has_ended(container) && !never_started(container))
     container.exit_code = code->get<int>();
   container.command = string_at(c, json::json_pointer("/Path"));
   if (const json* args = find_at(c, "/Args"_json_pointer); args != nullptr && args->is_array())
@@ -194,7 +194,11 @@ GpuContainer read_container(const json& c) {
   // it they are an image's (a LABEL in a Dockerfile), and a plain `docker run` of that image is
   // no launch of gpurun's to stop or mail about.
   container.labelled_by_launch = container.started_by_gpurun && labels->contains(std::string(kLabelName));
-  if (container.labelled_by_launch) read_policy_labels(*labels, container);
+  if (container.labelled_by_launch) {
+    read_policy_labels(*labels, container);
+    const auto detached = labels->find(std::string(kLabelDetached));
+    container.detached = detached != labels->end() && *detached == "true";
+  }
 
   bool requests_gpus = false;
   bool docker_sets_env = false;  // a --gpus request: docker gives the runtime NVIDIA_VISIBLE_DEVICES itself
@@ -249,8 +253,13 @@ std::optional<int> device_minor(std::string_view device) {
   return static_cast<int>(*minor);
 }
 
+bool never_started(const GpuContainer& container) {
+  return container.status == "created" || container.status == "initialized";
+}
+
 bool has_ended(const GpuContainer& container) {
-  return container.status == "exited" || container.status == "dead" || container.status == "created";
+  return container.status == "exited" || container.status == "dead" || container.status == "stopped" ||
+         never_started(container);
 }
 
 std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json) {

@@ -158,7 +158,8 @@ std::vector<std::string> build_docker_argv(const DockerRunRequest& request) {
   argv.insert(argv.end(), {"--label",
                            fmt::format("{}={}", kLabelTimeLimit,
                                        request.time_limit ? std::to_string(request.time_limit->count()) : ""),
-                           "--label", fmt::format("{}={}", kLabelNotify, request.notify ? "run_ended" : "")});
+                           "--label", fmt::format("{}={}", kLabelNotify, request.notify ? "run_ended" : ""), "--label",
+                           fmt::format("{}={}", kLabelDetached, request.detach ? "true" : "")});
   for (unsigned group : request.identity.groups)
     if (group != request.identity.gid) argv.insert(argv.end(), {"--group-add", std::to_string(group)});
   // An image's own ENV cannot widen what the runtime hands out (the runtime form sets it already):

@@ -30,8 +30,15 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
       owner.exit_code = code->get<int>();
     owner.running = said("Running", true) || said("Restarting", true) || said("Status", "running") ||
                     said("Status", "paused") || said("Status", "restarting");
-    if (owner.running || owner.status == "created") owner.exit_code.reset();  // no job has ended
+    if (owner.running || owner.status == "created" || owner.status == "initialized")
+      owner.exit_code.reset();  // no job has ended
   }
+  const auto name_member = parsed[0].find("Name");
+  std::string name = name_member != parsed[0].end() && name_member->is_string() ? name_member->get<std::string>() : "";
+  if (name.starts_with('/')) name.erase(0, 1);
+  owner.container_name = name;
+  if (const auto created = parsed[0].find("Created"); created != parsed[0].end() && created->is_string())
+    owner.created_at = created->get<std::string>();
   const json labels = parsed[0].contains("Config") && parsed[0]["Config"].is_object()
                           ? parsed[0]["Config"].value("Labels", json::object())
                           : json::object();
@@ -41,9 +48,6 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
     return it != labels.end() && it->is_string() ? std::optional(it->get<std::string>()) : std::nullopt;
   };
   // Labels of a container of another name than they say are its image's: nobody's.
-  const auto name_member = parsed[0].find("Name");
-  std::string name = name_member != parsed[0].end() && name_member->is_string() ? name_member->get<std::string>() : "";
-  if (name.starts_with('/')) name.erase(0, 1);
   if (!labels_written_for(label(kLabelName), name)) return owner;
   if (label(kLabelName)) owner.name = name;
   owner.started_by_gpurun = label(kLabelUser).has_value() && label(kLabelGpus).has_value();

@@ -28,6 +28,7 @@
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/engine/gpu_request.hpp"
 #include "gpurun/engine/ownership.hpp"
+#include "gpurun/history/time_text.hpp"
 #include "gpurun/job/job_report.hpp"
 #include "gpurun/job/supervise.hpp"
 #include "gpurun/locks/reservation.hpp"
@@ -109,7 +110,8 @@ void check_name_free(const Options& options, const ContainerEngine& engine) {
     spdlog::debug("whether --name {} is taken could not be asked: {}", text::printable(options.name), e.what());
     return;
   }
-  if (!owner) return;
+  // inspect finds an id by its prefix too (--name cafe, --name 42): only a name is taken.
+  if (!owner || owner->container_name != bare_container_name(options.name)) return;
   const std::string name = text::printable(options.name);
   const std::string gpurun = options.caller ? "sudo gpurun" : "gpurun";
   const unsigned uid = options.caller ? options.caller->ids.uid : ::getuid();
@@ -200,12 +202,19 @@ GpuRequestForm gpu_request_form(const Options& options, ContainerEngine& engine,
 // next launch could then not take: --rm removed it, and a detached launch has none. Only such a
 // container with this launch's labels goes: never an older one of that name (a conflict with it
 // is what failed the launch).
-void remove_unstarted(const ContainerEngine& engine, const std::string& name, std::chrono::milliseconds timeout) {
+void remove_unstarted(const ContainerEngine& engine, const std::string& name, unsigned uid, WallTime launched,
+                      std::chrono::milliseconds timeout) {
   try {
     std::vector<std::string> inspect = engine.inspect_argv(name);
     inspect.front() = locate_program(inspect.front());
     const auto owner = container_owner(inspect, timeout);
-    if (!owner || !owner->started_by_gpurun || owner->name != name || owner->status != "created") return;
+    if (!owner || !owner->started_by_gpurun || owner->name != bare_container_name(name) || owner->uid != uid ||
+        (owner->status != "created" && owner->status != "initialized"))
+      return;
+    // Made by this launch's run, not by another launch of that name a moment before (docker's
+    // times have nanoseconds; the clocks are the same machine's).
+    const auto made = parse_rfc3339(owner->created_at);
+    if (!made || *made < launched) return;
     const ProcessResult removed = run_process({engine.remove_argv(owner->id), {}}, timeout);
     if (!removed.succeeded())
       spdlog::warn("the container {} that did not start is left: {} rm {}", text::printable(name), engine.name(),
@@ -217,10 +226,13 @@ void remove_unstarted(const ContainerEngine& engine, const std::string& name, st
 
 // A detached container: the engine's client returns once it runs; say how to reach it.
 int run_detached(const ContainerEngine& engine, const std::vector<std::string>& argv, const std::string& name,
-                 const std::string& gpus, bool for_caller, std::chrono::milliseconds smi_timeout, std::ostream& out) {
+                 const std::string& gpus, bool for_caller, unsigned uid, std::chrono::milliseconds smi_timeout,
+                 std::ostream& out) {
   const auto timeout = std::chrono::hours(1);  // an image pull can take long
   std::vector<std::string> resolved = argv;
   resolved.front() = locate_program(argv.front());  // 126/127 as for an attached launch
+  // What this run makes is made after this (to the second: parse_rfc3339 drops the fractions).
+  const WallTime launched = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
   const ProcessResult result = run_process({resolved, {}}, timeout);
   std::cerr << result.err;
   const std::string gpurun = for_caller ? "sudo gpurun" : "gpurun";
@@ -228,13 +240,14 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
   if (!result.succeeded()) {
     // A detached job's container stays after the job (below), so its name is taken until then;
     // under sudo the caller cannot remove it with docker's own client.
-    if (result.err.find("is already in use") != std::string::npos)
+    // docker's and podman's words for a name taken: "is already in use", "is in use".
+    if (result.err.find("already in use") != std::string::npos || result.err.find("is in use") != std::string::npos)
       std::cerr << fmt::format(
           "gpurun: a container named {} is there already; if it is an ended job of yours, {} logs {} shows its "
           "output and {} rm {} removes it; or choose another --name\n",
           quoted, gpurun, quoted, gpurun, quoted);
     else if (result.end == ProcessResult::End::exited)
-      remove_unstarted(engine, name, smi_timeout);
+      remove_unstarted(engine, name, uid, launched, smi_timeout);
     if (result.end == ProcessResult::End::exited) return result.exit_code;
     throw Error(fmt::format("{} run {}", engine.name(), describe_end(result, timeout)));
   }
@@ -243,7 +256,7 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
   // engine access) act on the caller's containers.
   std::cerr << fmt::format(
       "gpurun: container {} runs detached on GPU{} {}\n"
-      "  follow its output: {} logs -f {}   (it stays after the job ends, until you remove it)\n"
+      "  follow its output: {} logs -f {}   (it stays after the job ends, until removed)\n"
       "  attach to it:      {} attach {}   (detach again with Ctrl-P Ctrl-Q)\n"
       "  stop it:           {} stop {}\n"
       "  once it has ended: {} rm {}   (removes the container and its output)\n",
@@ -377,7 +390,8 @@ int run_launch(const Options& options, std::ostream& out) {
     // The engine's client inherits them too: gpurun killed while it pulls the image (up to an
     // hour) must not free the GPUs its container is about to start on.
     for (const FileLock& lock : reservations) lock.keep_across_exec();
-    return run_detached(*engine, argv, request.name, index_list(chosen), request.for_caller, options.smi_timeout, out);
+    return run_detached(*engine, argv, request.name, index_list(chosen), request.for_caller, request.identity.uid,
+                        options.smi_timeout, out);
   }
   if (report) return run_reported(options, argv, chosen_gpus, cpus.total, inventory.source);
 

@@ -6,6 +6,7 @@
 // labels), never a running one, and never sooner than the clock the service has measured allows
 // (a wall clock stepped forward would otherwise remove every ended container at once).
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,19 +25,26 @@ std::vector<GpuContainer> ended_containers_due(const std::vector<GpuContainer>& 
 class EndedContainerSweeper {
  public:
   // `every`: how often the engine is asked for every container (the first time at once).
-  explicit EndedContainerSweeper(std::chrono::seconds keep, std::chrono::seconds every = std::chrono::hours(1))
-      : keep_(keep), every_(every) {}
+  // `budget`: how long one sweep may begin removals (the recorder's sampling waits meanwhile);
+  // what is left goes at the next call.
+  explicit EndedContainerSweeper(std::chrono::seconds keep, std::chrono::seconds every = std::chrono::hours(1),
+                                 std::chrono::seconds budget = std::chrono::seconds(5))
+      : keep_(keep), every_(every), budget_(budget) {}
 
-  // Removes what is due, where the last sweep is `every` ago; logs what it removed and what it
-  // could not. Never throws: a sweep that fails is tried again at the next.
-  void sweep_if_due(ContainerEngine& engine, std::chrono::milliseconds timeout);
+  // Removes what is due, where the last sweep is `every` ago (or left some); logs what it removed
+  // and what it could not. Begins nothing more once `stopping` holds. Never throws: a sweep that
+  // fails is tried again at the next.
+  void sweep_if_due(ContainerEngine& engine, std::chrono::milliseconds timeout,
+                    const std::function<bool()>& stopping = {});
 
  private:
   std::chrono::seconds keep_;
   std::chrono::seconds every_;
+  std::chrono::seconds budget_;
   PruneClock clock_;
   std::chrono::steady_clock::time_point last_{};
   bool swept_ = false;
+  bool more_ = false;  // the last sweep left some for the budget
 };
 
 }  // namespace gpurun

@@ -290,7 +290,7 @@ int run_recorder(const Options& options, const RecorderSettings& settings, const
       flush();
     if (!pending.damaged().empty()) break;
     if (machine.engine && !options.ignore_containers && !stop.requested())
-      sweeper.sweep_if_due(*machine.engine, timeout);
+      sweeper.sweep_if_due(*machine.engine, timeout, [&stop] { return stop.requested(); });
     if (std::chrono::steady_clock::now() > next) next = std::chrono::steady_clock::now();  // never catch up
     sleep_until(next, stop);
   }

@@ -75,7 +75,8 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
   if (!owner || !owner->started_by_gpurun)
     throw Error(
         fmt::format("no container \"{}\" that gpurun started ({} ps -a lists them; an attached job's "
-                    "container goes when the job ends, a detached one's when `{} rm` removes it)",
+                    "container goes when the job ends, a detached one's when `{} rm` or the gpurun service removes "
+                    "it)",
                     shown, gpurun, gpurun));
   if (options.caller && !in_admin_group(*options.caller, options.policy.admin_group)) {
     if (!owns(*options.caller, *owner))

@@ -707,16 +707,22 @@ TEST_F(IdlePolicyTest, TheServiceRemovesADetachedJobsContainerOnceEndedForAWeek)
   constexpr const char* kEnded = R"([
  {"Id": "c1", "Name": "/bob_gpu2", "Created": "2025-05-31T23:00:00Z",
   "State": {"Status": "exited", "StartedAt": "2025-05-31T23:00:01Z", "FinishedAt": "2025-06-01T00:00:00Z"},
-  "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "2", "gpurun.name": "bob_gpu2"}},
+  "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "2", "gpurun.name": "bob_gpu2",
+   "gpurun.detached": "true"}},
   "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
  {"Id": "c2", "Name": "/bob_gpu3", "Created": "2025-05-31T23:00:00Z",
   "State": {"Status": "exited", "StartedAt": "2025-05-31T23:00:01Z", "FinishedAt": "2026-01-01T00:00:00Z"},
-  "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "3", "gpurun.name": "bob_gpu3"}},
+  "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "3", "gpurun.name": "bob_gpu3",
+   "gpurun.detached": "true"}},
   "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["3"], "Capabilities": [["gpu"]]}]}},
  {"Id": "c3", "Name": "/notebook", "Created": "2025-05-31T23:00:00Z",
   "State": {"Status": "exited", "StartedAt": "2025-05-31T23:00:01Z", "FinishedAt": "2025-06-01T00:00:00Z"},
   "Config": {"Labels": {}},
-  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["5"], "Capabilities": [["gpu"]]}]}}
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["5"], "Capabilities": [["gpu"]]}]}},
+ {"Id": "c4", "Name": "/kept", "Created": "2025-05-31T23:00:00Z",
+  "State": {"Status": "exited", "StartedAt": "2025-05-31T23:00:01Z", "FinishedAt": "2025-06-01T00:00:00Z"},
+  "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "6", "gpurun.name": "kept", "gpurun.detached": ""}},
+  "HostConfig": {"DeviceRequests": [{"Driver": "", "Count": 0, "DeviceIDs": ["6"], "Capabilities": [["gpu"]]}]}}
 ])";
   const pid_t pid = start_with_containers("{}", kEnded);  // c2 ended now (the fixture writes now)
   const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
@@ -735,7 +741,8 @@ TEST_F(IdlePolicyTest, TheServiceRemovesADetachedJobsContainerOnceEndedForAWeek)
   const pid_t again = start_with_containers("{}", kEnded, scenario("busy_dgx.json"), {"--keep-ended-containers", "0"});
   ASSERT_TRUE(eventually([&] { return log().find("removed container bob_gpu3", restart) != std::string::npos; }))
       << log();
-  EXPECT_EQ(log().find("removed container notebook"), std::string::npos);
+  EXPECT_EQ(log().find("removed container notebook"), std::string::npos);  // no launch of gpurun's
+  EXPECT_EQ(log().find("removed container kept"), std::string::npos);      // attached, kept on purpose
   EXPECT_EQ(stop(again, SIGTERM), 0);
 }
 

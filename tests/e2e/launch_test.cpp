@@ -61,6 +61,8 @@ std::vector<std::string> expected_busy_dgx_args() {
           "gpurun.time-limit=",
           "--label",
           "gpurun.notify=",
+          "--label",
+          "gpurun.detached=",
           "me/torch:24.05",
           "python",
           "train.py",
@@ -98,7 +100,7 @@ TEST_F(GpurunTest, DryRunPrintsTheQuotedCommandOnStdoutAndRunsNothing) {
           "--volume {}:{} --workdir {} --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 "
           "--log-opt max-size=50m --label gpurun.user={} --label gpurun.gpus=2,5 "
           "--label gpurun.gpu-uuids={},{} --label gpurun.uid={} --label gpurun.name=job --label gpurun.time-limit= "
-          "--label gpurun.notify= me/torch:24.05 python train.py --lr 0.1\n",
+          "--label gpurun.notify= --label gpurun.detached= me/torch:24.05 python train.py --lr 0.1\n",
           fake("docker"), ::getuid(), ::getgid(), cwd, cwd, cwd, current_identity().login, kUuid2, kUuid5, ::getuid()));
   // The ranking and the reasons go to stderr.
   EXPECT_THAT(run.err, HasSubstr("busy: 1 compute process (pid 52771)"));
@@ -208,11 +210,13 @@ TEST_F(GpurunTest, ExtraDockerOptionsComeInOrderBeforeTheImage) {
               "8888:8888", "--docker-opt", "--ipc=host", "--docker-opt", "--network=none", "1"},
              fakes("busy_dgx.json"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr("--label gpurun.gpus=5 --label gpurun.gpu-uuids=" + std::string(kUuid5) +
-                                 " --label gpurun.uid=" + std::to_string(::getuid()) +
-                                 " --label gpurun.name=nn --label gpurun.time-limit= --label gpurun.notify=" +
-                                 " --env A=1 --env 'B=2 3' --volume /data:/data --publish 8888:8888 --ipc=host "
-                                 "--network=none img\n"));
+  EXPECT_THAT(
+      run.out,
+      HasSubstr("--label gpurun.gpus=5 --label gpurun.gpu-uuids=" + std::string(kUuid5) +
+                " --label gpurun.uid=" + std::to_string(::getuid()) +
+                " --label gpurun.name=nn --label gpurun.time-limit= --label gpurun.notify=" +
+                " --label gpurun.detached= --env A=1 --env 'B=2 3' --volume /data:/data --publish 8888:8888 --ipc=host "
+                "--network=none img\n"));
   // docker keeps "/nn" as "nn": so does the label, or it would not match and the container would
   // not count as gpurun's (its time limit and its user's stop lost).
   const Outcome slashed = gpurun({"--dry-run", "--image", "img", "--name", "/nn", "1"}, fakes("busy_dgx.json"));

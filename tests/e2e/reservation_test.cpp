@@ -348,7 +348,7 @@ TEST_F(GpurunTest, DetachStartsInTheBackgroundAndSaysHowToReachIt) {
   EXPECT_EQ(run.out, "job7\n");
   // gpurun's own verbs, which reach the same engine (and work under sudo).
   EXPECT_THAT(run.err,
-              HasSubstr("follow its output: gpurun logs -f job7   (it stays after the job ends, until you remove it)"));
+              HasSubstr("follow its output: gpurun logs -f job7   (it stays after the job ends, until removed)"));
   EXPECT_THAT(run.err, HasSubstr("attach to it:      gpurun attach job7   (detach again with Ctrl-P Ctrl-Q)\n"));
   EXPECT_THAT(run.err, HasSubstr("stop it:           gpurun stop job7\n"));
   EXPECT_THAT(run.err, HasSubstr("once it has ended: gpurun rm job7   (removes the container and its output)\n"));
@@ -377,8 +377,15 @@ TEST_F(GpurunTest, DetachPassesDockersFailureOn) {
 // name made the launch fail.
 TEST_F(GpurunTest, ADetachedContainerThatDidNotStartIsRemoved) {
   const std::string inspect = dir() + "/inspect.json";
-  std::ofstream(inspect) << R"([{"Id": "c9", "Name": "/job7", "State": {"Status": "created", "Running": false},
-    "Config": {"Labels": {"gpurun.user": "me", "gpurun.gpus": "0", "gpurun.name": "job7"}}}])";
+  // Made by this launch (after it began, with its uid): an older one of that name, or another
+  // user's, is never removed.
+  const auto made = [&](const std::string& created, unsigned uid) {
+    std::ofstream(inspect) << R"([{"Id": "c9", "Name": "/job7", "Created": ")" << created
+                           << R"(", "State": {"Status": "created", "Running": false}, "Config": {"Labels":
+      {"gpurun.user": "me", "gpurun.uid": ")"
+                           << uid << R"(", "gpurun.gpus": "0", "gpurun.name": "job7"}}}])";
+  };
+  made("2099-01-01T00:00:00Z", ::getuid());
   Env env = fakes("all_free_8.json", 127);
   env.emplace_back("FAKE_DOCKER_INSPECT_AFTER_RUN", inspect);  // before the run, no container has the name
   env.emplace_back("FAKE_DOCKER_STDERR",
@@ -387,6 +394,15 @@ TEST_F(GpurunTest, ADetachedContainerThatDidNotStartIsRemoved) {
   const Outcome run = gpurun({"-d", "--name", "job7", "--image", "img", "1", "trian"}, env);
   EXPECT_EQ(run.exit_code, 127);
   EXPECT_THAT(docker_argv(), ::testing::ElementsAre("rm", "--volumes", "--", "c9"));  // the last thing docker was asked
+
+  for (const auto& [created, uid] : {std::pair{std::string("2020-01-01T00:00:00Z"), ::getuid()},
+                                     std::pair{std::string("2099-01-01T00:00:00Z"), ::getuid() + 1}}) {
+    std::filesystem::remove(argv_file());
+    std::filesystem::remove(inspect + ".ran");
+    made(created, uid);
+    EXPECT_EQ(gpurun({"-d", "--name", "job7", "--image", "img", "1", "trian"}, env).exit_code, 127);
+    EXPECT_EQ(docker_argv().at(0), "run") << created << " " << uid;  // nothing asked after the run
+  }
 }
 
 // A --name an ended detached job still has is said before the pick (and any --wait), with whose it
@@ -410,6 +426,9 @@ TEST_F(GpurunTest, ANameAContainerHasIsRefusedBeforeThePick) {
   EXPECT_EQ(running.exit_code, 125);
   EXPECT_THAT(running.err, HasSubstr("--name job7: bob's job runs under that name; choose another --name"));
   EXPECT_FALSE(docker_ran());
+  // inspect finds an id by its prefix too: --name c8 is free while no container has that name.
+  EXPECT_EQ(gpurun({"--name", "c8", "--image", "img", "1", "true"}, env).exit_code, 0);
+  EXPECT_TRUE(docker_ran());
 }
 
 // The name of an ended detached job stays taken until `gpurun rm`: said with what to type.

@@ -103,7 +103,8 @@ installed=$(in_root gpurun "${args[@]}") || fail "gpurun --dry-run failed"
 expected="docker run --rm --init --interactive --name job --gpus '\"device=2,5\"' --cpus 32 --user 0:0 --volume /tmp:/tmp --workdir /tmp \
 --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 --log-opt max-size=50m --label gpurun.user=root \
 --label gpurun.gpus=2,5 --label gpurun.gpu-uuids=GPU-ce9da201-e0c0-d1a0-dc00-f0e71a714a16,GPU-171b2f3a-9f88-9eea-f77e-e09a4496e0ed \
---label gpurun.uid=0 --label gpurun.name=job --label gpurun.time-limit= --label gpurun.notify= me/pytorch:24.05 python train.py --lr 0.1"
+--label gpurun.uid=0 --label gpurun.name=job --label gpurun.time-limit= --label gpurun.notify= --label gpurun.detached= \
+me/pytorch:24.05 python train.py --lr 0.1"
 [[ $installed == "$expected" ]] || fail "the installed gpurun printed
   $installed
 instead of

@@ -31,6 +31,7 @@ struct GpuContainer {
   // Its gpurun.name label names it: a launch wrote its labels (not its image, whose labels every
   // container of it shows), so the service's time limits and clean-up may act on it.
   bool labelled_by_launch = false;
+  bool detached = false;  // a detached launch's (gpurun.detached): kept after its job, for its output
   std::optional<std::chrono::seconds> time_limit;  // gpurun's label: stop it this long after its start
   bool notify_end = false;                         // gpurun's label: tell its user when it ends
   // Seen only through its GPU processes (add_process_holders): no engine we asked listed it, so
@@ -46,9 +47,12 @@ struct GpuContainer {
 // Throws Error on text that is not such JSON.
 std::vector<GpuContainer> parse_gpu_containers(std::string_view inspect_json);
 
-// Whether its job has ended (exited, dead) or never started (created): such a container, which
-// `ps -a` lists, holds nothing and runs for no time. Restarting, paused, stopping ones run still.
+// Whether its job has ended (exited, dead; podman's stopped) or never started (created; podman's
+// initialized): such a container, which `ps -a` lists, holds nothing and runs for no time.
+// Restarting, paused, stopping ones run still.
 bool has_ended(const GpuContainer& container);
+// Of those, one that never started.
+bool never_started(const GpuContainer& container);
 
 // A device given as its node /dev/nvidiaN is recorded as "minor:N". N is the driver's minor
 // number, not the GPU's index; they agree on nearly every host (both follow PCI order), and

@@ -75,6 +75,9 @@ inline constexpr std::string_view kLabelUid = "gpurun.uid";  // the launching us
 inline constexpr std::string_view kLabelTimeLimit =
     "gpurun.time-limit";                                           // seconds from the container's start; "": none
 inline constexpr std::string_view kLabelNotify = "gpurun.notify";  // "run_ended": say when it ends; "": don't
+// "true": a detached launch's, whose container stays after its job for its output, and which the
+// service removes once ended long enough; "": an attached one's (--rm, or kept on purpose).
+inline constexpr std::string_view kLabelDetached = "gpurun.detached";
 // The container's own name: gpurun's labels on a container of another name are its image's (one
 // committed from a gpurun container, run with plain `docker run`), and none of them holds.
 inline constexpr std::string_view kLabelName = "gpurun.name";

@@ -16,6 +16,8 @@ struct ContainerOwner {
   std::optional<unsigned> uid;     // gpurun.uid (every launch's since it was written)
   std::string image;               // its image's id
   std::string name;                // the container's name, where its gpurun.name label names it
+  std::string container_name;      // its name, whatever its labels (inspect also finds an id's prefix)
+  std::string created_at;          // Created: when the engine made it (RFC 3339)
   bool running = false;            // State.Running (paused and restarting ones too): not to be removed
   std::string status;              // State.Status: "created" (never started), "running", "exited", ...
   std::optional<int> exit_code;    // State.ExitCode, once it has ended

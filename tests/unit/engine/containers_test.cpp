@@ -113,7 +113,8 @@ TEST(ParseGpuContainers, ReadsWhenItEndedAndWhetherALaunchLabelledIt) {
     {"Name": "/alice_gpu2_5e6f7a8b", "Created": "2026-11-20T08:00:00.1Z",
      "State": {"Status": "exited", "StartedAt": "2026-11-20T08:00:01Z", "FinishedAt": "2026-11-21T09:30:00.5Z",
                "ExitCode": 2},
-     "Config": {"Labels": {"gpurun.user": "alice", "gpurun.gpus": "2", "gpurun.name": "alice_gpu2_5e6f7a8b"}},
+     "Config": {"Labels": {"gpurun.user": "alice", "gpurun.gpus": "2", "gpurun.name": "alice_gpu2_5e6f7a8b",
+                           "gpurun.detached": "true"}},
      "HostConfig": {"DeviceRequests": [{"Driver": "", "DeviceIDs": ["2"], "Capabilities": [["gpu"]]}]}},
     {"Name": "/old_launch", "Config": {"Labels": {"gpurun.user": "bob", "gpurun.gpus": "1"}},
      "HostConfig": {"DeviceRequests": [{"Driver": "", "DeviceIDs": ["1"], "Capabilities": [["gpu"]]}]}}
@@ -125,6 +126,8 @@ TEST(ParseGpuContainers, ReadsWhenItEndedAndWhetherALaunchLabelledIt) {
   EXPECT_TRUE(has_ended(containers[0]));
   EXPECT_FALSE(containers[1].exit_code.has_value());  // no state: not said to have ended
   EXPECT_TRUE(containers[0].labelled_by_launch);
+  EXPECT_TRUE(containers[0].detached);
+  EXPECT_FALSE(containers[1].detached);
   EXPECT_TRUE(containers[1].started_by_gpurun);  // labels from before gpurun.name was written
   EXPECT_FALSE(containers[1].labelled_by_launch);
 }

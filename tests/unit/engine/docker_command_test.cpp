@@ -42,7 +42,7 @@ DockerRunRequest representative_request() {
 // Everything from --name to the last label, for a request like representative_request(): the time
 // limit and notification labels are written empty where not asked for (none is the image's).
 Argv fixed_part(const std::string& name, const Argv& mount, const std::string& workdir,
-                const std::string& time_limit = "", const std::string& notify = "") {
+                const std::string& time_limit = "", const std::string& notify = "", const std::string& detached = "") {
   Argv argv{"--name", name, "--gpus", "\"device=3,6\"", "--cpus", "32", "--user", "1000:1000"};
   argv.insert(argv.end(), mount.begin(), mount.end());
   argv.insert(argv.end(),
@@ -68,7 +68,9 @@ Argv fixed_part(const std::string& name, const Argv& mount, const std::string& w
                "--label",
                "gpurun.time-limit=" + time_limit,
                "--label",
-               "gpurun.notify=" + notify});
+               "gpurun.notify=" + notify,
+               "--label",
+               "gpurun.detached=" + detached});
   return argv;
 }
 
@@ -114,10 +116,10 @@ TEST(BuildDockerArgv, DetachedTheContainerGetsAnOpenStdinAndATerminalWhateverGpu
   r.detach = true;
   r.tty = false;  // gpurun's own stdin: no terminal; the container still gets one (docker's -dit)
   EXPECT_THAT(build_docker_argv(r),
-              ElementsAreArray(concat(
-                  {{"/usr/bin/docker", "run", "--detach", "--interactive", "--tty"},
-                   fixed_part("alice_gpu3-6_0123abcd", {"--volume", "/home/a/proj:/home/a/proj"}, "/home/a/proj"),
-                   kUserPart})));
+              ElementsAreArray(concat({{"/usr/bin/docker", "run", "--detach", "--interactive", "--tty"},
+                                       fixed_part("alice_gpu3-6_0123abcd", {"--volume", "/home/a/proj:/home/a/proj"},
+                                                  "/home/a/proj", "", "", "true"),
+                                       kUserPart})));
 }
 
 TEST(BuildDockerArgv, ATimeLimitAndNotifyBecomeLabelsAfterGpurunsOwn) {
@@ -159,7 +161,7 @@ TEST(BuildDockerArgv, MinimalRequestEndsWithTheImage) {
                   "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--log-opt", "max-size=50m", "--label",
                   "gpurun.user=root", "--label", "gpurun.gpus=1", "--label", "gpurun.gpu-uuids=GPU-1", "--label",
                   "gpurun.uid=0", "--label", "gpurun.name=root_gpu1_ffffffff", "--label",
-                  "gpurun.time-limit=", "--label", "gpurun.notify=", "ubuntu:24.04"));
+                  "gpurun.time-limit=", "--label", "gpurun.notify=", "--label", "gpurun.detached=", "ubuntu:24.04"));
 }
 
 TEST(BuildDockerArgv, ExplicitNameOverridesTheGeneratedOne) {

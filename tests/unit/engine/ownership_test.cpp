@@ -29,6 +29,11 @@ TEST(ContainerOwner, ReadsWhetherTheContainerRuns) {
   EXPECT_FALSE(state(R"([{"Id":"a","State":{"Status":"exited","Running":false,"ExitCode":1}}])"));
   EXPECT_FALSE(state(R"([{"Id":"a","State":{"Status":"created","Running":false}}])"));
   EXPECT_EQ(parse_container_owner(R"([{"Id":"a","State":{"Status":"created","Running":false}}])")->status, "created");
+  // Its name and making, whatever its labels (null ones too).
+  const auto plain = parse_container_owner(
+      R"([{"Id":"a","Name":"/quirky","Created":"2026-11-29T10:00:00.5Z","Config":{"Labels":null}}])");
+  EXPECT_EQ(plain->container_name, "quirky");
+  EXPECT_EQ(plain->created_at, "2026-11-29T10:00:00.5Z");
   // How it ended, where it has: docker says 0 of a running one too.
   EXPECT_EQ(parse_container_owner(R"([{"Id":"a","State":{"Status":"exited","ExitCode":137}}])")->exit_code, 137);
   EXPECT_FALSE(parse_container_owner(R"([{"Id":"a","State":{"Status":"running","Running":true,"ExitCode":0}}])")

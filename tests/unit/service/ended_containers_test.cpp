@@ -22,6 +22,7 @@ GpuContainer launched(std::string name, std::string status, std::string finished
   c.created_at = "2026-11-01T00:00:00Z";
   c.started_by_gpurun = true;
   c.labelled_by_launch = true;
+  c.detached = true;
   return c;
 }
 
@@ -50,7 +51,11 @@ TEST(EndedContainersDue, NeverARunningOneNorOneThatIsNoLaunchOfGpuruns) {
   from_image.labelled_by_launch = false;  // gpurun's labels from its image only
   GpuContainer traced = launched("traced", "exited", "2026-11-01T00:00:00Z");
   traced.from_processes = true;  // no engine listed it: nothing is asked of one by its id
-  EXPECT_THAT(ended_containers_due({running, paused, plain, from_image, traced}, kNow, 0s), ElementsAre());
+  GpuContainer attached = launched("attached", "exited", "2026-11-01T00:00:00Z");
+  attached.detached = false;  // an attached launch's, kept on purpose (--docker-opt --rm=false)
+  GpuContainer restarting = launched("restarting", "restarting", "2026-11-01T00:00:00Z");
+  EXPECT_THAT(ended_containers_due({running, paused, plain, from_image, traced, attached, restarting}, kNow, 0s),
+              ElementsAre());
 }
 
 // docker says year 1 for a container that never ran: it is timed from its making.
@@ -59,14 +64,27 @@ TEST(EndedContainersDue, OneThatNeverStartedIsTimedFromItsMaking) {
   EXPECT_THAT(names(ended_containers_due({created}, kNow, 7 * 24h)), ElementsAre("created"));
   created.created_at = "2026-11-28T00:00:00Z";
   EXPECT_THAT(names(ended_containers_due({created}, kNow, 7 * 24h)), ElementsAre());
+  // A launch's container is created until it starts (an image pull may take long): an hour at least.
+  created.created_at = "2026-11-29T11:30:00Z";
+  EXPECT_THAT(names(ended_containers_due({created}, kNow, 0s)), ElementsAre());
+  created.created_at = "2026-11-29T10:59:00Z";
+  EXPECT_THAT(names(ended_containers_due({created}, kNow, 0s)), ElementsAre("created"));
   created.created_at = "yesterday";  // unreadable: kept
   EXPECT_THAT(names(ended_containers_due({created}, kNow, 0s)), ElementsAre());
 }
 
-TEST(EndedContainersDue, AnUnreadableEndKeepsIt) {
-  EXPECT_THAT(
-      ended_containers_due({launched("x", "exited", ""), launched("y", "exited", "0001-01-01T00:00:00Z")}, kNow, 0s),
-      ElementsAre());
+// podman, restarted with the machine, says exited (or stopped) with no end: timed from its start,
+// or its making; with none readable, kept.
+TEST(EndedContainersDue, AnEndedOneWithoutItsEndIsTimedFromItsStartOrMaking) {
+  GpuContainer started = launched("started", "exited", "0001-01-01T00:00:00Z");
+  started.started_at = "2026-11-20T00:00:00Z";
+  started.created_at = "";
+  GpuContainer made = launched("made", "stopped", "");
+  GpuContainer unknown = launched("unknown", "exited", "");
+  unknown.created_at = "";
+  EXPECT_THAT(names(ended_containers_due({started, made, unknown}, kNow, 7 * 24h)), ElementsAre("started", "made"));
+  started.started_at = "2026-11-28T00:00:00Z";
+  EXPECT_THAT(names(ended_containers_due({started}, kNow, 7 * 24h)), ElementsAre());
 }
 
 }  // namespace
