@@ -240,8 +240,11 @@ int run_detached(const ContainerEngine& engine, const std::vector<std::string>& 
   if (!result.succeeded()) {
     // A detached job's container stays after the job (below), so its name is taken until then;
     // under sudo the caller cannot remove it with docker's own client.
-    // docker's and podman's words for a name taken: "is already in use", "is in use".
-    if (result.err.find("already in use") != std::string::npos || result.err.find("is in use") != std::string::npos)
+    // docker's and podman's words for a name taken ("The container name … is already in use",
+    // podman's `name "…" is in use: container already exists`); not a port in use.
+    const std::string said = text::to_lower(result.err);
+    if ((said.find("container name") != std::string::npos && said.find("in use") != std::string::npos) ||
+        said.find("container already exists") != std::string::npos)
       std::cerr << fmt::format(
           "gpurun: a container named {} is there already; if it is an ended job of yours, {} logs {} shows its "
           "output and {} rm {} removes it; or choose another --name\n",

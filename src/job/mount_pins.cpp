@@ -59,7 +59,9 @@ void clear_stale_pins(const std::string& root) {
     const std::string name = entry.path().filename().string();  // PID.RANDOM (PID alone before)
     const auto pid = text::parse_integer(name.substr(0, name.find('.')));
     if (!pid || *pid <= 0) continue;
-    if (::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH) remove_pin_dir(entry.path().string());
+    // Ours too: a gpurun killed before had our pid, and our own directory is not made yet.
+    if (*pid == ::getpid() || (::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH))
+      remove_pin_dir(entry.path().string());
   }
 }
 

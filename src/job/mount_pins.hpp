@@ -37,12 +37,13 @@ class MountPins {
 
  private:
   std::string root_;
-  std::string dir_;                  // root_/PID once the first pin is made
+  std::string dir_;                  // root_/PID.RANDOM once the first pin is made
   std::vector<std::string> points_;  // mount points in dir_
 };
 
-// Removes the pins of gpurun processes that are gone (directories root/PID whose PID does not
-// run): unmounts their mount points and removes them.
+// Removes the pins of gpurun processes that are gone (directories root/PID.RANDOM whose PID does
+// not run, or is ours: called before this process makes its own): unmounts their mount points and
+// removes them.
 void clear_stale_pins(const std::string& root);
 
 }  // namespace gpurun

@@ -104,8 +104,9 @@ std::optional<std::string> write_whole(const std::string& path, std::string_view
 
 std::optional<std::string> replace_whole(const std::string& path, std::string_view text) {
   struct stat st {};
-  const bool regular_or_none = ::lstat(path.c_str(), &st) == 0 ? S_ISREG(st.st_mode) : errno == ENOENT;
-  if (!regular_or_none) return write_whole(path, text);
+  const bool exists = ::lstat(path.c_str(), &st) == 0;
+  // A hard-linked file is written in place too: its other names would keep the old text.
+  if (exists ? !S_ISREG(st.st_mode) || st.st_nlink > 1 : errno != ENOENT) return write_whole(path, text);
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   std::uint32_t random = 0;
@@ -115,11 +116,16 @@ std::optional<std::string> replace_whole(const std::string& path, std::string_vi
       fmt::format("{}/.{}.{:08x}.tmp", dir, slash == std::string::npos ? path : path.substr(slash + 1), random);
   // O_EXCL and O_NOFOLLOW: never through a name someone else made in a shared directory.
   const Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
-  if (!fd.valid()) return write_whole(path, text);  // no file may be made beside it: in place, as before
-  auto problem = write_and_sync(fd.get(), text);
-  if (!problem && ::rename(temp.c_str(), path.c_str()) != 0) problem = std::string(std::strerror(errno));
-  if (problem) ::unlink(temp.c_str());
-  return problem;
+  if (!fd.valid()) return write_whole(path, text);          // no file may be made beside it: in place, as before
+  if (exists) (void)::fchmod(fd.get(), st.st_mode & 0777);  // the old file's permissions, not the umask's
+  if (auto problem = write_and_sync(fd.get(), text)) {      // a full disk: the old text stays
+    ::unlink(temp.c_str());
+    return problem;
+  }
+  if (::rename(temp.c_str(), path.c_str()) == 0) return std::nullopt;
+  // A file mounted over (EBUSY), another's in a sticky directory (EPERM): in place, as before.
+  ::unlink(temp.c_str());
+  return write_whole(path, text);
 }
 
 }  // namespace gpurun

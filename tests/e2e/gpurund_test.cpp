@@ -728,12 +728,12 @@ TEST_F(IdlePolicyTest, TheServiceRemovesADetachedJobsContainerOnceEndedForAWeek)
   const auto log = [&] { return read_file(dir() + "/gpurund.err"); };
   ASSERT_TRUE(eventually([&] { return log().find("removed container bob_gpu2") != std::string::npos; })) << log();
   EXPECT_THAT(log(), HasSubstr("removed container bob_gpu2 (user bob): its job ended over 7d ago"));
+  EXPECT_EQ(stop(pid, SIGTERM), 0);  // the sweep done: all it asked is in
   std::vector<std::string> asked;
   for (const auto& file : std::filesystem::directory_iterator(dir() + "/argv")) asked.push_back(read_file(file.path()));
   std::string c1_rm;
   for (const char* arg : {"rm", "--volumes", "--", "c1"}) c1_rm.append(arg).push_back('\0');
   EXPECT_THAT(asked, ::testing::ElementsAre(c1_rm));
-  EXPECT_EQ(stop(pid, SIGTERM), 0);
 
   // The site's own time: 0 removes an ended one at the next look, as --rm would have.
   std::filesystem::remove_all(dir() + "/argv");
@@ -741,9 +741,9 @@ TEST_F(IdlePolicyTest, TheServiceRemovesADetachedJobsContainerOnceEndedForAWeek)
   const pid_t again = start_with_containers("{}", kEnded, scenario("busy_dgx.json"), {"--keep-ended-containers", "0"});
   ASSERT_TRUE(eventually([&] { return log().find("removed container bob_gpu3", restart) != std::string::npos; }))
       << log();
+  EXPECT_EQ(stop(again, SIGTERM), 0);
   EXPECT_EQ(log().find("removed container notebook"), std::string::npos);  // no launch of gpurun's
   EXPECT_EQ(log().find("removed container kept"), std::string::npos);      // attached, kept on purpose
-  EXPECT_EQ(stop(again, SIGTERM), 0);
 }
 
 TEST_F(IdlePolicyTest, AnEngineThatStopsAnsweringForAWhileEndsNoIdleContainersRun) {

@@ -431,6 +431,17 @@ TEST_F(GpurunTest, ANameAContainerHasIsRefusedBeforeThePick) {
   EXPECT_TRUE(docker_ran());
 }
 
+// A port in use is no name in use: no word of names.
+TEST_F(GpurunTest, DetachOntoAPortInUseSaysNothingOfNames) {
+  Env env = fakes("all_free_8.json", 125);
+  env.emplace_back("FAKE_DOCKER_STDERR",
+                   "docker: Error response from daemon: driver failed programming external connectivity on endpoint "
+                   "job7: Error starting userland proxy: listen tcp4 0.0.0.0:8888: bind: address already in use.");
+  const Outcome run = gpurun({"-d", "--name", "job7", "-p", "8888:8888", "--image", "img"}, env);
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_THAT(run.err, Not(HasSubstr("a container named")));
+}
+
 // The name of an ended detached job stays taken until `gpurun rm`: said with what to type.
 TEST_F(GpurunTest, DetachIntoATakenNameSaysHowToFreeIt) {
   Env env = fakes("all_free_8.json", 125);

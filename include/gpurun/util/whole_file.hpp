@@ -34,8 +34,10 @@ std::optional<std::string> write_whole(const std::string& path, std::string_view
 
 // The same, but a regular file (or none yet) is written beside `path` and renamed over it, so
 // that whoever reads it sees the old text or the new one whole, never part, and a full disk
-// leaves the old one. A FIFO, a device (/dev/stdout) or a symlink is written in place
-// (write_whole), and so is a file in a directory where no file can be made beside it.
+// leaves the old one; the new file has the old one's permissions. A FIFO, a device (/dev/stdout),
+// a symlink or a hard-linked file is written in place (write_whole), and so is a file that cannot
+// be renamed over (mounted over, another's in a sticky directory) or beside which no file can be
+// made.
 std::optional<std::string> replace_whole(const std::string& path, std::string_view text);
 
 }  // namespace gpurun

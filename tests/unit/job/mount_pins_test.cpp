@@ -86,6 +86,11 @@ TEST_F(MountPinsTest, PinsOfAGpurunThatIsGoneAreCleared) {
   ASSERT_TRUE(fs::exists(stale + "/0"));
   clear_stale_pins(root);
   EXPECT_FALSE(fs::exists(stale));
+  // A killed gpurun's pins under the pid this one has now: stale too (ours are not made yet).
+  const std::string ours = root + "/" + std::to_string(::getpid()) + ".0badf00d";
+  fs::create_directories(ours + "/0");
+  clear_stale_pins(root);
+  EXPECT_FALSE(fs::exists(ours));
 }
 
 TEST_F(MountPinsTest, ARootThatOthersCouldUseIsRefused) {

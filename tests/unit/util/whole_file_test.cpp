@@ -117,7 +117,10 @@ TEST(ReplaceWhole, RenamesAWholeNewFileOverARegularOne) {
   char old[8] = {};
   EXPECT_EQ(::read(reader.get(), old, sizeof old), 4);  // the old file, untouched
   EXPECT_EQ(std::string(old), "old\n");
-  EXPECT_EQ(replace_whole(dir / "new.json", "[]"), std::nullopt);  // none yet
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  EXPECT_EQ(replace_whole(path, "{}\n"), std::nullopt);
+  EXPECT_EQ(std::filesystem::status(path).permissions(), std::filesystem::perms(0640));  // kept, not the umask's
+  EXPECT_EQ(replace_whole(dir / "new.json", "[]"), std::nullopt);                        // none yet
   EXPECT_EQ(test::read_file(dir / "new.json"), "[]");
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files;
@@ -136,6 +139,9 @@ TEST(ReplaceWhole, AFifoADeviceOrASymlinkIsWrittenInPlace) {
   EXPECT_EQ(replace_whole(dir / "link.json", "new"), std::nullopt);
   EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.json"));
   EXPECT_EQ(test::read_file(target), "new");
+  std::filesystem::create_hard_link(target, dir / "hard.json");  // both names see the new text
+  EXPECT_EQ(replace_whole(dir / "hard.json", "newer"), std::nullopt);
+  EXPECT_EQ(test::read_file(target), "newer");
 }
 
 }  // namespace
