@@ -4,8 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpurun/engine/container_engine.hpp"
 #include "gpurun/engine/docker_command.hpp"
 #include "gpurun/util/error.hpp"
+#include "gpurun/util/exec.hpp"
 #include "gpurun/util/process.hpp"
 #include "gpurun/util/text.hpp"
 
@@ -75,6 +77,13 @@ std::optional<ContainerOwner> container_owner(const std::vector<std::string>& in
                             describe_end(result, timeout), result.err.empty() ? "" : ": ",
                             text::printable(std::string(text::trim(result.err)), 300)));
   return parse_container_owner(result.out);
+}
+
+std::optional<ContainerOwner> container_owner(const ContainerEngine& engine, const std::string& container,
+                                              std::chrono::milliseconds timeout) {
+  std::vector<std::string> inspect = engine.inspect_argv(container);
+  inspect.front() = locate_program(inspect.front());
+  return container_owner(inspect, timeout);
 }
 
 bool owner_from_image(const ContainerOwner& owner, std::string_view image_inspect_json) {

@@ -67,11 +67,7 @@ int run_manage(const std::string& verb, const std::string& name, const Options& 
                             text::printable(tail), shown));
   // The engine the options name (docker or podman, socket or CLI): its own client does the work.
   const auto engine = make_container_engine(engine_spec(options));
-  // Its client looked for first: a missing one is 127 (126: not executable), as for a launch, not a
-  // failed question about the container.
-  std::vector<std::string> inspect = engine->inspect_argv(name);
-  inspect.front() = locate_program(inspect.front());
-  const auto owner = container_owner(inspect, options.smi_timeout);
+  const auto owner = container_owner(*engine, name, options.smi_timeout);
   if (!owner || !owner->started_by_gpurun)
     throw Error(
         fmt::format("no container \"{}\" that gpurun started ({} ps -a lists them; an attached job's "

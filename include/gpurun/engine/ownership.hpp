@@ -9,6 +9,8 @@
 
 namespace gpurun {
 
+class ContainerEngine;
+
 struct ContainerOwner {
   std::string id;                  // the full id: later commands name it, not the name, which may move
   bool started_by_gpurun = false;  // has gpurun's labels
@@ -30,6 +32,11 @@ std::optional<ContainerOwner> parse_container_owner(std::string_view inspect_jso
 // Runs `inspect_argv` (ContainerEngine::inspect_argv of the container); nullopt when no container
 // has this name or id.
 std::optional<ContainerOwner> container_owner(const std::vector<std::string>& inspect_argv,
+                                              std::chrono::milliseconds timeout);
+
+// The same through `engine`'s inspect, its client looked for first: a missing one is 127 (126: not
+// executable), as for a launch, not a failed question about the container (Error either way).
+std::optional<ContainerOwner> container_owner(const ContainerEngine& engine, const std::string& container,
                                               std::chrono::milliseconds timeout);
 
 // Whether `owner` may come from its image: the label that says whose the container is (gpurun.uid,
