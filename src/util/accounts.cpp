@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "files_database.hpp"
+
 namespace gpurun {
 namespace {
 
@@ -31,6 +33,7 @@ int with_entry_buffer(std::unique_ptr<char[]>& buffer, Lookup lookup) {
 
 std::optional<gid_t> group_id(const std::string& name) {
   if (name.empty()) return std::nullopt;
+  if (const auto gid = files_database::group_id(name)) return gid;
   struct group entry {};
   struct group* found = nullptr;
   std::unique_ptr<char[]> buffer;
@@ -53,6 +56,7 @@ std::string group_name(gid_t gid) {
 namespace {
 
 std::optional<std::string> login_name(uid_t uid) {
+  if (auto name = files_database::login_name(uid)) return name;
   struct passwd entry {};
   struct passwd* found = nullptr;
   std::unique_ptr<char[]> buffer;
