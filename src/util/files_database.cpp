@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <charconv>
 #include <cstdint>
-#include <vector>
 
 #include "gpurun/util/fd.hpp"
 #include "gpurun/util/text.hpp"
@@ -43,16 +43,38 @@ std::string_view skip_blanks(std::string_view s) {
   return s;
 }
 
+// An entry line's ':'-separated fields, the first kMaxFields of them; `count` says how many the
+// line has (more than kMaxFields: kMaxFields + 1). No allocation: /etc/group is read at every launch.
+struct Fields {
+  static constexpr std::size_t kMaxFields = 7;
+  std::array<std::string_view, kMaxFields> at{};
+  std::size_t count = 0;
+};
+
+Fields fields_of(std::string_view line) {
+  Fields fields;
+  for (;;) {
+    const std::size_t colon = line.find(':');
+    if (fields.count == Fields::kMaxFields) {
+      ++fields.count;
+      return fields;
+    }
+    fields.at[fields.count++] = line.substr(0, colon);
+    if (colon == std::string_view::npos) return fields;
+    line.remove_prefix(colon + 1);
+  }
+}
+
 // Calls `visit(fields)` for each entry line of an account file (blank and # lines skipped, as NSS's
-// files source skips them) until it returns true; `fields` are the line's ':'-separated fields.
+// files source skips them) until it returns true.
 template <typename Visit>
 void each_entry(std::string_view file, Visit visit) {
   while (!file.empty()) {
     const std::size_t end = file.find('\n');
-    std::string_view line = skip_blanks(file.substr(0, end));
+    const std::string_view line = skip_blanks(file.substr(0, end));
     file.remove_prefix(end == std::string_view::npos ? file.size() : end + 1);
     if (line.empty() || line.front() == '#') continue;
-    if (visit(text::split(line, ':'))) return;
+    if (visit(fields_of(line))) return;
   }
 }
 
@@ -93,11 +115,11 @@ bool files_answer_first(std::string_view nsswitch_conf, std::string_view databas
 std::optional<gid_t> group_id_in(std::string_view group_file, std::string_view name) {
   std::optional<gid_t> found;
   bool unclear = false;
-  each_entry(group_file, [&](const std::vector<std::string_view>& fields) {
-    const auto gid = fields.size() >= 3 ? parse_id(fields[2]) : std::nullopt;
+  each_entry(group_file, [&](const Fields& fields) {
+    const auto gid = fields.count >= 3 ? parse_id(fields.at[2]) : std::nullopt;
     // A line NSS would skip as malformed leaves unclear which line it would answer with.
-    if (!gid || fields[0].empty()) return unclear = true;
-    if (fields[0] != name) return false;
+    if (!gid || fields.at[0].empty()) return unclear = true;
+    if (fields.at[0] != name) return false;
     found = *gid;
     return true;
   });
@@ -107,11 +129,11 @@ std::optional<gid_t> group_id_in(std::string_view group_file, std::string_view n
 std::optional<std::string> login_name_in(std::string_view passwd_file, uid_t uid) {
   std::optional<std::string> found;
   bool unclear = false;
-  each_entry(passwd_file, [&](const std::vector<std::string_view>& fields) {
-    const auto id = fields.size() == 7 ? parse_id(fields[2]) : std::nullopt;
-    if (!id || fields[0].empty() || !parse_id(fields[3])) return unclear = true;
+  each_entry(passwd_file, [&](const Fields& fields) {
+    const auto id = fields.count == 7 ? parse_id(fields.at[2]) : std::nullopt;
+    if (!id || fields.at[0].empty() || !parse_id(fields.at[3])) return unclear = true;
     if (*id != uid) return false;
-    found = std::string(fields[0]);
+    found = std::string(fields.at[0]);
     return true;
   });
   return unclear ? std::nullopt : found;
