@@ -9,13 +9,13 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <set>
 #include <string_view>
 
 #include "gpurun/engine/gpu_request.hpp"
@@ -69,7 +69,7 @@ std::string random_suffix() {
 }
 
 void check_workdir_mount(const std::string& workdir) {
-  static const std::set<std::string_view> kSystem{
+  static constexpr std::array<std::string_view, 24> kSystem{
       "/",        "/bin",       "/boot",     "/dev",       "/etc",       "/lib",         "/lib32",   "/lib64",
       "/libx32",  "/proc",      "/run",      "/sbin",      "/sys",       "/usr",         "/var",     "/usr/bin",
       "/usr/lib", "/usr/lib64", "/usr/sbin", "/usr/local", "/usr/share", "/usr/include", "/var/lib", "/opt"};
@@ -77,7 +77,7 @@ void check_workdir_mount(const std::string& workdir) {
   const std::string_view bare = normal.size() > 1 && normal.ends_with('/')
                                     ? std::string_view(normal).substr(0, normal.size() - 1)
                                     : std::string_view(normal);
-  if (kSystem.contains(bare))
+  if (std::find(kSystem.begin(), kSystem.end(), bare) != kSystem.end())
     throw Error(
         fmt::format("the job gets the working directory mounted at the same path, and {} would {}: cd to "
                     "your project's directory first",
