@@ -39,9 +39,12 @@ void drop_variable(ConfigValue& slot, const std::string& name) {
   }
 }
 
+// Where `setting`, an entry of settings(), is in it, and so its value in Config::values.
+std::size_t index_of(const Setting& setting) { return static_cast<std::size_t>(&setting - settings().data()); }
+
 void set_value(Config& config, const Setting& info, const json& value, const ConfigSource& source) {
   if (config.caller) check_root_only(info, source, config.system_file);
-  ConfigValue& slot = config.values[std::string(info.key)];
+  ConfigValue& slot = config.values.at(index_of(info));
   if (value.is_null()) {
     slot = {info.default_value(), source, {}};
   } else if (info.type == ValueType::appended_list) {
@@ -180,17 +183,20 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 const ConfigValue& Config::at(std::string_view key) const {
-  const auto it = values.find(std::string(key));
-  if (it == values.end()) throw Error(fmt::format("no configuration key \"{}\"", key));
-  return it->second;
+  const Setting* setting = find_setting(key);
+  if (setting == nullptr || setting->scope != Scope::option || values.size() != settings().size())
+    throw Error(fmt::format("no configuration key \"{}\"", key));
+  return values[index_of(*setting)];
 }
 
 Config load_config(const ConfigInputs& inputs) {
   Config config;
   config.caller = inputs.caller;
   config.system_file = inputs.system_file;
+  // Indexed as the settings, not keyed by name: a map of 43 defaults was 100 allocations a launch.
+  config.values.resize(settings().size());
   for (const Setting& s : settings())
-    if (s.scope == Scope::option) config.values[std::string(s.key)] = {s.default_value(), {}, {}};
+    if (s.scope == Scope::option) config.values[index_of(s)].value = s.default_value();
 
   // The system file is read even with --no-config: its site policy always holds.
   std::vector<ParsedFile> files;  // those whose options count, lowest first
@@ -284,7 +290,7 @@ Config load_config(const ConfigInputs& inputs) {
 
 void apply_to(const Config& config, Options& options) {
   for (const Setting& s : settings())
-    if (s.scope == Scope::option) s.apply(config.at(s.key).value, options);
+    if (s.scope == Scope::option) s.apply(config.values.at(index_of(s)).value, options);
   for (const auto& [key, value] : config.invocation) find_setting(key)->apply(value, options);
   options.policy = config.policy;
   options.origins = item_origins(config);
@@ -302,13 +308,16 @@ void settle_options(Options& options) {
 
 ItemOrigins item_origins(const Config& config) {
   ItemOrigins origins;
-  for (const auto& [key, v] : config.values)
+  for (std::size_t index = 0; index < config.values.size(); ++index) {
+    const ConfigValue& v = config.values[index];
     for (std::size_t i = 0; i < v.value.size() && i < v.item_sources.size(); ++i) {
       if (!v.value[i].is_string()) continue;
       // A word given by two layers (docker_opts' "--label") has no one origin to name: "".
-      const auto [at, first] = origins[key].emplace(v.value[i].get<std::string>(), v.item_sources[i].describe());
+      const auto [at, first] = origins[std::string(settings()[index].key)].emplace(v.value[i].get<std::string>(),
+                                                                                   v.item_sources[i].describe());
       if (!first && at->second != v.item_sources[i].describe()) at->second.clear();
     }
+  }
   return origins;
 }
 

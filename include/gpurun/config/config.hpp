@@ -74,7 +74,7 @@ struct ChosenProfile {
 };
 
 struct Config {
-  std::map<std::string, ConfigValue> values;  // every option key -> its effective value
+  std::vector<ConfigValue> values;  // every option's effective value, in settings()' order (at() finds one)
   SitePolicy policy;
   ServiceSection service;  // the system file's "service" (gpurund's settings), unless --no-config
   std::optional<ChosenProfile> profile;
