@@ -273,10 +273,17 @@ std::string prepare_lock_dir(const LockDirSpec& spec, LockDirUse use) {
 }
 
 std::string reservation_file(const std::string& lock_dir, const Gpu& gpu) {
-  std::string name;
-  for (char c : gpu.uuid) name += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-') ? c : '_';
-  return name.empty() ? fmt::format("{}/gpu-index-{}.lock", lock_dir, gpu.index)
-                      : fmt::format("{}/gpu-{}.lock", lock_dir, name);
+  if (gpu.uuid.empty()) return fmt::format("{}/gpu-index-{}.lock", lock_dir, gpu.index);
+  // Built by hand: a launch names each GPU's file twice (the look, the reservation).
+  std::string path = lock_dir;
+  path.reserve(lock_dir.size() + gpu.uuid.size() + 10);
+  path += "/gpu-";
+  for (char c : gpu.uuid) {
+    const bool kept = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    path += kept ? c : '_';
+  }
+  path += ".lock";
+  return path;
 }
 
 FileLock lock_selection(const std::string& lock_dir, std::chrono::milliseconds patience) {

@@ -47,6 +47,7 @@ bool starts_with_ignoring_case(std::string_view s, std::string_view prefix) {
 
 std::vector<std::string_view> split(std::string_view s, char separator) {
   std::vector<std::string_view> parts;
+  parts.reserve(static_cast<std::size_t>(std::count(s.begin(), s.end(), separator)) + 1);  // one allocation
   std::size_t start = 0;
   while (true) {
     const std::size_t end = s.find(separator, start);
