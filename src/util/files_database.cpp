@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
 
 #include "gpurun/util/fd.hpp"
-#include "gpurun/util/text.hpp"
 
 namespace gpurun::files_database {
 namespace {
@@ -38,9 +38,15 @@ std::optional<std::string> read_system_file(const char* path) {
   return text;
 }
 
-std::string_view skip_blanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return s;
+// C's isspace in the "C" locale, as glibc's parsers use it.
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+// The next '\n'-ended line of `text`, taken off it.
+std::string_view next_line(std::string_view& text) {
+  const std::size_t end = text.find('\n');
+  const std::string_view line = text.substr(0, end);
+  text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  return line;
 }
 
 // An entry line's ':'-separated fields, the first kMaxFields of them; `count` says how many the
@@ -65,17 +71,23 @@ Fields fields_of(std::string_view line) {
   }
 }
 
-// Calls `visit(fields)` for each entry line of an account file (blank and # lines skipped, as NSS's
-// files source skips them) until it returns true.
+enum class Entry { other, match, unclear };
+
+// The first entry line of an account file that `visit(fields)` says is a match, or a line before it
+// that leaves unclear what NSS's files source would answer; `other` when there is neither. Empty and
+// # lines are skipped, as NSS skips them. Unclear: an indented line (glibc strips the indent with a
+// memmove that keeps the old tail on a last line without '\n'), a name beginning with + or - (which
+// glibc never matches: compat's entries), a NUL byte anywhere (glibc's strings end there).
 template <typename Visit>
-void each_entry(std::string_view file, Visit visit) {
+Entry find_entry(std::string_view file, Visit visit) {
+  if (file.find('\0') != std::string_view::npos) return Entry::unclear;
   while (!file.empty()) {
-    const std::size_t end = file.find('\n');
-    const std::string_view line = skip_blanks(file.substr(0, end));
-    file.remove_prefix(end == std::string_view::npos ? file.size() : end + 1);
+    const std::string_view line = next_line(file);
     if (line.empty() || line.front() == '#') continue;
-    if (visit(fields_of(line))) return;
+    if (is_space(line.front()) || line.front() == '+' || line.front() == '-') return Entry::unclear;
+    if (const Entry entry = visit(fields_of(line)); entry != Entry::other) return entry;
   }
+  return Entry::other;
 }
 
 // A whole decimal id, as NSS's files source takes it; nullopt for anything else (empty, a sign,
@@ -91,59 +103,59 @@ std::optional<std::uint32_t> parse_id(std::string_view field) {
 }  // namespace
 
 bool files_answer_first(std::string_view nsswitch_conf, std::string_view database) {
+  // Read as glibc 2.36's nss_database.c reads it: the name runs to a space or ':', then any spaces
+  // and colons; names are case-sensitive; no comments are stripped (a '#' is part of a word); a
+  // service's name runs to a space or '['. The last line for a database wins there: two are unclear.
+  if (nsswitch_conf.find('\0') != std::string_view::npos) return false;
   int lines = 0;
   bool first = false;
   while (!nsswitch_conf.empty()) {
-    const std::size_t end = nsswitch_conf.find('\n');
-    std::string_view line = nsswitch_conf.substr(0, end);
-    nsswitch_conf.remove_prefix(end == std::string_view::npos ? nsswitch_conf.size() : end + 1);
-    line = skip_blanks(line.substr(0, line.find('#')));
-    const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    const std::string_view name = text::trim(line.substr(0, colon));
-    if (!text::equals_ignoring_case(name, database)) continue;
-    ++lines;
-    const std::string_view services = skip_blanks(line.substr(colon + 1));
-    const std::size_t word_end = services.find_first_of(" \t");
-    const std::string_view source = services.substr(0, word_end);
-    const std::string_view after = skip_blanks(word_end == std::string_view::npos ? "" : services.substr(word_end));
-    first = name == database && source == "files" && !after.starts_with('[');
+    const std::string_view line = next_line(nsswitch_conf);
+    std::size_t i = 0;
+    while (i < line.size() && is_space(line[i])) ++i;
+    const std::size_t name_start = i;
+    while (i < line.size() && !is_space(line[i]) && line[i] != ':') ++i;
+    if (i == name_start || line.substr(name_start, i - name_start) != database) continue;
+    ++lines;  // with nothing after the name too: glibc counts it when a '\n' ends it
+    while (i < line.size() && (is_space(line[i]) || line[i] == ':')) ++i;
+    const std::size_t source_start = i;
+    while (i < line.size() && !is_space(line[i]) && line[i] != '[') ++i;
+    const std::string_view source = line.substr(source_start, i - source_start);
+    while (i < line.size() && is_space(line[i])) ++i;
+    first = source == "files" && (i == line.size() || line[i] != '[');  // no [STATUS=action] after it
   }
   return lines == 1 && first;
 }
 
 std::optional<gid_t> group_id_in(std::string_view group_file, std::string_view name) {
-  std::optional<gid_t> found;
-  bool unclear = false;
-  each_entry(group_file, [&](const Fields& fields) {
-    const auto gid = fields.count >= 3 ? parse_id(fields.at[2]) : std::nullopt;
-    // A line NSS would skip as malformed leaves unclear which line it would answer with.
-    if (!gid || fields.at[0].empty()) return unclear = true;
-    if (fields.at[0] != name) return false;
-    found = *gid;
-    return true;
+  if (name.empty() || name.front() == '+' || name.front() == '-') return std::nullopt;  // glibc matches no such line
+  std::optional<gid_t> gid;
+  const Entry found = find_entry(group_file, [&](const Fields& fields) {
+    gid = fields.count >= 3 ? parse_id(fields.at[2]) : std::nullopt;
+    if (!gid || fields.at[0].empty()) return Entry::unclear;  // a line NSS would skip as malformed
+    return fields.at[0] == name ? Entry::match : Entry::other;
   });
-  return unclear ? std::nullopt : found;
+  return found == Entry::match ? gid : std::nullopt;
 }
 
 std::optional<std::string> login_name_in(std::string_view passwd_file, uid_t uid) {
-  std::optional<std::string> found;
-  bool unclear = false;
-  each_entry(passwd_file, [&](const Fields& fields) {
+  std::string_view name;
+  const Entry found = find_entry(passwd_file, [&](const Fields& fields) {
     const auto id = fields.count == 7 ? parse_id(fields.at[2]) : std::nullopt;
-    if (!id || fields.at[0].empty() || !parse_id(fields.at[3])) return unclear = true;
-    if (*id != uid) return false;
-    found = std::string(fields.at[0]);
-    return true;
+    if (!id || fields.at[0].empty() || !parse_id(fields.at[3])) return Entry::unclear;
+    name = fields.at[0];
+    return *id == uid ? Entry::match : Entry::other;
   });
-  return unclear ? std::nullopt : found;
+  return found == Entry::match ? std::optional<std::string>(name) : std::nullopt;
 }
 
 namespace {
 
 bool files_first(std::string_view database) {
   static const std::optional<std::string> conf = read_system_file("/etc/nsswitch.conf");
-  return conf && files_answer_first(*conf, database);
+  // glibc asks nscd before any source, and its cache may differ from the files.
+  static const bool nscd_runs = ::access("/var/run/nscd/socket", F_OK) == 0;
+  return conf && !nscd_runs && files_answer_first(*conf, database);
 }
 
 }  // namespace

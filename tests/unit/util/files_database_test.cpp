@@ -11,6 +11,8 @@
 namespace gpurun::files_database {
 namespace {
 
+using namespace std::string_view_literals;
+
 TEST(FilesDatabase, FilesFirstOnlyWhenTheDatabasesOneLineStartsWithFiles) {
   const std::string debian =
       "# /etc/nsswitch.conf\n\npasswd:         files systemd\ngroup:          files systemd\n"
@@ -19,7 +21,9 @@ TEST(FilesDatabase, FilesFirstOnlyWhenTheDatabasesOneLineStartsWithFiles) {
   EXPECT_TRUE(files_answer_first(debian, "passwd"));
   EXPECT_TRUE(files_answer_first("group: files\n", "group"));
   EXPECT_TRUE(files_answer_first("  group:files sss # LDAP after\n", "group"));
-  EXPECT_TRUE(files_answer_first("group:\tfiles\tsss", "group"));  // no newline at the end
+  EXPECT_TRUE(files_answer_first("group:\tfiles\tsss", "group"));                        // no newline at the end
+  EXPECT_TRUE(files_answer_first("group files sss\n", "group"));                         // glibc needs no ':'
+  EXPECT_TRUE(files_answer_first("Group: sss\n# group: sss\ngroup: files\n", "group"));  // not group's lines
 }
 
 TEST(FilesDatabase, AnythingElseIsLeftToNss) {
@@ -33,13 +37,19 @@ TEST(FilesDatabase, AnythingElseIsLeftToNss) {
   EXPECT_FALSE(files_answer_first("passwd: files\n", "group"));  // no line for it: NSS's default
   EXPECT_FALSE(files_answer_first("", "group"));
   EXPECT_FALSE(files_answer_first("group: files\ngroup: sss\n", "group"));  // twice: which one counts
-  EXPECT_FALSE(files_answer_first("Group: files\n", "group"));
+  EXPECT_FALSE(files_answer_first("Group: files\n", "group"));              // glibc's names are case-sensitive
   EXPECT_FALSE(files_answer_first("# group: files\n", "group"));
-  EXPECT_FALSE(files_answer_first("group files\n", "group"));
+  // glibc 2.36 strips no comments: "files#x" is another service.
+  EXPECT_FALSE(files_answer_first("group: files#x\n", "group"));
+  EXPECT_FALSE(files_answer_first("group: files \v[SUCCESS=merge] sss\n", "group"));
+  // A second line for group, in glibc's eyes, with or without a ':' or a source.
+  EXPECT_FALSE(files_answer_first("group: files\ngroup sss\n", "group"));
+  EXPECT_FALSE(files_answer_first("group: files\ngroup\n", "group"));
+  EXPECT_FALSE(files_answer_first("group: files\n\0group: sss\n"sv, "group"));
 }
 
 TEST(FilesDatabase, FindsAGroupsIdByItsFirstLine) {
-  const std::string group = "root:x:0:\n# a comment\n\n  docker:x:107:ann,bob\nlab:x:2000\ndocker:x:999:\n";
+  const std::string group = "root:x:0:\n# a comment\n\ndocker:x:107:ann,bob\nlab:x:2000\ndocker:x:999:\n";
   EXPECT_EQ(group_id_in(group, "root"), 0u);
   EXPECT_EQ(group_id_in(group, "docker"), 107u);
   EXPECT_EQ(group_id_in(group, "lab"), 2000u);  // no member list, no ':' after the gid
@@ -54,6 +64,21 @@ TEST(FilesDatabase, AGroupAfterALineNssMightReadOtherwiseIsLeftToNss) {
                           "odd:x:4294967295:\n", "odd:x:99999999999:\n", "odd:x:5\r\n"})
     EXPECT_EQ(group_id_in(std::string(odd) + "docker:x:107:\n", "docker"), std::nullopt) << odd;
   EXPECT_EQ(group_id_in("docker:x:107:\nodd\n", "docker"), 107u);  // after the answer: never read
+}
+
+// Lines glibc reads otherwise than a plain split would: indented ones (at the end of the file
+// without '\n', glibc's own strip gets `  lab:x:2000` as gid 200000), compat's + and - entries,
+// which it never matches, and a NUL byte, where its strings end.
+TEST(FilesDatabase, LinesGlibcReadsItsOwnWayAreLeftToNss) {
+  EXPECT_EQ(group_id_in("root:x:0:\n  lab:x:2000", "lab"), std::nullopt);
+  EXPECT_EQ(group_id_in("\vdocker:x:107:\ndocker:x:999:\n", "docker"), std::nullopt);
+  EXPECT_EQ(group_id_in("+plus:x:77:\n", "+plus"), std::nullopt);
+  EXPECT_EQ(group_id_in("-minus:x:78:\n", "-minus"), std::nullopt);
+  EXPECT_EQ(group_id_in("+:::\ndocker:x:107:\n", "docker"), std::nullopt);
+  EXPECT_EQ(group_id_in("docker:x\0:107:\n"sv, "docker"), std::nullopt);
+  EXPECT_EQ(login_name_in("+ann:x:1000:1000::/home/ann:/bin/sh\n", 1000), std::nullopt);
+  EXPECT_EQ(login_name_in("ann\0x:x:1001:1001::/h:/s\n"sv, 1001), std::nullopt);
+  EXPECT_EQ(login_name_in(" ann:x:1001:1001::/h:/s\n", 1001), std::nullopt);
 }
 
 TEST(FilesDatabase, FindsALoginNameByItsUidsFirstLine) {
