@@ -69,10 +69,10 @@ std::string random_suffix() {
 }
 
 void check_workdir_mount(const std::string& workdir) {
-  static constexpr std::array<std::string_view, 24> kSystem{
-      "/",        "/bin",       "/boot",     "/dev",       "/etc",       "/lib",         "/lib32",   "/lib64",
-      "/libx32",  "/proc",      "/run",      "/sbin",      "/sys",       "/usr",         "/var",     "/usr/bin",
-      "/usr/lib", "/usr/lib64", "/usr/sbin", "/usr/local", "/usr/share", "/usr/include", "/var/lib", "/opt"};
+  static constexpr auto kSystem = std::to_array<std::string_view>(
+      {"/",        "/bin",       "/boot",     "/dev",       "/etc",       "/lib",         "/lib32",   "/lib64",
+       "/libx32",  "/proc",      "/run",      "/sbin",      "/sys",       "/usr",         "/var",     "/usr/bin",
+       "/usr/lib", "/usr/lib64", "/usr/sbin", "/usr/local", "/usr/share", "/usr/include", "/var/lib", "/opt"});
   const std::string normal = std::filesystem::path(workdir).lexically_normal().string();
   const std::string_view bare = normal.size() > 1 && normal.ends_with('/')
                                     ? std::string_view(normal).substr(0, normal.size() - 1)

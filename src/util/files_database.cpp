@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::size_t kLargestFile = std::size_t{16} << 20;
 
-// A root-owned system file, read whole; nullopt when it is not a regular file or cannot be read.
+// A system file, read whole; nullopt when it is not a regular file or cannot be read.
 std::optional<std::string> read_system_file(const char* path) {
   const Fd fd(::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   struct stat info {};
@@ -151,11 +151,13 @@ std::optional<std::string> login_name_in(std::string_view passwd_file, uid_t uid
 
 namespace {
 
+// Read again at each lookup, as glibc does: gpurund lives for months, and an admin may switch a
+// database to sssd or start nscd meanwhile. glibc asks nscd before any source, and its cache may
+// differ from the files.
 bool files_first(std::string_view database) {
-  static const std::optional<std::string> conf = read_system_file("/etc/nsswitch.conf");
-  // glibc asks nscd before any source, and its cache may differ from the files.
-  static const bool nscd_runs = ::access("/var/run/nscd/socket", F_OK) == 0;
-  return conf && !nscd_runs && files_answer_first(*conf, database);
+  if (::access("/var/run/nscd/socket", F_OK) == 0) return false;
+  const std::optional<std::string> conf = read_system_file("/etc/nsswitch.conf");
+  return conf && files_answer_first(*conf, database);
 }
 
 }  // namespace

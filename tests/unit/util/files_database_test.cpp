@@ -105,8 +105,10 @@ TEST(FilesDatabase, AgreesWithNssOnThisMachine) {
   }
   endgrent();
   const auto root = login_name(0);
+  const passwd* entry = getpwuid(0);
+  ASSERT_NE(entry, nullptr);
   if (root) {
-    EXPECT_EQ(*root, getpwuid(0)->pw_name);
+    EXPECT_EQ(*root, entry->pw_name);
   }
 }
 
