@@ -1,41 +1,21 @@
 #include "files_database.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <charconv>
 #include <cstdint>
 
-#include "gpurun/util/fd.hpp"
+#include "gpurun/util/whole_file.hpp"
 
 namespace gpurun::files_database {
 namespace {
 
 constexpr std::size_t kLargestFile = std::size_t{16} << 20;
 
-// A system file, read whole; nullopt when it is not a regular file or cannot be read.
-std::optional<std::string> read_system_file(const char* path) {
-  const Fd fd(::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  struct stat info {};
-  if (!fd.valid() || ::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) ||
-      static_cast<std::size_t>(info.st_size) > kLargestFile)
-    return std::nullopt;
-  std::string text(static_cast<std::size_t>(info.st_size) + 1, '\0');
-  std::size_t length = 0;
-  for (;;) {
-    if (length == text.size()) text.resize(text.size() * 2);
-    const ssize_t n = ::read(fd.get(), text.data() + length, text.size() - length);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::nullopt;
-    if (n == 0) break;
-    length += static_cast<std::size_t>(n);
-    if (length > kLargestFile) return std::nullopt;
-  }
-  text.resize(length);
-  return text;
+// A system file, read whole (util/whole_file); nullopt when it is not a regular file or cannot be read.
+std::optional<std::string> read_system_file(const std::string& path) {
+  return read_bounded(path, kLargestFile, FileKinds::regular_only).text;
 }
 
 // C's isspace in the "C" locale, as glibc's parsers use it.
