@@ -18,7 +18,6 @@
 namespace gpurun {
 namespace {
 
-constexpr std::size_t kMostWaiting = 1000;
 constexpr std::chrono::seconds kShutdownLimit{5};  // a stopping service delivers what is due for this long
 
 }  // namespace
@@ -31,8 +30,13 @@ std::chrono::steady_clock::time_point Notifier::next_due(const Pending& pending)
   return due;
 }
 
-Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept, const StopRequest* stop)
-    : policy_(std::move(policy)), backoff_(backoff), kept_(std::move(kept)), stop_(stop) {
+Notifier::Notifier(NotifyPolicy policy, Backoff backoff, std::string kept, const StopRequest* stop,
+                   std::size_t most_waiting)
+    : policy_(std::move(policy)),
+      backoff_(backoff),
+      kept_(std::move(kept)),
+      most_waiting_(std::max<std::size_t>(most_waiting, 1)),
+      stop_(stop) {
   if (!kept_.empty())
     for (SpooledNotification& one : read_kept_notifications(kept_, std::chrono::system_clock::now()))
       untaken_.push_back({.notification = std::move(one.notification),
@@ -186,7 +190,7 @@ void Notifier::send(Notification notification, bool asked) {
             policy_.mail ? "go by mail alone" : "are not sent (mail is off)");
       if (!post && !policy_.mail) return;
     }
-    if (queue_.size() >= kMostWaiting) {
+    if (queue_.size() >= most_waiting_) {
       // The oldest news of a run's end goes first, whoever's; then of the most waiting user's (one
       // user's thousand idle processes push out no one else's warning), the oldest of anything but
       // a warning, then the oldest warning: a warning the rules count as given is the last to go.

@@ -69,7 +69,10 @@ class Notifier {
   // `stop`: gpurund's stop request. Once it is made, deliveries go on for 5 s at most (a webhook
   // POST under way is cut then; a sendmail run gets at most its own 10 s), whatever else gpurund
   // still finishes (a `docker stop` takes up to 20 s, and systemd waits 30 before its SIGKILL).
-  Notifier(NotifyPolicy policy, Backoff backoff, std::string kept = "", const StopRequest* stop = nullptr);
+  // `most_waiting`: the queue's limit (send); smaller only in tests, where a full queue of a
+  // thousand, spooled at each warning, took minutes under the sanitizers.
+  Notifier(NotifyPolicy policy, Backoff backoff, std::string kept = "", const StopRequest* stop = nullptr,
+           std::size_t most_waiting = kMostWaiting);
   explicit Notifier(NotifyPolicy policy) : Notifier(std::move(policy), Backoff{}) {}
   Notifier(const Notifier&) = delete;
   Notifier& operator=(const Notifier&) = delete;
@@ -80,10 +83,11 @@ class Notifier {
   const NotifyPolicy& policy() const { return policy_; }
 
   // Queues `notification` when the policy wants its event (or `asked`: the run's own --notify);
-  // never blocks on the network. Past 1000 waiting, the oldest is dropped (logged). What a run's
+  // never blocks on the network. With kMostWaiting waiting already, the oldest is dropped (logged). What a run's
   // own --notify asks for reaches the lab's webhook kMostAskedPostsPerHour times an hour per user
   // (the rest by mail alone, logged once): the channel is the lab's, not one user's to flood.
   void send(Notification notification, bool asked = false);
+  static constexpr std::size_t kMostWaiting = 1000;
   static constexpr std::size_t kMostAskedPostsPerHour = 30;
 
   // Sends what the last stop kept (the same rules are in force again: PolicyRules::resume), but
@@ -126,6 +130,7 @@ class Notifier {
   NotifyPolicy policy_;
   Backoff backoff_;
   std::string kept_;
+  std::size_t most_waiting_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;
