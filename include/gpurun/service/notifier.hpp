@@ -83,9 +83,10 @@ class Notifier {
   const NotifyPolicy& policy() const { return policy_; }
 
   // Queues `notification` when the policy wants its event (or `asked`: the run's own --notify);
-  // never blocks on the network. With kMostWaiting waiting already, the oldest is dropped (logged). What a run's
-  // own --notify asks for reaches the lab's webhook kMostAskedPostsPerHour times an hour per user
-  // (the rest by mail alone, logged once): the channel is the lab's, not one user's to flood.
+  // never blocks on the network. With kMostWaiting waiting already, the oldest is dropped
+  // (logged). What a run's own --notify asks for reaches the lab's webhook kMostAskedPostsPerHour
+  // times an hour per user (the rest by mail alone, logged once): the channel is the lab's, not one
+  // user's to flood.
   void send(Notification notification, bool asked = false);
   static constexpr std::size_t kMostWaiting = 1000;
   static constexpr std::size_t kMostAskedPostsPerHour = 30;
