@@ -495,6 +495,38 @@ TEST_F(GpurundTest, HistoryUsageAndReportAnswerWithAnotherUsersProcessFiguresAft
   EXPECT_FALSE(std::filesystem::exists(socket()));  // removed on the way out
 }
 
+// A command line in any script is shown whole by `report`, as by `history`; a control byte in it
+// is written escaped, never sent to the terminal.
+TEST_F(GpurundTest, ReportKeepsAUtf8CommandWholeAndEscapesItsControlBytes) {
+  // The busy DGX's pid 48213 (GPU 0), its command line in the /proc this gpurund reads.
+  const std::filesystem::path proc = std::filesystem::path(dir()) / "no-sysfs" / "proc" / "48213";
+  std::filesystem::create_directories(proc);
+  std::ofstream(proc / "cmdline") << std::string("python3") + '\0' + "训练-josé.py" + '\0' + "--tag" + '\0' +
+                                         "\x1b[2J" + '\0';
+  const pid_t pid = start();
+  nlohmann::json history;
+  nlohmann::json run;
+  ASSERT_TRUE(eventually([&] {
+    history = nlohmann::json::parse(ask({"history", "--json"}).out, nullptr, false);
+    if (!history.is_array()) return false;
+    for (const nlohmann::json& one : history)
+      if (one.value("command", nlohmann::json()).is_string() &&
+          one["command"].get<std::string>().find("jos") != std::string::npos)
+        run = one;
+    return run.is_object();
+  })) << history.dump()
+      << read_file(dir() + "/gpurund.err");
+  EXPECT_EQ(run["command"], "python3 训练-josé.py --tag \x1b[2J");  // the JSON keeps it as it is
+
+  const Outcome report = ask({"report", std::to_string(run["id"].get<int>())});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  const std::string shown = "python3 训练-josé.py --tag \\x1b[2J";
+  EXPECT_THAT(report.out, HasSubstr(fmt::format("gpurun: run report: {} (run", shown)));
+  EXPECT_THAT(report.out, HasSubstr(fmt::format("\n  command         {}\n", shown)));
+  EXPECT_EQ(report.out.find('\x1b'), std::string::npos) << report.out;
+  EXPECT_EQ(stop(pid, SIGTERM), 0);
+}
+
 // MIG through the NVML stand-in (tests/data/nvml/mig.json): GPU 0 whole runs pid 7001; GPU 1 is in
 // MIG mode, pid 8301 in a 1g.10gb instance (9 984 of 81 559 MiB). Both runs start in the same
 // sample, so the MIG one's GPU-seconds are its share of the whole one's.
